@@ -1,0 +1,66 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in this crate.
+///
+/// Each message says what was found, what was expected and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A [`BlockLayout`](crate::BlockLayout) or [`Scheme`](crate::Scheme) parameter is out of range.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+
+    /// An index was built with another scheme or layout than the one it is opened with.
+    #[error(
+        "index mismatch: the index records {what} `{found}`, but `{expected}` was requested; \
+         open it with the scheme and layout it was built with (see `neardup stats`), or rebuild it"
+    )]
+    IndexMismatch {
+        /// Which setting differs ("scheme", "layout", ...).
+        what: &'static str,
+        /// What the index records.
+        found: String,
+        /// What the caller asked for.
+        expected: String,
+    },
+
+    /// The schema lacks a field this crate needs, or the field has the wrong type or options.
+    #[error("schema field `{field}`: {problem}")]
+    Schema {
+        /// The field's name.
+        field: String,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
+
+    /// A document is missing a value the operation needs (for example the user id).
+    #[error("document: {0}")]
+    Document(String),
+
+    /// Malformed input data (a JSON line, a table file), with where it was found.
+    #[error("{path}:{line}: {message}")]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// An error from tantivy.
+    #[error("tantivy: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+
+    /// An I/O error.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+
+    /// A JSON (de)serialisation error.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The crate's result type.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,746 @@
+//! Fingerprints: a [`Scheme`] turns text into a 64-bit simhash [`Fingerprint`].
+//!
+//! Charikar's simhash: every feature of the text (a word, a word shingle, a character n-gram) is
+//! hashed to 64 bits; its weight is added to counter `i` where bit `i` of the hash is 1 and
+//! subtracted where it is 0; bit `i` of the fingerprint is `counter[i] > 0`. Texts whose weighted
+//! feature vectors are at angle θ differ in each bit with probability θ/π, so the Hamming
+//! distance between fingerprints estimates how different the texts are.
+//!
+//! A [`Scheme`] fixes every step (normalisation, tokenisation, features, weights, the seeded
+//! feature hash, the short-text fallback) and has a stable [`Scheme::id`] that indexes record.
+//! Golden tests pin the fingerprints of fixed texts, so any change to a scheme is deliberate.
+//!
+//! ```
+//! use tantivy_simhash::Scheme;
+//!
+//! let scheme = Scheme::default();
+//! let a = scheme.fingerprint("The quick brown fox jumps over the lazy dog near the river bank today");
+//! let b = scheme.fingerprint("the QUICK brown fox  jumps over the lazy dog, near the river bank today!");
+//! assert_eq!(a.distance(b), 0); // formatting only
+//! ```
+
+mod analysis;
+
+pub use analysis::{
+    is_han, HanSegmentation, Normalization, SimhashTokenStream, SimhashTokenizer, MAX_TOKEN_CHARS,
+    SIMHASH_TOKENIZER_NAME,
+};
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::BufRead;
+use std::str::FromStr;
+use std::sync::Arc;
+use tantivy::tokenizer::{TextAnalyzer, TokenStream};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// A 64-bit simhash fingerprint.
+///
+/// Displayed and parsed as 16 lower-case hex digits.
+///
+/// ```
+/// use tantivy_simhash::Fingerprint;
+/// let a = Fingerprint(0b1011);
+/// assert_eq!(a.distance(Fingerprint(0b0001)), 2);
+/// assert_eq!(a.to_string(), "000000000000000b");
+/// assert_eq!("000000000000000b".parse::<Fingerprint>().unwrap(), a);
+/// ```
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub struct Fingerprint(pub u64);
+
+impl Fingerprint {
+    /// The Hamming distance: the number of bits in which the two fingerprints differ (0..=64).
+    #[inline]
+    pub fn distance(self, other: Fingerprint) -> u32 {
+        (self.0 ^ other.0).count_ones()
+    }
+
+    /// Whether the two fingerprints are within `max_distance` (inclusive).
+    #[inline]
+    pub fn is_within(self, other: Fingerprint, max_distance: u32) -> bool {
+        self.distance(other) <= max_distance
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+impl FromStr for Fingerprint {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let t = s.trim().trim_start_matches("0x");
+        u64::from_str_radix(t, 16).map(Fingerprint).map_err(|e| {
+            Error::InvalidConfig(format!(
+                "fingerprint `{s}` is not 1 to 16 hex digits ({e}); write it as printed, e.g. 0f3a9c..."
+            ))
+        })
+    }
+}
+
+impl From<u64> for Fingerprint {
+    fn from(v: u64) -> Self {
+        Fingerprint(v)
+    }
+}
+
+/// How a fingerprint was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FingerprintKind {
+    /// A simhash of at least [`Scheme::min_features`] distinct features.
+    Simhash,
+    /// Too few features for a meaningful simhash: an exact hash of the normalised token sequence.
+    /// It matches only texts with the very same tokens (a random 64-bit value against any other).
+    Exact,
+}
+
+/// A fingerprint with what went into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FingerprintDetails {
+    /// The fingerprint.
+    pub fingerprint: Fingerprint,
+    /// Simhash, or the short-text fallback.
+    pub kind: FingerprintKind,
+    /// Tokens after analysis.
+    pub tokens: usize,
+    /// Distinct features that voted.
+    pub features: usize,
+}
+
+/// Which features a text contributes, and their relative weights. A weight of 0 turns a kind off.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Features {
+    /// Weight of single words (tokens).
+    pub words: f32,
+    /// Length of word shingles (2 = pairs of consecutive tokens); 0 or 1 turns them off.
+    pub shingle_len: u8,
+    /// Weight of word shingles.
+    pub shingles: f32,
+    /// Length of character n-grams over the normalised token sequence; 0 turns them off.
+    pub char_ngram_len: u8,
+    /// Weight of character n-grams.
+    pub char_ngrams: f32,
+}
+
+impl Features {
+    /// Single words only.
+    pub fn words() -> Self {
+        Features {
+            words: 1.0,
+            shingle_len: 0,
+            shingles: 0.0,
+            char_ngram_len: 0,
+            char_ngrams: 0.0,
+        }
+    }
+
+    /// Words and word shingles of length `len`, with the given shingle weight.
+    pub fn words_and_shingles(len: u8, weight: f32) -> Self {
+        Features {
+            shingle_len: len,
+            shingles: weight,
+            ..Features::words()
+        }
+    }
+
+    /// Character n-grams only.
+    pub fn char_ngrams(len: u8) -> Self {
+        Features {
+            words: 0.0,
+            shingle_len: 0,
+            shingles: 0.0,
+            char_ngram_len: len,
+            char_ngrams: 1.0,
+        }
+    }
+
+    fn uses_shingles(&self) -> bool {
+        self.shingle_len >= 2 && self.shingles > 0.0
+    }
+
+    fn uses_char_ngrams(&self) -> bool {
+        self.char_ngram_len >= 1 && self.char_ngrams > 0.0
+    }
+
+    fn id(&self) -> String {
+        let mut parts = Vec::new();
+        if self.words > 0.0 {
+            parts.push(format!("w{}", self.words));
+        }
+        if self.uses_shingles() {
+            parts.push(format!("s{}x{}", self.shingle_len, self.shingles));
+        }
+        if self.uses_char_ngrams() {
+            parts.push(format!("c{}x{}", self.char_ngram_len, self.char_ngrams));
+        }
+        parts.join("+")
+    }
+}
+
+/// How the occurrences of a feature turn into its weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum TermWeight {
+    /// Every distinct feature weighs 1, however often it occurs.
+    Binary,
+    /// `1 + ln(tf)`: a repeated line cannot dominate, but repetition still counts.
+    #[default]
+    Sublinear,
+}
+
+/// A static inverse document frequency table for words, such as jieba's `idf.txt`.
+///
+/// Static on purpose: a fingerprint must not change when other documents arrive, so the table
+/// comes from a fixed corpus, never from the index being built. Words not in the table get
+/// the table's median IDF. The weight of a word is multiplied by `idf / median`.
+#[derive(Clone, Debug)]
+pub struct IdfTable {
+    idf: HashMap<u64, f32, BuildHasherDefault<IdentityHasher>>,
+    median: f32,
+    digest: u64,
+    seed: u64,
+}
+
+impl IdfTable {
+    /// Reads lines of `word idf` (whitespace-separated), jieba's format. Words go through the
+    /// same normalisation as text (NFKC, case folding, Traditional to Simplified).
+    pub fn from_reader(reader: impl BufRead, seed: u64) -> Result<Self> {
+        let norm = Normalization::default();
+        let mut idf = HashMap::default();
+        let mut values = Vec::new();
+        let mut digest = 0u64;
+        for (n, line) in reader.lines().enumerate() {
+            let line = line?;
+            let mut parts = line.split_whitespace();
+            let (Some(word), Some(value)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let value: f32 = value.parse().map_err(|_| Error::Input {
+                path: "idf table".into(),
+                line: n as u64 + 1,
+                message: format!("`{value}` is not a number; expected lines of `word idf`"),
+            })?;
+            let word = norm.apply(word);
+            let h = xxh3_64_with_seed(word.as_bytes(), seed ^ WORD_TAG);
+            idf.insert(h, value);
+            values.push(value);
+            digest = digest.rotate_left(5) ^ h ^ u64::from(value.to_bits());
+        }
+        if values.is_empty() {
+            return Err(Error::InvalidConfig(
+                "the IDF table is empty; expected lines of `word idf`".into(),
+            ));
+        }
+        let mid = values.len() / 2;
+        values.select_nth_unstable_by(mid, f32::total_cmp);
+        Ok(IdfTable {
+            idf,
+            median: values[mid].max(f32::MIN_POSITIVE),
+            digest,
+            seed,
+        })
+    }
+
+    fn factor(&self, word_hash: u64) -> f32 {
+        self.idf.get(&word_hash).copied().unwrap_or(self.median) / self.median
+    }
+}
+
+/// How text is split into tokens.
+#[derive(Clone)]
+pub enum Tokenization {
+    /// The built-in [`SimhashTokenizer`]: words for alphabetic scripts, Han runs by `han`.
+    Builtin {
+        /// How Han runs are split.
+        han: HanSegmentation,
+    },
+    /// Any tantivy analyzer; it sees the text after [`Normalization::apply`]. `name` goes into
+    /// the scheme id, so name different analyzers differently.
+    Analyzer {
+        /// A stable name for the analyzer (part of the scheme id).
+        name: String,
+        /// The analyzer.
+        analyzer: TextAnalyzer,
+    },
+}
+
+impl fmt::Debug for Tokenization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tokenization::Builtin { han } => write!(f, "Builtin {{ han: {han:?} }}"),
+            Tokenization::Analyzer { name, .. } => write!(f, "Analyzer {{ name: {name:?} }}"),
+        }
+    }
+}
+
+/// The default feature-hash seed.
+pub const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
+
+/// Everything that determines a fingerprint from text. See the [module docs](self).
+///
+/// Build one with [`Scheme::builder`]; [`Scheme::default`] is the measured default
+/// (docs/QUALITY.md explains the choice).
+///
+/// ```
+/// use tantivy_simhash::{Features, Scheme};
+///
+/// let scheme = Scheme::builder().features(Features::words()).min_features(4).build()?;
+/// let fp = scheme.fingerprint("我们在北京大学学习中文和计算机科学");
+/// assert!(scheme.id().contains("w1"));
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Scheme {
+    inner: Arc<SchemeInner>,
+}
+
+#[derive(Debug)]
+struct SchemeInner {
+    normalization: Normalization,
+    tokenization: Tokenization,
+    features: Features,
+    weight: TermWeight,
+    idf: Option<IdfTable>,
+    seed: u64,
+    min_features: usize,
+    id: String,
+}
+
+/// Builds a [`Scheme`]; every setting starts at the default scheme's value.
+#[derive(Clone, Debug)]
+pub struct SchemeBuilder {
+    normalization: Normalization,
+    tokenization: Tokenization,
+    features: Features,
+    weight: TermWeight,
+    idf: Option<IdfTable>,
+    seed: u64,
+    min_features: usize,
+}
+
+/// The version of the fingerprint algorithm; part of every scheme id.
+pub const SCHEME_VERSION: u32 = 1;
+
+impl Default for SchemeBuilder {
+    fn default() -> Self {
+        SchemeBuilder {
+            normalization: Normalization::default(),
+            tokenization: Tokenization::Builtin {
+                han: HanSegmentation::Jieba,
+            },
+            features: Features::words_and_shingles(2, 1.0),
+            weight: TermWeight::Sublinear,
+            idf: None,
+            seed: DEFAULT_SEED,
+            min_features: 8,
+        }
+    }
+}
+
+impl SchemeBuilder {
+    /// Sets the normalisation.
+    pub fn normalization(mut self, n: Normalization) -> Self {
+        self.normalization = n;
+        self
+    }
+    /// Sets the tokenisation.
+    pub fn tokenization(mut self, t: Tokenization) -> Self {
+        self.tokenization = t;
+        self
+    }
+    /// Uses any tantivy analyzer under a stable `name`.
+    pub fn analyzer(self, name: &str, analyzer: TextAnalyzer) -> Self {
+        self.tokenization(Tokenization::Analyzer {
+            name: name.to_string(),
+            analyzer,
+        })
+    }
+    /// Sets the features.
+    pub fn features(mut self, f: Features) -> Self {
+        self.features = f;
+        self
+    }
+    /// Sets the term weighting.
+    pub fn term_weight(mut self, w: TermWeight) -> Self {
+        self.weight = w;
+        self
+    }
+    /// Multiplies word weights by a static IDF table (build it with the same seed).
+    pub fn idf(mut self, table: IdfTable) -> Self {
+        self.idf = Some(table);
+        self
+    }
+    /// Sets the feature-hash seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// Below this many distinct features a text gets the exact-hash fallback.
+    pub fn min_features(mut self, n: usize) -> Self {
+        self.min_features = n;
+        self
+    }
+
+    /// Checks the settings and builds the scheme.
+    pub fn build(self) -> Result<Scheme> {
+        let f = &self.features;
+        for (name, w) in [
+            ("words", f.words),
+            ("shingles", f.shingles),
+            ("char_ngrams", f.char_ngrams),
+        ] {
+            if !(w.is_finite() && w >= 0.0) {
+                return Err(Error::InvalidConfig(format!(
+                    "feature weight {name} = {w}; expected a finite number >= 0"
+                )));
+            }
+        }
+        if f.words == 0.0 && !f.uses_shingles() && !f.uses_char_ngrams() {
+            return Err(Error::InvalidConfig(
+                "no features: words, shingles and char n-grams are all off; turn one on".into(),
+            ));
+        }
+        if f.shingle_len > 8 || f.char_ngram_len > 8 {
+            return Err(Error::InvalidConfig(format!(
+                "shingle length {} / char n-gram length {}; expected at most 8",
+                f.shingle_len, f.char_ngram_len
+            )));
+        }
+        if let Some(t) = &self.idf {
+            if t.seed != self.seed {
+                return Err(Error::InvalidConfig(format!(
+                    "the IDF table was read with seed {:016x} but the scheme uses {:016x}; \
+                     read the table with the scheme's seed",
+                    t.seed, self.seed
+                )));
+            }
+        }
+        let tok = match &self.tokenization {
+            Tokenization::Builtin { han } => match han {
+                HanSegmentation::Jieba => "builtin-jieba".to_string(),
+                HanSegmentation::Chars => "builtin-hanchars".to_string(),
+            },
+            Tokenization::Analyzer { name, .. } => format!("analyzer:{name}"),
+        };
+        let weight = match self.weight {
+            TermWeight::Binary => "bin",
+            TermWeight::Sublinear => "log",
+        };
+        let idf = match &self.idf {
+            None => "none".to_string(),
+            Some(t) => format!("{:016x}", t.digest),
+        };
+        let id = format!(
+            "simhash64-v{SCHEME_VERSION};norm={};tok={tok};feat={};tf={weight};idf={idf};seed={:016x};min={}",
+            self.normalization.id(),
+            self.features.id(),
+            self.seed,
+            self.min_features
+        );
+        Ok(Scheme {
+            inner: Arc::new(SchemeInner {
+                normalization: self.normalization,
+                tokenization: self.tokenization,
+                features: self.features,
+                weight: self.weight,
+                idf: self.idf,
+                seed: self.seed,
+                min_features: self.min_features,
+                id,
+            }),
+        })
+    }
+}
+
+impl Default for Scheme {
+    fn default() -> Self {
+        Scheme::from_builder_infallible(SchemeBuilder::default())
+    }
+}
+
+impl Scheme {
+    /// A builder that starts from the default scheme.
+    pub fn builder() -> SchemeBuilder {
+        SchemeBuilder::default()
+    }
+
+    fn from_builder_infallible(b: SchemeBuilder) -> Scheme {
+        match b.build() {
+            Ok(s) => s,
+            // The default settings are checked by a unit test; this arm is unreachable.
+            Err(e) => unreachable!("default scheme is invalid: {e}"),
+        }
+    }
+
+    /// The stable identifier: algorithm version and every parameter. Indexes record it.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Below this many distinct features the fingerprint is the exact-hash fallback.
+    pub fn min_features(&self) -> usize {
+        self.inner.min_features
+    }
+
+    /// The features.
+    pub fn features(&self) -> Features {
+        self.inner.features
+    }
+
+    /// The scheme's analysis stage as a tantivy analyzer, to register for text fields so that
+    /// search and fingerprints share one notion of a word. For a built-in tokenisation it is a
+    /// [`SimhashTokenizer`]; for a user analyzer, a clone of it (which does not normalise).
+    pub fn text_analyzer(&self) -> TextAnalyzer {
+        match &self.inner.tokenization {
+            Tokenization::Builtin { han } => {
+                TextAnalyzer::from(SimhashTokenizer::new(self.inner.normalization, *han))
+            }
+            Tokenization::Analyzer { analyzer, .. } => analyzer.clone(),
+        }
+    }
+
+    /// A reusable fingerprinter (owns an analyzer and scratch buffers). Use one per thread.
+    pub fn fingerprinter(&self) -> Fingerprinter {
+        Fingerprinter {
+            scheme: self.clone(),
+            analyzer: self.text_analyzer(),
+            token_hashes: Vec::new(),
+            token_text: String::new(),
+            counts: HashMap::default(),
+            acc: [0; 64],
+        }
+    }
+
+    /// The fingerprint of `text`. Cost: one analysis of the text (allocates a fingerprinter;
+    /// reuse [`Scheme::fingerprinter`] in loops).
+    pub fn fingerprint(&self, text: &str) -> Fingerprint {
+        self.fingerprinter().fingerprint(text)
+    }
+
+    /// The fingerprint of `text` with how it was made.
+    pub fn fingerprint_details(&self, text: &str) -> FingerprintDetails {
+        self.fingerprinter().fingerprint_details(text)
+    }
+}
+
+/// Computes fingerprints for one [`Scheme`], reusing its buffers. Not `Sync`: one per thread
+/// (for example with rayon's `map_init`).
+pub struct Fingerprinter {
+    scheme: Scheme,
+    analyzer: TextAnalyzer,
+    token_hashes: Vec<u64>,
+    token_text: String,
+    counts: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    acc: [i64; 64],
+}
+
+const WORD_TAG: u64 = 0x5744_0000_0000_0001;
+const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
+const CHAR_TAG: u64 = 0x4348_0000_0000_0000;
+const EXACT_TAG: u64 = 0x4558_0000_0000_0000;
+/// Weights are accumulated as fixed point, so the sum does not depend on the order of features.
+const WEIGHT_SCALE: f32 = (1u32 << 16) as f32;
+
+impl Fingerprinter {
+    /// The scheme this fingerprinter follows.
+    pub fn scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// The fingerprint of `text`.
+    pub fn fingerprint(&mut self, text: &str) -> Fingerprint {
+        self.fingerprint_details(text).fingerprint
+    }
+
+    /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
+    pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
+        let inner = Arc::clone(&self.scheme.inner);
+        let seed = inner.seed;
+        let features = inner.features;
+        let want_text = features.uses_char_ngrams();
+        self.token_hashes.clear();
+        self.token_text.clear();
+        {
+            let normalized;
+            let input: &str = match &inner.tokenization {
+                Tokenization::Builtin { .. } => text,
+                Tokenization::Analyzer { .. } => {
+                    normalized = inner.normalization.apply(text);
+                    &normalized
+                }
+            };
+            let mut stream = self.analyzer.token_stream(input);
+            let mut prev_han = false;
+            while stream.advance() {
+                let t = &stream.token().text;
+                self.token_hashes
+                    .push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
+                if want_text {
+                    let han = t.chars().next().is_some_and(is_han);
+                    if !self.token_text.is_empty() && !(han && prev_han) {
+                        self.token_text.push(' ');
+                    }
+                    self.token_text.push_str(t);
+                    prev_han = han;
+                }
+            }
+        }
+        let tokens = self.token_hashes.len();
+        self.acc = [0; 64];
+        let mut distinct = 0;
+
+        if features.words > 0.0 {
+            self.counts.clear();
+            for &h in &self.token_hashes {
+                *self.counts.entry(h).or_insert(0) += 1;
+            }
+            distinct += self.counts.len();
+            let idf = inner.idf.as_ref();
+            flush(
+                &mut self.counts,
+                &mut self.acc,
+                features.words,
+                inner.weight,
+                idf,
+            );
+        }
+        if features.uses_shingles() {
+            let n = usize::from(features.shingle_len);
+            self.counts.clear();
+            let mut buf = [0u8; 64];
+            for w in self.token_hashes.windows(n) {
+                for (i, h) in w.iter().enumerate() {
+                    buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
+                }
+                let h = xxh3_64_with_seed(&buf[..n * 8], seed ^ SHINGLE_TAG ^ n as u64);
+                *self.counts.entry(h).or_insert(0) += 1;
+            }
+            distinct += self.counts.len();
+            flush(
+                &mut self.counts,
+                &mut self.acc,
+                features.shingles,
+                inner.weight,
+                None,
+            );
+        }
+        if features.uses_char_ngrams() {
+            let n = usize::from(features.char_ngram_len);
+            self.counts.clear();
+            let starts: Vec<usize> = self
+                .token_text
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain(std::iter::once(self.token_text.len()))
+                .collect();
+            for w in starts.windows(n + 1) {
+                let gram = &self.token_text[w[0]..w[n]];
+                let h = xxh3_64_with_seed(gram.as_bytes(), seed ^ CHAR_TAG ^ n as u64);
+                *self.counts.entry(h).or_insert(0) += 1;
+            }
+            distinct += self.counts.len();
+            flush(
+                &mut self.counts,
+                &mut self.acc,
+                features.char_ngrams,
+                inner.weight,
+                None,
+            );
+        }
+
+        if distinct < inner.min_features {
+            let mut bytes = Vec::with_capacity(tokens * 8);
+            for h in &self.token_hashes {
+                bytes.extend_from_slice(&h.to_le_bytes());
+            }
+            return FingerprintDetails {
+                fingerprint: Fingerprint(xxh3_64_with_seed(&bytes, seed ^ EXACT_TAG)),
+                kind: FingerprintKind::Exact,
+                tokens,
+                features: distinct,
+            };
+        }
+        let mut fp = 0u64;
+        for (i, &v) in self.acc.iter().enumerate() {
+            if v > 0 {
+                fp |= 1 << i;
+            }
+        }
+        FingerprintDetails {
+            fingerprint: Fingerprint(fp),
+            kind: FingerprintKind::Simhash,
+            tokens,
+            features: distinct,
+        }
+    }
+}
+
+/// For each byte value, eight masks: all ones where the bit is 0 (subtract), zero where 1 (add).
+static SIGN_MASKS: [[i64; 8]; 256] = {
+    let mut t = [[0i64; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            t[b][i] = if (b >> i) & 1 == 1 { 0 } else { -1 };
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Adds each feature's weight to the 64 counters, with its sign per bit.
+fn flush(
+    counts: &mut HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    acc: &mut [i64; 64],
+    kind_weight: f32,
+    weight: TermWeight,
+    idf: Option<&IdfTable>,
+) {
+    for (&h, &tf) in counts.iter() {
+        let mut w = match weight {
+            TermWeight::Binary => 1.0,
+            TermWeight::Sublinear => 1.0 + (tf as f32).ln(),
+        } * kind_weight;
+        if let Some(t) = idf {
+            w *= t.factor(h);
+        }
+        let w = (w * WEIGHT_SCALE).round() as i64;
+        for byte in 0..8 {
+            let masks = &SIGN_MASKS[((h >> (byte * 8)) & 0xff) as usize];
+            let lanes = &mut acc[byte * 8..byte * 8 + 8];
+            for (a, m) in lanes.iter_mut().zip(masks) {
+                // (w ^ m) - m is w where m == 0 and -w where m == -1.
+                *a += (w ^ m) - m;
+            }
+        }
+    }
+}
+
+/// Feature keys are already xxh3 hashes: hashing them again would only cost time.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct IdentityHasher(u64);
+
+impl Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+#[cfg(test)]
+mod tests;

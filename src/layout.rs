@@ -1,0 +1,416 @@
+//! Block layouts: the keys a fingerprint is indexed under.
+//!
+//! Pigeonhole (Manku, Jain and Das Sarma, WWW 2007): split the 64 bits into `b` blocks and use
+//! every combination of `c` blocks as a key. Two fingerprints within Hamming distance `k` differ
+//! in at most `k` blocks, so when `b - c >= k` at least `c` blocks agree and they share the key
+//! made of those blocks. A lookup fetches the postings of the query's keys (candidates) and keeps
+//! those within `k`.
+//!
+//! | layout | keys per doc | key bits | k guaranteed | expected candidates per lookup at N docs |
+//! |---|---|---|---|---|
+//! | 4 x 16, single blocks (default) | 4 | 16 | <= 3 | 4 N / 2^16 (61 at 1M) |
+//! | 5 x ~13, single blocks | 5 | 12-13 | <= 4 | ~5 N / 2^12.8 (~700 at 1M) |
+//! | 8 x 8, pairs | 28 | 16 | <= 6 | 28 N / 2^16 (427 at 1M) |
+//! | 6 x ~10.7, triples | 20 | 32 | <= 3 | 20 N / 2^32 (~0 at 1M; for 1B+) |
+//!
+//! The candidates are for uniformly spread fingerprints; real ones have hot keys (boilerplate,
+//! exact duplicates), which every consumer caps or groups.
+//!
+//! A key is one `u64` term: the combination's index in the top 16 bits, then the combined
+//! block bits. All keys of one combination therefore form one contiguous numeric range
+//! ([`BlockLayout::key_range`]), which batch jobs stream from the term dictionary.
+//!
+//! ```
+//! use tantivy_simhash::{BlockLayout, Fingerprint};
+//!
+//! let layout = BlockLayout::default(); // 4 blocks of 16 bits, k <= 3
+//! let a = Fingerprint(0x0123_4567_89ab_cdef);
+//! let b = Fingerprint(a.0 ^ 0b111); // 3 bits flipped, all in block 0
+//! assert!(layout.first_shared_key(a, b).is_some());
+//! assert_eq!(layout.keys(a).len(), 4);
+//! assert!(BlockLayout::new(4, 1, 4).is_err()); // 4 blocks cannot guarantee k = 4
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use serde::{Deserialize, Serialize};
+use std::ops::RangeInclusive;
+
+/// Bits of a key reserved for the combination index.
+const COMBO_BITS: u32 = 16;
+/// Bits of a key left for the block bits.
+const MAX_KEY_BITS: u32 = 64 - COMBO_BITS;
+
+/// Maps a fingerprint to the keys it is indexed under. See the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "LayoutSpec", into = "LayoutSpec")]
+pub struct BlockLayout {
+    blocks: u32,
+    blocks_per_key: u32,
+    max_distance: u32,
+    /// (shift, width) of each block.
+    spans: Vec<(u32, u32)>,
+    /// The blocks of each key, in key order.
+    combos: Vec<Vec<u32>>,
+}
+
+/// The serialised form: the three numbers that define a layout.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct LayoutSpec {
+    blocks: u32,
+    blocks_per_key: u32,
+    max_distance: u32,
+}
+
+impl TryFrom<LayoutSpec> for BlockLayout {
+    type Error = Error;
+    fn try_from(s: LayoutSpec) -> Result<Self> {
+        BlockLayout::new(s.blocks, s.blocks_per_key, s.max_distance)
+    }
+}
+
+impl From<BlockLayout> for LayoutSpec {
+    fn from(l: BlockLayout) -> Self {
+        LayoutSpec {
+            blocks: l.blocks,
+            blocks_per_key: l.blocks_per_key,
+            max_distance: l.max_distance,
+        }
+    }
+}
+
+impl Default for BlockLayout {
+    /// 4 blocks of 16 bits, single blocks as keys: guarantees k <= 3.
+    fn default() -> Self {
+        BlockLayout::build(4, 1, 3)
+    }
+}
+
+impl BlockLayout {
+    /// `blocks` blocks of 64/`blocks` bits (the first 64 % `blocks` one bit wider), every
+    /// combination of `blocks_per_key` blocks a key, guaranteeing every pair within
+    /// `max_distance` shares a key.
+    ///
+    /// Errors when the layout cannot guarantee `max_distance` (`blocks - blocks_per_key <
+    /// max_distance`), or when a key would not fit (more than 48 key bits, more than 65,536
+    /// combinations).
+    pub fn new(blocks: u32, blocks_per_key: u32, max_distance: u32) -> Result<Self> {
+        if blocks == 0 || blocks > 64 || blocks_per_key == 0 || blocks_per_key > blocks {
+            return Err(Error::InvalidConfig(format!(
+                "layout of {blocks} blocks with {blocks_per_key} per key; expected \
+                 1 <= blocks_per_key <= blocks <= 64"
+            )));
+        }
+        if blocks - blocks_per_key < max_distance {
+            return Err(Error::InvalidConfig(format!(
+                "{blocks} blocks with {blocks_per_key} per key guarantee distance <= {}, not {max_distance}; \
+                 use at least {} blocks, or BlockLayout::for_distance({max_distance})",
+                blocks - blocks_per_key,
+                max_distance + blocks_per_key
+            )));
+        }
+        let widest = (64 / blocks + u32::from(64 % blocks != 0)) * blocks_per_key;
+        if widest > MAX_KEY_BITS {
+            return Err(Error::InvalidConfig(format!(
+                "keys of {blocks_per_key} blocks out of {blocks} need up to {widest} bits; at most \
+                 {MAX_KEY_BITS} fit: use more blocks or fewer per key"
+            )));
+        }
+        let n_combos = binomial(blocks, blocks_per_key);
+        if n_combos > 1 << COMBO_BITS {
+            return Err(Error::InvalidConfig(format!(
+                "{n_combos} keys per fingerprint; at most {} are supported: use fewer blocks",
+                1u64 << COMBO_BITS
+            )));
+        }
+        Ok(BlockLayout::build(blocks, blocks_per_key, max_distance))
+    }
+
+    fn build(blocks: u32, blocks_per_key: u32, max_distance: u32) -> Self {
+        let base = 64 / blocks;
+        let extra = 64 % blocks;
+        let mut spans = Vec::with_capacity(blocks as usize);
+        let mut shift = 0;
+        for i in 0..blocks {
+            let width = base + u32::from(i < extra);
+            spans.push((shift, width));
+            shift += width;
+        }
+        let mut combos = Vec::new();
+        let mut current = Vec::new();
+        combinations(blocks, blocks_per_key, 0, &mut current, &mut combos);
+        BlockLayout {
+            blocks,
+            blocks_per_key,
+            max_distance,
+            spans,
+            combos,
+        }
+    }
+
+    /// The layout this crate recommends for `max_distance`: 4 x 16 singles for k <= 3, 5 single
+    /// blocks for k = 4, pairs of k + 2 blocks for k = 5..=6, triples of k + 3 blocks for
+    /// k = 7..=9. Larger k is rejected: at 64 bits it matches unrelated texts (docs/QUALITY.md).
+    pub fn for_distance(max_distance: u32) -> Result<Self> {
+        match max_distance {
+            0..=3 => BlockLayout::new(4, 1, max_distance),
+            4 => BlockLayout::new(5, 1, 4),
+            5..=6 => BlockLayout::new(max_distance + 2, 2, max_distance),
+            7..=9 => BlockLayout::new(max_distance + 3, 3, max_distance),
+            _ => Err(Error::InvalidConfig(format!(
+                "no layout for distance {max_distance}; expected 0..=9 (beyond that 64-bit \
+                 fingerprints of unrelated texts match, see docs/QUALITY.md)"
+            ))),
+        }
+    }
+
+    /// The largest distance this layout guarantees to find.
+    pub fn max_distance(&self) -> u32 {
+        self.max_distance
+    }
+
+    /// The number of blocks.
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Blocks per key.
+    pub fn blocks_per_key(&self) -> u32 {
+        self.blocks_per_key
+    }
+
+    /// Keys per fingerprint.
+    pub fn num_keys(&self) -> usize {
+        self.combos.len()
+    }
+
+    /// A stable identifier, recorded by indexes, e.g. `blocks=4;per_key=1;k=3`.
+    pub fn id(&self) -> String {
+        format!(
+            "blocks={};per_key={};k={}",
+            self.blocks, self.blocks_per_key, self.max_distance
+        )
+    }
+
+    /// The key of combination `combo` (0..num_keys) for `fp`.
+    ///
+    /// # Panics
+    /// If `combo >= num_keys()`.
+    pub fn key(&self, combo: usize, fp: Fingerprint) -> u64 {
+        let mut bits = 0u64;
+        for &b in &self.combos[combo] {
+            let (shift, width) = self.spans[b as usize];
+            bits = (bits << width) | ((fp.0 >> shift) & mask(width));
+        }
+        ((combo as u64) << MAX_KEY_BITS) | bits
+    }
+
+    /// All keys of `fp`, in combination order.
+    pub fn keys(&self, fp: Fingerprint) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.num_keys());
+        self.keys_into(fp, &mut out);
+        out
+    }
+
+    /// Appends the keys of `fp` to `out`.
+    pub fn keys_into(&self, fp: Fingerprint, out: &mut Vec<u64>) {
+        out.extend((0..self.num_keys()).map(|c| self.key(c, fp)));
+    }
+
+    /// The numeric range that holds every key of combination `combo`.
+    pub fn key_range(&self, combo: usize) -> RangeInclusive<u64> {
+        let width: u32 = self.combos[combo]
+            .iter()
+            .map(|&b| self.spans[b as usize].1)
+            .sum();
+        let lo = (combo as u64) << MAX_KEY_BITS;
+        lo..=lo | mask(width)
+    }
+
+    /// The combination index a key belongs to.
+    pub fn combo_of_key(&self, key: u64) -> usize {
+        (key >> MAX_KEY_BITS) as usize
+    }
+
+    /// The first combination under which `a` and `b` share a key, if any. Batch jobs report a
+    /// pair only under this key, so no global set of seen pairs is needed.
+    pub fn first_shared_key(&self, a: Fingerprint, b: Fingerprint) -> Option<usize> {
+        let diff = a.0 ^ b.0;
+        self.combos.iter().position(|combo| {
+            combo.iter().all(|&blk| {
+                let (shift, width) = self.spans[blk as usize];
+                (diff >> shift) & mask(width) == 0
+            })
+        })
+    }
+
+    /// Expected candidates per lookup among `docs` uniformly random fingerprints (documents that
+    /// share at least one key with the query, counted once per shared key).
+    pub fn expected_candidates(&self, docs: u64) -> f64 {
+        self.combos
+            .iter()
+            .map(|combo| {
+                let bits: u32 = combo.iter().map(|&b| self.spans[b as usize].1).sum();
+                docs as f64 / 2f64.powi(bits as i32)
+            })
+            .sum()
+    }
+}
+
+fn mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+fn binomial(n: u32, k: u32) -> u64 {
+    let k = k.min(n - k) as u64;
+    let mut r = 1u64;
+    for i in 0..k {
+        r = r.saturating_mul(n as u64 - i) / (i + 1);
+    }
+    r
+}
+
+fn combinations(n: u32, k: u32, start: u32, current: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+    if current.len() == k as usize {
+        out.push(current.clone());
+        return;
+    }
+    for i in start..n {
+        current.push(i);
+        combinations(n, k, i + 1, current, out);
+        current.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn flip(fp: u64, positions: &[u32]) -> u64 {
+        positions.iter().fold(fp, |x, &p| x ^ (1u64 << p))
+    }
+
+    /// A seed fingerprint and a neighbour with `d` distinct bits flipped, d in 0..=k+1.
+    fn neighbour(k: u32) -> impl Strategy<Value = (u64, u64, u32)> {
+        (any::<u64>(), 0..=k + 1)
+            .prop_flat_map(|(fp, d)| {
+                (
+                    Just(fp),
+                    proptest::sample::subsequence((0u32..64).collect::<Vec<_>>(), d as usize),
+                )
+            })
+            .prop_map(|(fp, pos)| (fp, flip(fp, &pos), pos.len() as u32))
+    }
+
+    fn layouts() -> Vec<BlockLayout> {
+        let mut v: Vec<BlockLayout> = (0..=9)
+            .map(|k| BlockLayout::for_distance(k).unwrap())
+            .collect();
+        v.push(BlockLayout::new(6, 3, 3).unwrap());
+        v.push(BlockLayout::new(7, 2, 5).unwrap());
+        v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn neighbours_within_k_share_a_key((a, b, d) in neighbour(9)) {
+            let (fa, fb) = (Fingerprint(a), Fingerprint(b));
+            prop_assert_eq!(fa.distance(fb), d);
+            for layout in layouts() {
+                let shared_by_keys = layout.keys(fa).iter().zip(layout.keys(fb)).any(|(x, y)| *x == y);
+                prop_assert_eq!(shared_by_keys, layout.first_shared_key(fa, fb).is_some());
+                if d <= layout.max_distance() {
+                    prop_assert!(shared_by_keys, "layout {} d {}", layout.id(), d);
+                }
+            }
+        }
+
+        #[test]
+        fn keys_lie_in_their_ranges(a in any::<u64>()) {
+            for layout in layouts() {
+                for (c, key) in layout.keys(Fingerprint(a)).into_iter().enumerate() {
+                    prop_assert!(layout.key_range(c).contains(&key));
+                    prop_assert_eq!(layout.combo_of_key(key), c);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn adversarial_spread_flips_are_found() {
+        // k flips, one per block, in every block position: the worst case for pigeonhole.
+        for layout in layouts() {
+            let k = layout.max_distance();
+            for seed in [0u64, u64::MAX, 0x0123_4567_89ab_cdef] {
+                for first in 0..layout.blocks() {
+                    let pos: Vec<u32> = (0..k)
+                        .map(|i| {
+                            let (shift, width) =
+                                layout.spans[((first + i) % layout.blocks()) as usize];
+                            shift + width - 1
+                        })
+                        .collect();
+                    let b = flip(seed, &pos);
+                    assert_eq!(Fingerprint(seed).distance(Fingerprint(b)), k);
+                    assert!(layout
+                        .first_shared_key(Fingerprint(seed), Fingerprint(b))
+                        .is_some());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_flip_per_block_escapes_single_block_layouts() {
+        // k + 1 flips spread one per block defeat a layout of k + 1 single blocks: k + 1 is
+        // not guaranteed (and the default layout does not find it).
+        let layout = BlockLayout::default();
+        let b = flip(0, &[0, 16, 32, 48]);
+        assert_eq!(Fingerprint(0).distance(Fingerprint(b)), 4);
+        assert!(layout
+            .first_shared_key(Fingerprint(0), Fingerprint(b))
+            .is_none());
+    }
+
+    #[test]
+    fn constructor_rejects_what_it_cannot_guarantee() {
+        assert!(BlockLayout::new(4, 1, 4).is_err());
+        assert!(BlockLayout::new(8, 2, 7).is_err());
+        assert!(BlockLayout::new(0, 1, 0).is_err());
+        assert!(BlockLayout::new(4, 5, 0).is_err());
+        assert!(BlockLayout::new(1, 1, 0).is_err()); // 64-bit key does not fit
+        assert!(BlockLayout::new(64, 32, 4).is_err()); // too many combinations
+        assert!(BlockLayout::for_distance(10).is_err());
+        let l = BlockLayout::new(8, 2, 6).unwrap();
+        assert_eq!(l.num_keys(), 28);
+        assert_eq!(BlockLayout::default().num_keys(), 4);
+    }
+
+    #[test]
+    fn expected_candidates_match_the_table() {
+        let c = BlockLayout::default().expected_candidates(1_000_000);
+        assert!((c - 61.03).abs() < 0.01, "{c}");
+        let c = BlockLayout::for_distance(6)
+            .unwrap()
+            .expected_candidates(1_000_000);
+        assert!((c - 427.2).abs() < 0.1, "{c}");
+    }
+
+    #[test]
+    fn serde_round_trip_and_validation() {
+        let l = BlockLayout::for_distance(6).unwrap();
+        let json = serde_json::to_string(&l).unwrap();
+        assert_eq!(serde_json::from_str::<BlockLayout>(&json).unwrap(), l);
+        assert!(serde_json::from_str::<BlockLayout>(
+            r#"{"blocks":4,"blocks_per_key":1,"max_distance":5}"#
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! # tantivy-simhash: near-duplicate detection for tantivy
+//!
+//! Charikar's simhash, as Google's crawler used it (Manku, Jain and Das Sarma, "Detecting
+//! Near-Duplicates for Web Crawling", WWW 2007), built into tantivy indexes.
+//!
+//! - A [`Scheme`] turns text (English, Chinese through jieba, any language through a tantivy
+//!   analyzer) into a 64-bit [`Fingerprint`]; near-duplicate texts get fingerprints at a small
+//!   Hamming distance.
+//! - A [`BlockLayout`] turns a fingerprint into the keys it is indexed under, so that any two
+//!   fingerprints within distance `k` share a key and a lookup reads a few postings.
+//!
+//! ## Fingerprints
+//!
+//! ```
+//! use tantivy_simhash::{Fingerprint, Scheme};
+//!
+//! let scheme = Scheme::default();
+//! let original = "Simhash maps a weighted feature set to 64 bits. Near-duplicate documents \
+//!                 get fingerprints that differ in only a few bits, so a crawler can find them \
+//!                 among billions of pages with a handful of table lookups.";
+//! let edited = "Simhash maps a weighted feature set to 64 bits. Near-duplicate documents \
+//!               get fingerprints that differ in only a few bits, so a crawler can find them \
+//!               among billions of web pages with a handful of table lookups.";
+//! let other = "The quarterly report shows revenue growth in every region, led by strong \
+//!              demand for cloud services and a recovery in hardware sales since spring.";
+//! let (a, b, c) = (scheme.fingerprint(original), scheme.fingerprint(edited), scheme.fingerprint(other));
+//! assert!(a.distance(b) < a.distance(c));
+//!
+//! // Formatting, case, width and script do not matter:
+//! let zh_cn = scheme.fingerprint("软件开发的过程包括需求分析、设计、编码、测试和维护，每个阶段都有自己的方法和工具。");
+//! let zh_tw = scheme.fingerprint("軟件開發的過程包括需求分析、設計、編碼、測試和維護，每個階段都有自己的方法和工具。");
+//! assert_eq!(zh_cn.distance(zh_tw), 0);
+//! ```
+//!
+//! ## Keys
+//!
+//! ```
+//! use tantivy_simhash::{BlockLayout, Fingerprint};
+//!
+//! let layout = BlockLayout::default(); // 4 blocks of 16 bits: any pair within 3 shares a key
+//! let a = Fingerprint(0xdead_beef_0123_4567);
+//! let b = Fingerprint(a.0 ^ (1 << 3) ^ (1 << 20) ^ (1 << 40)); // distance 3
+//! assert_eq!(a.distance(b), 3);
+//! assert!(layout.first_shared_key(a, b).is_some());
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+pub mod fingerprint;
+pub mod layout;
+
+pub use error::{Error, Result};
+pub use fingerprint::{
+    Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,
+    IdfTable, Normalization, Scheme, SchemeBuilder, SimhashTokenizer, TermWeight, Tokenization,
+    SIMHASH_TOKENIZER_NAME,
+};
+pub use layout::BlockLayout;
+
+/// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
+/// fields can be indexed with the very analysis that fingerprints them.
+///
+/// ```
+/// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
+/// use tantivy::Index;
+/// use tantivy_simhash::{register_tokenizer, Scheme, SIMHASH_TOKENIZER_NAME};
+///
+/// let mut builder = Schema::builder();
+/// let indexing = TextFieldIndexing::default().set_tokenizer(SIMHASH_TOKENIZER_NAME);
+/// builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
+/// let index = Index::create_in_ram(builder.build());
+/// register_tokenizer(&index, &Scheme::default());
+/// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
+/// ```
+pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
+    index
+        .tokenizers()
+        .register(SIMHASH_TOKENIZER_NAME, scheme.text_analyzer());
+}
