@@ -48,7 +48,9 @@
 
 mod error;
 pub mod fingerprint;
+pub mod index;
 pub mod layout;
+pub mod query;
 
 pub use error::{Error, Result};
 pub use fingerprint::{
@@ -56,7 +58,12 @@ pub use fingerprint::{
     IdfTable, Normalization, Scheme, SchemeBuilder, SimhashTokenizer, TermWeight, Tokenization,
     SIMHASH_TOKENIZER_NAME,
 };
+pub use index::{
+    DedupWriter, NearDup, NearDupConfig, NearDupFields, NearDupIndex, NearDupSearcher, Outcome,
+    Policy,
+};
 pub use layout::BlockLayout;
+pub use query::NearDupQuery;
 
 /// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
 /// fields can be indexed with the very analysis that fingerprints them.

@@ -237,15 +237,31 @@ impl SimhashTokenizer {
         let mut iter = text.char_indices().peekable();
         while let Some((start, c)) = iter.next() {
             if is_han(c) {
+                // A Han run continues across whitespace (a line wrapped inside a sentence), so
+                // re-wrapping Chinese text does not change how jieba cuts it.
+                let mut run = String::new();
+                let mut origins = Vec::new();
+                run.push(c);
+                origins.push(start);
                 let mut end = start + c.len_utf8();
-                while let Some(&(i, d)) = iter.peek() {
-                    if !is_han(d) {
-                        break;
+                loop {
+                    let mut ahead = iter.clone();
+                    while ahead.peek().is_some_and(|&(_, d)| d.is_whitespace()) {
+                        ahead.next();
                     }
-                    end = i + d.len_utf8();
-                    iter.next();
+                    match ahead.peek() {
+                        Some(&(i, d)) if is_han(d) => {
+                            run.push(d);
+                            origins.push(i);
+                            end = i + d.len_utf8();
+                            ahead.next();
+                            iter = ahead;
+                        }
+                        _ => break,
+                    }
                 }
-                self.han_run(&text[start..end], start);
+                origins.push(end);
+                self.han_run(&run, &origins);
             } else if c.is_alphanumeric() {
                 let mut end = start + c.len_utf8();
                 while let Some(&(i, d)) = iter.peek() {
@@ -266,19 +282,20 @@ impl SimhashTokenizer {
         }
     }
 
-    fn han_run(&mut self, run: &str, offset: usize) {
+    /// `origins[i]` is the original byte offset of the run's i-th character (plus the end).
+    fn han_run(&mut self, run: &str, origins: &[usize]) {
         let normalized = self.normalization.han_run(run);
         match self.han {
             HanSegmentation::Chars => {
-                for (i, c) in normalized.char_indices() {
+                for (n, c) in normalized.chars().enumerate() {
                     let mut buf = [0u8; 4];
                     let s: &str = c.encode_utf8(&mut buf);
-                    let (from, to) = (offset + i, offset + i + c.len_utf8());
-                    self.push(s, from, to);
+                    self.push(s, origins[n], origins[n] + c.len_utf8());
                 }
             }
             HanSegmentation::Jieba => {
                 let mut chunk_start = 0;
+                let mut chars_before = 0;
                 while chunk_start < normalized.len() {
                     let mut chunk_end = (chunk_start + MAX_JIEBA_RUN_BYTES).min(normalized.len());
                     while !normalized.is_char_boundary(chunk_end) {
@@ -292,11 +309,21 @@ impl SimhashTokenizer {
                             cut.push((token.offset_from, token.offset_to));
                         }
                     }
+                    let mut char_index = chars_before;
+                    let mut last_byte = 0;
                     for (from, to) in cut {
-                        let word = &chunk[from..to];
-                        let base = offset + chunk_start;
-                        self.push(word, base + from, base + to);
+                        char_index += chunk[last_byte..from].chars().count();
+                        let n_chars = chunk[from..to].chars().count();
+                        let (o_from, o_to) = (
+                            origins[char_index],
+                            origins[char_index + n_chars - 1]
+                                + chunk[from..to].chars().last().map_or(0, char::len_utf8),
+                        );
+                        self.push(&chunk[from..to], o_from, o_to);
+                        char_index += n_chars;
+                        last_byte = to;
                     }
+                    chars_before += chunk.chars().count();
                     chunk_start = chunk_end;
                 }
             }
@@ -409,13 +436,26 @@ mod tests {
     }
 
     #[test]
+    fn wrapped_chinese_is_cut_as_one_run() {
+        let one = words("我们在北京大学学习计算机科学。", HanSegmentation::Jieba);
+        let wrapped = words(
+            "我们在北京大\n学学习计算机\r\n  科学。",
+            HanSegmentation::Jieba,
+        );
+        assert_eq!(one, wrapped);
+    }
+
+    #[test]
     fn offsets_point_into_the_original_text() {
-        let text = "Ｆoo 軟體 BAR";
+        let text = "Ｆoo 軟體開\n發 BAR 北京大学";
         let mut t = SimhashTokenizer::default();
         let mut s = t.token_stream(text);
         while let Some(tok) = s.next() {
-            let original = &text[tok.offset_from..tok.offset_to];
-            assert_eq!(Normalization::default().apply(original), tok.text);
+            let original: String = text[tok.offset_from..tok.offset_to]
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            assert_eq!(Normalization::default().apply(&original), tok.text);
         }
     }
 

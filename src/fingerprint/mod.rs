@@ -28,7 +28,7 @@ pub use analysis::{
 
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::BufRead;
@@ -307,6 +307,9 @@ struct SchemeInner {
     features: Features,
     weight: TermWeight,
     idf: Option<IdfTable>,
+    stopword_weight: f32,
+    /// Seeded hashes of the stop words (NLTK English and Chinese lists), when damped.
+    stopwords: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
     seed: u64,
     min_features: usize,
     id: String,
@@ -320,6 +323,7 @@ pub struct SchemeBuilder {
     features: Features,
     weight: TermWeight,
     idf: Option<IdfTable>,
+    stopword_weight: f32,
     seed: u64,
     min_features: usize,
 }
@@ -334,9 +338,11 @@ impl Default for SchemeBuilder {
             tokenization: Tokenization::Builtin {
                 han: HanSegmentation::Jieba,
             },
-            features: Features::words_and_shingles(2, 1.0),
+            // Measured in docs/QUALITY.md: words beat shingles and n-grams on every edit recipe.
+            features: Features::words(),
             weight: TermWeight::Sublinear,
             idf: None,
+            stopword_weight: 1.0,
             seed: DEFAULT_SEED,
             min_features: 8,
         }
@@ -376,6 +382,13 @@ impl SchemeBuilder {
         self.idf = Some(table);
         self
     }
+    /// Multiplies the weight of stop words (NLTK's English and Chinese lists, from the
+    /// `stop-words` crate) and of shingles made only of stop words; 1 leaves them as they are.
+    /// Damping them keeps unrelated texts from agreeing on "the", "of", "的".
+    pub fn stopword_weight(mut self, w: f32) -> Self {
+        self.stopword_weight = w;
+        self
+    }
     /// Sets the feature-hash seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -391,6 +404,7 @@ impl SchemeBuilder {
     pub fn build(self) -> Result<Scheme> {
         let f = &self.features;
         for (name, w) in [
+            ("stopword_weight", self.stopword_weight),
             ("words", f.words),
             ("shingles", f.shingles),
             ("char_ngrams", f.char_ngrams),
@@ -436,8 +450,19 @@ impl SchemeBuilder {
             None => "none".to_string(),
             Some(t) => format!("{:016x}", t.digest),
         };
+        let mut stopwords = HashSet::default();
+        let mut stop = String::new();
+        if self.stopword_weight != 1.0 {
+            stop = format!(";stop=nltk-en-zh:{}", self.stopword_weight);
+            for lang in ["en", "zh"] {
+                for w in stop_words::lookup(lang).unwrap_or(&[]) {
+                    let w = self.normalization.apply(w);
+                    stopwords.insert(xxh3_64_with_seed(w.as_bytes(), self.seed ^ WORD_TAG));
+                }
+            }
+        }
         let id = format!(
-            "simhash64-v{SCHEME_VERSION};norm={};tok={tok};feat={};tf={weight};idf={idf};seed={:016x};min={}",
+            "simhash64-v{SCHEME_VERSION};norm={};tok={tok};feat={};tf={weight};idf={idf}{stop};seed={:016x};min={}",
             self.normalization.id(),
             self.features.id(),
             self.seed,
@@ -450,6 +475,8 @@ impl SchemeBuilder {
                 features: self.features,
                 weight: self.weight,
                 idf: self.idf,
+                stopword_weight: self.stopword_weight,
+                stopwords,
                 seed: self.seed,
                 min_features: self.min_features,
                 id,
@@ -601,25 +628,34 @@ impl Fingerprinter {
                 *self.counts.entry(h).or_insert(0) += 1;
             }
             distinct += self.counts.len();
-            let idf = inner.idf.as_ref();
             flush(
                 &mut self.counts,
                 &mut self.acc,
                 features.words,
                 inner.weight,
-                idf,
+                |h| {
+                    let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
+                    if inner.stopwords.contains(&h) {
+                        f *= inner.stopword_weight;
+                    }
+                    f
+                },
             );
         }
         if features.uses_shingles() {
             let n = usize::from(features.shingle_len);
             self.counts.clear();
             let mut buf = [0u8; 64];
+            let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
             for w in self.token_hashes.windows(n) {
                 for (i, h) in w.iter().enumerate() {
                     buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
                 }
                 let h = xxh3_64_with_seed(&buf[..n * 8], seed ^ SHINGLE_TAG ^ n as u64);
                 *self.counts.entry(h).or_insert(0) += 1;
+                if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
+                    all_stop.insert(h);
+                }
             }
             distinct += self.counts.len();
             flush(
@@ -627,7 +663,13 @@ impl Fingerprinter {
                 &mut self.acc,
                 features.shingles,
                 inner.weight,
-                None,
+                |h| {
+                    if all_stop.contains(&h) {
+                        inner.stopword_weight
+                    } else {
+                        1.0
+                    }
+                },
             );
         }
         if features.uses_char_ngrams() {
@@ -650,7 +692,7 @@ impl Fingerprinter {
                 &mut self.acc,
                 features.char_ngrams,
                 inner.weight,
-                None,
+                |_| 1.0,
             );
         }
 
@@ -702,16 +744,14 @@ fn flush(
     acc: &mut [i64; 64],
     kind_weight: f32,
     weight: TermWeight,
-    idf: Option<&IdfTable>,
+    factor: impl Fn(u64) -> f32,
 ) {
     for (&h, &tf) in counts.iter() {
-        let mut w = match weight {
+        let w = match weight {
             TermWeight::Binary => 1.0,
             TermWeight::Sublinear => 1.0 + (tf as f32).ln(),
-        } * kind_weight;
-        if let Some(t) = idf {
-            w *= t.factor(h);
-        }
+        } * kind_weight
+            * factor(h);
         let w = (w * WEIGHT_SCALE).round() as i64;
         for byte in 0..8 {
             let masks = &SIGN_MASKS[((h >> (byte * 8)) & 0xff) as usize];
