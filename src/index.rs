@@ -1,0 +1,1253 @@
+//! The near-duplicate index: schema fields, the scheme record, lookups and [`DedupWriter`].
+//!
+//! Every document carries three things next to the user's own fields:
+//!
+//! - its [`Fingerprint`] as a single-valued `u64` **fast** field (not stored: the column is
+//!   enough), 8 bytes per document before compression;
+//! - the keys of its [`BlockLayout`] as a multi-valued `u64` **indexed** field without
+//!   fieldnorms, so a lookup reads a few short postings lists;
+//! - optionally, under [`Policy::Tag`], the id of the first document of its near-duplicate group
+//!   in a string fast field, so results can be collapsed exactly.
+//!
+//! The user's **id field** must be a text field indexed with the `raw` tokenizer and fast:
+//! `STRING | FAST` (add `STORED` if you want it back from the doc store). Lookups return ids read
+//! from its column, [`Policy::Replace`] deletes by it, and [`NearDupQuery::from_id`] finds a
+//! document by it.
+//!
+//! Which [`Scheme`] and [`BlockLayout`] built an index is recorded twice: in a small file
+//! (`.tantivy-simhash.json`; tantivy's garbage collection never deletes names starting with a dot)
+//! written by [`NearDupIndex::create`], and in the payload of every commit made through
+//! [`DedupWriter::commit`]. [`NearDupIndex::open`] checks the record against what the caller
+//! asks for: fingerprints of two schemes cannot be compared, so a mismatch is an error
+//! ([`Error::IndexMismatch`]), and so is a missing or mistyped field ([`Error::Schema`]).
+//!
+//! ```
+//! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+//! use tantivy::{doc, Index};
+//! use tantivy_simhash::{DedupWriter, NearDupConfig, NearDupIndex, Outcome, Policy};
+//!
+//! let config = NearDupConfig::new("id", ["body"]);
+//! let mut builder = Schema::builder();
+//! let id = builder.add_text_field("id", STRING | FAST | STORED);
+//! let body = builder.add_text_field("body", TEXT);
+//! config.add_fields(&mut builder);
+//! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//!
+//! let mut writer = index.writer(50_000_000, Policy::Reject)?;
+//! let text = "Simhash maps a weighted feature set to 64 bits, so that near-duplicate \
+//!             documents get fingerprints that differ in only a few bits.";
+//! assert!(matches!(writer.add_document(doc!(id => "a", body => text))?, Outcome::Added { .. }));
+//! // The writer sees its own uncommitted documents:
+//! let again = writer.add_document(doc!(id => "b", body => text))?;
+//! assert!(matches!(again, Outcome::Duplicate { ref of, distance: 0, .. } if of == "a"));
+//! writer.commit()?;
+//!
+//! let searcher = index.searcher()?;
+//! // Formatting-only changes give the same fingerprint:
+//! let hits = searcher.lookup_text(&text.to_uppercase())?;
+//! assert_eq!(hits[0].id, "a");
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{Fingerprint, Fingerprinter, Scheme};
+use crate::layout::BlockLayout;
+use crate::query::NearDupQuery;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::schema::{
+    Field, FieldType, IndexRecordOption, NumericOptions, SchemaBuilder, Value, FAST, STRING,
+};
+use tantivy::{
+    Directory, DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, Opstamp, ReloadPolicy,
+    Searcher, SegmentReader, TantivyDocument, Term, TERMINATED,
+};
+
+/// The name of the file that records the scheme and layout of an index.
+pub const RECORD_FILE: &str = ".tantivy-simhash.json";
+
+/// The format tag of the record (file and commit payload).
+const RECORD_FORMAT: &str = "tantivy-simhash/1";
+
+/// How an index uses fingerprints: the scheme, the layout and the field names.
+///
+/// Defaults: [`Scheme::default`], [`BlockLayout::default`] (4 x 16, k <= 3), fields `simhash`
+/// (fingerprint), `simhash_keys` (keys) and `simhash_group` (group, for [`Policy::Tag`]).
+#[derive(Clone, Debug)]
+pub struct NearDupConfig {
+    scheme: Scheme,
+    layout: BlockLayout,
+    id_field: String,
+    text_fields: Vec<String>,
+    fingerprint_field: String,
+    keys_field: String,
+    group_field: Option<String>,
+}
+
+impl NearDupConfig {
+    /// A configuration whose documents are identified by `id_field` (a `STRING | FAST` text
+    /// field) and fingerprinted from `text_fields` (their values joined by a line break, in the
+    /// order given).
+    pub fn new<S: Into<String>>(
+        id_field: impl Into<String>,
+        text_fields: impl IntoIterator<Item = S>,
+    ) -> Self {
+        NearDupConfig {
+            scheme: Scheme::default(),
+            layout: BlockLayout::default(),
+            id_field: id_field.into(),
+            text_fields: text_fields.into_iter().map(Into::into).collect(),
+            fingerprint_field: "simhash".into(),
+            keys_field: "simhash_keys".into(),
+            group_field: Some("simhash_group".into()),
+        }
+    }
+
+    /// Uses `scheme` to fingerprint text.
+    pub fn scheme(mut self, scheme: Scheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// Uses `layout` for the keys; its [`BlockLayout::max_distance`] is the default `k` of
+    /// lookups and of [`DedupWriter`].
+    pub fn layout(mut self, layout: BlockLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Renames the fingerprint and key fields.
+    pub fn field_names(mut self, fingerprint: impl Into<String>, keys: impl Into<String>) -> Self {
+        self.fingerprint_field = fingerprint.into();
+        self.keys_field = keys.into();
+        self
+    }
+
+    /// Renames the group field, or (with `None`) leaves it out; [`Policy::Tag`] needs it.
+    pub fn group_field(mut self, name: Option<&str>) -> Self {
+        self.group_field = name.map(str::to_string);
+        self
+    }
+
+    /// The scheme.
+    pub fn get_scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// The layout.
+    pub fn get_layout(&self) -> &BlockLayout {
+        &self.layout
+    }
+
+    /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
+    /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
+    ///
+    /// The fingerprint is a `u64` fast field, the keys a multi-valued `u64` field indexed without
+    /// fieldnorms (the `INDEXED` flag would turn them on), the group a `STRING | FAST` text field
+    /// (so `TermQuery` can fetch a whole group and its column collapses results).
+    pub fn add_fields(&self, builder: &mut SchemaBuilder) {
+        builder.add_u64_field(&self.fingerprint_field, FAST);
+        builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
+        if let Some(group) = &self.group_field {
+            builder.add_text_field(group, STRING | FAST);
+        }
+    }
+
+    fn record(&self) -> Record {
+        Record {
+            format: RECORD_FORMAT.to_string(),
+            scheme: self.scheme.id().to_string(),
+            layout: self.layout.id(),
+            fingerprint_field: self.fingerprint_field.clone(),
+            keys_field: self.keys_field.clone(),
+        }
+    }
+}
+
+/// What an index records about how it was built.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Record {
+    format: String,
+    scheme: String,
+    layout: String,
+    fingerprint_field: String,
+    keys_field: String,
+}
+
+impl Record {
+    fn to_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// Compares what the index records (`self`) with what the caller asks for.
+    fn check(&self, expected: &Record) -> Result<()> {
+        let pairs: [(&'static str, &String, &String); 4] = [
+            ("scheme", &self.scheme, &expected.scheme),
+            ("layout", &self.layout, &expected.layout),
+            (
+                "fingerprint field",
+                &self.fingerprint_field,
+                &expected.fingerprint_field,
+            ),
+            ("keys field", &self.keys_field, &expected.keys_field),
+        ];
+        for (what, found, wanted) in pairs {
+            if found != wanted {
+                return Err(Error::IndexMismatch {
+                    what,
+                    found: found.clone(),
+                    expected: wanted.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The resolved fields of a near-duplicate index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NearDupFields {
+    /// The user's id field (`STRING | FAST`).
+    pub id: Field,
+    /// The fingerprint (`u64`, fast).
+    pub fingerprint: Field,
+    /// The keys (`u64`, indexed, multi-valued).
+    pub keys: Field,
+    /// The group id (string, fast), if configured.
+    pub group: Option<Field>,
+}
+
+/// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
+///
+/// Cheap to clone (the index and scheme are shared).
+#[derive(Clone)]
+pub struct NearDupIndex {
+    index: Index,
+    config: Arc<NearDupConfig>,
+    fields: NearDupFields,
+    text_fields: Arc<Vec<Field>>,
+    reader: Arc<Mutex<Option<IndexReader>>>,
+}
+
+impl std::fmt::Debug for NearDupIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NearDupIndex")
+            .field("scheme", &self.config.scheme.id())
+            .field("layout", &self.config.layout.id())
+            .field("fields", &self.fields)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NearDupIndex {
+    /// Starts using `index` with `config`: checks the schema, then records the scheme and layout
+    /// (the record file), or checks them if the index already has a record.
+    ///
+    /// Errors: [`Error::Schema`] when a field is missing or has the wrong type or options;
+    /// [`Error::IndexMismatch`] when the index already records another scheme or layout, or has
+    /// documents but no record (it was not built by this crate: rebuild it).
+    pub fn create(index: Index, config: NearDupConfig) -> Result<Self> {
+        let this = NearDupIndex::resolve(index, config)?;
+        let wanted = this.config.record();
+        match this.read_record()? {
+            Some(found) => found.check(&wanted)?,
+            None => {
+                let has_docs = !this.index.searchable_segment_metas()?.is_empty();
+                if has_docs {
+                    return Err(no_record(&wanted));
+                }
+                let json = wanted.to_json()?;
+                this.index
+                    .directory()
+                    .atomic_write(Path::new(RECORD_FILE), json.as_bytes())?;
+            }
+        }
+        Ok(this)
+    }
+
+    /// Opens an index built by [`NearDupIndex::create`], checking that it records the scheme and
+    /// layout of `config` and that its schema has the fields `config` names.
+    ///
+    /// Errors: [`Error::IndexMismatch`] when the index records another scheme, layout or field
+    /// names, or records nothing; [`Error::Schema`] when a field is missing or mistyped.
+    ///
+    /// ```
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::Index;
+    /// use tantivy_simhash::{BlockLayout, Error, NearDupConfig, NearDupIndex};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # builder.add_text_field("id", STRING | FAST);
+    /// # builder.add_text_field("body", TEXT);
+    /// # config.add_fields(&mut builder);
+    /// # let tantivy_index = Index::create_in_ram(builder.build());
+    /// NearDupIndex::create(tantivy_index.clone(), config.clone())?;
+    /// let wider = config.layout(BlockLayout::for_distance(6)?);
+    /// let err = NearDupIndex::open(tantivy_index, wider).unwrap_err();
+    /// assert!(matches!(err, Error::IndexMismatch { what: "layout", .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn open(index: Index, config: NearDupConfig) -> Result<Self> {
+        let this = NearDupIndex::resolve(index, config)?;
+        let wanted = this.config.record();
+        match this.read_record()? {
+            Some(found) => found.check(&wanted)?,
+            None => return Err(no_record(&wanted)),
+        }
+        Ok(this)
+    }
+
+    /// Reads the record: the file, else the last commit's payload.
+    fn read_record(&self) -> Result<Option<Record>> {
+        let dir = self.index.directory();
+        let path = Path::new(RECORD_FILE);
+        if dir.exists(path).map_err(tantivy::TantivyError::from)? {
+            let bytes = dir.atomic_read(path).map_err(tantivy::TantivyError::from)?;
+            let record: Record = serde_json::from_slice(&bytes)?;
+            let payload = self.payload_record()?;
+            if let Some(p) = payload {
+                // Both exist: they must agree, or someone rewrote one of them.
+                p.check(&record)?;
+            }
+            return Ok(Some(record));
+        }
+        self.payload_record()
+    }
+
+    fn payload_record(&self) -> Result<Option<Record>> {
+        let metas = self.index.load_metas()?;
+        Ok(metas
+            .payload
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<Record>(p).ok())
+            .filter(|r| r.format == RECORD_FORMAT))
+    }
+
+    fn resolve(index: Index, config: NearDupConfig) -> Result<Self> {
+        let schema = index.schema();
+        let lookup = |name: &str| {
+            schema.get_field(name).map_err(|_| Error::Schema {
+                field: name.to_string(),
+                problem: "not in the schema; add it (NearDupConfig::add_fields adds the \
+                          fingerprint, key and group fields; the id field is yours, as \
+                          STRING | FAST)"
+                    .into(),
+            })
+        };
+        let schema_err = |name: &str, problem: &str| Error::Schema {
+            field: name.to_string(),
+            problem: problem.to_string(),
+        };
+
+        let id = lookup(&config.id_field)?;
+        match schema.get_field_entry(id).field_type() {
+            FieldType::Str(o)
+                if o.is_fast()
+                    && o.get_indexing_options()
+                        .is_some_and(|i| i.tokenizer() == "raw") => {}
+            _ => {
+                return Err(schema_err(
+                    &config.id_field,
+                    "the id field must be a text field indexed with the `raw` tokenizer and \
+                     fast: declare it as STRING | FAST (and STORED if you want it back)",
+                ))
+            }
+        }
+        let fingerprint = lookup(&config.fingerprint_field)?;
+        match schema.get_field_entry(fingerprint).field_type() {
+            FieldType::U64(o) if o.is_fast() => {}
+            _ => {
+                return Err(schema_err(
+                    &config.fingerprint_field,
+                    "the fingerprint field must be a u64 fast field; use NearDupConfig::add_fields",
+                ))
+            }
+        }
+        let keys = lookup(&config.keys_field)?;
+        match schema.get_field_entry(keys).field_type() {
+            FieldType::U64(o) if o.is_indexed() => {}
+            _ => {
+                return Err(schema_err(
+                    &config.keys_field,
+                    "the keys field must be an indexed u64 field; use NearDupConfig::add_fields",
+                ))
+            }
+        }
+        let group = match &config.group_field {
+            None => None,
+            Some(name) => {
+                let f = lookup(name)?;
+                match schema.get_field_entry(f).field_type() {
+                    FieldType::Str(o) if o.is_fast() => Some(f),
+                    _ => {
+                        return Err(schema_err(
+                            name,
+                            "the group field must be a fast text field; use \
+                             NearDupConfig::add_fields",
+                        ))
+                    }
+                }
+            }
+        };
+        let mut text_fields = Vec::with_capacity(config.text_fields.len());
+        for name in &config.text_fields {
+            let f = lookup(name)?;
+            if !matches!(schema.get_field_entry(f).field_type(), FieldType::Str(_)) {
+                return Err(schema_err(
+                    name,
+                    "text fields to fingerprint must be text fields",
+                ));
+            }
+            text_fields.push(f);
+        }
+        Ok(NearDupIndex {
+            index,
+            config: Arc::new(config),
+            fields: NearDupFields {
+                id,
+                fingerprint,
+                keys,
+                group,
+            },
+            text_fields: Arc::new(text_fields),
+            reader: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// The tantivy index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> &Scheme {
+        &self.config.scheme
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &BlockLayout {
+        &self.config.layout
+    }
+
+    /// The resolved fields.
+    pub fn fields(&self) -> NearDupFields {
+        self.fields
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NearDupConfig {
+        &self.config
+    }
+
+    pub(crate) fn config_fingerprint_field(&self) -> &str {
+        &self.config.fingerprint_field
+    }
+
+    /// The fingerprint of a document: the values of the configured text fields joined by line
+    /// breaks, through the scheme. Cost: one analysis of the text.
+    pub fn fingerprint_document(&self, doc: &TantivyDocument) -> Fingerprint {
+        let text = document_text(doc, &self.text_fields);
+        self.config.scheme.fingerprint(&text)
+    }
+
+    /// Adds the fingerprint field and the keys of `fp` to `doc`.
+    pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
+        doc.add_u64(self.fields.fingerprint, fp.0);
+        for key in self.config.layout.keys(fp) {
+            doc.add_u64(self.fields.keys, key);
+        }
+    }
+
+    /// A [`DedupWriter`] with `memory_budget` bytes in total for tantivy's indexing threads
+    /// (at least 15 MB per thread; see `Index::writer`).
+    pub fn writer(&self, memory_budget: usize, policy: Policy) -> Result<DedupWriter> {
+        let writer: IndexWriter = self.index.writer(memory_budget)?;
+        DedupWriter::wrap(self.clone(), writer, policy)
+    }
+
+    /// A [`DedupWriter`] with `num_threads` indexing threads sharing `memory_budget` bytes.
+    pub fn writer_with_num_threads(
+        &self,
+        num_threads: usize,
+        memory_budget: usize,
+        policy: Policy,
+    ) -> Result<DedupWriter> {
+        let writer: IndexWriter = self
+            .index
+            .writer_with_num_threads(num_threads, memory_budget)?;
+        DedupWriter::wrap(self.clone(), writer, policy)
+    }
+
+    /// A searcher over the last commit, from a reader this index keeps (manual reload: each
+    /// call reloads it, so the result reflects every commit made so far). Cost: a reload and
+    /// opening each segment's columns; keep the searcher for many lookups.
+    pub fn searcher(&self) -> Result<NearDupSearcher> {
+        let mut guard = lock(&self.reader);
+        let reader = match guard.as_ref() {
+            Some(r) => {
+                r.reload()?;
+                r.clone()
+            }
+            None => {
+                let r: IndexReader = self
+                    .index
+                    .reader_builder()
+                    .reload_policy(ReloadPolicy::Manual)
+                    .try_into()?;
+                *guard = Some(r.clone());
+                r
+            }
+        };
+        drop(guard);
+        NearDupSearcher::new(self, reader.searcher())
+    }
+}
+
+fn no_record(wanted: &Record) -> Error {
+    Error::IndexMismatch {
+        what: "scheme",
+        found: format!(
+            "nothing (no {RECORD_FILE}, no commit payload from this crate: the index was not \
+             built by NearDupIndex::create)"
+        ),
+        expected: wanted.scheme.clone(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the protected data half-updated in a way
+    // that matters more than losing the lock altogether: recover the guard.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
+    let mut text = String::new();
+    for &f in fields {
+        for v in doc.get_all(f) {
+            if let Some(s) = v.as_str() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(s);
+            }
+        }
+    }
+    text
+}
+
+/// A near-duplicate found by a lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NearDup {
+    /// The document's id (the id field's value).
+    pub id: String,
+    /// The Hamming distance to the query fingerprint.
+    pub distance: u32,
+    /// The document's fingerprint.
+    pub fingerprint: Fingerprint,
+    /// Where the document is in the searcher it was found with.
+    pub address: DocAddress,
+}
+
+/// One segment's columns, opened once per searcher.
+struct SegmentColumns {
+    fingerprints: Column<u64>,
+    ids: Option<StrColumn>,
+    groups: Option<StrColumn>,
+    keys: Arc<tantivy::InvertedIndexReader>,
+    ids_index: Arc<tantivy::InvertedIndexReader>,
+}
+
+/// A tantivy [`Searcher`] with each segment's fingerprint column and key postings opened, for
+/// fast lookups. Make one per reload and reuse it.
+pub struct NearDupSearcher {
+    index: NearDupIndex,
+    searcher: Searcher,
+    segments: Vec<SegmentColumns>,
+}
+
+impl NearDupSearcher {
+    /// Opens the columns of every segment of `searcher`. Cost: a few microseconds per segment.
+    pub fn new(index: &NearDupIndex, searcher: Searcher) -> Result<Self> {
+        let f = index.fields;
+        let cfg = &index.config;
+        let mut segments = Vec::with_capacity(searcher.segment_readers().len());
+        for seg in searcher.segment_readers() {
+            let ff = seg.fast_fields();
+            segments.push(SegmentColumns {
+                fingerprints: ff.u64(&cfg.fingerprint_field)?,
+                ids: ff.str(&cfg.id_field)?,
+                groups: match &cfg.group_field {
+                    Some(g) => ff.str(g)?,
+                    None => None,
+                },
+                keys: seg.inverted_index(f.keys)?,
+                ids_index: seg.inverted_index(f.id)?,
+            });
+        }
+        Ok(NearDupSearcher {
+            index: index.clone(),
+            searcher,
+            segments,
+        })
+    }
+
+    /// The tantivy searcher.
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
+    }
+
+    /// The index.
+    pub fn index(&self) -> &NearDupIndex {
+        &self.index
+    }
+
+    /// Every live document within the layout's `k` of `fp` (inclusive), nearest first (ties by
+    /// id). Cost: per segment, one term look-up and postings read per key, one column read per
+    /// candidate, one id read per match.
+    pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
+        self.lookup_within(fp, self.index.layout().max_distance())
+    }
+
+    /// Like [`lookup`](Self::lookup) with `max_distance` instead of the layout's `k`.
+    ///
+    /// Errors with [`Error::InvalidConfig`] when `max_distance` exceeds the layout's `k`: the
+    /// keys could not guarantee to find every match.
+    pub fn lookup_within(&self, fp: Fingerprint, max_distance: u32) -> Result<Vec<NearDup>> {
+        let mut out = Vec::new();
+        self.for_each_match(fp, max_distance, |ord, doc, distance, fingerprint| {
+            out.push((ord, doc, distance, fingerprint));
+        })?;
+        let mut hits = Vec::with_capacity(out.len());
+        for (ord, doc, distance, fingerprint) in out {
+            hits.push(NearDup {
+                id: self.id_of(ord, doc)?.unwrap_or_default(),
+                distance,
+                fingerprint,
+                address: DocAddress::new(ord, doc),
+            });
+        }
+        hits.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));
+        Ok(hits)
+    }
+
+    /// Near-duplicates of `text`, fingerprinted with the index's scheme.
+    pub fn lookup_text(&self, text: &str) -> Result<Vec<NearDup>> {
+        self.lookup(self.index.scheme().fingerprint(text))
+    }
+
+    /// Near-duplicates of the live document with id `id` (itself included, at distance 0).
+    /// Errors with [`Error::Document`] when no live document has that id.
+    pub fn lookup_id(&self, id: &str) -> Result<Vec<NearDup>> {
+        let fp = self.fingerprint_of_id(id)?.ok_or_else(|| {
+            Error::Document(format!("no live document has id `{id}` in this searcher"))
+        })?;
+        self.lookup(fp)
+    }
+
+    /// The fingerprint of the first live document with id `id`, if any.
+    pub fn fingerprint_of_id(&self, id: &str) -> Result<Option<Fingerprint>> {
+        let term = Term::from_field_text(self.index.fields.id, id);
+        for (ord, cols) in self.segments.iter().enumerate() {
+            let seg = self.searcher.segment_reader(ord as u32);
+            if let Some(mut postings) = cols
+                .ids_index
+                .read_postings(&term, IndexRecordOption::Basic)?
+            {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !seg.is_deleted(doc) {
+                        if let Some(v) = cols.fingerprints.first(doc) {
+                            return Ok(Some(Fingerprint(v)));
+                        }
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A [`NearDupQuery`] for `fp` on this index.
+    pub fn query(&self, fp: Fingerprint) -> NearDupQuery {
+        NearDupQuery::new(&self.index, fp)
+    }
+
+    /// The id of a document, read from the id column.
+    pub fn id_of(&self, segment_ord: u32, doc: DocId) -> Result<Option<String>> {
+        let Some(cols) = self.segments.get(segment_ord as usize) else {
+            return Ok(None);
+        };
+        read_str(cols.ids.as_ref(), doc)
+    }
+
+    /// The group of a document (under [`Policy::Tag`]), read from the group column.
+    pub fn group_of(&self, segment_ord: u32, doc: DocId) -> Result<Option<String>> {
+        let Some(cols) = self.segments.get(segment_ord as usize) else {
+            return Ok(None);
+        };
+        read_str(cols.groups.as_ref(), doc)
+    }
+
+    /// Calls `f(segment_ord, doc, distance, fingerprint)` once for every live document within
+    /// `max_distance` of `fp`, segment by segment, in no particular order within a segment.
+    pub fn for_each_match(
+        &self,
+        fp: Fingerprint,
+        max_distance: u32,
+        mut f: impl FnMut(u32, DocId, u32, Fingerprint),
+    ) -> Result<()> {
+        let layout = self.index.layout();
+        if max_distance > layout.max_distance() {
+            return Err(Error::InvalidConfig(format!(
+                "distance {max_distance} is beyond what the index layout guarantees ({}); \
+                 rebuild the index with BlockLayout::for_distance({max_distance})",
+                layout.max_distance()
+            )));
+        }
+        let keys = layout.keys(fp);
+        let keys_field = self.index.fields.keys;
+        for (ord, cols) in self.segments.iter().enumerate() {
+            let seg = self.searcher.segment_reader(ord as u32);
+            for (combo, &key) in keys.iter().enumerate() {
+                let term = Term::from_field_u64(keys_field, key);
+                let Some(mut postings) =
+                    cols.keys.read_postings(&term, IndexRecordOption::Basic)?
+                else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if let Some(v) = cols.fingerprints.first(doc) {
+                        let other = Fingerprint(v);
+                        let d = fp.distance(other);
+                        // A document sharing several keys is reported under the first only.
+                        if d <= max_distance
+                            && layout.first_shared_key(fp, other) == Some(combo)
+                            && !seg.is_deleted(doc)
+                        {
+                            f(ord as u32, doc, d, other);
+                        }
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read_str(col: Option<&StrColumn>, doc: DocId) -> Result<Option<String>> {
+    let Some(col) = col else { return Ok(None) };
+    let Some(ord) = col.ords().first(doc) else {
+        return Ok(None);
+    };
+    let mut s = String::new();
+    if col.ord_to_str(ord, &mut s)? {
+        Ok(Some(s))
+    } else {
+        Ok(None)
+    }
+}
+
+/// What [`DedupWriter`] does with a document that has a near-duplicate (within the layout's
+/// `k`, inclusive) among the committed documents or its own uncommitted ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// Only store fingerprints and keys; no lookup. The fastest.
+    Off,
+    /// Skip the document: it is not added.
+    #[default]
+    Reject,
+    /// Add it, and store in the group field the group of its nearest near-duplicate (a
+    /// document without near-duplicates starts a group named by its own id).
+    Tag,
+    /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
+    Replace,
+}
+
+/// What happened to a document given to [`DedupWriter`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Added; no near-duplicate (or [`Policy::Off`]).
+    Added {
+        /// Its fingerprint.
+        fingerprint: Fingerprint,
+    },
+    /// Not added ([`Policy::Reject`]): `of` is its nearest near-duplicate.
+    Duplicate {
+        /// The id of the nearest near-duplicate.
+        of: String,
+        /// The distance to it.
+        distance: u32,
+        /// The rejected document's fingerprint.
+        fingerprint: Fingerprint,
+    },
+    /// Added in an existing group ([`Policy::Tag`]).
+    Tagged {
+        /// The group: the id of the first document of the group.
+        group: String,
+        /// The id of the nearest near-duplicate.
+        of: String,
+        /// The distance to it.
+        distance: u32,
+        /// The document's fingerprint.
+        fingerprint: Fingerprint,
+    },
+    /// Added, and its near-duplicates deleted ([`Policy::Replace`]).
+    Replaced {
+        /// The ids of the deleted documents, nearest first.
+        replaced: Vec<String>,
+        /// The distance to the nearest.
+        distance: u32,
+        /// The document's fingerprint.
+        fingerprint: Fingerprint,
+    },
+}
+
+impl Outcome {
+    /// The document's fingerprint.
+    pub fn fingerprint(&self) -> Fingerprint {
+        match self {
+            Outcome::Added { fingerprint }
+            | Outcome::Duplicate { fingerprint, .. }
+            | Outcome::Tagged { fingerprint, .. }
+            | Outcome::Replaced { fingerprint, .. } => *fingerprint,
+        }
+    }
+
+    /// Whether the document was added to the index.
+    pub fn is_added(&self) -> bool {
+        !matches!(self, Outcome::Duplicate { .. })
+    }
+}
+
+/// An uncommitted document, as the writer remembers it.
+struct PendingDoc {
+    fingerprint: Fingerprint,
+    id: String,
+    group: Option<String>,
+    alive: bool,
+}
+
+/// What the writer knows that the last commit does not.
+struct Pending {
+    searcher: NearDupSearcher,
+    docs: Vec<PendingDoc>,
+    by_key: HashMap<u64, Vec<u32>>,
+    /// Ids deleted since the last commit: committed documents with these ids are ignored.
+    deleted: HashSet<String>,
+    keys: Vec<u64>,
+}
+
+/// A match among committed or pending documents.
+struct Found {
+    id: String,
+    group: Option<String>,
+    distance: u32,
+}
+
+impl Pending {
+    fn clear(&mut self) {
+        self.docs.clear();
+        self.by_key.clear();
+        self.deleted.clear();
+    }
+
+    /// Every live match within `k`, committed and pending, nearest first.
+    fn matches(&mut self, layout: &BlockLayout, fp: Fingerprint, k: u32) -> Result<Vec<Found>> {
+        let mut found = Vec::new();
+        let mut committed = Vec::new();
+        self.searcher
+            .for_each_match(fp, k, |ord, doc, d, _| committed.push((ord, doc, d)))?;
+        for (ord, doc, distance) in committed {
+            let Some(id) = self.searcher.id_of(ord, doc)? else {
+                continue;
+            };
+            if self.deleted.contains(&id) {
+                continue;
+            }
+            let group = self.searcher.group_of(ord, doc)?;
+            found.push(Found {
+                id,
+                group,
+                distance,
+            });
+        }
+        self.keys.clear();
+        layout.keys_into(fp, &mut self.keys);
+        for (combo, key) in self.keys.iter().enumerate() {
+            let Some(list) = self.by_key.get(key) else {
+                continue;
+            };
+            for &i in list {
+                let p = &self.docs[i as usize];
+                let d = fp.distance(p.fingerprint);
+                if p.alive && d <= k && layout.first_shared_key(fp, p.fingerprint) == Some(combo) {
+                    found.push(Found {
+                        id: p.id.clone(),
+                        group: p.group.clone(),
+                        distance: d,
+                    });
+                }
+            }
+        }
+        found.sort_by_key(|f| f.distance);
+        Ok(found)
+    }
+
+    fn insert(&mut self, layout: &BlockLayout, doc: PendingDoc) {
+        let i = self.docs.len() as u32;
+        self.keys.clear();
+        layout.keys_into(doc.fingerprint, &mut self.keys);
+        for &key in &self.keys {
+            self.by_key.entry(key).or_default().push(i);
+        }
+        self.docs.push(doc);
+    }
+
+    fn delete_id(&mut self, id: &str) {
+        self.deleted.insert(id.to_string());
+        for p in &mut self.docs {
+            if p.id == id {
+                p.alive = false;
+            }
+        }
+    }
+}
+
+/// Wraps tantivy's [`IndexWriter`]: fingerprints each document, adds its fingerprint and keys,
+/// and applies a [`Policy`] to near-duplicates, with tantivy's method names.
+///
+/// It sees the committed index (as of its last commit) and its own uncommitted documents (a
+/// pending table), so a near-duplicate of a document added a moment ago is caught before any
+/// commit. The check and the insertion are one atomic step under a lock: with several threads
+/// adding at once under [`Policy::Reject`], no two stored documents are within `k`. The
+/// fingerprinting itself (the expensive part) runs outside the lock.
+///
+/// Documents deleted through [`DedupWriter::delete_term`] on the id field stop matching at
+/// once; deletes on other fields (or through the inner writer) are seen after the next commit.
+/// Dropping the writer without committing loses the uncommitted documents (tantivy's contract);
+/// the committed index stays readable and correct.
+pub struct DedupWriter {
+    index: NearDupIndex,
+    writer: IndexWriter,
+    policy: Policy,
+    max_distance: u32,
+    reader: IndexReader,
+    pending: Mutex<Pending>,
+    fingerprinters: Mutex<Vec<Fingerprinter>>,
+    payload: String,
+}
+
+impl DedupWriter {
+    /// Wraps an existing tantivy writer of `index`.
+    pub fn wrap(index: NearDupIndex, writer: IndexWriter, policy: Policy) -> Result<Self> {
+        if policy == Policy::Tag && index.fields.group.is_none() {
+            return Err(Error::Schema {
+                field: "group".into(),
+                problem: "Policy::Tag stores each document's group in the group field, but the \
+                          configuration has none; keep NearDupConfig's group field"
+                    .into(),
+            });
+        }
+        let reader: IndexReader = index
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let searcher = NearDupSearcher::new(&index, reader.searcher())?;
+        let payload = index.config.record().to_json()?;
+        Ok(DedupWriter {
+            max_distance: index.layout().max_distance(),
+            index,
+            writer,
+            policy,
+            reader,
+            pending: Mutex::new(Pending {
+                searcher,
+                docs: Vec::new(),
+                by_key: HashMap::new(),
+                deleted: HashSet::new(),
+                keys: Vec::new(),
+            }),
+            fingerprinters: Mutex::new(Vec::new()),
+            payload,
+        })
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Changes the policy for the documents added from now on.
+    pub fn set_policy(&mut self, policy: Policy) -> Result<()> {
+        if policy == Policy::Tag && self.index.fields.group.is_none() {
+            return Err(Error::Schema {
+                field: "group".into(),
+                problem: "Policy::Tag needs the group field; keep NearDupConfig's group field"
+                    .into(),
+            });
+        }
+        self.policy = policy;
+        Ok(())
+    }
+
+    /// The distance up to which documents count as near-duplicates (inclusive); defaults to the
+    /// layout's `k`.
+    pub fn max_distance(&self) -> u32 {
+        self.max_distance
+    }
+
+    /// Sets the distance up to which documents count as near-duplicates (inclusive). Errors if
+    /// it exceeds the layout's `k`.
+    pub fn set_max_distance(&mut self, max_distance: u32) -> Result<()> {
+        let k = self.index.layout().max_distance();
+        if max_distance > k {
+            return Err(Error::InvalidConfig(format!(
+                "distance {max_distance} is beyond what the index layout guarantees ({k})"
+            )));
+        }
+        self.max_distance = max_distance;
+        Ok(())
+    }
+
+    /// The near-duplicate index.
+    pub fn index(&self) -> &NearDupIndex {
+        &self.index
+    }
+
+    /// The inner tantivy writer. Documents added through it directly get no fingerprint and are
+    /// not checked; a commit through it records no payload (the record file remains).
+    pub fn index_writer(&self) -> &IndexWriter {
+        &self.writer
+    }
+
+    /// The inner tantivy writer, mutably (for example to set a merge policy).
+    pub fn index_writer_mut(&mut self) -> &mut IndexWriter {
+        &mut self.writer
+    }
+
+    /// Fingerprints `doc` from the configured text fields, then adds it under the policy.
+    ///
+    /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint
+    /// or key values; tantivy errors from the lookup or the writer.
+    pub fn add_document(&self, doc: TantivyDocument) -> Result<Outcome> {
+        let fp = self.fingerprint(&doc);
+        self.add_document_with_fingerprint(doc, fp)
+    }
+
+    /// Adds `doc` with a fingerprint computed elsewhere (for example by a batch job with the
+    /// same scheme). See [`add_document`](Self::add_document).
+    pub fn add_document_with_fingerprint(
+        &self,
+        mut doc: TantivyDocument,
+        fp: Fingerprint,
+    ) -> Result<Outcome> {
+        let id = self.prepare(&doc)?;
+        let layout = self.index.layout();
+        let fields = self.index.fields;
+        self.index.add_fingerprint_to(&mut doc, fp);
+        if self.policy == Policy::Off {
+            self.writer.add_document(doc)?;
+            return Ok(Outcome::Added { fingerprint: fp });
+        }
+        let mut pending = lock(&self.pending);
+        let found = pending.matches(layout, fp, self.max_distance)?;
+        let outcome = match (self.policy, found.first()) {
+            (_, None) => {
+                let group = (self.policy == Policy::Tag).then(|| id.clone());
+                if let (Some(g), Some(field)) = (&group, fields.group) {
+                    doc.add_text(field, g);
+                }
+                Outcome::Added { fingerprint: fp }.with_pending(&mut pending, layout, fp, id, group)
+            }
+            (Policy::Reject, Some(best)) => {
+                return Ok(Outcome::Duplicate {
+                    of: best.id.clone(),
+                    distance: best.distance,
+                    fingerprint: fp,
+                });
+            }
+            (Policy::Tag, Some(best)) => {
+                let group = best.group.clone().unwrap_or_else(|| best.id.clone());
+                if let Some(field) = fields.group {
+                    doc.add_text(field, &group);
+                }
+                let outcome = Outcome::Tagged {
+                    group: group.clone(),
+                    of: best.id.clone(),
+                    distance: best.distance,
+                    fingerprint: fp,
+                };
+                outcome.with_pending(&mut pending, layout, fp, id, Some(group))
+            }
+            (_, Some(best)) => {
+                // Replace: delete first, so the delete cannot touch the new document even if
+                // it has the same id (a delete applies to documents added before it).
+                let distance = best.distance;
+                let mut replaced: Vec<String> = Vec::with_capacity(found.len());
+                for f in &found {
+                    if !replaced.contains(&f.id) {
+                        replaced.push(f.id.clone());
+                    }
+                }
+                for old in &replaced {
+                    self.writer
+                        .delete_term(Term::from_field_text(fields.id, old));
+                    pending.delete_id(old);
+                }
+                Outcome::Replaced {
+                    replaced,
+                    distance,
+                    fingerprint: fp,
+                }
+                .with_pending(&mut pending, layout, fp, id, None)
+            }
+        };
+        self.writer.add_document(doc)?;
+        drop(pending);
+        Ok(outcome)
+    }
+
+    /// Adds many documents: fingerprints them in parallel (rayon, one fingerprinter per worker),
+    /// then adds them in the given order under the policy (so within a batch the earlier
+    /// document wins). Stops at the first error; documents before it are added.
+    pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
+        let scheme = self.index.scheme();
+        let text_fields = &self.index.text_fields;
+        let fps: Vec<Fingerprint> = docs
+            .par_iter()
+            .map_init(
+                || scheme.fingerprinter(),
+                |fpr, doc| fpr.fingerprint(&document_text(doc, text_fields)),
+            )
+            .collect();
+        docs.into_iter()
+            .zip(fps)
+            .map(|(doc, fp)| self.add_document_with_fingerprint(doc, fp))
+            .collect()
+    }
+
+    /// Deletes the documents matching `term`, like [`IndexWriter::delete_term`]. On the id field
+    /// the deletion is seen by the near-duplicate check at once; on other fields, after the
+    /// next commit.
+    pub fn delete_term(&self, term: Term) -> Opstamp {
+        let mut pending = lock(&self.pending);
+        if term.field() == self.index.fields.id {
+            if let Some(id) = term.value().as_str() {
+                pending.delete_id(id);
+            }
+        }
+        let op = self.writer.delete_term(term);
+        drop(pending);
+        op
+    }
+
+    /// Commits, recording the scheme and layout in the commit payload, and makes the committed
+    /// documents visible to the near-duplicate check (the pending table is emptied).
+    pub fn commit(&mut self) -> Result<Opstamp> {
+        let mut prepared = self.writer.prepare_commit()?;
+        prepared.set_payload(&self.payload);
+        let opstamp = prepared.commit()?;
+        self.reader.reload()?;
+        let searcher = NearDupSearcher::new(&self.index, self.reader.searcher())?;
+        let pending = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        pending.searcher = searcher;
+        pending.clear();
+        Ok(opstamp)
+    }
+
+    /// Drops every change since the last commit, like [`IndexWriter::rollback`].
+    pub fn rollback(&mut self) -> Result<Opstamp> {
+        let opstamp = self.writer.rollback()?;
+        let pending = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        pending.clear();
+        Ok(opstamp)
+    }
+
+    /// Waits for merges to finish and drops the writer, like
+    /// [`IndexWriter::wait_merging_threads`]. Uncommitted documents are lost: commit first.
+    pub fn wait_merging_threads(self) -> Result<()> {
+        self.writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    /// Uncommitted documents the writer remembers (added, not yet committed).
+    pub fn num_pending(&self) -> usize {
+        lock(&self.pending).docs.len()
+    }
+
+    /// The fingerprint of `doc` from the configured text fields, with a pooled fingerprinter.
+    pub fn fingerprint(&self, doc: &TantivyDocument) -> Fingerprint {
+        let text = document_text(doc, &self.index.text_fields);
+        let pooled = lock(&self.fingerprinters).pop();
+        let mut fpr = pooled.unwrap_or_else(|| self.index.scheme().fingerprinter());
+        let fp = fpr.fingerprint(&text);
+        lock(&self.fingerprinters).push(fpr);
+        fp
+    }
+
+    /// Checks that `doc` can be added; returns its id.
+    fn prepare(&self, doc: &TantivyDocument) -> Result<String> {
+        let fields = self.index.fields;
+        let id = doc
+            .get_first(fields.id)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| {
+                Error::Document(format!(
+                    "the document has no value in the id field `{}`; every document needs one",
+                    self.index.config.id_field
+                ))
+            })?
+            .to_string();
+        let reserved = [Some(fields.fingerprint), Some(fields.keys), fields.group];
+        for f in reserved.into_iter().flatten() {
+            if doc.get_first(f).is_some() {
+                return Err(Error::Document(format!(
+                    "document `{id}` already has a value in `{}`, a field the writer fills; \
+                     remove it",
+                    self.index.index.schema().get_field_name(f)
+                )));
+            }
+        }
+        Ok(id)
+    }
+}
+
+impl Outcome {
+    fn with_pending(
+        self,
+        pending: &mut Pending,
+        layout: &BlockLayout,
+        fp: Fingerprint,
+        id: String,
+        group: Option<String>,
+    ) -> Self {
+        pending.insert(
+            layout,
+            PendingDoc {
+                fingerprint: fp,
+                id,
+                group,
+                alive: true,
+            },
+        );
+        self
+    }
+}
+
+/// The segment reader's view used by [`crate::query`]: the fingerprint column of a segment.
+pub(crate) fn fingerprint_column(seg: &SegmentReader, field: &str) -> tantivy::Result<Column<u64>> {
+    seg.fast_fields().u64(field)
+}
