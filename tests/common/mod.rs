@@ -1,0 +1,89 @@
+//! Shared helpers for the index tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
+use tantivy::Index;
+use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher};
+
+/// splitmix64: a tiny deterministic generator for fingerprints.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// `fp` with `n` distinct random bits flipped: a neighbour at distance exactly `n`.
+pub fn flip_bits(rng: &mut Rng, fp: Fingerprint, n: u32) -> Fingerprint {
+    let mut mask = 0u64;
+    while mask.count_ones() < n {
+        mask |= 1 << rng.below(64);
+    }
+    Fingerprint(fp.0 ^ mask)
+}
+
+pub struct TestIndex {
+    pub index: NearDupIndex,
+    pub id: Field,
+    pub body: Field,
+    pub host: Field,
+}
+
+pub fn config(layout: BlockLayout) -> NearDupConfig {
+    NearDupConfig::new("id", ["title", "body"]).layout(layout)
+}
+
+pub fn schema(config: &NearDupConfig) -> (Schema, Field, Field, Field) {
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let host = builder.add_text_field("host", STRING);
+    builder.add_text_field("title", TEXT);
+    let body = builder.add_text_field("body", TEXT);
+    config.add_fields(&mut builder);
+    (builder.build(), id, body, host)
+}
+
+pub fn ram_index(layout: BlockLayout) -> TestIndex {
+    let config = config(layout);
+    let (schema, id, body, host) = schema(&config);
+    let index = NearDupIndex::create(Index::create_in_ram(schema), config).unwrap();
+    TestIndex {
+        index,
+        id,
+        body,
+        host,
+    }
+}
+
+/// Brute force: every (id, distance) within `k` of `q` among `live`, sorted like lookups.
+pub fn brute_force(
+    live: &HashMap<String, Fingerprint>,
+    q: Fingerprint,
+    k: u32,
+) -> Vec<(String, u32)> {
+    let mut v: Vec<(String, u32)> = live
+        .iter()
+        .filter(|(_, fp)| q.distance(**fp) <= k)
+        .map(|(id, fp)| (id.clone(), q.distance(*fp)))
+        .collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+pub fn lookup_pairs(s: &NearDupSearcher, q: Fingerprint, k: u32) -> Vec<(String, u32)> {
+    s.lookup_within(q, k)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.id, h.distance))
+        .collect()
+}
