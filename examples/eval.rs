@@ -613,15 +613,14 @@ fn candidates() -> Vec<(&'static str, Scheme)> {
             "words-stop0.2",
             mk(b().features(Features::words()).stopword_weight(0.2).build()),
         ),
+        ("words-line4", mk(b().short_line(4).build())),
+        ("words-line8", mk(b().short_line(8).build())),
+        ("words-line12", mk(b().short_line(12).build())),
         (
-            "words-stop0",
-            mk(b().features(Features::words()).stopword_weight(0.0).build()),
-        ),
-        (
-            "words+sh2x0.5-stop0.2",
+            "words+sh2x0.5-line8",
             mk(b()
                 .features(Features::words_and_shingles(2, 0.5))
-                .stopword_weight(0.2)
+                .short_line(8)
                 .build()),
         ),
     ]

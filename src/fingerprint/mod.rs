@@ -310,6 +310,7 @@ struct SchemeInner {
     stopword_weight: f32,
     /// Seeded hashes of the stop words (NLTK English and Chinese lists), when damped.
     stopwords: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
+    short_line: u32,
     seed: u64,
     min_features: usize,
     id: String,
@@ -324,6 +325,7 @@ pub struct SchemeBuilder {
     weight: TermWeight,
     idf: Option<IdfTable>,
     stopword_weight: f32,
+    short_line: u32,
     seed: u64,
     min_features: usize,
 }
@@ -343,6 +345,7 @@ impl Default for SchemeBuilder {
             weight: TermWeight::Sublinear,
             idf: None,
             stopword_weight: 1.0,
+            short_line: 0,
             seed: DEFAULT_SEED,
             min_features: 8,
         }
@@ -387,6 +390,13 @@ impl SchemeBuilder {
     /// Damping them keeps unrelated texts from agreeing on "the", "of", "的".
     pub fn stopword_weight(mut self, w: f32) -> Self {
         self.stopword_weight = w;
+        self
+    }
+    /// Damps words on short lines: a word on a line of `n < tokens` tokens weighs `n / tokens`.
+    /// Navigation bars, headers and footers are lines of a few words; content is not. 0 (the
+    /// default) turns it off.
+    pub fn short_line(mut self, tokens: u32) -> Self {
+        self.short_line = tokens;
         self
     }
     /// Sets the feature-hash seed.
@@ -454,6 +464,11 @@ impl SchemeBuilder {
         let mut stop = String::new();
         if self.stopword_weight != 1.0 {
             stop = format!(";stop=nltk-en-zh:{}", self.stopword_weight);
+        }
+        if self.short_line > 0 {
+            stop.push_str(&format!(";line={}", self.short_line));
+        }
+        if self.stopword_weight != 1.0 {
             for lang in ["en", "zh"] {
                 for w in stop_words::lookup(lang).unwrap_or(&[]) {
                     let w = self.normalization.apply(w);
@@ -477,6 +492,7 @@ impl SchemeBuilder {
                 idf: self.idf,
                 stopword_weight: self.stopword_weight,
                 stopwords,
+                short_line: self.short_line,
                 seed: self.seed,
                 min_features: self.min_features,
                 id,
@@ -538,6 +554,8 @@ impl Scheme {
             scheme: self.clone(),
             analyzer: self.text_analyzer(),
             token_hashes: Vec::new(),
+            token_lines: Vec::new(),
+            line_tokens: Vec::new(),
             token_text: String::new(),
             counts: HashMap::default(),
             acc: [0; 64],
@@ -562,6 +580,9 @@ pub struct Fingerprinter {
     scheme: Scheme,
     analyzer: TextAnalyzer,
     token_hashes: Vec<u64>,
+    /// Per token, its occurrence weight in units of 1/`unit` (short-line damping).
+    token_lines: Vec<u32>,
+    line_tokens: Vec<u32>,
     token_text: String,
     counts: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
     acc: [i64; 64],
@@ -592,7 +613,10 @@ impl Fingerprinter {
         let features = inner.features;
         let want_text = features.uses_char_ngrams();
         self.token_hashes.clear();
+        self.token_lines.clear();
+        self.line_tokens.clear();
         self.token_text.clear();
+        let damp = inner.short_line;
         {
             let normalized;
             let input: &str = match &inner.tokenization {
@@ -604,8 +628,22 @@ impl Fingerprinter {
             };
             let mut stream = self.analyzer.token_stream(input);
             let mut prev_han = false;
+            let (mut line, mut scanned) = (0u32, 0usize);
             while stream.advance() {
-                let t = &stream.token().text;
+                let token = stream.token();
+                if damp > 0 {
+                    let at = token.offset_from.min(input.len());
+                    if at > scanned {
+                        let newlines = input.as_bytes()[scanned..at]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count();
+                        line = line.saturating_add(newlines as u32);
+                        scanned = at;
+                    }
+                    self.token_lines.push(line);
+                }
+                let t = &token.text;
                 self.token_hashes
                     .push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
                 if want_text {
@@ -619,18 +657,34 @@ impl Fingerprinter {
             }
         }
         let tokens = self.token_hashes.len();
+        // Occurrence weights, in units of 1/unit.
+        let unit = damp.max(1);
+        if damp > 0 {
+            for &l in &self.token_lines {
+                let l = l as usize;
+                if self.line_tokens.len() <= l {
+                    self.line_tokens.resize(l + 1, 0);
+                }
+                self.line_tokens[l] += 1;
+            }
+            for l in self.token_lines.iter_mut() {
+                *l = self.line_tokens[*l as usize].min(damp);
+            }
+        }
+        let occurrence = |lines: &[u32], i: usize| if damp > 0 { lines[i] } else { 1 };
         self.acc = [0; 64];
         let mut distinct = 0;
 
         if features.words > 0.0 {
             self.counts.clear();
-            for &h in &self.token_hashes {
-                *self.counts.entry(h).or_insert(0) += 1;
+            for (i, &h) in self.token_hashes.iter().enumerate() {
+                *self.counts.entry(h).or_insert(0) += occurrence(&self.token_lines, i);
             }
             distinct += self.counts.len();
             flush(
                 &mut self.counts,
                 &mut self.acc,
+                unit,
                 features.words,
                 inner.weight,
                 |h| {
@@ -647,12 +701,16 @@ impl Fingerprinter {
             self.counts.clear();
             let mut buf = [0u8; 64];
             let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
-            for w in self.token_hashes.windows(n) {
+            for (start, w) in self.token_hashes.windows(n).enumerate() {
                 for (i, h) in w.iter().enumerate() {
                     buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
                 }
                 let h = xxh3_64_with_seed(&buf[..n * 8], seed ^ SHINGLE_TAG ^ n as u64);
-                *self.counts.entry(h).or_insert(0) += 1;
+                let occ = (start..start + n)
+                    .map(|i| occurrence(&self.token_lines, i))
+                    .min()
+                    .unwrap_or(1);
+                *self.counts.entry(h).or_insert(0) += occ;
                 if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
                     all_stop.insert(h);
                 }
@@ -661,6 +719,7 @@ impl Fingerprinter {
             flush(
                 &mut self.counts,
                 &mut self.acc,
+                unit,
                 features.shingles,
                 inner.weight,
                 |h| {
@@ -690,6 +749,7 @@ impl Fingerprinter {
             flush(
                 &mut self.counts,
                 &mut self.acc,
+                1,
                 features.char_ngrams,
                 inner.weight,
                 |_| 1.0,
@@ -742,14 +802,18 @@ static SIGN_MASKS: [[i64; 8]; 256] = {
 fn flush(
     counts: &mut HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
     acc: &mut [i64; 64],
+    unit: u32,
     kind_weight: f32,
     weight: TermWeight,
     factor: impl Fn(u64) -> f32,
 ) {
-    for (&h, &tf) in counts.iter() {
+    for (&h, &count) in counts.iter() {
+        // `count` is in units of 1/unit occurrences; below one occurrence the weight is linear.
+        let tf = count as f32 / unit as f32;
         let w = match weight {
-            TermWeight::Binary => 1.0,
-            TermWeight::Sublinear => 1.0 + (tf as f32).ln(),
+            TermWeight::Binary => tf.min(1.0),
+            TermWeight::Sublinear if tf <= 1.0 => tf,
+            TermWeight::Sublinear => 1.0 + tf.ln(),
         } * kind_weight
             * factor(h);
         let w = (w * WEIGHT_SCALE).round() as i64;
