@@ -607,7 +607,9 @@ impl NearDupSearcher {
 
     /// Every live document within the layout's `k` of `fp` (inclusive), nearest first (ties by
     /// id). Cost: per segment, one term look-up and postings read per key, one column read per
-    /// candidate, one id read per match.
+    /// candidate; then one id read per match, which decompresses a block of the id column's
+    /// dictionary (see [`lookup_addresses`](Self::lookup_addresses) to skip it). Measured in
+    /// docs/PERFORMANCE.md.
     pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
         self.lookup_within(fp, self.index.layout().max_distance())
     }
@@ -632,6 +634,23 @@ impl NearDupSearcher {
         }
         hits.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));
         Ok(hits)
+    }
+
+    /// Like [`lookup_within`](Self::lookup_within) without reading ids: `(address, distance)`,
+    /// nearest first (ties by address). Reading an id decompresses a block of the id column's
+    /// dictionary (zstd, tens to hundreds of microseconds); this skips it, for callers that
+    /// need only addresses, counts or a few ids ([`NearDupSearcher::id_of`]).
+    pub fn lookup_addresses(
+        &self,
+        fp: Fingerprint,
+        max_distance: u32,
+    ) -> Result<Vec<(DocAddress, u32)>> {
+        let mut out = Vec::new();
+        self.for_each_match(fp, max_distance, |ord, doc, distance, _| {
+            out.push((DocAddress::new(ord, doc), distance));
+        })?;
+        out.sort_unstable_by_key(|&(a, d)| (d, a));
+        Ok(out)
     }
 
     /// Near-duplicates of `text`, fingerprinted with the index's scheme.
@@ -708,14 +727,16 @@ impl NearDupSearcher {
                 layout.max_distance()
             )));
         }
-        let keys = layout.keys(fp);
         let keys_field = self.index.fields.keys;
+        let terms: Vec<Term> = layout
+            .keys(fp)
+            .into_iter()
+            .map(|key| Term::from_field_u64(keys_field, key))
+            .collect();
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
-            for (combo, &key) in keys.iter().enumerate() {
-                let term = Term::from_field_u64(keys_field, key);
-                let Some(mut postings) =
-                    cols.keys.read_postings(&term, IndexRecordOption::Basic)?
+            for (combo, term) in terms.iter().enumerate() {
+                let Some(mut postings) = cols.keys.read_postings(term, IndexRecordOption::Basic)?
                 else {
                     continue;
                 };
