@@ -1,0 +1,123 @@
+//! Lookup latency: a tantivy index next to an in-memory pigeonhole table and a brute-force scan
+//! over the same fingerprints.
+//!
+//! ```text
+//! cargo bench --bench lookup
+//! SIMHASH_BENCH_DOCS=1000000 cargo bench --bench lookup
+//! ```
+//!
+//! `SIMHASH_BENCH_DOCS` fingerprints (default 100,000; 91% random, 9% in near-duplicate clusters)
+//! in an on-disk index with the default layout, with 8 segments and with 1. One iteration runs
+//! one query (they cycle through 256 queries: half near an indexed fingerprint, half random).
+//! Percentiles (p50, p99) and ratios measured in one run: `examples/index_bench.rs`.
+
+#[path = "../examples/support/pigeonhole.rs"]
+mod pigeonhole;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use pigeonhole::{brute_force, corpus, queries, PigeonholeTable};
+use std::hint::black_box;
+use std::time::Duration;
+use tantivy::collector::DocSetCollector;
+use tantivy::indexer::NoMergePolicy;
+use tantivy::schema::{Schema, FAST, STRING};
+use tantivy::{doc, Index};
+use tantivy_simhash::{
+    BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupQuery, NearDupSearcher, Policy,
+};
+
+fn docs() -> usize {
+    std::env::var("SIMHASH_BENCH_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// An index of `fps` in `segments` segments.
+fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher {
+    let config = NearDupConfig::new("id", Vec::<String>::new()).group_field(None);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST);
+    config.add_fields(&mut builder);
+    let index = Index::create_in_dir(dir, builder.build()).unwrap();
+    let index = NearDupIndex::create(index, config).unwrap();
+    let mut w = index
+        .writer_with_num_threads(1, 200_000_000, Policy::Off)
+        .unwrap();
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let per_segment = fps.len().div_ceil(segments);
+    for (i, chunk) in fps.chunks(per_segment).enumerate() {
+        for (j, &fp) in chunk.iter().enumerate() {
+            let doc = doc!(id => format!("d{i}-{j}"));
+            w.add_document_with_fingerprint(doc, Fingerprint(fp))
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    w.wait_merging_threads().unwrap();
+    index.searcher().unwrap()
+}
+
+fn bench_lookup(c: &mut Criterion) {
+    let n = docs();
+    let layout = BlockLayout::default();
+    let k = layout.max_distance();
+    let fps = corpus(n, 42);
+    let qs: Vec<Fingerprint> = queries(&fps, 256, k, 7)
+        .into_iter()
+        .map(Fingerprint)
+        .collect();
+    let table = PigeonholeTable::new(&layout, &fps);
+
+    let mut group = c.benchmark_group(format!("lookup/{n}"));
+    group
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    let mut i = 0usize;
+    let mut next = || {
+        i = (i + 1) % qs.len();
+        qs[i]
+    };
+    let mut buf = Vec::new();
+    group.bench_function("pigeonhole_table", |b| {
+        b.iter(|| {
+            buf.clear();
+            table.lookup(next(), k, &mut buf);
+            black_box(buf.len())
+        })
+    });
+    group.bench_function("brute_force", |b| {
+        b.iter(|| {
+            buf.clear();
+            brute_force(&fps, next(), k, &mut buf);
+            black_box(buf.len())
+        })
+    });
+    for segments in [8, 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = build(dir.path(), &fps, segments);
+        group.bench_with_input(BenchmarkId::new("lookup_with_ids", segments), &s, |b, s| {
+            b.iter(|| black_box(s.lookup(next()).unwrap().len()))
+        });
+        group.bench_with_input(
+            BenchmarkId::new("lookup_addresses", segments),
+            &s,
+            |b, s| b.iter(|| black_box(s.lookup_addresses(next(), k).unwrap().len())),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("query_docset_collector", segments),
+            &s,
+            |b, s| {
+                b.iter(|| {
+                    let q = NearDupQuery::new(s.index(), next());
+                    black_box(s.searcher().search(&q, &DocSetCollector).unwrap().len())
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_lookup);
+criterion_main!(benches);

@@ -1,0 +1,530 @@
+//! Index benchmarks (issue 3, section 5), every figure next to its peer measured in the same run.
+//!
+//! ```text
+//! cargo run --release --example index_bench -- ../shared/data
+//! cargo run --release --example index_bench -- ../shared/data --sizes 100000 --queries 500 --runs 1
+//! cargo run --release --example index_bench -- ../shared/data --skip-lookup     # indexing only
+//! cargo run --release --example index_bench -- ../shared/data --skip-indexing   # lookup only
+//! ```
+//!
+//! 1. **Lookup latency** at each size (default 100k and 1M fingerprints, 91% random and 9% in
+//!    near-duplicate clusters of 10), with the default layout (4 x 16, k = 3), in an on-disk
+//!    (mmap) index, warm, with 8 segments and after merging to 1. Queries: half near an indexed
+//!    fingerprint (0..=4 bits flipped), half random. Methods: `NearDupSearcher::lookup` (ids
+//!    included), `NearDupQuery` through `Searcher::search` with `DocSetCollector`, an in-memory
+//!    pigeonhole table and a brute-force scan over the same fingerprints. Recall of every
+//!    method is checked against brute force.
+//! 2. **Bytes per document** of the fingerprint and key fields (tantivy's space usage).
+//! 3. **Indexing** `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` (title and text indexed with
+//!    the scheme's own analyzer, id `STRING | FAST | STORED`, text not stored): plain tantivy,
+//!    then `DedupWriter` under each policy (batches of 1,000 through `add_documents`, and
+//!    `add_document` one at a time for `Reject`). Best of `--runs` (default 2) runs each.
+
+#[path = "support/pigeonhole.rs"]
+mod pigeonhole;
+
+use flate2::read::GzDecoder;
+use pigeonhole::{brute_force, corpus, queries, PigeonholeTable};
+use serde::Deserialize;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tantivy::collector::DocSetCollector;
+use tantivy::indexer::NoMergePolicy;
+use tantivy::schema::{
+    IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
+};
+use tantivy::{doc, Index, IndexWriter, TantivyDocument};
+use tantivy_simhash::{
+    register_tokenizer, BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupQuery,
+    NearDupSearcher, Policy, SIMHASH_TOKENIZER_NAME,
+};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Args {
+    data: PathBuf,
+    sizes: Vec<usize>,
+    queries: usize,
+    runs: usize,
+    lookup: bool,
+    indexing: bool,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut args = Args {
+        data: PathBuf::from("../shared/data"),
+        sizes: vec![100_000, 1_000_000],
+        queries: 2_000,
+        runs: 2,
+        lookup: true,
+        indexing: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--sizes" => {
+                args.sizes = value("--sizes")?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?
+            }
+            "--queries" => args.queries = value("--queries")?.parse()?,
+            "--runs" => args.runs = value("--runs")?.parse::<usize>()?.max(1),
+            "--skip-lookup" => args.lookup = false,
+            "--skip-indexing" => args.indexing = false,
+            s if !s.starts_with("--") => args.data = PathBuf::from(s),
+            s => return Err(format!("unknown option {s}").into()),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> Res<()> {
+    let args = parse_args()?;
+    println!(
+        "# index_bench: {} logical CPUs, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split(' ')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if args.lookup {
+        for &n in &args.sizes {
+            lookup_bench(n, args.queries)?;
+        }
+    }
+    if args.indexing {
+        for lang in ["en", "zh"] {
+            let path = args.data.join(format!("natural-{lang}.jsonl.gz"));
+            indexing_bench(&path, lang, args.runs)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lookup
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+struct Stats {
+    p50: f64,
+    p99: f64,
+    mean: f64,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort_unstable();
+    let at = |q: f64| us(v[((v.len() as f64 * q) as usize).min(v.len() - 1)]);
+    Stats {
+        p50: at(0.50),
+        p99: at(0.99),
+        mean: v.iter().map(|d| us(*d)).sum::<f64>() / v.len() as f64,
+    }
+}
+
+fn lookup_config() -> NearDupConfig {
+    NearDupConfig::new("id", Vec::<String>::new()).group_field(None)
+}
+
+fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
+    let layout = BlockLayout::default();
+    let k = layout.max_distance();
+    println!("\n## Lookup, N = {n}, layout {} (k = {k})", layout.id());
+    let fps = corpus(n, 42);
+    let qs = queries(&fps, n_queries, k, 7);
+
+    let t = Instant::now();
+    let table = PigeonholeTable::new(&layout, &fps);
+    println!(
+        "pigeonhole table built in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let dir = tempfile::tempdir()?;
+    let config = lookup_config();
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
+    let t = Instant::now();
+    let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let per_segment = n.div_ceil(8);
+    for (i, &fp) in fps.iter().enumerate() {
+        w.add_document_with_fingerprint(doc!(id => format!("d{i:07}")), Fingerprint(fp))?;
+        if (i + 1) % per_segment == 0 || i + 1 == n {
+            w.commit()?;
+        }
+    }
+    println!(
+        "indexed {n} fingerprints (Policy::Off, 1 thread, 8 commits) in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let searcher = index.searcher()?;
+    bytes_per_doc(&searcher, "random fingerprints")?;
+    run_lookups(&searcher, &fps, &qs, &table, k)?;
+
+    let segs = index.index().searchable_segment_ids()?;
+    let t = Instant::now();
+    w.index_writer_mut().merge(&segs).wait()?;
+    w.commit()?;
+    w.wait_merging_threads()?;
+    println!(
+        "merged to one segment in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    let searcher = index.searcher()?;
+    bytes_per_doc(&searcher, "random fingerprints, merged")?;
+    run_lookups(&searcher, &fps, &qs, &table, k)?;
+    Ok(())
+}
+
+fn run_lookups(
+    s: &NearDupSearcher,
+    fps: &[u64],
+    qs: &[u64],
+    table: &PigeonholeTable,
+    k: u32,
+) -> Res<()> {
+    let segments = s.searcher().segment_readers().len();
+    let t = Instant::now();
+    let reopened = NearDupSearcher::new(s.index(), s.searcher().clone())?;
+    let open_cost = t.elapsed();
+    drop(reopened);
+    println!(
+        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
+        qs.len(),
+        us(open_cost)
+    );
+
+    // Expected result sizes, from brute force; also warms every path once.
+    let mut want = Vec::with_capacity(qs.len());
+    let mut buf = Vec::new();
+    for &q in qs {
+        buf.clear();
+        brute_force(fps, Fingerprint(q), k, &mut buf);
+        want.push(buf.len());
+        s.lookup(Fingerprint(q))?;
+        s.searcher().search(
+            &NearDupQuery::new(s.index(), Fingerprint(q)),
+            &DocSetCollector,
+        )?;
+    }
+    let total: usize = want.iter().sum();
+
+    let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
+    let mut times = Vec::with_capacity(qs.len());
+    let mut found = 0;
+    for &q in qs {
+        let t = Instant::now();
+        let hits = s.lookup(Fingerprint(q))?;
+        times.push(t.elapsed());
+        found += hits.len();
+    }
+    rows.push(("NearDupSearcher::lookup (with ids)", stats(times), found));
+
+    let mut times = Vec::with_capacity(qs.len());
+    let mut found = 0;
+    for &q in qs {
+        let t = Instant::now();
+        let hits = s.lookup_addresses(Fingerprint(q), k)?;
+        times.push(t.elapsed());
+        found += hits.len();
+    }
+    rows.push((
+        "NearDupSearcher::lookup_addresses (no ids)",
+        stats(times),
+        found,
+    ));
+
+    let mut times = Vec::with_capacity(qs.len());
+    let mut found = 0;
+    for &q in qs {
+        let t = Instant::now();
+        let query = NearDupQuery::new(s.index(), Fingerprint(q));
+        let hits = s.searcher().search(&query, &DocSetCollector)?;
+        times.push(t.elapsed());
+        found += hits.len();
+    }
+    rows.push(("NearDupQuery + DocSetCollector", stats(times), found));
+
+    let mut times = Vec::with_capacity(qs.len());
+    let mut found = 0;
+    for &q in qs {
+        buf.clear();
+        let t = Instant::now();
+        table.lookup(Fingerprint(q), k, &mut buf);
+        times.push(t.elapsed());
+        found += buf.len();
+    }
+    rows.push(("in-memory pigeonhole table", stats(times), found));
+
+    // Brute force is slow: a quarter of the queries is plenty for its percentiles.
+    let mut times = Vec::with_capacity(qs.len());
+    let mut found = 0;
+    let mut expected_bf = 0;
+    for (i, &q) in qs.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
+        buf.clear();
+        let t = Instant::now();
+        brute_force(fps, Fingerprint(q), k, &mut buf);
+        times.push(t.elapsed());
+        found += buf.len();
+        expected_bf += want[i];
+    }
+    rows.push(("brute-force scan (1/4 of the queries)", stats(times), found));
+
+    let table_p50 = rows[3].1.p50;
+    let table_p99 = rows[3].1.p99;
+    println!(
+        "| method | p50 us | p99 us | mean us | p50 / table | p99 / table | recall |\n|---|---|---|---|---|---|---|"
+    );
+    for (i, (name, st, found)) in rows.iter().enumerate() {
+        let expected = if i == 4 { expected_bf } else { total };
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.1}x | {:.1}x | {} |",
+            st.p50,
+            st.p99,
+            st.mean,
+            st.p50 / table_p50,
+            st.p99 / table_p99,
+            if *found == expected {
+                "100%".to_string()
+            } else {
+                format!("{found} of {expected}")
+            }
+        );
+    }
+    println!("({total} matches over all queries)");
+    Ok(())
+}
+
+fn bytes_per_doc(s: &NearDupSearcher, what: &str) -> Res<()> {
+    let usage = s.searcher().space_usage()?;
+    let schema = s.searcher().schema();
+    let fp_name = schema
+        .get_field_name(s.index().fields().fingerprint)
+        .to_string();
+    let keys_name = schema.get_field_name(s.index().fields().keys).to_string();
+    let (mut fast, mut termdict, mut postings, mut norms, mut docs) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    for seg in usage.segments() {
+        docs += u64::from(seg.num_docs());
+        let sum = |per: &tantivy::space_usage::PerFieldSpaceUsage| -> u64 {
+            per.fields()
+                .filter(|f| f.field_name() == fp_name || f.field_name() == keys_name)
+                .map(|f| f.total().get_bytes())
+                .sum()
+        };
+        fast += sum(seg.fast_fields());
+        termdict += sum(seg.termdict());
+        postings += sum(seg.postings());
+        norms += sum(seg.fieldnorms());
+    }
+    let per = |b: u64| b as f64 / docs.max(1) as f64;
+    println!(
+        "bytes per document, fingerprint + key fields ({what}, {} segment(s)): {:.1} B \
+         (fast column {:.1}, term dictionary {:.1}, postings {:.1}, fieldnorms {:.1}); whole index {:.1} B",
+        usage.segments().len(),
+        per(fast + termdict + postings + norms),
+        per(fast),
+        per(termdict),
+        per(postings),
+        per(norms),
+        per(usage.total().get_bytes())
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Indexing
+
+#[derive(Deserialize)]
+struct Doc {
+    id: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    text: String,
+}
+
+fn load(path: &Path) -> Res<Vec<Doc>> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut docs = Vec::new();
+    for line in BufReader::new(GzDecoder::new(file)).lines() {
+        let line = line?;
+        if !line.trim().is_empty() {
+            docs.push(serde_json::from_str(&line)?);
+        }
+    }
+    Ok(docs)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Plain,
+    Batch(Policy),
+    OneByOne(Policy),
+}
+
+impl Mode {
+    fn name(self) -> String {
+        match self {
+            Mode::Plain => "plain tantivy (same analyzer, no fingerprint)".into(),
+            Mode::Batch(p) => format!("DedupWriter {p:?}, add_documents (batches of 1000)"),
+            Mode::OneByOne(p) => format!("DedupWriter {p:?}, add_document one by one"),
+        }
+    }
+}
+
+struct Run {
+    elapsed: Duration,
+    fields_bytes_per_doc: f64,
+    index_bytes_per_doc: f64,
+    stored: u64,
+}
+
+fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
+    let dir = tempfile::tempdir()?;
+    let config = NearDupConfig::new("id", ["title", "text"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(SIMHASH_TOKENIZER_NAME)
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let text_options = TextOptions::default().set_indexing_options(indexing);
+    let title = builder.add_text_field("title", text_options.clone());
+    let text = builder.add_text_field("text", text_options);
+    if mode != Mode::Plain {
+        config.add_fields(&mut builder);
+    }
+    let index = Index::create_in_dir(dir.path(), builder.build())?;
+    register_tokenizer(&index, config.get_scheme());
+    let make = |d: &Doc| -> TantivyDocument {
+        doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
+    };
+    let budget = 200_000_000;
+
+    let start = Instant::now();
+    match mode {
+        Mode::Plain => {
+            let mut w: IndexWriter = index.writer(budget)?;
+            for d in docs {
+                w.add_document(make(d))?;
+            }
+            w.commit()?;
+            w.wait_merging_threads()?;
+        }
+        Mode::Batch(policy) | Mode::OneByOne(policy) => {
+            let nd = NearDupIndex::create(index.clone(), config)?;
+            let mut w = nd.writer(budget, policy)?;
+            if let Mode::Batch(_) = mode {
+                for chunk in docs.chunks(1000) {
+                    w.add_documents(chunk.iter().map(make).collect())?;
+                }
+            } else {
+                for d in docs {
+                    w.add_document(make(d))?;
+                }
+            }
+            w.commit()?;
+            w.wait_merging_threads()?;
+        }
+    }
+    let elapsed = start.elapsed();
+
+    let reader = index.reader()?;
+    let searcher = reader.searcher();
+    let stored = searcher.num_docs();
+    let usage = searcher.space_usage()?;
+    let mut fields = 0u64;
+    for seg in usage.segments() {
+        for per in [
+            seg.fast_fields(),
+            seg.termdict(),
+            seg.postings(),
+            seg.fieldnorms(),
+        ] {
+            fields += per
+                .fields()
+                .filter(|f| f.field_name() == "simhash" || f.field_name() == "simhash_keys")
+                .map(|f| f.total().get_bytes())
+                .sum::<u64>();
+        }
+    }
+    Ok(Run {
+        elapsed,
+        fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
+        index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
+        stored,
+    })
+}
+
+fn indexing_bench(path: &Path, lang: &str, runs: usize) -> Res<()> {
+    let docs = load(path)?;
+    let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
+    println!(
+        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s)",
+        docs.len(),
+        bytes as f64 / 1e6
+    );
+    // Fingerprinting alone, one thread, for scale.
+    let scheme = tantivy_simhash::Scheme::default();
+    let mut fpr = scheme.fingerprinter();
+    let t = Instant::now();
+    for d in &docs {
+        std::hint::black_box(fpr.fingerprint(&format!("{}\n{}", d.title, d.text)));
+    }
+    let fp_secs = t.elapsed().as_secs_f64();
+    println!(
+        "fingerprinting alone, 1 thread: {:.0} docs/s, {:.1} MB/s",
+        docs.len() as f64 / fp_secs,
+        bytes as f64 / 1e6 / fp_secs
+    );
+    let modes = [
+        Mode::Plain,
+        Mode::Batch(Policy::Off),
+        Mode::Batch(Policy::Reject),
+        Mode::Batch(Policy::Tag),
+        Mode::Batch(Policy::Replace),
+        Mode::OneByOne(Policy::Reject),
+    ];
+    println!(
+        "| writer | docs/s | vs plain | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|"
+    );
+    let mut plain_rate = 0.0;
+    for mode in modes {
+        let mut best: Option<Run> = None;
+        for _ in 0..runs {
+            let r = index_once(&docs, mode)?;
+            if best.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
+                best = Some(r);
+            }
+        }
+        let Some(r) = best else { continue };
+        let rate = docs.len() as f64 / r.elapsed.as_secs_f64();
+        if mode == Mode::Plain {
+            plain_rate = rate;
+        }
+        println!(
+            "| {} | {:.0} | {:.2}x | {} | {:.1} | {:.0} |",
+            mode.name(),
+            rate,
+            rate / plain_rate,
+            r.stored,
+            r.fields_bytes_per_doc,
+            r.index_bytes_per_doc
+        );
+    }
+    Ok(())
+}
