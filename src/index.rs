@@ -878,26 +878,19 @@ impl Pending {
         self.deleted.clear();
     }
 
-    /// Every live match within `k`, committed and pending, nearest first.
-    fn matches(&mut self, layout: &BlockLayout, fp: Fingerprint, k: u32) -> Result<Vec<Found>> {
-        let mut found = Vec::new();
-        let mut committed = Vec::new();
-        self.searcher
-            .for_each_match(fp, k, |ord, doc, d, _| committed.push((ord, doc, d)))?;
-        for (ord, doc, distance) in committed {
-            let Some(id) = self.searcher.id_of(ord, doc)? else {
-                continue;
-            };
-            if self.deleted.contains(&id) {
-                continue;
-            }
-            let group = self.searcher.group_of(ord, doc)?;
-            found.push(Found {
-                id,
-                group,
-                distance,
-            });
-        }
+    /// Live matches within `k`, committed and pending, nearest first (committed first among
+    /// equals). With `all == false` only the nearest is guaranteed: reading a committed id
+    /// decompresses a dictionary block, so ids of farther committed matches are not read.
+    /// Groups are read only when `groups` is set.
+    fn matches(
+        &mut self,
+        layout: &BlockLayout,
+        fp: Fingerprint,
+        k: u32,
+        all: bool,
+        groups: bool,
+    ) -> Result<Vec<Found>> {
+        let mut pending = Vec::new();
         self.keys.clear();
         layout.keys_into(fp, &mut self.keys);
         for (combo, key) in self.keys.iter().enumerate() {
@@ -908,7 +901,7 @@ impl Pending {
                 let p = &self.docs[i as usize];
                 let d = fp.distance(p.fingerprint);
                 if p.alive && d <= k && layout.first_shared_key(fp, p.fingerprint) == Some(combo) {
-                    found.push(Found {
+                    pending.push(Found {
                         id: p.id.clone(),
                         group: p.group.clone(),
                         distance: d,
@@ -916,6 +909,35 @@ impl Pending {
                 }
             }
         }
+        let best_pending = pending.iter().map(|f| f.distance).min();
+
+        let mut committed = Vec::new();
+        self.searcher
+            .for_each_match(fp, k, |ord, doc, d, _| committed.push((d, ord, doc)))?;
+        committed.sort_unstable();
+        let mut found = Vec::new();
+        for (distance, ord, doc) in committed {
+            if !all && (!found.is_empty() || best_pending.is_some_and(|b| distance > b)) {
+                break;
+            }
+            let Some(id) = self.searcher.id_of(ord, doc)? else {
+                continue;
+            };
+            if self.deleted.contains(&id) {
+                continue;
+            }
+            let group = if groups {
+                self.searcher.group_of(ord, doc)?
+            } else {
+                None
+            };
+            found.push(Found {
+                id,
+                group,
+                distance,
+            });
+        }
+        found.append(&mut pending);
         found.sort_by_key(|f| f.distance);
         Ok(found)
     }
@@ -1078,7 +1100,13 @@ impl DedupWriter {
             return Ok(Outcome::Added { fingerprint: fp });
         }
         let mut pending = lock(&self.pending);
-        let found = pending.matches(layout, fp, self.max_distance)?;
+        let found = pending.matches(
+            layout,
+            fp,
+            self.max_distance,
+            self.policy == Policy::Replace,
+            self.policy == Policy::Tag,
+        )?;
         let outcome = match (self.policy, found.first()) {
             (_, None) => {
                 let group = (self.policy == Policy::Tag).then(|| id.clone());
