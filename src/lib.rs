@@ -46,6 +46,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
 mod error;
 pub mod fingerprint;
 pub mod index;

@@ -1,0 +1,108 @@
+//! `neardup demo`: the whole product on a small corpus built into the binary (see
+//! `demo/README.md` for where each document comes from and its licence).
+
+use super::index_cmd::{index_files, print_summary, IndexOptions};
+use super::read_cmds::{largest_groups, search_in, similar_in, stats_in, Source};
+use super::store::{self, Requested};
+use super::{CliResult, DedupPolicy, DemoArgs, Failure, Out, Status};
+use std::path::PathBuf;
+
+/// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
+const CORPUS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/demo/corpus.jsonl.gz"));
+
+/// The query of the collapsed search: licence texts copied between packages.
+const QUERY: &str = "\"permission is hereby granted\" software";
+
+pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
+    let tmp = tempfile::Builder::new().prefix("neardup-demo-").tempdir()?;
+    let dir = match &args.keep {
+        Some(d) => {
+            if d.exists() {
+                return Err(Failure::Usage(format!(
+                    "--keep {}: it already exists; name a new directory",
+                    d.display()
+                )));
+            }
+            d.clone()
+        }
+        None => tmp.path().join("index"),
+    };
+    let corpus: PathBuf = match &args.corpus {
+        Some(c) => c.clone(),
+        None => {
+            let path = tmp.path().join("corpus.jsonl.gz");
+            std::fs::write(&path, CORPUS)?;
+            path
+        }
+    };
+    let mut out = Out::new(false);
+    let shown_dir = match &args.keep {
+        Some(d) => d.display().to_string(),
+        None => "DIR".to_string(),
+    };
+    out.line("neardup demo: English and Chinese documents with natural near-duplicates (licence")?;
+    out.line(
+        "texts copied between packages, releases of one README, versions of one manual page)",
+    )?;
+    out.line("and a small web of mirror sites. Sources and licences: demo/README.md.")?;
+    out.line("")?;
+
+    out.line(format_args!(
+        "$ neardup index corpus.jsonl.gz --index {shown_dir} --dedup tag"
+    ))?;
+    out.flush()?;
+    let req = Requested {
+        policy: Some(DedupPolicy::Tag),
+        ..Requested::default()
+    };
+    let (store, _) = store::open_or_create(&dir, &req)?;
+    let opts = IndexOptions {
+        skip_bad: false,
+        max_line_bytes: 32 << 20,
+        commit_every: 0,
+        memory_mb: 128,
+        quiet: false,
+    };
+    let summary = index_files(&store, &[corpus], &opts, &mut out)?;
+    print_summary(&mut out, &store, &summary)?;
+    if summary.interrupted {
+        out.flush()?;
+        return Ok(Status::Interrupted);
+    }
+    out.line("")?;
+
+    out.line(format_args!("$ neardup search {shown_dir} '{QUERY}' -n 5"))?;
+    search_in(&store, QUERY, 5, &mut out)?;
+    out.line("")?;
+
+    out.line(format_args!("$ neardup stats {shown_dir}"))?;
+    stats_in(&store, 5, &mut out)?;
+    out.line("")?;
+
+    // A near-duplicate lookup for the first document of the largest group.
+    let largest = largest_group_leader(&store)?;
+    if let Some(id) = largest {
+        out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
+        similar_in(&store, Source::Id(&id), None, 10, &mut out)?;
+        out.line("")?;
+    }
+
+    match &args.keep {
+        Some(d) => out.line(format_args!(
+            "The index is in {}; try the commands above on it.",
+            d.display()
+        ))?,
+        None => out.line(
+            "The index was in a temporary directory, now removed; `neardup demo --keep DIR` keeps it.",
+        )?,
+    }
+    out.flush()?;
+    Ok(Status::Done)
+}
+
+/// The first document of the largest group recorded while indexing.
+fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
+    let searcher = store.index.searcher()?;
+    let groups = largest_groups(searcher.searcher(), 1)?;
+    Ok(groups.into_iter().next().map(|g| g.group))
+}

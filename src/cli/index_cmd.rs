@@ -1,0 +1,516 @@
+//! `neardup index`: JSONL files into an index, through [`DedupWriter`](crate::DedupWriter).
+
+use super::input::{parse_line, InputDoc, JsonlReader, Parsed, RawLine};
+use super::store::{self, Requested, Store};
+use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
+use crate::{DedupWriter, NearDupSearcher, Outcome};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
+use tantivy::TantivyDocument;
+
+/// Documents fingerprinted together (in parallel) before they are added in order.
+const BATCH: usize = 256;
+/// Bad lines reported one by one under `--skip-bad`; the rest are only counted.
+const MAX_REPORTED_BAD: u64 = 20;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static HANDLER: Once = Once::new();
+
+/// Catches Ctrl-C from now on: the indexing loop sees the flag, commits and stops.
+fn catch_interrupts() {
+    HANDLER.call_once(|| {
+        if let Err(e) = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst)) {
+            eprintln_quiet(&format!(
+                "warning: cannot catch Ctrl-C ({e}); an interrupt will lose uncommitted documents"
+            ));
+        }
+    });
+}
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// How an indexing run behaves.
+pub(crate) struct IndexOptions {
+    pub skip_bad: bool,
+    pub max_line_bytes: usize,
+    pub commit_every: u64,
+    pub memory_mb: usize,
+    pub quiet: bool,
+}
+
+/// What an indexing run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct Summary {
+    /// Input lines read (blank lines included).
+    pub lines: u64,
+    /// Documents stored (tagged and replacing ones included).
+    pub added: u64,
+    /// Stored documents with a near-duplicate already indexed (`tag`).
+    pub tagged: u64,
+    /// Stored documents that replaced near-duplicates (`replace`).
+    pub replacing: u64,
+    /// Documents deleted because a newer near-duplicate replaced them (`replace`).
+    pub replaced: u64,
+    /// Documents not stored: near-duplicates of documents already indexed (`reject`).
+    pub rejected: u64,
+    /// Bad lines skipped (`--skip-bad`).
+    pub skipped_bad: u64,
+    /// Documents skipped because their id is already in the index (or earlier in the input).
+    pub skipped_existing_id: u64,
+    /// Blank lines (ignored).
+    pub blank: u64,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Documents in the index after the run.
+    pub index_documents: u64,
+    /// Segments after the run.
+    pub index_segments: usize,
+    /// Whether Ctrl-C stopped the run (what was read before was committed).
+    pub interrupted: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Event<'a> {
+    Rejected {
+        id: &'a str,
+        of: &'a str,
+        distance: u32,
+    },
+    Tagged {
+        id: &'a str,
+        group: &'a str,
+        of: &'a str,
+        distance: u32,
+    },
+    Replaced {
+        id: &'a str,
+        replaced: &'a [String],
+        distance: u32,
+    },
+}
+
+pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
+    if args.memory_mb < 15 {
+        return Err(Failure::Usage(format!(
+            "--memory-mb {} is too small: tantivy needs at least 15 MB per indexing thread",
+            args.memory_mb
+        )));
+    }
+    if args.max_line_bytes == 0 {
+        return Err(Failure::Usage("--max-line-bytes must be at least 1".into()));
+    }
+    check_readable(&args.files)?;
+    let req = Requested {
+        id_field: args.id_field.clone(),
+        text_field: args.text_field.clone(),
+        title_field: args.title_field.clone(),
+        host_field: args.host_field.clone(),
+        language: args.language.clone(),
+        k: args.k,
+        policy: args.dedup,
+    };
+    let (store, _created) = store::open_or_create(&args.index, &req)?;
+    let opts = IndexOptions {
+        skip_bad: args.skip_bad,
+        max_line_bytes: args.max_line_bytes,
+        commit_every: args.commit_every,
+        memory_mb: args.memory_mb,
+        quiet: args.quiet,
+    };
+    let mut out = Out::new(args.json);
+    let summary = index_files(&store, &args.files, &opts, &mut out)?;
+    print_summary(&mut out, &store, &summary)?;
+    out.flush()?;
+    Ok(if summary.interrupted {
+        Status::Interrupted
+    } else if summary.skipped_bad > 0 {
+        Status::SkippedBad
+    } else {
+        Status::Done
+    })
+}
+
+/// Fails before anything is written when a file cannot be opened.
+fn check_readable(files: &[PathBuf]) -> CliResult<()> {
+    let stdin_count = files.iter().filter(|f| f.as_os_str() == "-").count();
+    if stdin_count > 1 {
+        return Err(Failure::Usage("`-` (stdin) can be given only once".into()));
+    }
+    for f in files {
+        if f.as_os_str() == "-" {
+            continue;
+        }
+        if f.is_dir() {
+            return Err(Failure::Message(format!(
+                "{} is a directory; give JSONL files",
+                f.display()
+            )));
+        }
+        std::fs::File::open(f).map_err(|e| {
+            Failure::Message(format!(
+                "cannot open {}: {e}; nothing was indexed",
+                f.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Indexes `files` into `store`, committing every `commit_every` documents, at the end, on a
+/// bad line (before failing) and on Ctrl-C (before stopping). Events go to `out` in JSON mode.
+pub(crate) fn index_files(
+    store: &Store,
+    files: &[PathBuf],
+    opts: &IndexOptions,
+    out: &mut Out,
+) -> CliResult<Summary> {
+    catch_interrupts();
+    let start = Instant::now();
+    let policy = store.record.policy().to_policy();
+    let writer = store.index.writer(opts.memory_mb << 20, policy)?;
+    let searcher = store.index.searcher()?;
+    let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
+    let total: Option<u64> = files
+        .iter()
+        .map(|f| {
+            (f.as_os_str() != "-")
+                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
+                .flatten()
+        })
+        .sum();
+    let progress = progress_bar(total, opts.quiet);
+    let consumed = Arc::new(AtomicU64::new(0));
+    let mut run = Run {
+        store,
+        writer,
+        existing,
+        seen: HashSet::new(),
+        batch: Vec::with_capacity(BATCH),
+        summary: Summary::default(),
+        since_commit: 0,
+        commit_every: opts.commit_every,
+        progress,
+        consumed: consumed.clone(),
+        start,
+    };
+    let fields = store.record.fields.clone();
+    let mut last_place: Option<(PathBuf, u64)> = None;
+    'files: for file in files {
+        let mut reader = JsonlReader::open(file, opts.max_line_bytes, consumed.clone())
+            .map_err(|e| run.fail_with_commit(Failure::Error(e)))?;
+        loop {
+            if interrupted() {
+                run.summary.interrupted = true;
+                break 'files;
+            }
+            let line = match reader.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => return Err(run.fail_with_commit(Failure::Error(e))),
+            };
+            run.summary.lines += 1;
+            let parsed = match line {
+                RawLine::TooLong(n) => Err(format!(
+                    "the line has {n} bytes, more than --max-line-bytes ({}); raise the limit or \
+                     split the document",
+                    opts.max_line_bytes
+                )),
+                RawLine::Line(bytes) => parse_line(bytes, &fields),
+            };
+            match parsed {
+                Ok(Parsed::Blank) => run.summary.blank += 1,
+                Ok(Parsed::Doc(doc)) => run.push(doc, out)?,
+                Err(message) => {
+                    let err = reader.bad_line(message);
+                    if !opts.skip_bad {
+                        return Err(run.fail_with_commit(Failure::Error(err)));
+                    }
+                    run.summary.skipped_bad += 1;
+                    if run.summary.skipped_bad <= MAX_REPORTED_BAD {
+                        let p = &run.progress;
+                        p.suspend(|| eprintln_quiet(&format!("skipped: {err}")));
+                    } else if run.summary.skipped_bad == MAX_REPORTED_BAD + 1 {
+                        let p = &run.progress;
+                        p.suspend(|| {
+                            eprintln_quiet("skipped: (further bad lines are only counted)")
+                        });
+                    }
+                }
+            }
+            last_place = Some((reader.path().to_path_buf(), reader.line_number()));
+        }
+    }
+    run.flush(out)?;
+    run.commit()?;
+    run.progress.finish_and_clear();
+    if run.summary.interrupted {
+        let place = match &last_place {
+            Some((path, line)) => format!("{}:{line}", path.display()),
+            None => "the start".to_string(),
+        };
+        eprintln_quiet(&format!(
+            "interrupted: committed everything read up to {place}; rerun the same command to \
+             continue (documents whose id is already in the index are skipped)"
+        ));
+    }
+    // Remember the field mapping and policy of this run as the defaults of the next.
+    store::write_record(&store.dir, &store.record)?;
+    let searcher = store.index.searcher()?;
+    run.summary.index_documents = searcher.searcher().num_docs();
+    run.summary.index_segments = searcher.searcher().segment_readers().len();
+    run.summary.seconds = start.elapsed().as_secs_f64();
+    Ok(run.summary)
+}
+
+struct Run<'a> {
+    store: &'a Store,
+    writer: DedupWriter,
+    /// The index as it was before this run, when it had documents: ids in it are skipped.
+    existing: Option<NearDupSearcher>,
+    /// Ids read in this run.
+    seen: HashSet<String>,
+    batch: Vec<(TantivyDocument, String)>,
+    summary: Summary,
+    since_commit: u64,
+    commit_every: u64,
+    progress: ProgressBar,
+    consumed: Arc<AtomicU64>,
+    start: Instant,
+}
+
+impl Run<'_> {
+    fn push(&mut self, doc: InputDoc, out: &mut Out) -> CliResult<()> {
+        let known = self.seen.contains(&doc.id)
+            || match &self.existing {
+                Some(s) => s.fingerprint_of_id(&doc.id)?.is_some(),
+                None => false,
+            };
+        if known {
+            self.summary.skipped_existing_id += 1;
+            return Ok(());
+        }
+        self.seen.insert(doc.id.clone());
+        let f = self.store.fields;
+        let mut d = TantivyDocument::default();
+        d.add_text(f.id, &doc.id);
+        if !doc.title.is_empty() {
+            d.add_text(f.title, &doc.title);
+        }
+        d.add_text(f.text, &doc.text);
+        if !doc.host.is_empty() {
+            d.add_text(f.host, &doc.host);
+        }
+        self.batch.push((d, doc.id));
+        if self.batch.len() >= BATCH {
+            self.flush(out)?;
+            if self.commit_every > 0 && self.since_commit >= self.commit_every {
+                self.commit()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the batch under the policy and counts the outcomes.
+    fn flush(&mut self, out: &mut Out) -> CliResult<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let (docs, ids): (Vec<TantivyDocument>, Vec<String>) = self.batch.drain(..).unzip();
+        let outcomes = self.writer.add_documents(docs)?;
+        for (outcome, id) in outcomes.iter().zip(&ids) {
+            let event = match outcome {
+                Outcome::Added { .. } => None,
+                Outcome::Duplicate { of, distance, .. } => Some(Event::Rejected {
+                    id,
+                    of,
+                    distance: *distance,
+                }),
+                Outcome::Tagged {
+                    group,
+                    of,
+                    distance,
+                    ..
+                } => Some(Event::Tagged {
+                    id,
+                    group,
+                    of,
+                    distance: *distance,
+                }),
+                Outcome::Replaced {
+                    replaced, distance, ..
+                } => Some(Event::Replaced {
+                    id,
+                    replaced,
+                    distance: *distance,
+                }),
+            };
+            let s = &mut self.summary;
+            match outcome {
+                Outcome::Added { .. } => s.added += 1,
+                Outcome::Duplicate { .. } => s.rejected += 1,
+                Outcome::Tagged { .. } => {
+                    s.added += 1;
+                    s.tagged += 1;
+                }
+                Outcome::Replaced { replaced, .. } => {
+                    s.added += 1;
+                    s.replacing += 1;
+                    s.replaced += replaced.len() as u64;
+                }
+            }
+            if let (true, Some(event)) = (out.is_json(), event) {
+                out.json_line(&event)?;
+            }
+        }
+        self.since_commit += ids.len() as u64;
+        self.tick();
+        Ok(())
+    }
+
+    fn commit(&mut self) -> CliResult<()> {
+        self.writer.commit()?;
+        self.since_commit = 0;
+        Ok(())
+    }
+
+    fn tick(&self) {
+        let docs = self.summary.added + self.summary.rejected;
+        let secs = self.start.elapsed().as_secs_f64().max(1e-3);
+        self.progress
+            .set_position(self.consumed.load(Ordering::Relaxed));
+        self.progress
+            .set_message(format!("{docs} docs, {:.0} docs/s", docs as f64 / secs));
+    }
+
+    /// Adds what was read before a failure, commits it, and says so in the error.
+    fn fail_with_commit(&mut self, failure: Failure) -> Failure {
+        self.progress.finish_and_clear();
+        let saved = self
+            .flush_quietly()
+            .and_then(|()| self.writer.commit().map(|_| ()).map_err(Failure::from));
+        let note = match saved {
+            Ok(()) => format!(
+                "the {} documents this run added before it were committed; fix the input and \
+                 rerun the same command (documents whose id is already in the index are \
+                 skipped), or pass --skip-bad to skip bad lines",
+                self.summary.added
+            ),
+            Err(e) => format!(
+                "committing the documents read before it failed too: {}",
+                describe(&e)
+            ),
+        };
+        let message = match failure {
+            Failure::Error(e) => format!("{e}\n{note}"),
+            Failure::Message(m) | Failure::Usage(m) => format!("{m}\n{note}"),
+            Failure::BrokenPipe => return Failure::BrokenPipe,
+        };
+        Failure::Message(message)
+    }
+
+    fn flush_quietly(&mut self) -> CliResult<()> {
+        // JSON events of this last batch are dropped: the error is what matters now.
+        let mut sink = Out::new(false);
+        self.flush(&mut sink)
+    }
+}
+
+fn describe(f: &Failure) -> String {
+    match f {
+        Failure::Error(e) => e.to_string(),
+        Failure::Message(m) | Failure::Usage(m) => m.clone(),
+        Failure::BrokenPipe => "broken pipe".into(),
+    }
+}
+
+fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+    let template = if total.is_some() {
+        "{spinner} [{elapsed_precise}] [{bar:30}] {bytes}/{total_bytes} read, {msg}"
+    } else {
+        "{spinner} [{elapsed_precise}] {bytes} read, {msg}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Prints the summary: a JSON line in JSON mode, a small table otherwise.
+pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliResult<()> {
+    if out.is_json() {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            event: &'static str,
+            index: &'a Path,
+            #[serde(flatten)]
+            summary: &'a Summary,
+        }
+        return out.json_line(&Line {
+            event: "summary",
+            index: &store.dir,
+            summary: s,
+        });
+    }
+    let docs = s.added + s.rejected;
+    out.line(format_args!(
+        "{} {} documents into {} in {:.1} s ({:.0} docs/s){}",
+        if s.interrupted {
+            "interrupted after"
+        } else {
+            "indexed"
+        },
+        docs,
+        store.dir.display(),
+        s.seconds,
+        docs as f64 / s.seconds.max(1e-3),
+        if s.interrupted {
+            "; what was read was committed"
+        } else {
+            ""
+        },
+    ))?;
+    out.line(format_args!(
+        "  added    {:>9}   (policy {}; tagged as near-duplicates: {}, replacing others: {})",
+        s.added, store.record.policy, s.tagged, s.replacing
+    ))?;
+    out.line(format_args!(
+        "  rejected {:>9}   (near-duplicates of documents already indexed)",
+        s.rejected
+    ))?;
+    if s.replaced > 0 {
+        out.line(format_args!(
+            "  replaced {:>9}   (older near-duplicates deleted)",
+            s.replaced
+        ))?;
+    }
+    out.line(format_args!(
+        "  skipped  {:>9}   (bad lines: {}, ids already indexed: {})",
+        s.skipped_bad + s.skipped_existing_id,
+        s.skipped_bad,
+        s.skipped_existing_id
+    ))?;
+    out.line(format_args!(
+        "  index now holds {} documents in {} segments",
+        s.index_documents, s.index_segments
+    ))?;
+    if s.skipped_bad > 0 {
+        out.line(format_args!(
+            "  {} bad lines were skipped (exit status 3)",
+            s.skipped_bad
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! JSONL input: plain or gzip files (detected from the first bytes), read line by line with a
+//! bound on the line length, each line checked and mapped to the index's fields.
+
+use crate::Error;
+use flate2::read::MultiGzDecoder;
+use serde_json::{Map, Value};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Which JSON fields hold what.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FieldMap {
+    pub id: String,
+    pub text: String,
+    pub title: String,
+    pub host: String,
+}
+
+impl Default for FieldMap {
+    fn default() -> Self {
+        FieldMap {
+            id: "id".into(),
+            text: "text".into(),
+            title: "title".into(),
+            host: "host".into(),
+        }
+    }
+}
+
+/// A document read from a line.
+#[derive(Debug)]
+pub(crate) struct InputDoc {
+    pub id: String,
+    pub title: String,
+    pub text: String,
+    pub host: String,
+}
+
+/// Counts the bytes read from the file (before decompression), for the progress bar.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A line as read: its bytes, or only its length when it exceeded the limit (the bytes past
+/// the limit are not kept, so a huge line costs no memory).
+pub(crate) enum RawLine<'a> {
+    Line(&'a [u8]),
+    TooLong(u64),
+}
+
+/// Reads lines of a JSONL file, plain or gzip.
+pub(crate) struct JsonlReader {
+    path: PathBuf,
+    reader: Box<dyn BufRead>,
+    line: u64,
+    max_line_bytes: usize,
+    buf: Vec<u8>,
+}
+
+impl JsonlReader {
+    /// Opens `path` (`-` is stdin); `consumed` counts the bytes read from it.
+    ///
+    /// Errors: the file cannot be opened or read (with its path in the message).
+    pub(crate) fn open(
+        path: &Path,
+        max_line_bytes: usize,
+        consumed: Arc<AtomicU64>,
+    ) -> Result<Self, Error> {
+        let source: Box<dyn Read> = if path.as_os_str() == "-" {
+            Box::new(io::stdin())
+        } else {
+            let file = File::open(path).map_err(|e| io_context(path, "cannot open", e))?;
+            Box::new(file)
+        };
+        let mut raw = BufReader::with_capacity(
+            1 << 16,
+            Counting {
+                inner: source,
+                count: consumed,
+            },
+        );
+        let head = raw
+            .fill_buf()
+            .map_err(|e| io_context(path, "cannot read", e))?;
+        let gzip = head.starts_with(&[0x1f, 0x8b]);
+        let reader: Box<dyn BufRead> = if gzip {
+            Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(raw)))
+        } else {
+            Box::new(raw)
+        };
+        Ok(JsonlReader {
+            path: path.to_path_buf(),
+            reader,
+            line: 0,
+            max_line_bytes,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The 1-based number of the line last returned.
+    pub(crate) fn line_number(&self) -> u64 {
+        self.line
+    }
+
+    /// The next line, without its line break; `None` at the end of the file.
+    ///
+    /// Errors: reading or decompressing fails (with the file and line in the message).
+    pub(crate) fn next_line(&mut self) -> Result<Option<RawLine<'_>>, Error> {
+        self.buf.clear();
+        let mut len: u64 = 0;
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let what = format!("cannot read line {}", self.line + 1);
+                    return Err(io_context(&self.path, &what, e));
+                }
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            any = true;
+            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            len += take as u64;
+            if !too_long {
+                if self.buf.len() + take > self.max_line_bytes {
+                    too_long = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(&chunk[..take]);
+                }
+            }
+            self.reader.consume(take + usize::from(done));
+            if done {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        self.line += 1;
+        if too_long {
+            return Ok(Some(RawLine::TooLong(len)));
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        Ok(Some(RawLine::Line(&self.buf)))
+    }
+
+    /// An [`Error::Input`] for the line last returned.
+    pub(crate) fn bad_line(&self, message: String) -> Error {
+        Error::Input {
+            path: self.path.clone(),
+            line: self.line,
+            message,
+        }
+    }
+}
+
+fn io_context(path: &Path, what: &str, e: io::Error) -> Error {
+    Error::Io(io::Error::new(
+        e.kind(),
+        format!("{what} {}: {e}", path.display()),
+    ))
+}
+
+/// What a line holds.
+pub(crate) enum Parsed {
+    /// A blank line: ignored.
+    Blank,
+    /// A document.
+    Doc(InputDoc),
+}
+
+/// Checks a line and maps it to a document; the error message says what is wrong (the caller
+/// adds the file and line).
+pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Parsed::Blank);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not valid UTF-8 (bad byte at offset {} of the line); convert the file to UTF-8",
+            e.valid_up_to()
+        )
+    })?;
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("malformed JSON: {e}"))?;
+    let Value::Object(obj) = value else {
+        return Err(format!("expected a JSON object, found {}", kind_of(&value)));
+    };
+    let id = match obj.get(&fields.id) {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(_)) => return Err(format!("the id field `{}` is empty", fields.id)),
+        None | Some(Value::Null) => {
+            return Err(format!(
+                "no id field `{}`; every document needs one (choose the field with --id-field)",
+                fields.id
+            ))
+        }
+        Some(other) => {
+            return Err(format!(
+                "the id field `{}` is {}; expected a string or a number",
+                fields.id,
+                kind_of(other)
+            ))
+        }
+    };
+    let text = match obj.get(&fields.text) {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => {
+            return Err(format!(
+                "document `{id}` has no text field `{}` (choose the field with --text-field)",
+                fields.text
+            ))
+        }
+        Some(other) => {
+            return Err(format!(
+                "document `{id}`: the text field `{}` is {}; expected a string",
+                fields.text,
+                kind_of(other)
+            ))
+        }
+    };
+    let title = optional_string(&obj, &fields.title, &id)?;
+    let host = optional_string(&obj, &fields.host, &id)?;
+    if text.trim().is_empty() && title.trim().is_empty() {
+        return Err(format!(
+            "document `{id}` has an empty text and no title: nothing to fingerprint"
+        ));
+    }
+    Ok(Parsed::Doc(InputDoc {
+        id,
+        title,
+        text,
+        host,
+    }))
+}
+
+fn optional_string(obj: &Map<String, Value>, field: &str, id: &str) -> Result<String, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!(
+            "document `{id}`: the field `{field}` is {}; expected a string",
+            kind_of(other)
+        )),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn doc(line: &str) -> Result<Parsed, String> {
+        parse_line(line.as_bytes(), &FieldMap::default())
+    }
+
+    #[test]
+    fn lines_are_checked() {
+        assert!(matches!(doc("  "), Ok(Parsed::Blank)));
+        let Ok(Parsed::Doc(d)) = doc(r#"{"id": 7, "text": "hello world", "title": null}"#) else {
+            panic!("expected a document");
+        };
+        assert_eq!(
+            (d.id.as_str(), d.text.as_str(), d.title.as_str()),
+            ("7", "hello world", "")
+        );
+        assert!(doc(r#"{"id": "a", "text": "x""#)
+            .unwrap_err()
+            .contains("malformed JSON"));
+        assert!(doc(r#"[1]"#).unwrap_err().contains("an array"));
+        assert!(doc(r#"{"text": "x"}"#)
+            .unwrap_err()
+            .contains("no id field `id`"));
+        assert!(doc(r#"{"id": "a"}"#)
+            .unwrap_err()
+            .contains("no text field `text`"));
+        assert!(doc(r#"{"id": "a", "text": 3}"#)
+            .unwrap_err()
+            .contains("a number"));
+        assert!(doc(r#"{"id": "a", "text": " "}"#)
+            .unwrap_err()
+            .contains("nothing to fingerprint"));
+        assert!(doc(r#"{"id": " ", "text": "x"}"#)
+            .unwrap_err()
+            .contains("empty"));
+        let bad = b"{\"id\": \"a\", \"text\": \"caf\xe9\"}";
+        let err = parse_line(bad, &FieldMap::default()).unwrap_err();
+        assert!(err.contains("offset 24"), "{err}");
+    }
+
+    #[test]
+    fn reader_bounds_lines_and_reads_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("a.jsonl");
+        let long = "x".repeat(100);
+        std::fs::write(&plain, format!("one\r\n{long}\n\nlast")).unwrap();
+        let gz = dir.path().join("a.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), Default::default());
+        enc.write_all(format!("one\r\n{long}\n\nlast").as_bytes())
+            .unwrap();
+        enc.finish().unwrap();
+        for path in [plain, gz] {
+            let count = Arc::new(AtomicU64::new(0));
+            let mut r = JsonlReader::open(&path, 50, count.clone()).unwrap();
+            let mut seen = Vec::new();
+            while let Some(line) = r.next_line().unwrap() {
+                seen.push(match line {
+                    RawLine::Line(b) => String::from_utf8(b.to_vec()).unwrap(),
+                    RawLine::TooLong(n) => format!("too long: {n}"),
+                });
+            }
+            assert_eq!(seen, ["one", "too long: 100", "", "last"]);
+            assert_eq!(r.line_number(), 4);
+            assert_eq!(
+                count.load(Ordering::Relaxed),
+                std::fs::metadata(&path).unwrap().len()
+            );
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The `neardup` command line: a thin layer over the library. Each subcommand parses its
+//! arguments, calls the library and prints; the index it writes records how to reopen it, so
+//! later commands need only the index directory.
+//!
+//! Exit status (also in `neardup --help` and the README):
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 0 | success (also when stdout is closed early, e.g. `neardup pairs DIR \| head`) |
+//! | 1 | error: bad input line (without `--skip-bad`), unreadable file, not an index, scheme mismatch |
+//! | 2 | usage: unknown flag, missing argument, invalid value |
+//! | 3 | `index --skip-bad` finished but skipped bad input lines (counted in the summary) |
+//! | 130 | `index` interrupted by Ctrl-C; what was indexed before was committed |
+
+mod demo;
+mod index_cmd;
+mod input;
+mod output;
+mod read_cmds;
+mod store;
+
+use crate::Error;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub(crate) use output::Out;
+
+/// Exit status: success.
+const EXIT_OK: u8 = 0;
+/// Exit status: an error (the message says what and what to do).
+const EXIT_ERROR: u8 = 1;
+/// Exit status: bad usage (clap's own code for argument errors).
+const EXIT_USAGE: u8 = 2;
+/// Exit status: bad input lines were skipped (`--skip-bad`).
+const EXIT_SKIPPED: u8 = 3;
+/// Exit status: interrupted by Ctrl-C (128 + SIGINT), after committing.
+const EXIT_INTERRUPTED: u8 = 130;
+
+const EXIT_CODES_HELP: &str = "\
+Exit status:
+  0    success (also when stdout is closed early, e.g. `neardup pairs DIR | head`)
+  1    error: a bad input line (without --skip-bad), an unreadable file, a directory that is
+       not a neardup index, an index built with another scheme or layout
+  2    usage: unknown flag, missing argument, invalid value
+  3    `index --skip-bad` finished, but bad input lines were skipped (see the summary)
+  130  `index` was interrupted (Ctrl-C); the documents indexed before were committed";
+
+/// Near-duplicate detection on tantivy indexes: index JSONL, search with near-duplicates
+/// collapsed, find near-duplicates of a document.
+#[derive(Debug, Parser)]
+#[command(name = "neardup", version, after_help = EXIT_CODES_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Index JSONL files (plain or gzip; `-` reads stdin) into DIR, with near-duplicate detection.
+    Index(IndexArgs),
+    /// Full-text search.
+    Search(SearchArgs),
+    /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
+    Similar(SimilarArgs),
+    /// What an index holds: documents, segments, scheme, layout, field mapping, largest groups.
+    Stats(StatsArgs),
+    /// Index a small corpus shipped with neardup into a temporary directory and tour the commands.
+    Demo(DemoArgs),
+}
+
+/// What to do with a document that has a near-duplicate already in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DedupPolicy {
+    /// Index every document; store no groups (the fastest).
+    Off,
+    /// Do not index it (counted as rejected).
+    Reject,
+    /// Index it and record its group: the first document it is a near-duplicate of.
+    Tag,
+    /// Index it and delete its near-duplicates: the newest copy wins.
+    Replace,
+}
+
+impl DedupPolicy {
+    fn to_policy(self) -> crate::Policy {
+        match self {
+            DedupPolicy::Off => crate::Policy::Off,
+            DedupPolicy::Reject => crate::Policy::Reject,
+            DedupPolicy::Tag => crate::Policy::Tag,
+            DedupPolicy::Replace => crate::Policy::Replace,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DedupPolicy::Off => "off",
+            DedupPolicy::Reject => "reject",
+            DedupPolicy::Tag => "tag",
+            DedupPolicy::Replace => "replace",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        DedupPolicy::from_str(name, true).ok()
+    }
+}
+
+#[derive(Debug, Args)]
+struct IndexArgs {
+    /// JSONL files, one JSON object per line, plain or gzip (detected from the content); `-` is
+    /// stdin.
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// The index directory: created if missing or empty; an existing neardup index is added to.
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// JSON field holding the document id (a string or a number; ids are unique in an index).
+    #[arg(long, value_name = "NAME")]
+    id_field: Option<String>,
+    /// JSON field holding the text to index and fingerprint.
+    #[arg(long, value_name = "NAME")]
+    text_field: Option<String>,
+    /// JSON field holding the title (optional in each document; fingerprinted with the text).
+    #[arg(long, value_name = "NAME")]
+    title_field: Option<String>,
+    /// JSON field holding the host or site (optional in each document; used by mirror reports).
+    #[arg(long, value_name = "NAME")]
+    host_field: Option<String>,
+    /// How text is split into words: `auto` (words, Chinese through jieba), `han-chars`
+    /// (Chinese character by character), or a stemming language (english, french, german,
+    /// spanish, italian, portuguese, dutch, danish, swedish, norwegian, finnish, hungarian,
+    /// romanian, russian, greek, arabic, tamil, turkish). Fixed when the index is created.
+    #[arg(long, value_name = "LANGUAGE")]
+    language: Option<String>,
+    /// Largest Hamming distance (of 64 bits) that counts as a near-duplicate, 0..=9. Fixed when
+    /// the index is created; default 3.
+    #[arg(long, short = 'k', value_name = "K")]
+    k: Option<u32>,
+    /// What to do with a near-duplicate of a document already indexed (default: tag).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    dedup: Option<DedupPolicy>,
+    /// Skip (and count) bad lines instead of stopping at the first; the exit status is then 3
+    /// if any line was skipped.
+    #[arg(long)]
+    skip_bad: bool,
+    /// Longest accepted input line, in bytes; a longer line is a bad line.
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20)]
+    max_line_bytes: usize,
+    /// Commit after this many documents (0: only at the end). Committed documents survive a
+    /// crash; rerunning the same command skips ids already in the index.
+    #[arg(long, value_name = "DOCS", default_value_t = 100_000)]
+    commit_every: u64,
+    /// Memory for tantivy's indexing threads, in MB (at least 15 per thread).
+    #[arg(long, value_name = "MB", default_value_t = 256)]
+    memory_mb: usize,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    /// Print one JSON object per line on stdout: each rejected, tagged or replacing document,
+    /// then the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct SearchArgs {
+    /// The index directory.
+    dir: PathBuf,
+    /// The query, in tantivy's query language (words, "phrases", +must, -not, title:word).
+    query: String,
+    /// How many results.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    limit: usize,
+    /// One JSON object per line on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["id", "text"])))]
+struct SimilarArgs {
+    /// The index directory.
+    dir: PathBuf,
+    /// The id of a document in the index.
+    #[arg(long)]
+    id: Option<String>,
+    /// A text, fingerprinted with the index's scheme.
+    #[arg(long)]
+    text: Option<String>,
+    /// Largest distance to report (at most the index's k; default: the index's k).
+    #[arg(long, short = 'k', value_name = "K")]
+    k: Option<u32>,
+    /// At most this many near-duplicates (0: all).
+    #[arg(long, short = 'n', default_value_t = 0)]
+    limit: usize,
+    /// One JSON object per line on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct StatsArgs {
+    /// The index directory.
+    dir: PathBuf,
+    /// How many of the largest groups to list.
+    #[arg(long, short = 'n', default_value_t = 5)]
+    limit: usize,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Keep the demo index in DIR (must not exist yet) instead of a temporary directory.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Index this JSONL file instead of the corpus built into neardup.
+    #[arg(long, value_name = "FILE")]
+    corpus: Option<PathBuf>,
+}
+
+/// How a command ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Everything done.
+    Done,
+    /// Done, but bad input lines were skipped.
+    SkippedBad,
+    /// Interrupted by Ctrl-C after committing.
+    Interrupted,
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Bad usage: an invalid value or combination of flags.
+    Usage(String),
+    /// A library error (bad input, I/O, tantivy, mismatch).
+    Error(Error),
+    /// An error of the command line itself (not an index, a fixed setting changed).
+    Message(String),
+    /// Stdout was closed by the reader: stop quietly.
+    BrokenPipe,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe => Failure::BrokenPipe,
+            other => Failure::Error(other),
+        }
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::from(Error::Io(e))
+    }
+}
+
+impl From<tantivy::TantivyError> for Failure {
+    fn from(e: tantivy::TantivyError) -> Self {
+        Failure::Error(Error::Tantivy(e))
+    }
+}
+
+pub(crate) type CliResult<T> = std::result::Result<T, Failure>;
+
+/// Runs the command line with the process arguments and returns the exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with status 0; usage errors to stderr with 2.
+            let code = e.exit_code();
+            if e.print().is_err() {
+                return ExitCode::from(EXIT_ERROR);
+            }
+            return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_USAGE));
+        }
+    };
+    let result = match cli.command {
+        Command::Index(args) => index_cmd::run(&args),
+        Command::Search(args) => read_cmds::search(&args),
+        Command::Similar(args) => read_cmds::similar(&args),
+        Command::Stats(args) => read_cmds::stats(&args),
+        Command::Demo(args) => demo::run(&args),
+    };
+    match result {
+        Ok(Status::Done) => ExitCode::from(EXIT_OK),
+        Ok(Status::SkippedBad) => ExitCode::from(EXIT_SKIPPED),
+        Ok(Status::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Err(Failure::BrokenPipe) => ExitCode::from(EXIT_OK),
+        Err(Failure::Usage(msg)) => {
+            eprintln_quiet(&format!(
+                "error: {msg}\n\nFor more information, try '--help'."
+            ));
+            ExitCode::from(EXIT_USAGE)
+        }
+        Err(Failure::Error(e)) => {
+            eprintln_quiet(&format!("error: {e}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+        Err(Failure::Message(msg)) => {
+            eprintln_quiet(&format!("error: {msg}"));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Writes a line to stderr, ignoring failures (there is nowhere left to report them).
+pub(crate) fn eprintln_quiet(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(io::stderr().lock(), "{msg}");
+}

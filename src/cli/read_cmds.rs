@@ -1,0 +1,365 @@
+//! The commands that read an index: `search`, `similar`, `stats`.
+
+use super::output::one_line;
+use super::store::{self, Store};
+use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::Value;
+use tantivy::{DocAddress, TantivyDocument};
+
+/// The stored fields of a result.
+pub(crate) struct Shown {
+    pub id: String,
+    pub title: String,
+    pub host: String,
+    pub text: String,
+}
+
+pub(crate) fn load(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    addr: DocAddress,
+) -> CliResult<Shown> {
+    let doc: TantivyDocument = searcher.doc(addr)?;
+    let f = store.fields;
+    let get = |field| {
+        doc.get_first(field)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    Ok(Shown {
+        id: get(f.id),
+        title: get(f.title),
+        host: get(f.host),
+        text: get(f.text),
+    })
+}
+
+pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
+    if args.limit == 0 {
+        return Err(Failure::Usage("--limit must be at least 1".into()));
+    }
+    let store = store::open(&args.dir)?;
+    let mut out = Out::new(args.json);
+    search_in(&store, &args.query, args.limit, &mut out)?;
+    out.flush()?;
+    Ok(Status::Done)
+}
+
+#[derive(Serialize)]
+struct SearchHit<'a> {
+    rank: usize,
+    score: f32,
+    id: &'a str,
+    title: &'a str,
+    host: &'a str,
+}
+
+/// Prints the best `limit` documents for `query`.
+pub(crate) fn search_in(store: &Store, query: &str, limit: usize, out: &mut Out) -> CliResult<()> {
+    let searcher = store.index.searcher()?;
+    let f = store.fields;
+    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
+    let parsed = parser.parse_query(query).map_err(|e| {
+        Failure::Message(format!(
+            "cannot parse the query `{query}`: {e}; use words, \"phrases\", +must, -not or \
+             title:word"
+        ))
+    })?;
+    let tantivy_searcher = searcher.searcher();
+    let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
+    if hits.is_empty() && !out.is_json() {
+        out.line(format_args!("no document matches `{query}`"))?;
+    }
+    for (rank, (score, addr)) in hits.into_iter().enumerate() {
+        let shown = load(store, tantivy_searcher, addr)?;
+        if out.is_json() {
+            out.json_line(&SearchHit {
+                rank: rank + 1,
+                score,
+                id: &shown.id,
+                title: &shown.title,
+                host: &shown.host,
+            })?;
+        } else {
+            print_hit(out, rank + 1, score, &shown)?;
+        }
+    }
+    Ok(())
+}
+
+fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &Shown) -> CliResult<()> {
+    let host = if shown.host.is_empty() {
+        String::new()
+    } else {
+        format!("  [{}]", shown.host)
+    };
+    out.line(format_args!(
+        "{rank:>3}. {score:>6.2}  {}  {}{host}",
+        shown.id,
+        one_line(&shown.title, 60)
+    ))?;
+    out.line(format_args!("             {}", one_line(&shown.text, 100)))
+}
+
+pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
+    let store = store::open(&args.dir)?;
+    let source = match (&args.id, &args.text) {
+        (Some(id), None) => Source::Id(id),
+        (None, Some(text)) => Source::Text(text),
+        _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
+    };
+    let mut out = Out::new(args.json);
+    similar_in(&store, source, args.k, args.limit, &mut out)?;
+    out.flush()?;
+    Ok(Status::Done)
+}
+
+/// What `similar` looks up.
+pub(crate) enum Source<'a> {
+    Id(&'a str),
+    Text(&'a str),
+}
+
+#[derive(Serialize)]
+struct SimilarHit<'a> {
+    id: &'a str,
+    distance: u32,
+    fingerprint: String,
+    title: &'a str,
+    host: &'a str,
+}
+
+/// Prints the near-duplicates of a document or a text within `k` (default: the index's k),
+/// nearest first; for `--id`, the document itself is left out.
+pub(crate) fn similar_in(
+    store: &Store,
+    source: Source<'_>,
+    k: Option<u32>,
+    limit: usize,
+    out: &mut Out,
+) -> CliResult<()> {
+    let max = store.index.layout().max_distance();
+    let k = k.unwrap_or(max);
+    if k > max {
+        return Err(Failure::Usage(format!(
+            "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
+             `neardup index -k {k}` into a new directory",
+            store.dir.display()
+        )));
+    }
+    let searcher = store.index.searcher()?;
+    let (fp, own_id) = match source {
+        Source::Id(id) => {
+            let fp = searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+                Failure::Message(format!(
+                    "no document has id `{id}` in {}",
+                    store.dir.display()
+                ))
+            })?;
+            (fp, Some(id))
+        }
+        Source::Text(text) => (store.index.scheme().fingerprint(text), None),
+    };
+    let mut hits = searcher.lookup_within(fp, k)?;
+    hits.retain(|h| Some(h.id.as_str()) != own_id);
+    if limit > 0 {
+        hits.truncate(limit);
+    }
+    if !out.is_json() {
+        let what = match own_id {
+            Some(id) => format!("`{id}`"),
+            None => "the text".to_string(),
+        };
+        out.line(format_args!(
+            "{} near-duplicates of {what} (fingerprint {fp}) within distance {k}{}",
+            hits.len(),
+            if own_id.is_some() {
+                ", itself left out"
+            } else {
+                ""
+            }
+        ))?;
+    }
+    for hit in &hits {
+        let shown = load(store, searcher.searcher(), hit.address)?;
+        if out.is_json() {
+            out.json_line(&SimilarHit {
+                id: &hit.id,
+                distance: hit.distance,
+                fingerprint: hit.fingerprint.to_string(),
+                title: &shown.title,
+                host: &shown.host,
+            })?;
+        } else {
+            let host = if shown.host.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", shown.host)
+            };
+            out.line(format_args!(
+                "  d={:<2} {}  {}{host}",
+                hit.distance,
+                hit.id,
+                one_line(&shown.title, 60)
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn stats(args: &StatsArgs) -> CliResult<Status> {
+    let store = store::open(&args.dir)?;
+    let mut out = Out::new(args.json);
+    stats_in(&store, args.limit, &mut out)?;
+    out.flush()?;
+    Ok(Status::Done)
+}
+
+#[derive(Serialize)]
+struct Stats<'a> {
+    index: &'a Path,
+    documents: u64,
+    deleted: u64,
+    segments: usize,
+    bytes_on_disk: u64,
+    scheme: &'a str,
+    layout: String,
+    k: u32,
+    keys_per_document: usize,
+    language: &'a str,
+    policy: &'a str,
+    fields: &'a super::input::FieldMap,
+    largest_groups: Vec<Group>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct Group {
+    pub group: String,
+    pub documents: u64,
+}
+
+/// Prints what the index holds.
+pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<()> {
+    let searcher = store.index.searcher()?;
+    let s = searcher.searcher();
+    let documents = s.num_docs();
+    let deleted: u64 = s
+        .segment_readers()
+        .iter()
+        .map(|r| u64::from(r.num_deleted_docs()))
+        .sum();
+    let layout = store.index.layout();
+    let stats = Stats {
+        index: &store.dir,
+        documents,
+        deleted,
+        segments: s.segment_readers().len(),
+        bytes_on_disk: dir_size(&store.dir),
+        scheme: store.index.scheme().id(),
+        layout: layout.id(),
+        k: layout.max_distance(),
+        keys_per_document: layout.num_keys(),
+        language: &store.record.language,
+        policy: &store.record.policy,
+        fields: &store.record.fields,
+        largest_groups: largest_groups(s, limit)?,
+    };
+    if out.is_json() {
+        return out.json_line(&stats);
+    }
+    out.line(format_args!("index      {}", stats.index.display()))?;
+    out.line(format_args!(
+        "documents  {} ({} deleted, not yet merged away)",
+        stats.documents, stats.deleted
+    ))?;
+    out.line(format_args!(
+        "segments   {}, {:.1} MB on disk",
+        stats.segments,
+        stats.bytes_on_disk as f64 / 1e6
+    ))?;
+    out.line(format_args!("scheme     {}", stats.scheme))?;
+    out.line(format_args!(
+        "layout     {} ({} keys per document; every pair within distance {} shares one)",
+        stats.layout, stats.keys_per_document, stats.k
+    ))?;
+    out.line(format_args!(
+        "language   {}; last dedup policy {}",
+        stats.language, stats.policy
+    ))?;
+    let f = stats.fields;
+    out.line(format_args!(
+        "fields     id <- {}, text <- {}, title <- {}, host <- {} (JSON fields of the last run)",
+        f.id, f.text, f.title, f.host
+    ))?;
+    if stats.largest_groups.is_empty() {
+        out.line(
+            "groups     none recorded (documents are grouped while indexing with --dedup tag)",
+        )?;
+    } else {
+        out.line("largest groups recorded while indexing (--dedup tag), by first document:")?;
+        for g in &stats.largest_groups {
+            out.line(format_args!("  {:>6}  {}", g.documents, g.group))?;
+        }
+    }
+    Ok(())
+}
+
+/// The `limit` largest groups of the group column (filled under `--dedup tag`), by size, with
+/// at least two live documents.
+pub(crate) fn largest_groups(searcher: &tantivy::Searcher, limit: usize) -> CliResult<Vec<Group>> {
+    let mut sizes: HashMap<String, u64> = HashMap::new();
+    for seg in searcher.segment_readers() {
+        let Some(col) = seg.fast_fields().str("simhash_group")? else {
+            continue;
+        };
+        let mut by_ord: HashMap<u64, u64> = HashMap::new();
+        for doc in 0..seg.max_doc() {
+            if seg.is_deleted(doc) {
+                continue;
+            }
+            if let Some(ord) = col.ords().first(doc) {
+                *by_ord.entry(ord).or_default() += 1;
+            }
+        }
+        let mut name = String::new();
+        for (ord, n) in by_ord {
+            if n == 0 {
+                continue;
+            }
+            name.clear();
+            if col.ord_to_str(ord, &mut name)? {
+                *sizes.entry(name.clone()).or_default() += n;
+            }
+        }
+    }
+    let mut groups: Vec<Group> = sizes
+        .into_iter()
+        .filter(|&(_, n)| n >= 2)
+        .map(|(group, documents)| Group { group, documents })
+        .collect();
+    groups.sort_by(|a, b| {
+        b.documents
+            .cmp(&a.documents)
+            .then_with(|| a.group.cmp(&b.group))
+    });
+    groups.truncate(limit);
+    Ok(groups)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
