@@ -648,7 +648,9 @@ impl Fingerprinter {
                     .push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
-                    if !self.token_text.is_empty() && !(han && prev_han) {
+                    // Han tokens join without a space, like the text they came from.
+                    let joins = han && prev_han;
+                    if !self.token_text.is_empty() && !joins {
                         self.token_text.push(' ');
                     }
                     self.token_text.push_str(t);
