@@ -1,14 +1,15 @@
 //! `neardup index`: JSONL files into an index, through [`DedupWriter`](crate::DedupWriter).
 
-use super::input::{parse_line, InputDoc, JsonlReader, Parsed, RawLine};
+use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::store::{self, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
-use crate::{DedupWriter, NearDupSearcher, Outcome};
+use crate::{DedupWriter, Error, NearDupSearcher, Outcome};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 use tantivy::TantivyDocument;
@@ -108,6 +109,7 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         return Err(Failure::Usage("--max-line-bytes must be at least 1".into()));
     }
     check_readable(&args.files)?;
+    catch_interrupts();
     let req = Requested {
         id_field: args.id_field.clone(),
         text_field: args.text_field.clone(),
@@ -201,59 +203,55 @@ pub(crate) fn index_files(
         consumed: consumed.clone(),
         start,
     };
-    let fields = store.record.fields.clone();
-    let mut last_place: Option<(PathBuf, u64)> = None;
-    'files: for file in files {
-        let mut reader = JsonlReader::open(file, opts.max_line_bytes, consumed.clone())
-            .map_err(|e| run.fail_with_commit(Failure::Error(e)))?;
-        loop {
-            if interrupted() {
-                run.summary.interrupted = true;
-                break 'files;
-            }
-            let line = match reader.next_line() {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(e) => return Err(run.fail_with_commit(Failure::Error(e))),
-            };
-            run.summary.lines += 1;
-            let parsed = match line {
-                RawLine::TooLong(n) => Err(format!(
-                    "the line has {n} bytes, more than --max-line-bytes ({}); raise the limit or \
-                     split the document",
-                    opts.max_line_bytes
-                )),
-                RawLine::Line(bytes) => parse_line(bytes, &fields),
-            };
-            match parsed {
-                Ok(Parsed::Blank) => run.summary.blank += 1,
-                Ok(Parsed::Doc(doc)) => run.push(doc, out)?,
-                Err(message) => {
-                    let err = reader.bad_line(message);
-                    if !opts.skip_bad {
-                        return Err(run.fail_with_commit(Failure::Error(err)));
-                    }
-                    run.summary.skipped_bad += 1;
-                    if run.summary.skipped_bad <= MAX_REPORTED_BAD {
-                        let p = &run.progress;
-                        p.suspend(|| eprintln_quiet(&format!("skipped: {err}")));
-                    } else if run.summary.skipped_bad == MAX_REPORTED_BAD + 1 {
-                        let p = &run.progress;
-                        p.suspend(|| {
-                            eprintln_quiet("skipped: (further bad lines are only counted)")
-                        });
-                    }
+    let rx = spawn_reader(
+        files.to_vec(),
+        store.record.fields.clone(),
+        opts.max_line_bytes,
+        consumed,
+    );
+    let mut last_place: Option<(usize, u64)> = None;
+    loop {
+        if interrupted() {
+            run.summary.interrupted = true;
+            break;
+        }
+        let (file, line, parsed) = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(ReadMsg::Line { file, line, parsed }) => (file, line, parsed),
+            Ok(ReadMsg::Failed(e)) => return Err(run.fail_with_commit(Failure::Error(e))),
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        run.summary.lines += 1;
+        match parsed {
+            Ok(Parsed::Blank) => run.summary.blank += 1,
+            Ok(Parsed::Doc(doc)) => run.push(doc, out)?,
+            Err(message) => {
+                let err = Error::Input {
+                    path: files[file].clone(),
+                    line,
+                    message,
+                };
+                if !opts.skip_bad {
+                    return Err(run.fail_with_commit(Failure::Error(err)));
+                }
+                run.summary.skipped_bad += 1;
+                if run.summary.skipped_bad <= MAX_REPORTED_BAD {
+                    let p = &run.progress;
+                    p.suspend(|| eprintln_quiet(&format!("skipped: {err}")));
+                } else if run.summary.skipped_bad == MAX_REPORTED_BAD + 1 {
+                    let p = &run.progress;
+                    p.suspend(|| eprintln_quiet("skipped: (further bad lines are only counted)"));
                 }
             }
-            last_place = Some((reader.path().to_path_buf(), reader.line_number()));
         }
+        last_place = Some((file, line));
     }
     run.flush(out)?;
     run.commit()?;
     run.progress.finish_and_clear();
     if run.summary.interrupted {
         let place = match &last_place {
-            Some((path, line)) => format!("{}:{line}", path.display()),
+            Some((file, line)) => format!("{}:{line}", files[*file].display()),
             None => "the start".to_string(),
         };
         eprintln_quiet(&format!(
@@ -268,6 +266,64 @@ pub(crate) fn index_files(
     run.summary.index_segments = searcher.searcher().segment_readers().len();
     run.summary.seconds = start.elapsed().as_secs_f64();
     Ok(run.summary)
+}
+
+/// What the reader thread sends: a checked line, or why reading failed.
+enum ReadMsg {
+    Line {
+        /// Index into the file list.
+        file: usize,
+        /// 1-based line number.
+        line: u64,
+        parsed: Result<Parsed, String>,
+    },
+    Failed(Error),
+}
+
+/// Reads and checks lines on a thread of its own, so that parsing overlaps indexing and a
+/// Ctrl-C is seen even while the input (say, stdin) is silent. It stops when the receiver is
+/// dropped.
+fn spawn_reader(
+    files: Vec<PathBuf>,
+    fields: FieldMap,
+    max_line_bytes: usize,
+    consumed: Arc<AtomicU64>,
+) -> Receiver<ReadMsg> {
+    let (tx, rx) = sync_channel(4 * BATCH);
+    std::thread::spawn(move || {
+        for (i, path) in files.iter().enumerate() {
+            let mut reader = match JsonlReader::open(path, max_line_bytes, consumed.clone()) {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = tx.send(ReadMsg::Failed(e));
+                    return;
+                }
+            };
+            loop {
+                let parsed = match reader.next_line() {
+                    Ok(None) => break,
+                    Ok(Some(RawLine::TooLong(n))) => Err(format!(
+                        "the line has {n} bytes, more than --max-line-bytes ({max_line_bytes}); \
+                         raise the limit or split the document"
+                    )),
+                    Ok(Some(RawLine::Line(bytes))) => parse_line(bytes, &fields),
+                    Err(e) => {
+                        let _ = tx.send(ReadMsg::Failed(e));
+                        return;
+                    }
+                };
+                let msg = ReadMsg::Line {
+                    file: i,
+                    line: reader.line_number(),
+                    parsed,
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
 }
 
 struct Run<'a> {

@@ -63,7 +63,7 @@ pub(crate) enum RawLine<'a> {
 /// Reads lines of a JSONL file, plain or gzip.
 pub(crate) struct JsonlReader {
     path: PathBuf,
-    reader: Box<dyn BufRead>,
+    reader: Box<dyn BufRead + Send>,
     line: u64,
     max_line_bytes: usize,
     buf: Vec<u8>,
@@ -78,7 +78,7 @@ impl JsonlReader {
         max_line_bytes: usize,
         consumed: Arc<AtomicU64>,
     ) -> Result<Self, Error> {
-        let source: Box<dyn Read> = if path.as_os_str() == "-" {
+        let source: Box<dyn Read + Send> = if path.as_os_str() == "-" {
             Box::new(io::stdin())
         } else {
             let file = File::open(path).map_err(|e| io_context(path, "cannot open", e))?;
@@ -95,7 +95,7 @@ impl JsonlReader {
             .fill_buf()
             .map_err(|e| io_context(path, "cannot read", e))?;
         let gzip = head.starts_with(&[0x1f, 0x8b]);
-        let reader: Box<dyn BufRead> = if gzip {
+        let reader: Box<dyn BufRead + Send> = if gzip {
             Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(raw)))
         } else {
             Box::new(raw)
@@ -107,11 +107,6 @@ impl JsonlReader {
             max_line_bytes,
             buf: Vec::new(),
         })
-    }
-
-    /// The file.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The 1-based number of the line last returned.
@@ -169,15 +164,6 @@ impl JsonlReader {
             self.buf.pop();
         }
         Ok(Some(RawLine::Line(&self.buf)))
-    }
-
-    /// An [`Error::Input`] for the line last returned.
-    pub(crate) fn bad_line(&self, message: String) -> Error {
-        Error::Input {
-            path: self.path.clone(),
-            line: self.line,
-            message,
-        }
     }
 }
 
