@@ -227,7 +227,7 @@ pub(crate) fn index_files(
             Ok(Parsed::Doc(doc)) => run.push(doc, out)?,
             Err(message) => {
                 let err = Error::Input {
-                    path: files[file].clone(),
+                    path: display_path(&files[file]),
                     line,
                     message,
                 };
@@ -251,7 +251,7 @@ pub(crate) fn index_files(
     run.progress.finish_and_clear();
     if run.summary.interrupted {
         let place = match &last_place {
-            Some((file, line)) => format!("{}:{line}", files[*file].display()),
+            Some((file, line)) => format!("{}:{line}", display_path(&files[*file]).display()),
             None => "the start".to_string(),
         };
         eprintln_quiet(&format!(
@@ -266,6 +266,15 @@ pub(crate) fn index_files(
     run.summary.index_segments = searcher.searcher().segment_readers().len();
     run.summary.seconds = start.elapsed().as_secs_f64();
     Ok(run.summary)
+}
+
+/// The name of an input in messages (`-` is stdin).
+fn display_path(path: &Path) -> PathBuf {
+    if path.as_os_str() == "-" {
+        PathBuf::from("<stdin>")
+    } else {
+        path.to_path_buf()
+    }
 }
 
 /// What the reader thread sends: a checked line, or why reading failed.

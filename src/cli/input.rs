@@ -194,7 +194,14 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
             e.valid_up_to()
         )
     })?;
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("malformed JSON: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        // serde_json counts lines inside the line; only the column is news here.
+        let full = e.to_string();
+        let what = full
+            .rsplit_once(" at line ")
+            .map_or(full.as_str(), |(w, _)| w);
+        format!("malformed JSON at column {}: {what}", e.column())
+    })?;
     let Value::Object(obj) = value else {
         return Err(format!("expected a JSON object, found {}", kind_of(&value)));
     };
