@@ -1,0 +1,615 @@
+//! End-to-end tests of the `neardup` binary on the fixtures in `tests/fixtures/`
+//! (`sample.jsonl.gz` is made by `examples/make_demo.rs`; the `bad-*.jsonl` files by hand).
+//! Expected results come from the library's fingerprints by brute force, not from the binary.
+#![cfg(feature = "cli")]
+
+use flate2::read::MultiGzDecoder;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use tantivy_simhash::{Fingerprint, Scheme};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neardup");
+const K: u32 = 3;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn neardup(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run neardup")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit status")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn summary(out: &Output) -> Value {
+    let lines = json_lines(out);
+    let last = lines.last().expect("a summary line").clone();
+    assert_eq!(last["event"], "summary", "{}", stdout(out));
+    last
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// The fixture's documents: (id, text as fingerprinted: title, line break, text).
+fn sample_docs() -> Vec<(String, String)> {
+    let reader = BufReader::new(MultiGzDecoder::new(
+        std::fs::File::open(fixture("sample.jsonl.gz")).unwrap(),
+    ));
+    reader
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let title = v["title"].as_str().unwrap_or("");
+            let text = v["text"].as_str().unwrap();
+            let joined = if title.is_empty() {
+                text.to_string()
+            } else {
+                format!("{title}\n{text}")
+            };
+            (v["id"].as_str().unwrap().to_string(), joined)
+        })
+        .collect()
+}
+
+fn fingerprints(docs: &[(String, String)]) -> Vec<Fingerprint> {
+    let scheme = Scheme::default();
+    docs.iter().map(|(_, t)| scheme.fingerprint(t)).collect()
+}
+
+fn index_sample(dir: &Path, extra: &[&str]) -> Output {
+    let sample = fixture("sample.jsonl.gz");
+    let mut args = vec![
+        "index",
+        p(&sample),
+        "--index",
+        p(dir),
+        "--json",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    neardup(&args)
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let out = neardup(&["--help"]);
+    assert_eq!(code(&out), 0);
+    let help = stdout(&out);
+    for needle in [
+        "Exit status",
+        "130",
+        "--skip-bad",
+        "index",
+        "similar",
+        "stats",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}: {help}");
+    }
+}
+
+#[test]
+fn tag_index_stats_similar_search_agree_with_brute_force() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let docs = sample_docs();
+    let fps = fingerprints(&docs);
+
+    let out = index_sample(&dir, &["--dedup", "tag"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Under tag, a document is tagged when any earlier document is within k.
+    let tagged = (0..fps.len())
+        .filter(|&i| (0..i).any(|j| fps[i].distance(fps[j]) <= K))
+        .count();
+    assert!(tagged > 0, "the fixture must hold near-duplicates");
+    let s = summary(&out);
+    assert_eq!(s["added"], docs.len());
+    assert_eq!(s["tagged"], tagged);
+    assert_eq!(s["rejected"], 0);
+    let events = json_lines(&out);
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "tagged").count(),
+        tagged
+    );
+
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stats = &json_lines(&out)[0];
+    assert_eq!(stats["documents"], docs.len());
+    assert_eq!(stats["k"], K);
+    assert_eq!(stats["policy"], "tag");
+
+    // similar --id: the documents with the most neighbours, and one without any.
+    let neighbours = |i: usize| -> Vec<(String, u32)> {
+        let mut v: Vec<(String, u32)> = (0..fps.len())
+            .filter(|&j| j != i && fps[i].distance(fps[j]) <= K)
+            .map(|j| (docs[j].0.clone(), fps[i].distance(fps[j])))
+            .collect();
+        v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    };
+    let mut order: Vec<usize> = (0..docs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(neighbours(i).len()));
+    let lonely = order.iter().rev().find(|&&i| neighbours(i).is_empty());
+    let mut probes: Vec<usize> = order.iter().take(3).copied().collect();
+    probes.extend(lonely);
+    for i in probes {
+        let out = neardup(&["similar", p(&dir), "--id", &docs[i].0, "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let got: Vec<(String, u32)> = json_lines(&out)
+            .iter()
+            .map(|v| {
+                (
+                    v["id"].as_str().unwrap().to_string(),
+                    v["distance"].as_u64().unwrap() as u32,
+                )
+            })
+            .collect();
+        assert_eq!(got, neighbours(i), "similar --id {}", docs[i].0);
+    }
+    // similar --text with a document's own text finds it at distance 0; -k 0 keeps only those.
+    let (id0, text0) = &docs[order[0]];
+    let out = neardup(&["similar", p(&dir), "--text", text0, "-k", "0", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got = json_lines(&out);
+    assert!(got.iter().any(|v| v["id"] == id0.as_str()));
+    assert!(got.iter().all(|v| v["distance"] == 0));
+    // Human output names the count.
+    let out = neardup(&["similar", p(&dir), "--id", id0]);
+    assert!(stdout(&out).starts_with(&format!("{} near-duplicates", neighbours(order[0]).len())));
+
+    // search: every hit holds the word, ranks count from 1, at most --limit.
+    let out = neardup(&["search", p(&dir), "licence OR license", "-n", "5", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let hits = json_lines(&out);
+    assert!(!hits.is_empty() && hits.len() <= 5);
+    for (rank, hit) in hits.iter().enumerate() {
+        assert_eq!(hit["rank"], rank + 1);
+        let id = hit["id"].as_str().unwrap();
+        let (_, text) = docs.iter().find(|(d, _)| d == id).unwrap();
+        let lower = text.to_lowercase();
+        assert!(
+            lower.contains("licence") || lower.contains("license"),
+            "{id}"
+        );
+    }
+    // A query tantivy cannot parse is an error, not a crash.
+    let out = neardup(&["search", p(&dir), "title:(unclosed"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("cannot parse the query"));
+    // Unknown id.
+    let out = neardup(&["similar", p(&dir), "--id", "no-such-id"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no document has id `no-such-id`"));
+}
+
+#[test]
+fn reject_follows_the_greedy_oracle_and_plain_stdin_and_gzip_agree() {
+    let docs = sample_docs();
+    let fps = fingerprints(&docs);
+    let mut kept: Vec<Fingerprint> = Vec::new();
+    let mut rejected = 0;
+    for &fp in &fps {
+        if kept.iter().any(|&k| k.distance(fp) <= K) {
+            rejected += 1;
+        } else {
+            kept.push(fp);
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let gz = tmp.path().join("gz");
+    let out = index_sample(&gz, &["--dedup", "reject"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["rejected"], rejected);
+    assert_eq!(s["added"], docs.len() - rejected);
+    assert_eq!(s["index_documents"], docs.len() - rejected);
+
+    // The same input, decompressed, through stdin.
+    let mut plain = Vec::new();
+    MultiGzDecoder::new(std::fs::File::open(fixture("sample.jsonl.gz")).unwrap())
+        .read_to_end(&mut plain)
+        .unwrap();
+    let stdin_dir = tmp.path().join("stdin");
+    let mut child = Command::new(BIN)
+        .args([
+            "index",
+            "-",
+            "--index",
+            p(&stdin_dir),
+            "--dedup",
+            "reject",
+            "--json",
+            "-q",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&plain).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(summary(&out)["rejected"], rejected);
+
+    // Indexing the same file again adds nothing: ids already in the index are skipped.
+    let out = index_sample(&gz, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["added"], 0);
+    assert_eq!(s["skipped_existing_id"], docs.len() - rejected);
+    assert_eq!(
+        s["rejected"], rejected,
+        "the rejected ones are rejected again"
+    );
+}
+
+#[test]
+fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let bad = fixture("bad-json.jsonl");
+    let out = neardup(&["index", p(&bad), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(err.contains("bad-json.jsonl:3: malformed JSON"), "{err}");
+    assert!(
+        err.contains("2 documents this run added before it were committed"),
+        "{err}"
+    );
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    assert_eq!(json_lines(&out)[0]["documents"], 2);
+
+    // --skip-bad: counted, skipped, status 3; the first two are already there.
+    let out = neardup(&[
+        "index",
+        p(&bad),
+        "--index",
+        p(&dir),
+        "-q",
+        "--skip-bad",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["skipped_bad"], 1);
+    assert_eq!(s["skipped_existing_id"], 2);
+    assert_eq!(s["added"], 2);
+    assert_eq!(s["index_documents"], 4);
+    assert!(stderr(&out).contains("skipped: "));
+}
+
+#[test]
+fn missing_fields_empty_bodies_and_non_utf8_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let fields = fixture("bad-fields.jsonl");
+    let out = neardup(&["index", p(&fields), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("bad-fields.jsonl:2: no id field `id`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = neardup(&[
+        "index",
+        p(&fields),
+        "--index",
+        p(&dir),
+        "-q",
+        "--skip-bad",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3);
+    let err = stderr(&out);
+    for needle in [
+        "bad-fields.jsonl:3: document `f3` has no text field `text`",
+        "bad-fields.jsonl:4: document `f4` has an empty text and no title",
+        "bad-fields.jsonl:5: document `f5`: the text field `text` is a number",
+    ] {
+        assert!(err.contains(needle), "{needle} not in {err}");
+    }
+    let s = summary(&out);
+    assert_eq!(s["skipped_bad"], 4);
+    assert_eq!(s["index_documents"], 2);
+
+    let utf8 = fixture("bad-utf8.jsonl");
+    let dir2 = tmp.path().join("ix2");
+    let out = neardup(&["index", p(&utf8), "--index", p(&dir2), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("bad-utf8.jsonl:2: not valid UTF-8"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A field mapping that names another field.
+    let out = neardup(&[
+        "index",
+        p(&utf8),
+        "--index",
+        p(&tmp.path().join("ix3")),
+        "--text-field",
+        "body",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("has no text field `body`"));
+}
+
+#[test]
+fn a_100_mb_line_is_a_bad_line_not_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("huge.jsonl");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+        writeln!(
+            f,
+            r#"{{"id": "before", "text": "a short document before the huge one"}}"#
+        )
+        .unwrap();
+        write!(f, r#"{{"id": "huge", "text": ""#).unwrap();
+        let chunk = "lorem ipsum ".repeat(1 << 12);
+        let mut written = 0;
+        while written < 100 << 20 {
+            f.write_all(chunk.as_bytes()).unwrap();
+            written += chunk.len();
+        }
+        writeln!(f, r#""}}"#).unwrap();
+        writeln!(
+            f,
+            r#"{{"id": "after", "text": "a short document after the huge one"}}"#
+        )
+        .unwrap();
+    }
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("huge.jsonl:2: the line has"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--max-line-bytes"));
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "-q",
+        "--skip-bad",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3);
+    let s = summary(&out);
+    assert_eq!(s["skipped_bad"], 1);
+    assert_eq!(s["index_documents"], 2);
+}
+
+#[test]
+fn directories_that_are_not_indexes_are_refused_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = neardup(&["stats", p(&tmp.path().join("missing"))]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("does not exist"));
+
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let out = neardup(&["stats", p(&other)]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("is not a neardup index"));
+    let out = neardup(&["index", p(&fixture("bad-json.jsonl")), "--index", p(&other)]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("is not empty and is not a neardup index"));
+    let names: Vec<_> = std::fs::read_dir(&other).unwrap().collect();
+    assert_eq!(names.len(), 1, "nothing was written");
+
+    let file = tmp.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let out = neardup(&["index", p(&fixture("bad-json.jsonl")), "--index", p(&file)]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("is a file"));
+
+    let out = neardup(&[
+        "index",
+        p(&tmp.path().join("nope.jsonl")),
+        "--index",
+        p(&tmp.path().join("new")),
+    ]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("cannot open"));
+    assert!(
+        !tmp.path().join("new").exists(),
+        "no index is created for a missing file"
+    );
+}
+
+#[test]
+fn an_index_of_another_scheme_or_k_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let input = fixture("bad-utf8.jsonl");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--skip-bad"]);
+    assert_eq!(code(&out), 3);
+
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "-k",
+        "6",
+        "--skip-bad",
+    ]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("was built with -k 3, but this run asks for -k 6"));
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--language",
+        "english",
+    ]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("--language auto"));
+
+    // The library's record says another scheme built it (as an older or newer release would).
+    let record = dir.join(".tantivy-simhash.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    std::fs::write(&record, text.replace("simhash64-v1", "simhash64-v0")).unwrap();
+    let out = neardup(&["stats", p(&dir)]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("index mismatch"), "{}", stderr(&out));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = p(tmp.path());
+    for args in [
+        vec!["index"],
+        vec!["index", "x.jsonl"],
+        vec!["similar", dir],
+        vec!["similar", dir, "--id", "a", "--text", "b"],
+        vec!["search", dir],
+        vec!["frobnicate"],
+        vec!["index", "x.jsonl", "--index", dir, "--dedup", "sometimes"],
+    ] {
+        let out = neardup(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    }
+    let input = fixture("bad-json.jsonl");
+    for bad in [["-k", "12"], ["--language", "klingon"]] {
+        let target = tmp.path().join(bad[1]);
+        let mut args = vec!["index", p(&input), "--index", p(&target)];
+        args.extend(bad);
+        let out = neardup(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        assert!(!target.exists(), "nothing is created for invalid settings");
+    }
+}
+
+/// Many small documents, so that results overflow a pipe buffer.
+fn many_docs(path: &Path, n: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..n {
+        writeln!(
+            f,
+            r#"{{"id": "d{i}", "text": "common words and the number {i} with {} more"}}"#,
+            i * 7919 % 10007
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("many.jsonl");
+    many_docs(&input, 3000);
+    let dir = tmp.path().join("ix");
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--dedup",
+        "off",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut child = Command::new(BIN)
+        .args(["search", p(&dir), "common", "-n", "3000", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone: the rest of the output meets a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.contains("\"rank\":1"));
+    assert_eq!(code(&out), 0);
+    assert_eq!(stderr(&out), "");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_commits_what_was_indexed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("many.jsonl");
+    many_docs(&input, 500);
+    let text = std::fs::read(&input).unwrap();
+    let dir = tmp.path().join("ix");
+    // Feed stdin, keep it open, interrupt once the index exists (the handler is set by then).
+    let mut child = Command::new(BIN)
+        .args([
+            "index",
+            "-",
+            "--index",
+            p(&dir),
+            "--dedup",
+            "off",
+            "--json",
+            "-q",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&text).unwrap();
+    stdin.flush().unwrap();
+    while !dir.join(".neardup.json").exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted: committed everything read up to <stdin>:"));
+    let s = summary(&out);
+    assert_eq!(s["interrupted"], true);
+    let committed = s["index_documents"].as_u64().unwrap();
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    assert_eq!(json_lines(&out)[0]["documents"], committed);
+
+    // Rerunning finishes the job without duplicates.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "--json", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["skipped_existing_id"], committed);
+    assert_eq!(s["index_documents"], 500);
+}
