@@ -81,14 +81,7 @@ fn fingerprints(docs: &[(String, String)]) -> Vec<Fingerprint> {
 
 fn index_sample(dir: &Path, extra: &[&str]) -> Output {
     let sample = fixture("sample.jsonl.gz");
-    let mut args = vec![
-        "index",
-        p(&sample),
-        "--index",
-        p(dir),
-        "--json",
-        "-q",
-    ];
+    let mut args = vec!["index", p(&sample), "--index", p(dir), "--json", "-q"];
     args.extend_from_slice(extra);
     neardup(&args)
 }

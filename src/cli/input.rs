@@ -175,6 +175,7 @@ fn io_context(path: &Path, what: &str, e: io::Error) -> Error {
 }
 
 /// What a line holds.
+#[derive(Debug)]
 pub(crate) enum Parsed {
     /// A blank line: ignored.
     Blank,
