@@ -260,6 +260,64 @@ fn reject_follows_the_greedy_oracle_and_plain_stdin_and_gzip_agree() {
 }
 
 #[test]
+fn replace_keeps_the_newest_of_each_near_duplicate_set() {
+    let docs = sample_docs();
+    let fps = fingerprints(&docs);
+    // Oracle: each document deletes every stored document within k, then is stored.
+    let mut stored: Vec<usize> = Vec::new();
+    let mut replacing = 0;
+    let mut replaced = 0;
+    for i in 0..fps.len() {
+        let before = stored.len();
+        stored.retain(|&j| fps[i].distance(fps[j]) > K);
+        if stored.len() < before {
+            replacing += 1;
+            replaced += before - stored.len();
+        }
+        stored.push(i);
+    }
+    assert!(replaced > 0, "the fixture must hold near-duplicates");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let out = index_sample(&dir, &["--dedup", "replace"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["replacing"], replacing);
+    assert_eq!(s["replaced"], replaced);
+    assert_eq!(s["index_documents"], stored.len());
+    // Stored documents are found by id; replaced ones are gone (ten of each).
+    let gone: Vec<usize> = (0..docs.len()).filter(|i| !stored.contains(i)).collect();
+    for (&i, expected) in gone
+        .iter()
+        .take(10)
+        .map(|i| (i, 1))
+        .chain(stored.iter().take(10).map(|i| (i, 0)))
+    {
+        let id = &docs[i].0;
+        let out = neardup(&["similar", p(&dir), "--id", id, "-k", "0", "--json"]);
+        assert_eq!(code(&out), expected, "{id}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_demo_runs_with_no_arguments() {
+    let out = neardup(&["demo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
+    let lines = BufReader::new(MultiGzDecoder::new(std::fs::File::open(corpus).unwrap()))
+        .lines()
+        .count();
+    assert!(
+        text.contains(&format!("indexed {lines} documents")),
+        "{text}"
+    );
+    for needle in ["$ neardup search", "$ neardup similar", "$ neardup stats"] {
+        assert!(text.contains(needle), "{needle} missing: {text}");
+    }
+}
+
+#[test]
 fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
