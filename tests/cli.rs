@@ -353,6 +353,25 @@ fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
 }
 
 #[test]
+fn a_truncated_gzip_file_is_an_error_that_keeps_what_was_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(fixture("sample.jsonl.gz")).unwrap();
+    let cut = tmp.path().join("cut.jsonl.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&cut), "--index", p(&dir), "-q", "--dedup", "off"]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot read line") && err.contains("cut.jsonl.gz"),
+        "{err}"
+    );
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    let committed = json_lines(&out)[0]["documents"].as_u64().unwrap();
+    assert!(committed > 0 && committed < sample_docs().len() as u64);
+}
+
+#[test]
 fn missing_fields_empty_bodies_and_non_utf8_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
