@@ -19,7 +19,10 @@
 //!   depend on how the corpus is split into segments or shards.
 //!
 //! Within the window, hits are ranked by their key (score descending, or the fast field in its
-//! order), ties broken by the user id (then by shard and address). The fold walks them best
+//! order), ties broken by fingerprint (already read, so free), then by user id (read only for
+//! hits equal on key and fingerprint: exact duplicates), then by shard and address. Without
+//! [`read_ids`](NearDupCollapse::read_ids), exact duplicates keep their address order (they
+//! fall in one group; only which of them leads depends on it). The fold walks them best
 //! first: a hit joins the **first** group whose leader is within `k` of it, else it leads a new
 //! group while fewer than `limit` groups exist. A group's `count` is its leader plus the
 //! members found in the window: exact when the window is complete, a lower bound otherwise
@@ -160,7 +163,8 @@ where
 pub struct CollapsedHit<K> {
     /// The key the hit was ranked by (its score, or its fast field value).
     pub key: K,
-    /// The user id (the id field's value; empty if the document has none).
+    /// The user id (the id field's value; empty if the document has none, or when ids were
+    /// not read: [`NearDupCollapse::read_ids`]).
     pub id: String,
     /// Where the document is, in the searcher of shard `shard`.
     pub address: DocAddress,
@@ -198,6 +202,7 @@ struct Settings {
     order: Order,
     by_tag: bool,
     keep_window: bool,
+    read_ids: bool,
 }
 
 /// The fruit of [`NearDupCollapse`]: groups in rank order of their leaders.
@@ -333,10 +338,11 @@ impl<K: RankKey> Collapsed<K> {
     }
 }
 
-/// Ranks two hits: key, then user id, then shard and address.
+/// Ranks two hits: key, then fingerprint, then user id, then shard and address.
 fn rank_order<K: RankKey>(a: &CollapsedHit<K>, b: &CollapsedHit<K>, order: Order) -> Ordering {
     a.key
         .rank_cmp(&b.key, order)
+        .then_with(|| a.fingerprint.cmp(&b.fingerprint))
         .then_with(|| a.id.cmp(&b.id))
         .then_with(|| a.shard.cmp(&b.shard))
         .then_with(|| a.address.cmp(&b.address))
@@ -447,6 +453,7 @@ where
                 order: Order::Desc,
                 by_tag: false,
                 keep_window: false,
+                read_ids: true,
             },
             fingerprint_field: schema.get_field_name(fields.fingerprint).to_string(),
             id_field: schema.get_field_name(fields.id).to_string(),
@@ -501,6 +508,17 @@ where
     /// id, as [`Collapsed::merge`] needs. Costs one id read per hit of the window.
     pub fn keep_window(mut self, keep: bool) -> Self {
         self.settings.keep_window = keep;
+        self
+    }
+
+    /// Reads the user id of every returned hit (the default). Without, ids are read only where
+    /// the ranking needs them (hits tied on their key) and are empty elsewhere: use the
+    /// addresses. Reading an id decompresses a block of the id column's dictionary (the reads
+    /// are batched per segment in ordinal order, so a block is read once per search); on
+    /// natural-en this is most of the cost of a collapse (docs/PERFORMANCE.md).
+    /// [`keep_window`](Self::keep_window) always reads them.
+    pub fn read_ids(mut self, read_ids: bool) -> Self {
+        self.settings.read_ids = read_ids;
         self
     }
 
@@ -560,11 +578,7 @@ where
             };
             let mut parts = Vec::with_capacity(shards.len());
             for shard in shards {
-                parts.push(shard.search_with_statistics_provider(
-                    query,
-                    &collapse,
-                    &statistics,
-                )?);
+                parts.push(shard.search_with_statistics_provider(query, &collapse, &statistics)?);
             }
             Collapsed::merge(parts)
         })
@@ -723,30 +737,35 @@ impl<C, F> NearDupCollapse<C, F> {
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
 
-        // Ties: order by user id, so the result does not depend on addresses.
-        let mut tied = vec![false; window.len()];
-        let mut start = 0;
-        while start < window.len() {
-            let mut end = start + 1;
-            while end < window.len()
-                && window[end].key.rank_cmp(&window[start].key, order) == Ordering::Equal
-            {
-                end += 1;
+        // Ties on the key: by fingerprint (already read), then by user id for hits equal on
+        // both (exact duplicates), so the order does not depend on addresses.
+        window.sort_by(|a, b| rank_order(a, b, order));
+        if settings.read_ids || settings.keep_window {
+            let mut tied = vec![false; window.len()];
+            let mut start = 0;
+            while start < window.len() {
+                let mut end = start + 1;
+                while end < window.len()
+                    && window[end].fingerprint == window[start].fingerprint
+                    && window[end].key.rank_cmp(&window[start].key, order) == Ordering::Equal
+                {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    tied[start..end].iter_mut().for_each(|t| *t = true);
+                }
+                start = end;
             }
-            if end - start > 1 {
-                tied[start..end].iter_mut().for_each(|t| *t = true);
+            if tied.iter().any(|&t| t) {
+                let targets: Vec<&mut CollapsedHit<K>> = window
+                    .iter_mut()
+                    .zip(&tied)
+                    .filter(|(_, &t)| t)
+                    .map(|(h, _)| h)
+                    .collect();
+                read_strings(targets, segments, &self.id_field, |h| &mut h.id)?;
+                window.sort_by(|a, b| rank_order(a, b, order));
             }
-            start = end;
-        }
-        if tied.iter().any(|&t| t) {
-            let targets: Vec<&mut CollapsedHit<K>> = window
-                .iter_mut()
-                .zip(&tied)
-                .filter(|(_, &t)| t)
-                .map(|(h, _)| h)
-                .collect();
-            read_strings(targets, segments, &self.id_field, |h| &mut h.id)?;
-            window.sort_by(|a, b| rank_order(a, b, order));
         }
         if settings.by_tag {
             if let Some(group_field) = &self.group_field {
@@ -766,8 +785,10 @@ impl<C, F> NearDupCollapse<C, F> {
         } else {
             rest.clear();
         }
-        needs_id.retain(|h| h.id.is_empty());
-        read_strings(needs_id, segments, &self.id_field, |h| &mut h.id)?;
+        if settings.read_ids || settings.keep_window {
+            needs_id.retain(|h| h.id.is_empty());
+            read_strings(needs_id, segments, &self.id_field, |h| &mut h.id)?;
+        }
         Ok(Collapsed {
             groups,
             rest,

@@ -1,4 +1,5 @@
-//! NearDupCollapse against a brute-force oracle: every hit scored by tantivy, ranked by (key, id),
+//! NearDupCollapse against a brute-force oracle: every hit scored by tantivy, ranked by (key,
+//! fingerprint, id),
 //! cut at the fetch-th hit (ties with it left out), folded greedily in rank order.
 
 mod common;
@@ -114,8 +115,10 @@ fn query(t: &TestIndex, text: &str) -> Box<dyn Query> {
         .unwrap()
 }
 
-/// (leader id, leader key, [(member id, distance)], count, count_exact)
-type Summary<K> = Vec<(String, K, Vec<(String, Option<u32>)>, usize, bool)>;
+/// [(member id, distance to the leader)]
+type Members = Vec<(String, Option<u32>)>;
+/// (leader id, leader key, members, count, count_exact)
+type Summary<K> = Vec<(String, K, Members, usize, bool)>;
 
 fn summary<K: RankKey>(c: &Collapsed<K>) -> Summary<K> {
     c.groups()
@@ -142,7 +145,7 @@ struct OracleHit<K> {
     group: Option<String>,
 }
 
-/// Every hit of `all` (unsorted), ranked by (key, id); the window; the greedy fold.
+/// Every hit of `all` (unsorted), ranked by (key, fingerprint, id); the window; the greedy fold.
 fn oracle<K: RankKey>(
     mut all: Vec<OracleHit<K>>,
     fetch: usize,
@@ -151,7 +154,12 @@ fn oracle<K: RankKey>(
     order: Order,
     by_tag: bool,
 ) -> Summary<K> {
-    all.sort_by(|a, b| a.key.rank_cmp(&b.key, order).then_with(|| a.id.cmp(&b.id)));
+    all.sort_by(|a, b| {
+        a.key
+            .rank_cmp(&b.key, order)
+            .then_with(|| a.fingerprint.cmp(&b.fingerprint))
+            .then_with(|| a.id.cmp(&b.id))
+    });
     let exact = all.len() < fetch;
     let window: Vec<&OracleHit<K>> = if exact {
         all.iter().collect()
@@ -161,7 +169,7 @@ fn oracle<K: RankKey>(
             .filter(|h| h.key.rank_cmp(&cutoff, order) == Ordering::Less)
             .collect()
     };
-    let mut groups: Vec<(&OracleHit<K>, Vec<(String, Option<u32>)>)> = Vec::new();
+    let mut groups: Vec<(&OracleHit<K>, Members)> = Vec::new();
     for h in window {
         let joined = groups.iter().position(|(leader, _)| {
             if by_tag {
@@ -266,13 +274,18 @@ fn by_score_matches_oracle_on_many_segments() {
         let all = || all_hits_by_score(&s, q.as_ref(), &fps);
         for (limit, fetch) in [(1, 1), (3, 5), (10, 40), (10, 13), (5, 5000)] {
             for k in [0, 3] {
-                let collapse =
-                    NearDupCollapse::new(&t.index, limit, |n| TopDocs::with_limit(n).order_by_score())
-                        .fetch(fetch)
-                        .max_distance(k);
+                let collapse = NearDupCollapse::new(&t.index, limit, |n| {
+                    TopDocs::with_limit(n).order_by_score()
+                })
+                .fetch(fetch)
+                .max_distance(k);
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
                 let want = oracle(all(), fetch, limit, k, Order::Desc, false);
-                assert_eq!(summary(&got), want, "query {text:?} limit {limit} fetch {fetch} k {k}");
+                assert_eq!(
+                    summary(&got),
+                    want,
+                    "query {text:?} limit {limit} fetch {fetch} k {k}"
+                );
                 assert_eq!(got.is_complete(), all().len() < fetch);
             }
         }
@@ -318,15 +331,18 @@ fn widening_finds_enough_groups_within_the_bound() {
     for i in 0..60 {
         docs.push(DocSpec {
             id: format!("c{i:03}"),
-            body: format!("licence licence licence licence grant{}", " pad".repeat(i % 7)),
+            body: format!(
+                "licence licence licence licence grant{}",
+                " pad".repeat(i % 7)
+            ),
             rank: None,
             fingerprint: flip_bits(&mut rng, seed, (i % 2) as u32),
         });
     }
-    for i in 0..8 {
+    for (i, word) in WORDS.iter().enumerate().take(8) {
         docs.push(DocSpec {
             id: format!("o{i:03}"),
-            body: format!("licence {}{}", WORDS[i], " pad".repeat(60 + i)),
+            body: format!("licence {word}{}", " pad".repeat(60 + i)),
             rank: None,
             fingerprint: Fingerprint(rng.next_u64()),
         });
@@ -357,7 +373,10 @@ fn widening_finds_enough_groups_within_the_bound() {
     );
     assert_eq!(summary(&wide), want);
     // The bound: never more than max_fetch; the result says it is not complete.
-    let bounded = collapse.max_fetch(40).search(s.searcher(), q.as_ref()).unwrap();
+    let bounded = collapse
+        .max_fetch(40)
+        .search(s.searcher(), q.as_ref())
+        .unwrap();
     assert_eq!(bounded.fetch(), 40);
     assert!(bounded.groups().len() < 5);
     assert!(!bounded.is_complete());
@@ -405,13 +424,16 @@ fn distance_k_joins_and_k_plus_one_does_not() {
             .max_distance(k)
             .search(s.searcher(), q.as_ref())
             .unwrap();
-        let ids: Vec<(String, Vec<(String, Option<u32>)>)> = got
+        let ids: Vec<(String, Members)> = got
             .groups()
             .iter()
             .map(|g| {
                 (
                     g.leader.id.clone(),
-                    g.members.iter().map(|m| (m.id.clone(), m.distance)).collect(),
+                    g.members
+                        .iter()
+                        .map(|m| (m.id.clone(), m.distance))
+                        .collect(),
                 )
             })
             .collect();
@@ -469,12 +491,11 @@ fn tag_collapse_groups_by_stored_group_id() {
     for text in QUERIES {
         let q = query(&t, text);
         for (limit, fetch) in [(5, 20), (10, 400)] {
-            let collapse = NearDupCollapse::new(&t.index, limit, |n| {
-                TopDocs::with_limit(n).order_by_score()
-            })
-            .fetch(fetch)
-            .by_tag()
-            .unwrap();
+            let collapse =
+                NearDupCollapse::new(&t.index, limit, |n| TopDocs::with_limit(n).order_by_score())
+                    .fetch(fetch)
+                    .by_tag()
+                    .unwrap();
             let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
             let want = oracle(
                 all_hits_by_score(&s, q.as_ref(), &fps),
@@ -552,7 +573,11 @@ fn three_shards_merge_to_the_single_index_result() {
             .fetch(limit + 3);
             let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
             let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
-            assert_eq!(summary(&merged), summary(&one), "{text:?} by rank, limit {limit}");
+            assert_eq!(
+                summary(&merged),
+                summary(&one),
+                "{text:?} by rank, limit {limit}"
+            );
         }
     }
 }
