@@ -10,7 +10,9 @@
 //!
 //! ## What a result contains: the window
 //!
-//! The inner `TopDocs` fetches `fetch` hits (by default 4 x the number of groups asked for).
+//! The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for:
+//! on natural-en 4 x cost 8-13% more time for one more member found per 10 queries, and 2 x
+//! widened 8 queries in 500; docs/PERFORMANCE.md).
 //! The **window** is the set of hits the collapse works on:
 //! - when the query has fewer than `fetch` hits, all of them ([`Collapsed::is_complete`]);
 //! - otherwise every hit that ranks **strictly** better than the `fetch`-th hit (its key is the
@@ -26,7 +28,8 @@
 //! first: a hit joins the **first** group whose leader is within `k` of it, else it leads a new
 //! group while fewer than `limit` groups exist. A group's `count` is its leader plus the
 //! members found in the window: exact when the window is complete, a lower bound otherwise
-//! ([`CollapsedGroup::count_exact`]). The result is the same for any segmentation of the index,
+//! ([`CollapsedGroup::count_exact`]), unless [`exact_counts`](NearDupCollapse::exact_counts)
+//! asks for one more pass over every hit. The result is the same for any segmentation of the index,
 //! as long as the keys are: fast field values always are, single-term scores too, but tantivy
 //! sums the scores of several query terms in an order that depends on where documents sit, so
 //! a multi-term score can differ in its last bit (one ulp) between two layouts of the same
@@ -38,7 +41,7 @@
 //! `fetch` hits, and fewer than `limit` groups may come back. [`NearDupCollapse::search`]
 //! re-searches instead, doubling `fetch` until `limit` groups are found, the window holds every
 //! hit, or `fetch` reaches `max_fetch` (default 64 x `limit`): at most
-//! `log2(max_fetch / fetch)` re-searches (4 with the defaults), and the hits scored in all of
+//! `ceil(log2(max_fetch / fetch))` re-searches (5 with the defaults), and the hits scored in all of
 //! them together at most twice those of one search with `max_fetch`. At the bound the result
 //! says so ([`Collapsed::is_complete`] is false and fewer than `limit` groups are returned).
 //!
@@ -65,9 +68,9 @@
 //!
 //! ```
 //! use tantivy::collector::TopDocs;
-//! use tantivy::query::QueryParser;
-//! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-//! use tantivy::{doc, Index};
+//! use tantivy::query::TermQuery;
+//! use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
+//! use tantivy::{doc, Index, Term};
 //! use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
 //!
 //! let config = NearDupConfig::new("id", ["body"]);
@@ -86,7 +89,7 @@
 //! writer.commit()?;
 //!
 //! let searcher = index.searcher()?;
-//! let query = QueryParser::for_index(index.index(), vec![body]).parse_query("software")?;
+//! let query = TermQuery::new(Term::from_field_text(body, "software"), IndexRecordOption::WithFreqs);
 //! let collapse = NearDupCollapse::new(&index, 10, |fetch| TopDocs::with_limit(fetch).order_by_score());
 //! let results = collapse.search(searcher.searcher(), &query)?;
 //! assert_eq!(results.groups().len(), 2);
@@ -109,12 +112,12 @@ use std::fmt::Debug;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::fastfield::FastFieldReaders;
-use tantivy::query::{Bm25StatisticsProvider, Query, Weight};
+use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query, Weight};
 use tantivy::schema::{Field, Schema};
 use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, SegmentReader, Term};
 
 /// Default over-fetch: hits fetched per group asked for.
-pub const DEFAULT_OVERFETCH: usize = 4;
+pub const DEFAULT_OVERFETCH: usize = 3;
 /// Default widening bound: at most this many hits per group asked for.
 pub const DEFAULT_MAX_OVERFETCH: usize = 64;
 
@@ -203,6 +206,7 @@ struct Settings {
     by_tag: bool,
     keep_window: bool,
     read_ids: bool,
+    exact_counts: bool,
 }
 
 /// The fruit of [`NearDupCollapse`]: groups in rank order of their leaders.
@@ -436,7 +440,7 @@ where
 {
     /// Collapses the hits of `index` into at most `limit` groups, ranking them with the
     /// collector `top_docs(fetch)` makes. Defaults: `k` = the layout's
-    /// [`max_distance`](crate::BlockLayout::max_distance), fetch = 4 x `limit`, max fetch =
+    /// [`max_distance`](crate::BlockLayout::max_distance), fetch = 3 x `limit`, max fetch =
     /// 64 x `limit`, order descending (as scores). Cost: nothing until searched.
     pub fn new(index: &NearDupIndex, limit: usize, top_docs: F) -> Self {
         let fields = index.fields();
@@ -454,6 +458,7 @@ where
                 by_tag: false,
                 keep_window: false,
                 read_ids: true,
+                exact_counts: false,
             },
             fingerprint_field: schema.get_field_name(fields.fingerprint).to_string(),
             id_field: schema.get_field_name(fields.id).to_string(),
@@ -522,6 +527,19 @@ where
         self
     }
 
+    /// Makes [`search`](Self::search) and [`search_shards`](Self::search_shards) count every
+    /// group exactly when the window does not hold every hit: the count of a leader becomes
+    /// the number of hits of the query whose first returned leader within `k` (in rank order)
+    /// it is, as if every hit had been folded. The member lists stay those of the window.
+    ///
+    /// Cost: one more pass over every hit of the query, without pruning (like tantivy's
+    /// `Count`), with one fingerprint read per hit and up to `limit` distance checks; by tag,
+    /// one group ordinal read per hit instead.
+    pub fn exact_counts(mut self, exact: bool) -> Self {
+        self.settings.exact_counts = exact;
+        self
+    }
+
     fn with_fetch(&self, fetch: usize) -> NearDupCollapse<C, &F> {
         NearDupCollapse {
             inner: (self.top_docs)(fetch),
@@ -549,7 +567,11 @@ where
         F: Sync + Send,
         K: RankKey,
     {
-        self.widen(|collapse| Ok(searcher.search(query, collapse)?))
+        let mut result = self.widen(|collapse| Ok(searcher.search(query, collapse)?))?;
+        if self.settings.exact_counts {
+            self.count_exactly(&[searcher], query, &mut result)?;
+        }
+        Ok(result)
     }
 
     /// Like [`search`](Self::search) over several indexes of one corpus: each shard is searched
@@ -582,6 +604,101 @@ where
             }
             Collapsed::merge(parts)
         })
+        .and_then(|mut result| {
+            if self.settings.exact_counts {
+                self.count_exactly(shards, query, &mut result)?;
+            }
+            Ok(result)
+        })
+    }
+
+    /// Counts, over every hit of `query` in `searchers`, the hits whose first leader within
+    /// `k` (or with the same tag) is each returned leader.
+    fn count_exactly<K: RankKey>(
+        &self,
+        searchers: &[&Searcher],
+        query: &dyn Query,
+        result: &mut Collapsed<K>,
+    ) -> Result<()> {
+        if result.is_complete() || result.groups.is_empty() {
+            return Ok(());
+        }
+        let k = self.settings.max_distance;
+        let leaders: Vec<Option<Fingerprint>> =
+            result.groups.iter().map(|g| g.leader.fingerprint).collect();
+        let tags: Vec<Option<&str>> = result
+            .groups
+            .iter()
+            .map(|g| g.leader.group.as_deref())
+            .collect();
+        let mut counts = vec![0usize; leaders.len()];
+        for searcher in searchers {
+            let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+            for seg in searcher.segment_readers() {
+                let alive = seg.alive_bitset();
+                if self.settings.by_tag {
+                    let Some(group_field) = &self.group_field else {
+                        continue;
+                    };
+                    let Some(column) = seg.fast_fields().str(group_field)? else {
+                        continue;
+                    };
+                    // The leaders' tags as this segment's term ordinals.
+                    let mut ords: Vec<Option<u64>> = Vec::with_capacity(tags.len());
+                    for tag in &tags {
+                        ords.push(match tag {
+                            Some(t) => column.dictionary().term_ord(t.as_bytes())?,
+                            None => None,
+                        });
+                    }
+                    if ords.iter().all(Option::is_none) {
+                        continue;
+                    }
+                    weight.for_each_no_score(seg, &mut |docs| {
+                        for &doc in docs {
+                            if alive.is_some_and(|a| !a.is_alive(doc)) {
+                                continue;
+                            }
+                            let Some(ord) = column.ords().first(doc) else {
+                                continue;
+                            };
+                            if let Some(i) = ords.iter().position(|&o| o == Some(ord)) {
+                                counts[i] += 1;
+                            }
+                        }
+                    })?;
+                } else {
+                    let column = seg.fast_fields().u64(&self.fingerprint_field)?;
+                    weight.for_each_no_score(seg, &mut |docs| {
+                        for &doc in docs {
+                            if alive.is_some_and(|a| !a.is_alive(doc)) {
+                                continue;
+                            }
+                            let Some(fp) = column.first(doc).map(Fingerprint) else {
+                                continue;
+                            };
+                            let first = leaders
+                                .iter()
+                                .position(|l| l.is_some_and(|l| l.distance(fp) <= k));
+                            if let Some(i) = first {
+                                counts[i] += 1;
+                            }
+                        }
+                    })?;
+                }
+            }
+        }
+        for (group, count) in result.groups.iter_mut().zip(counts) {
+            // A leader without a fingerprint (or tag) is counted by nobody but itself.
+            let unkeyed = if self.settings.by_tag {
+                group.leader.group.is_none()
+            } else {
+                group.leader.fingerprint.is_none()
+            };
+            group.count = if unkeyed { 1 } else { count };
+            group.count_exact = true;
+        }
+        Ok(())
     }
 
     fn widen<K: RankKey>(

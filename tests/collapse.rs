@@ -351,7 +351,8 @@ fn widening_finds_enough_groups_within_the_bound() {
     let fps = fingerprints(&docs);
     let s = t.index.searcher().unwrap();
     let q = query(&t, "licence");
-    let collapse = NearDupCollapse::new(&t.index, 5, |n| TopDocs::with_limit(n).order_by_score());
+    let collapse =
+        NearDupCollapse::new(&t.index, 5, |n| TopDocs::with_limit(n).order_by_score()).fetch(20);
     // One search with fetch 20 sees only the copies: one group.
     let once = s.searcher().search(q.as_ref(), &collapse).unwrap();
     assert_eq!(once.fetch(), 20);
@@ -707,4 +708,101 @@ fn collect_segment_is_delegated_so_pruning_is_kept() {
     s.searcher().search(&spy, &collapse).unwrap();
     assert_eq!(spy.pruning.load(AtomicOrdering::SeqCst), segments);
     assert_eq!(spy.plain.load(AtomicOrdering::SeqCst), 0);
+}
+
+/// For each leader (by id, in rank order), the hits of `all` whose first leader within `k` (or
+/// with the same tag) it is.
+fn oracle_exact_counts<K>(
+    all: &[OracleHit<K>],
+    leaders: &[String],
+    k: u32,
+    by_tag: bool,
+) -> Vec<usize> {
+    let leader_hits: Vec<&OracleHit<K>> = leaders
+        .iter()
+        .map(|id| all.iter().find(|h| &h.id == id).unwrap())
+        .collect();
+    let mut counts = vec![0; leaders.len()];
+    for h in all {
+        let first = leader_hits.iter().position(|l| {
+            if by_tag {
+                l.group.is_some() && l.group == h.group
+            } else {
+                l.fingerprint.distance(h.fingerprint) <= k
+            }
+        });
+        if let Some(i) = first {
+            counts[i] += 1;
+        }
+    }
+    counts
+}
+
+#[test]
+fn exact_counts_count_every_hit() {
+    let c = corpus(1500, 8);
+    let t = build(&c.docs, 200, Policy::Tag);
+    let fps = fingerprints(&c.docs);
+    let s = t.index.searcher().unwrap();
+    let mut lower_bounds_raised = 0;
+    for text in QUERIES {
+        let q = query(&t, text);
+        for by_tag in [false, true] {
+            let mut collapse =
+                NearDupCollapse::new(&t.index, 6, |n| TopDocs::with_limit(n).order_by_score())
+                    .fetch(9)
+                    .max_fetch(9);
+            if by_tag {
+                collapse = collapse.by_tag().unwrap();
+            }
+            let windowed = collapse.search(s.searcher(), q.as_ref()).unwrap();
+            let exact = collapse
+                .exact_counts(true)
+                .search(s.searcher(), q.as_ref())
+                .unwrap();
+            let all = all_hits_by_score(&s, q.as_ref(), &fps);
+            assert!(all.len() > 9, "the window must not hold every hit");
+            assert!(!windowed.is_complete());
+            let leaders: Vec<String> = exact.groups().iter().map(|g| g.leader.id.clone()).collect();
+            let want = oracle_exact_counts(&all, &leaders, 3, by_tag);
+            let got: Vec<usize> = exact.groups().iter().map(|g| g.count).collect();
+            assert_eq!(got, want, "{text:?} by_tag {by_tag}");
+            assert!(exact.groups().iter().all(|g| g.count_exact));
+            // Same groups as without exact counts; counts at least the window's.
+            assert_eq!(windowed.groups().len(), exact.groups().len());
+            for (w, e) in windowed.groups().iter().zip(exact.groups()) {
+                assert_eq!(w.leader.id, e.leader.id);
+                assert_eq!(w.members, e.members);
+                assert!(e.count >= w.count);
+                lower_bounds_raised += usize::from(e.count > w.count);
+            }
+        }
+    }
+    assert!(lower_bounds_raised > 0);
+}
+
+#[test]
+fn exact_counts_sum_over_shards() {
+    let c = corpus(900, 9);
+    let single = build(&c.docs, 130, Policy::Off);
+    let shards: Vec<TestIndex> = split(&c.docs, 3)
+        .iter()
+        .map(|d| build(d, 90, Policy::Off))
+        .collect();
+    let s1 = single.index.searcher().unwrap();
+    let shard_searchers: Vec<NearDupSearcher> =
+        shards.iter().map(|t| t.index.searcher().unwrap()).collect();
+    let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
+    for text in QUERIES {
+        let q = query(&single, text);
+        let by_rank = NearDupCollapse::new(&single.index, 5, |n| {
+            TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
+        })
+        .fetch(7)
+        .max_fetch(7)
+        .exact_counts(true);
+        let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
+        let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
+        assert_eq!(summary(&merged), summary(&one), "{text:?}");
+    }
 }
