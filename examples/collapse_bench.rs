@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example collapse_bench -- ../shared/data
 //! cargo run --release --example collapse_bench -- ../shared/data --docs 2000 --queries 50 --runs 1
-//! cargo run --release --example collapse_bench -- ../shared/data --overfetch 2 --segments 32
+//! cargo run --release --example collapse_bench -- ../shared/data --overfetch 4 --segments 32
 //! ```
 //!
 //! Corpus: `natural-en.jsonl.gz` (title and text indexed with tantivy's default analyzer, id
@@ -17,10 +17,12 @@
 //! - `TopDocs(limit) + ids`: the baseline plus reading the `limit` user ids (what a result page
 //!   needs at least);
 //! - `TopDocs(fetch)`: the inner search of the collapse alone (fetch = `--overfetch` x limit,
-//!   default 4 x);
+//!   default 3 x, the library's default);
 //! - `collapse, ids of groups read`: `NearDupCollapse::search` (widening up to 64 x limit), ids
 //!   of every returned leader and member read (batched per segment);
-//! - `collapse, ids not read`: the same with `read_ids(false)` (addresses only, as `TopDocs`).
+//! - `collapse, ids not read`: the same with `read_ids(false)` (addresses only, as `TopDocs`);
+//! - `collapse, ids not read, exact counts`: plus `exact_counts(true)` (one more pass over
+//!   every hit).
 //!
 //! `TopDocs(limit) + ids` reads ids the same batched way the collapse does.
 
@@ -56,7 +58,7 @@ fn parse_args() -> Res<Args> {
         queries: 500,
         runs: 3,
         limit: 10,
-        overfetch: 4,
+        overfetch: 3,
         segments: 16,
     };
     let mut it = std::env::args().skip(1);
@@ -268,12 +270,18 @@ fn bench(
         NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
             .fetch(fetch)
             .read_ids(false);
-    const METHODS: [&str; 5] = [
+    let collapse_exact =
+        NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
+            .fetch(fetch)
+            .read_ids(false)
+            .exact_counts(true);
+    const METHODS: [&str; 6] = [
         "TopDocs(limit)",
         "TopDocs(limit) + ids",
         "TopDocs(fetch)",
         "collapse, ids of groups read",
         "collapse, ids not read",
+        "collapse, ids not read, exact counts",
     ];
     // Warm-up: every query once through every method.
     for q in &parsed {
@@ -281,12 +289,13 @@ fn bench(
         s.search(q.as_ref(), &top_fetch)?;
         collapse.search(s, q.as_ref())?;
         collapse_no_ids.search(s, q.as_ref())?;
+        collapse_exact.search(s, q.as_ref())?;
     }
     let mut totals = vec![Totals::default(); METHODS.len()];
     let mut per_query_ratio = Vec::with_capacity(parsed.len());
     let (mut widened, mut groups, mut members, mut hits_total, mut short) = (0, 0, 0, 0, 0);
     for q in &parsed {
-        let mut best = [Duration::MAX; 5];
+        let mut best = [Duration::MAX; 6];
         for _ in 0..args.runs {
             let t = Instant::now();
             let hits = s.search(q.as_ref(), &top)?;
@@ -312,6 +321,11 @@ fn bench(
             let t = Instant::now();
             let result = collapse_no_ids.search(s, q.as_ref())?;
             best[4] = best[4].min(t.elapsed());
+            std::hint::black_box(&result);
+
+            let t = Instant::now();
+            let result = collapse_exact.search(s, q.as_ref())?;
+            best[5] = best[5].min(t.elapsed());
             std::hint::black_box(&result);
         }
         for (total, b) in totals.iter_mut().zip(best) {

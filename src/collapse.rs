@@ -10,9 +10,9 @@
 //!
 //! ## What a result contains: the window
 //!
-//! The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for:
-//! on natural-en 4 x cost 8-13% more time for one more member found per 10 queries, and 2 x
-//! widened 8 queries in 500; docs/PERFORMANCE.md).
+//! The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for;
+//! measured on natural-en, docs/PERFORMANCE.md: 1.35x the time of `TopDocs` returning as many
+//! hits, against 1.42-1.55x for 4 x, and 2 x had to widen for 8 queries in 500).
 //! The **window** is the set of hits the collapse works on:
 //! - when the query has fewer than `fetch` hits, all of them ([`Collapsed::is_complete`]);
 //! - otherwise every hit that ranks **strictly** better than the `fetch`-th hit (its key is the
