@@ -50,7 +50,10 @@
 //! When documents were tagged at index time ([`Policy::Tag`](crate::Policy::Tag)), the stored
 //! group id is an exact key: [`NearDupCollapse::by_tag`] folds a hit into the first leader with
 //! the same group id (fingerprint distances are still reported). It reads the group id of every
-//! hit in the window (one dictionary block per distinct block touched).
+//! hit in the window (one dictionary block per distinct block touched). Across shards, group ids
+//! compare as strings: they must have been assigned for the whole corpus (a `DedupWriter` per
+//! shard names groups after that shard's first document, so merged groups follow the shards'
+//! tags, not those one index would have given).
 //!
 //! ## Shards
 //!
@@ -277,6 +280,53 @@ impl<K: RankKey> Collapsed<K> {
     ///
     /// Errors: [`Error::InvalidConfig`] when `parts` is empty, the settings differ, or a part
     /// was collected without `keep_window`.
+    ///
+    /// ```
+    /// # use tantivy::collector::TopDocs;
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index, Order};
+    /// # use tantivy_simhash::{Collapsed, NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let shard = |docs: &[(&str, &str, u64)]| -> tantivy_simhash::Result<NearDupIndex> {
+    /// #     let mut builder = Schema::builder();
+    /// #     let id = builder.add_text_field("id", STRING | FAST);
+    /// #     let body = builder.add_text_field("body", TEXT);
+    /// #     let date = builder.add_u64_field("date", FAST);
+    /// #     config.add_fields(&mut builder);
+    /// #     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config.clone())?;
+    /// #     let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// #     for (i, text, d) in docs {
+    /// #         writer.add_document(doc!(id => *i, body => *text, date => *d))?;
+    /// #     }
+    /// #     writer.commit()?;
+    /// #     Ok(index)
+    /// # };
+    /// let notice = "Copyright notice: this software is distributed under the terms of the \
+    ///               licence below, without any warranty, in the hope that it will be useful.";
+    /// let shards = [
+    ///     shard(&[("a", notice, 3), ("b", "Release notes for version two of the tool.", 2)])?,
+    ///     shard(&[("c", notice, 1)])?,
+    /// ];
+    /// // Each shard (leaf) collapses its own documents, keeping its whole window...
+    /// let collapse = NearDupCollapse::new(&shards[0], 10, |n| {
+    ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Desc)
+    /// })
+    /// .keep_window(true);
+    /// let mut parts = Vec::new();
+    /// for index in &shards {
+    ///     let part = index.searcher()?.searcher().search(&AllQuery, &collapse)?;
+    ///     let json = serde_json::to_string(&part)?; // ... ships it to the root ...
+    ///     parts.push(serde_json::from_str::<Collapsed<Option<u64>>>(&json)?);
+    /// }
+    /// // ... and the root merges: "c" (shard 1) folds into "a" (shard 0).
+    /// let merged = Collapsed::merge(parts)?;
+    /// let groups = merged.groups();
+    /// assert_eq!(groups.len(), 2);
+    /// assert_eq!((groups[0].leader.id.as_str(), groups[0].count), ("a", 2));
+    /// assert_eq!((groups[0].members[0].id.as_str(), groups[0].members[0].shard), ("c", 1));
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
     pub fn merge(parts: Vec<Collapsed<K>>) -> Result<Collapsed<K>> {
         let Some(first) = parts.first() else {
             return Err(Error::InvalidConfig(
@@ -380,7 +430,7 @@ fn fold<K: RankKey>(
     settings: &Settings,
     complete: bool,
 ) -> (Vec<CollapsedGroup<K>>, Vec<CollapsedHit<K>>) {
-    let mut groups: Vec<CollapsedGroup<K>> = Vec::with_capacity(settings.limit);
+    let mut groups: Vec<CollapsedGroup<K>> = Vec::with_capacity(settings.limit.min(window.len()));
     let mut rest = Vec::new();
     'hits: for mut hit in window {
         for group in groups.iter_mut() {
@@ -578,7 +628,11 @@ where
     /// with BM25 statistics summed over all shards ([`ShardStatistics`]) and its whole window
     /// kept, then [`Collapsed::merge`] combines them; widening re-searches every shard. The
     /// result equals [`search`](Self::search) on one index holding all the documents (ids
-    /// unique), and keeps its window.
+    /// unique; see the module docs on multi-term scores), and keeps its window.
+    ///
+    /// Cost: per fetch tried, one search per shard (pruning kept) with one id read per hit of
+    /// its window, BM25 statistics asked of every shard, then the merge. Errors: tantivy
+    /// errors; [`Error::InvalidConfig`] when `shards` is empty.
     pub fn search_shards<K>(&self, shards: &[&Searcher], query: &dyn Query) -> Result<Collapsed<K>>
     where
         C: Collector<Fruit = Vec<(K, DocAddress)>>,
