@@ -333,14 +333,13 @@ fn decompose_hangul(c: char) -> Vec<char> {
         char::from_u32(0x1100 + i / 588).unwrap(),
         char::from_u32(0x1161 + (i % 588) / 28).unwrap(),
     ];
-    if i % 28 != 0 {
+    if !i.is_multiple_of(28) {
         out.push(char::from_u32(0x11a7 + i % 28).unwrap());
     }
     out
 }
 
 #[test]
-#[ignore = "known bug: a combining mark is not alphanumeric, so it ends the word before NFKC can compose it"]
 fn decomposed_accents_equal_precomposed() {
     let scheme = Scheme::default();
     let precomposed = "Le café crème est très apprécié à Genève, même en été.";
@@ -536,7 +535,7 @@ proptest! {
         let d = check(&scheme, &text);
         // Tokens are all a text has: the same tokens separated by single spaces fingerprint alike.
         let joined = words(&scheme, &text).join(" ");
-        if !joined.chars().any(|c| tantivy_simhash::fingerprint::is_han(c)) {
+        if !joined.chars().any(tantivy_simhash::fingerprint::is_han) {
             prop_assert_eq!(scheme.fingerprint(&joined), d.fingerprint);
         }
     }

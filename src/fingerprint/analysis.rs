@@ -18,6 +18,7 @@
 use caseless::default_case_fold_str;
 use serde::{Deserialize, Serialize};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
 /// The name under which [`crate::register_tokenizer`] registers the built-in analysis.
@@ -265,7 +266,9 @@ impl SimhashTokenizer {
             } else if c.is_alphanumeric() {
                 let mut end = start + c.len_utf8();
                 while let Some(&(i, d)) = iter.peek() {
-                    if is_han(d) || !d.is_alphanumeric() {
+                    // A combining mark belongs to the word it follows: NFKC composes it
+                    // with its base letter (e + U+0301 = é), so decomposed text is no change.
+                    if is_han(d) || !(d.is_alphanumeric() || is_combining_mark(d)) {
                         break;
                     }
                     end = i + d.len_utf8();

@@ -548,6 +548,11 @@ impl Scheme {
         }
     }
 
+    /// Whether the scheme tokenises with the crate's own analyzer (not a user analyzer).
+    pub(crate) fn is_builtin(&self) -> bool {
+        matches!(self.inner.tokenization, Tokenization::Builtin { .. })
+    }
+
     /// A reusable fingerprinter (owns an analyzer and scratch buffers). Use one per thread.
     pub fn fingerprinter(&self) -> Fingerprinter {
         Fingerprinter {
@@ -608,6 +613,28 @@ impl Fingerprinter {
 
     /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
     pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
+        self.details(text, None)
+    }
+
+    /// The fingerprint of `text`, and the analyzer's tokens appended to `tokens` when their
+    /// offsets point into `text` (built-in tokenisation; a user analyzer sees normalised text).
+    /// Returns whether `tokens` was filled. Lets [`crate::DedupWriter`] index the very tokens it
+    /// fingerprinted instead of analysing the text twice.
+    pub(crate) fn fingerprint_with_tokens(
+        &mut self,
+        text: &str,
+        tokens: &mut Vec<tantivy::tokenizer::Token>,
+    ) -> (Fingerprint, bool) {
+        let builtin = matches!(self.scheme.inner.tokenization, Tokenization::Builtin { .. });
+        let keep = if builtin { Some(tokens) } else { None };
+        (self.details(text, keep).fingerprint, builtin)
+    }
+
+    fn details(
+        &mut self,
+        text: &str,
+        mut keep: Option<&mut Vec<tantivy::tokenizer::Token>>,
+    ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
         let seed = inner.seed;
         let features = inner.features;
@@ -643,12 +670,17 @@ impl Fingerprinter {
                     }
                     self.token_lines.push(line);
                 }
+                if let Some(out) = keep.as_deref_mut() {
+                    out.push(token.clone());
+                }
                 let t = &token.text;
                 self.token_hashes
                     .push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
-                    if !self.token_text.is_empty() && !(han && prev_han) {
+                    // Han tokens join without a space, like the text they came from.
+                    let joins = han && prev_han;
+                    if !self.token_text.is_empty() && !joins {
                         self.token_text.push(' ');
                     }
                     self.token_text.push_str(t);
