@@ -806,3 +806,60 @@ fn exact_counts_sum_over_shards() {
         assert_eq!(summary(&merged), summary(&one), "{text:?}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+    /// Any split of a corpus into 2 to 4 shards, any fetch and limit: the merged shard results
+    /// equal the single index's, by a fast field full of ties and by a single-term score.
+    #[test]
+    fn any_split_merges_to_the_single_index_result(
+        seed in any::<u64>(),
+        parts in 2usize..=4,
+        fetch in 1usize..30,
+        limit in 1usize..8,
+    ) {
+        let c = corpus(240, seed);
+        let mut rng = Rng(seed ^ 0x5eed);
+        let mut split_docs = vec![Vec::new(); parts];
+        for d in &c.docs {
+            split_docs[rng.below(parts as u64) as usize].push(d.clone());
+        }
+        let single = build(&c.docs, 60, Policy::Off);
+        let shards: Vec<TestIndex> = split_docs.iter().map(|d| build(d, 25, Policy::Off)).collect();
+        let s1 = single.index.searcher().unwrap();
+        let shard_searchers: Vec<NearDupSearcher> =
+            shards.iter().map(|t| t.index.searcher().unwrap()).collect();
+        let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
+        for text in ["alpha", "omega sigma"] {
+            let q = query(&single, text);
+            let by_rank = NearDupCollapse::new(&single.index, limit, |n| {
+                TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
+            })
+            .order(Order::Asc)
+            .fetch(fetch)
+            .keep_window(true);
+            // One search per shard at this fetch, merged, against one search of the single index.
+            let one = s1.searcher().search(q.as_ref(), &by_rank).unwrap();
+            let merged = Collapsed::merge(
+                refs.iter().map(|s| s.search(q.as_ref(), &by_rank).unwrap()).collect(),
+            )
+            .unwrap();
+            prop_assert_eq!(summary(&merged), summary(&one));
+            prop_assert_eq!(merged.cutoff(), one.cutoff());
+            prop_assert_eq!(merged.rest().len(), one.rest().len());
+            // With widening.
+            let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
+            let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
+            prop_assert_eq!(summary(&merged), summary(&one));
+            if !text.contains(' ') {
+                let by_score = NearDupCollapse::new(&single.index, limit, |n| {
+                    TopDocs::with_limit(n).order_by_score()
+                })
+                .fetch(fetch);
+                let one = by_score.search(s1.searcher(), q.as_ref()).unwrap();
+                let merged = by_score.search_shards(&refs, q.as_ref()).unwrap();
+                prop_assert_eq!(summary(&merged), summary(&one));
+            }
+        }
+    }
+}
