@@ -11,8 +11,8 @@
 //! ## What a result contains: the window
 //!
 //! The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for;
-//! measured on natural-en, docs/PERFORMANCE.md: 1.35x the time of `TopDocs` returning as many
-//! hits, against 1.42-1.55x for 4 x, and 2 x had to widen for 8 queries in 500).
+//! measured on natural-en, docs/PERFORMANCE.md: 1.31-1.35x the time of `TopDocs` returning as
+//! many hits, against 1.42-1.55x for 4 x, and 2 x had to widen for 8 queries in 500).
 //! The **window** is the set of hits the collapse works on:
 //! - when the query has fewer than `fetch` hits, all of them ([`Collapsed::is_complete`]);
 //! - otherwise every hit that ranks **strictly** better than the `fetch`-th hit (its key is the
@@ -49,7 +49,8 @@
 //!
 //! When documents were tagged at index time ([`Policy::Tag`](crate::Policy::Tag)), the stored
 //! group id is an exact key: [`NearDupCollapse::by_tag`] folds a hit into the first leader with
-//! the same group id (fingerprint distances are still reported). It reads the group id of every
+//! the same group id (fingerprint distances are still reported; a hit without a group id stands
+//! alone). It reads the group id of every
 //! hit in the window (one dictionary block per distinct block touched). Across shards, group ids
 //! compare as strings: they must have been assigned for the whole corpus (a `DedupWriter` per
 //! shard names groups after that shard's first document, so merged groups follow the shards'
