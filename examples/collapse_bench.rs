@@ -362,7 +362,8 @@ fn bench(
     let pick = |p: f64| per_query_ratio[((per_query_ratio.len() - 1) as f64 * p) as usize];
     if !per_query_ratio.is_empty() {
         println!(
-            "\nper-query (collapse, ids not read) / TopDocs(limit): p50 {:.2}x, p90 {:.2}x, p99 {:.2}x",
+            "\nper-query (collapse, ids not read) / TopDocs(limit): \
+             p50 {:.2}x, p90 {:.2}x, p99 {:.2}x",
             pick(0.5),
             pick(0.9),
             pick(0.99)

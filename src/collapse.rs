@@ -23,17 +23,19 @@
 //! Within the window, hits are ranked by their key (score descending, or the fast field in its
 //! order), ties broken by fingerprint (already read, so free), then by user id (read only for
 //! hits equal on key and fingerprint: exact duplicates), then by shard and address. Without
-//! [`read_ids`](NearDupCollapse::read_ids), exact duplicates keep their address order (they
-//! fall in one group; only which of them leads depends on it). The fold walks them best
-//! first: a hit joins the **first** group whose leader is within `k` of it, else it leads a new
-//! group while fewer than `limit` groups exist. A group's `count` is its leader plus the
-//! members found in the window: exact when the window is complete, a lower bound otherwise
-//! ([`CollapsedGroup::count_exact`]), unless [`exact_counts`](NearDupCollapse::exact_counts)
-//! asks for one more pass over every hit. The result is the same for any segmentation of the index,
-//! as long as the keys are: fast field values always are, single-term scores too, but tantivy
-//! sums the scores of several query terms in an order that depends on where documents sit, so
-//! a multi-term score can differ in its last bit (one ulp) between two layouts of the same
-//! documents, and two hits that close may swap ranks.
+//! [`read_ids`](NearDupCollapse::read_ids), exact duplicates keep their address order (by
+//! distance they fall in one group; only which of them leads depends on it). The fold walks
+//! the window best first: a hit joins the **first** group whose leader is within `k` of it,
+//! else it leads a new group while fewer than `limit` groups exist. A group's `count` is its
+//! leader plus the members found in the window: exact when the window is complete, a lower
+//! bound otherwise ([`CollapsedGroup::count_exact`]), unless
+//! [`exact_counts`](NearDupCollapse::exact_counts) asks for one more pass over every hit.
+//!
+//! The result is the same for any segmentation of the index, as long as the keys are: fast
+//! field values always are, single-term scores too, but tantivy sums the scores of several
+//! query terms in an order that depends on where documents sit, so a multi-term score can
+//! differ in its last bit (one ulp) between two layouts of the same documents, and two hits
+//! that close may swap ranks.
 //!
 //! ## Widening
 //!
@@ -41,17 +43,17 @@
 //! `fetch` hits, and fewer than `limit` groups may come back. [`NearDupCollapse::search`]
 //! re-searches instead, doubling `fetch` until `limit` groups are found, the window holds every
 //! hit, or `fetch` reaches `max_fetch` (default 64 x `limit`): at most
-//! `ceil(log2(max_fetch / fetch))` re-searches (5 with the defaults), and the hits scored in all of
-//! them together at most twice those of one search with `max_fetch`. At the bound the result
-//! says so ([`Collapsed::is_complete`] is false and fewer than `limit` groups are returned).
+//! `ceil(log2(max_fetch / fetch))` re-searches (5 with the defaults), whose fetch sizes sum to
+//! less than twice `max_fetch`. At the bound the result says so ([`Collapsed::is_complete`] is
+//! false and fewer than `limit` groups are returned).
 //!
 //! ## Collapsing by tag
 //!
 //! When documents were tagged at index time ([`Policy::Tag`](crate::Policy::Tag)), the stored
 //! group id is an exact key: [`NearDupCollapse::by_tag`] folds a hit into the first leader with
 //! the same group id (fingerprint distances are still reported; a hit without a group id stands
-//! alone). It reads the group id of every
-//! hit in the window (one dictionary block per distinct block touched). Across shards, group ids
+//! alone). It reads the group id of every hit in the window (one dictionary block per
+//! distinct block touched). Across shards, group ids
 //! compare as strings: they must have been assigned for the whole corpus (a `DedupWriter` per
 //! shard names groups after that shard's first document, so merged groups follow the shards'
 //! tags, not those one index would have given).
@@ -64,8 +66,9 @@
 //! on, and the same BM25 statistics (for example [`ShardStatistics`] over all shards; scores
 //! computed from per-shard statistics are not comparable), the merge equals the result of one
 //! index holding all the documents with that `fetch`, group for group, provided user ids are
-//! unique and keys compare equal across indexes (see the caveat above on multi-term scores). A shard must return its whole window (every hit with its fingerprint, id and key),
-//! not only its groups: a shard's leader may be a member of another shard's leader globally.
+//! unique and keys compare equal across indexes (see the caveat above on multi-term scores).
+//! A shard must return its whole window (every hit with its fingerprint, id and key), not only
+//! its groups: a shard's leader may be a member of another shard's leader globally.
 //! From the shards' cutoffs the root finds exactly the single index's window (see
 //! [`Collapsed::merge`]). [`NearDupCollapse::search_shards`] runs this in one process, with
 //! widening.
@@ -93,8 +96,11 @@
 //! writer.commit()?;
 //!
 //! let searcher = index.searcher()?;
-//! let query = TermQuery::new(Term::from_field_text(body, "software"), IndexRecordOption::WithFreqs);
-//! let collapse = NearDupCollapse::new(&index, 10, |fetch| TopDocs::with_limit(fetch).order_by_score());
+//! let term = Term::from_field_text(body, "software");
+//! let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
+//! // 10 groups; the closure makes the inner collector for a given fetch size.
+//! let collapse =
+//!     NearDupCollapse::new(&index, 10, |fetch| TopDocs::with_limit(fetch).order_by_score());
 //! let results = collapse.search(searcher.searcher(), &query)?;
 //! assert_eq!(results.groups().len(), 2);
 //! let licence_group = results.groups().iter().find(|g| g.count == 2).unwrap();
@@ -295,7 +301,8 @@ impl<K: RankKey> Collapsed<K> {
     /// #     let body = builder.add_text_field("body", TEXT);
     /// #     let date = builder.add_u64_field("date", FAST);
     /// #     config.add_fields(&mut builder);
-    /// #     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config.clone())?;
+    /// #     let tantivy_index = Index::create_in_ram(builder.build());
+    /// #     let index = NearDupIndex::create(tantivy_index, config.clone())?;
     /// #     let mut writer = index.writer(20_000_000, Policy::Off)?;
     /// #     for (i, text, d) in docs {
     /// #         writer.add_document(doc!(id => *i, body => *text, date => *d))?;
