@@ -1,12 +1,15 @@
-//! The library example of the README: index with dedup, then find near-duplicates.
+//! The library example of the README: index with dedup, then search with near-duplicates
+//! collapsed.
 //!
 //! ```text
 //! cargo run --release --example quickstart
 //! ```
 
-use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index};
-use tantivy_simhash::{NearDupConfig, NearDupIndex, Outcome, Policy};
+use tantivy::collector::TopDocs;
+use tantivy::query::TermQuery;
+use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
+use tantivy::{doc, Index, Term};
+use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Outcome, Policy};
 
 fn main() -> tantivy_simhash::Result<()> {
     // README: begin
@@ -17,20 +20,30 @@ fn main() -> tantivy_simhash::Result<()> {
     config.add_fields(&mut schema); // the fingerprint, its keys and the group
     let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
 
-    let mut writer = index.writer(50_000_000, Policy::Reject)?; // or Off, Tag, Replace
-    let text = "Permission is hereby granted, free of charge, to any person obtaining a copy of \
-                this software, to deal in the software without restriction.";
-    writer.add_document(doc!(id => "mit-1", body => text))?;
-    let copy = writer.add_document(doc!(id => "mit-2", body => text.to_uppercase()))?;
-    assert!(matches!(copy, Outcome::Duplicate { ref of, distance: 0, .. } if of == "mit-1"));
+    let mut writer = index.writer(50_000_000, Policy::Tag)?; // or Off, Reject, Replace
+    let mit = "Permission is hereby granted, free of charge, to any person obtaining a copy of \
+               this software, to deal in the software without restriction.";
+    writer.add_document(doc!(id => "mit-1", body => mit))?;
+    let copy = writer.add_document(doc!(id => "mit-2", body => mit.to_uppercase()))?;
+    assert!(matches!(copy, Outcome::Tagged { ref group, distance: 0, .. } if group == "mit-1"));
+    writer.add_document(doc!(id => "guide", body => "A guide to the software in Debian."))?;
     writer.commit()?;
 
-    let near = index
-        .searcher()?
-        .lookup_text(&text.replace("charge", "cost"))?;
-    // README: end
-    for hit in &near {
-        println!("{} at distance {}", hit.id, hit.distance);
+    let query = TermQuery::new(
+        Term::from_field_text(body, "software"),
+        IndexRecordOption::Basic,
+    );
+    let collapse = NearDupCollapse::new(&index, 10, |n| TopDocs::with_limit(n).order_by_score());
+    let results = collapse.search(index.searcher()?.searcher(), &query)?;
+    for group in results.groups() {
+        println!(
+            "{} and {} near-duplicates",
+            group.leader.id,
+            group.count - 1
+        );
     }
+    // README: end
+    assert_eq!(results.groups().len(), 2);
+    assert!(results.groups().iter().any(|g| g.count == 2));
     Ok(())
 }

@@ -49,12 +49,16 @@
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+pub mod collapse;
 mod error;
 pub mod fingerprint;
 pub mod index;
 pub mod layout;
 pub mod query;
 
+pub use collapse::{
+    Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey, ShardStatistics,
+};
 pub use error::{Error, Result};
 pub use fingerprint::{
     Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,

@@ -683,3 +683,70 @@ fn ctrl_c_commits_what_was_indexed() {
     assert_eq!(s["skipped_existing_id"], committed);
     assert_eq!(s["index_documents"], 500);
 }
+
+#[test]
+fn search_collapses_near_duplicates_by_default() {
+    let docs = sample_docs();
+    let fps = fingerprints(&docs);
+    let fp_of = |id: &str| fps[docs.iter().position(|(d, _)| d == id).unwrap()];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let out = index_sample(&dir, &["--dedup", "off"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // "google cloud" hits the templated google-cloud READMEs, many of them within k.
+    let query = "google cloud client library";
+    let out = neardup(&["search", p(&dir), query, "-n", "5", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let groups = json_lines(&out);
+    assert!(!groups.is_empty() && groups.len() <= 5);
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "-n",
+        "200",
+        "--no-collapse",
+        "--json",
+    ]);
+    let all = json_lines(&out);
+    // The best hit leads the first group (among hits tied on the score, the collapse picks by
+    // fingerprint, `TopDocs` by address).
+    assert_eq!(groups[0]["score"], all[0]["score"]);
+    let tied: Vec<&Value> = all
+        .iter()
+        .filter(|h| h["score"] == all[0]["score"])
+        .collect();
+    assert!(tied.iter().any(|h| h["id"] == groups[0]["id"]));
+    let mut folded = 0;
+    for (i, g) in groups.iter().enumerate() {
+        let leader = fp_of(g["id"].as_str().unwrap());
+        let members = g["members"].as_array().unwrap();
+        assert!(g["group_size"].as_u64().unwrap() as usize > members.len());
+        for m in members {
+            let id = m["id"].as_str().unwrap();
+            assert_eq!(
+                m["distance"].as_u64().unwrap() as u32,
+                leader.distance(fp_of(id))
+            );
+            assert!(leader.distance(fp_of(id)) <= K);
+            folded += 1;
+        }
+        for h in &groups[..i] {
+            let other = fp_of(h["id"].as_str().unwrap());
+            assert!(leader.distance(other) > K, "leaders are more than k apart");
+        }
+    }
+    assert!(folded > 0, "the query must fold near-duplicates");
+    // Without collapse the same hits come one by one.
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "-n",
+        "5",
+        "--no-collapse",
+        "--json",
+    ]);
+    assert_eq!(json_lines(&out).len(), 5);
+}

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 /// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
 const CORPUS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/demo/corpus.jsonl.gz"));
 
-/// The query of the collapsed search: licence texts copied between packages.
-const QUERY: &str = "\"permission is hereby granted\" software";
+/// The queries of the collapsed searches: templated Google Cloud READMEs, and chapters of the
+/// Rust book in Chinese at several points of its history.
+const QUERIES: &[&str] = &["google cloud client library", "并发 Sync Send"];
 
 pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     let tmp = tempfile::Builder::new().prefix("neardup-demo-").tempdir()?;
@@ -71,9 +72,11 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     }
     out.line("")?;
 
-    out.line(format_args!("$ neardup search {shown_dir} '{QUERY}' -n 5"))?;
-    search_in(&store, QUERY, 5, &mut out)?;
-    out.line("")?;
+    for query in QUERIES {
+        out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
+        search_in(&store, query, 4, true, &mut out)?;
+        out.line("")?;
+    }
 
     out.line(format_args!("$ neardup stats {shown_dir}"))?;
     stats_in(&store, 5, &mut out)?;

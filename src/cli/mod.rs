@@ -60,7 +60,7 @@ struct Cli {
 enum Command {
     /// Index JSONL files (plain or gzip; `-` reads stdin) into DIR, with near-duplicate detection.
     Index(IndexArgs),
-    /// Full-text search.
+    /// Full-text search, one result per group of near-duplicates (with the group's size).
     Search(SearchArgs),
     /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
     Similar(SimilarArgs),
@@ -170,9 +170,12 @@ struct SearchArgs {
     dir: PathBuf,
     /// The query, in tantivy's query language (words, "phrases", +must, -not, title:word).
     query: String,
-    /// How many results.
+    /// How many results (groups, when collapsed).
     #[arg(long, short = 'n', default_value_t = 10)]
     limit: usize,
+    /// Show every matching document, near-duplicates included, instead of one per group.
+    #[arg(long)]
+    no_collapse: bool,
     /// One JSON object per line on stdout.
     #[arg(long)]
     json: bool,

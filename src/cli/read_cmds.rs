@@ -3,6 +3,7 @@
 use super::output::one_line;
 use super::store::{self, Store};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
+use crate::NearDupCollapse;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -46,7 +47,7 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     }
     let store = store::open(&args.dir)?;
     let mut out = Out::new(args.json);
-    search_in(&store, &args.query, args.limit, &mut out)?;
+    search_in(&store, &args.query, args.limit, !args.no_collapse, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
@@ -60,8 +61,15 @@ struct SearchHit<'a> {
     host: &'a str,
 }
 
-/// Prints the best `limit` documents for `query`.
-pub(crate) fn search_in(store: &Store, query: &str, limit: usize, out: &mut Out) -> CliResult<()> {
+/// Prints the best `limit` results for `query`: groups of near-duplicates (the best hit of
+/// each, with the group's size) when `collapse`, else single documents.
+pub(crate) fn search_in(
+    store: &Store,
+    query: &str,
+    limit: usize,
+    collapse: bool,
+    out: &mut Out,
+) -> CliResult<()> {
     let searcher = store.index.searcher()?;
     let f = store.fields;
     let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
@@ -72,6 +80,9 @@ pub(crate) fn search_in(store: &Store, query: &str, limit: usize, out: &mut Out)
         ))
     })?;
     let tantivy_searcher = searcher.searcher();
+    if collapse {
+        return print_collapsed(store, tantivy_searcher, &parsed, limit, out);
+    }
     let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
     if hits.is_empty() && !out.is_json() {
         out.line(format_args!("no document matches `{query}`"))?;
@@ -88,6 +99,91 @@ pub(crate) fn search_in(store: &Store, query: &str, limit: usize, out: &mut Out)
             })?;
         } else {
             print_hit(out, rank + 1, score, &shown)?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct GroupMember<'a> {
+    id: &'a str,
+    score: f32,
+    distance: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct CollapsedLine<'a> {
+    rank: usize,
+    score: f32,
+    id: &'a str,
+    title: &'a str,
+    host: &'a str,
+    /// The leader and the near-duplicates folded into it.
+    group_size: usize,
+    /// Whether `group_size` counts every hit of the query (else: at least).
+    group_size_exact: bool,
+    members: Vec<GroupMember<'a>>,
+}
+
+fn print_collapsed(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    query: &dyn tantivy::query::Query,
+    limit: usize,
+    out: &mut Out,
+) -> CliResult<()> {
+    // Exact group sizes cost one more pass over the hits (docs/PERFORMANCE.md): worth it for
+    // a person reading "N near-duplicates".
+    let collapse = NearDupCollapse::new(&store.index, limit, |fetch| {
+        TopDocs::with_limit(fetch).order_by_score()
+    })
+    .exact_counts(true);
+    let results = collapse.search(searcher, query)?;
+    if results.groups().is_empty() && !out.is_json() {
+        out.line("no document matches")?;
+    }
+    for (rank, g) in results.groups().iter().enumerate() {
+        let shown = load(store, searcher, g.leader.address)?;
+        if out.is_json() {
+            out.json_line(&CollapsedLine {
+                rank: rank + 1,
+                score: g.leader.key,
+                id: &shown.id,
+                title: &shown.title,
+                host: &shown.host,
+                group_size: g.count,
+                group_size_exact: g.count_exact,
+                members: g
+                    .members
+                    .iter()
+                    .map(|m| GroupMember {
+                        id: &m.id,
+                        score: m.key,
+                        distance: m.distance,
+                    })
+                    .collect(),
+            })?;
+            continue;
+        }
+        print_hit(out, rank + 1, g.leader.key, &shown)?;
+        if g.count > 1 {
+            let listed: Vec<String> = g
+                .members
+                .iter()
+                .take(3)
+                .map(|m| match m.distance {
+                    Some(d) => format!("{} (d={d})", m.id),
+                    None => m.id.clone(),
+                })
+                .collect();
+            let more = if g.members.len() > 3 { ", …" } else { "" };
+            out.line(format_args!(
+                "             + {}{} near-duplicate{}: {}{more}",
+                if g.count_exact { "" } else { "at least " },
+                g.count - 1,
+                if g.count == 2 { "" } else { "s" },
+                listed.join(", ")
+            ))?;
         }
     }
     Ok(())

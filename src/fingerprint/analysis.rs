@@ -268,7 +268,9 @@ impl SimhashTokenizer {
                 while let Some(&(i, d)) = iter.peek() {
                     // A combining mark belongs to the word it follows: NFKC composes it
                     // with its base letter (e + U+0301 = é), so decomposed text is no change.
-                    if is_han(d) || !(d.is_alphanumeric() || is_combining_mark(d)) {
+                    if is_han(d)
+                        || !(d.is_alphanumeric() || (!d.is_ascii() && is_combining_mark(d)))
+                    {
                         break;
                     }
                     end = i + d.len_utf8();

@@ -1,0 +1,383 @@
+//! Collapse benchmark (issue 4): `NearDupCollapse` returning `limit` groups next to tantivy's
+//! `TopDocs` returning `limit` hits, measured in the same run on the same queries.
+//!
+//! ```text
+//! cargo run --release --example collapse_bench -- ../shared/data
+//! cargo run --release --example collapse_bench -- ../shared/data --docs 2000 --queries 50 --runs 1
+//! cargo run --release --example collapse_bench -- ../shared/data --overfetch 4 --segments 32
+//! ```
+//!
+//! Corpus: `natural-en.jsonl.gz` (title and text indexed with tantivy's default analyzer, id
+//! `STRING | FAST | STORED`, fingerprints from title + text with the default scheme). Queries:
+//! 1 to 3 words sampled from one title (words of 3+ letters), parsed over title and text (OR).
+//! Each query runs every method in turn; each method's time per query is the best of `--runs`
+//! repetitions; ratios are sums over the queries. Index layouts: merged into 1 segment, and
+//! `--segments` segments (default 16, no merges). Methods:
+//! - `TopDocs(limit)`: `TopDocs::with_limit(limit).order_by_score()` (the baseline);
+//! - `TopDocs(limit) + ids`: the baseline plus reading the `limit` user ids (what a result page
+//!   needs at least);
+//! - `TopDocs(fetch)`: the inner search of the collapse alone (fetch = `--overfetch` x limit,
+//!   default 3 x, the library's default);
+//! - `collapse, ids of groups read`: `NearDupCollapse::search` (widening up to 64 x limit), ids
+//!   of every returned leader and member read (batched per segment);
+//! - `collapse, ids not read`: the same with `read_ids(false)` (addresses only, as `TopDocs`);
+//! - `collapse, ids not read, exact counts`: plus `exact_counts(true)` (one more pass over
+//!   every hit).
+//!
+//! `TopDocs(limit) + ids` reads ids the same batched way the collapse does.
+
+use flate2::read::GzDecoder;
+use serde::Deserialize;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tantivy::collector::TopDocs;
+use tantivy::indexer::NoMergePolicy;
+use tantivy::query::{Query, QueryParser};
+use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+use tantivy::{doc, DocAddress, Index, Searcher, TantivyDocument};
+use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Policy};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Args {
+    data: PathBuf,
+    docs: usize,
+    queries: usize,
+    runs: usize,
+    limit: usize,
+    overfetch: usize,
+    segments: usize,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut args = Args {
+        data: PathBuf::from("../shared/data"),
+        docs: usize::MAX,
+        queries: 500,
+        runs: 3,
+        limit: 10,
+        overfetch: 3,
+        segments: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "--docs" => args.docs = value("--docs")?.parse()?,
+            "--queries" => args.queries = value("--queries")?.parse()?,
+            "--runs" => args.runs = value("--runs")?.parse::<usize>()?.max(1),
+            "--limit" => args.limit = value("--limit")?.parse::<usize>()?.max(1),
+            "--overfetch" => args.overfetch = value("--overfetch")?.parse::<usize>()?.max(1),
+            "--segments" => args.segments = value("--segments")?.parse::<usize>()?.max(2),
+            s if !s.starts_with("--") => args.data = PathBuf::from(s),
+            s => return Err(format!("unknown option {s}").into()),
+        }
+    }
+    Ok(args)
+}
+
+#[derive(Deserialize)]
+struct Doc {
+    id: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    text: String,
+}
+
+fn load(path: &Path, max: usize) -> Res<Vec<Doc>> {
+    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut docs = Vec::new();
+    for line in BufReader::new(GzDecoder::new(file)).lines() {
+        if docs.len() >= max {
+            break;
+        }
+        let line = line?;
+        if !line.trim().is_empty() {
+            docs.push(serde_json::from_str(&line)?);
+        }
+    }
+    Ok(docs)
+}
+
+/// splitmix64, for reproducible query sampling.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n.max(1) as u64) as usize
+    }
+}
+
+fn sample_queries(docs: &[Doc], n: usize) -> Vec<String> {
+    let mut rng = Rng(42);
+    let mut out = Vec::with_capacity(n);
+    let mut attempts = 0;
+    while out.len() < n && attempts < n * 100 {
+        attempts += 1;
+        let title = &docs[rng.below(docs.len())].title;
+        let words: Vec<String> = title
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic))
+            .map(str::to_lowercase)
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        let k = 1 + rng.below(3.min(words.len()));
+        let start = rng.below(words.len() - k + 1);
+        out.push(words[start..start + k].join(" "));
+    }
+    out
+}
+
+fn build(
+    docs: &[Doc],
+    segments: usize,
+) -> Res<(NearDupIndex, tantivy::schema::Field, tantivy::schema::Field)> {
+    let config = NearDupConfig::new("id", ["title", "text"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let title = builder.add_text_field("title", TEXT);
+    let text = builder.add_text_field("text", TEXT);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    let mut writer = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
+    writer
+        .index_writer()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let per_commit = docs.len().div_ceil(segments.max(1)).max(1);
+    for chunk in docs.chunks(per_commit) {
+        let batch: Vec<TantivyDocument> = chunk
+            .iter()
+            .map(|d| doc!(id => d.id.clone(), title => d.title.clone(), text => d.text.clone()))
+            .collect();
+        writer.add_documents(batch)?;
+        writer.commit()?;
+    }
+    if segments == 1 {
+        let ids = index.index().searchable_segment_ids()?;
+        if ids.len() > 1 {
+            writer.index_writer_mut().merge(&ids).wait()?;
+        }
+        writer.commit()?;
+    }
+    writer.wait_merging_threads()?;
+    Ok((index, title, text))
+}
+
+#[derive(Default, Clone)]
+struct Totals {
+    time: Duration,
+}
+
+fn main() -> Res<()> {
+    let args = parse_args()?;
+    let path = args.data.join("natural-en.jsonl.gz");
+    let docs = load(&path, args.docs)?;
+    let queries = sample_queries(&docs, args.queries);
+    println!(
+        "natural-en: {} docs, {} queries (words sampled from titles), limit {}, fetch {} \
+         (widening up to {}), best of {} runs",
+        docs.len(),
+        queries.len(),
+        args.limit,
+        args.limit * args.overfetch,
+        args.limit * 64,
+        args.runs
+    );
+    for segments in [1, args.segments] {
+        let start = Instant::now();
+        let (index, title, text) = build(&docs, segments)?;
+        let searcher = index.searcher()?;
+        println!(
+            "\n### {} segment(s) (built in {:.1} s)\n",
+            searcher.searcher().segment_readers().len(),
+            start.elapsed().as_secs_f64()
+        );
+        bench(&args, &index, &searcher, title, text, &queries)?;
+    }
+    Ok(())
+}
+
+/// The ids of `hits`, read per segment in term-ordinal order (each dictionary block once), as
+/// the collapse reads them.
+fn read_ids(s: &Searcher, hits: &[(f32, DocAddress)]) -> Res<Vec<String>> {
+    let mut ids = vec![String::new(); hits.len()];
+    let mut by_segment: Vec<(u32, u64, usize)> = Vec::with_capacity(hits.len());
+    let mut columns = Vec::new();
+    for (i, (_, a)) in hits.iter().enumerate() {
+        let seg = s.segment_reader(a.segment_ord);
+        let Some(col) = seg.fast_fields().str("id")? else {
+            continue;
+        };
+        if let Some(ord) = col.ords().first(a.doc_id) {
+            by_segment.push((a.segment_ord, ord, i));
+        }
+        columns.push((a.segment_ord, col));
+    }
+    by_segment.sort_unstable();
+    let mut start = 0;
+    while start < by_segment.len() {
+        let seg = by_segment[start].0;
+        let end = start
+            + by_segment[start..]
+                .iter()
+                .take_while(|x| x.0 == seg)
+                .count();
+        let col = &columns.iter().find(|c| c.0 == seg).ok_or("column")?.1;
+        let ords: Vec<u64> = by_segment[start..end].iter().map(|x| x.1).collect();
+        let mut values = Vec::with_capacity(ords.len());
+        col.dictionary().sorted_ords_to_term_cb(&ords, |b| {
+            values.push(String::from_utf8_lossy(b).into_owned())
+        })?;
+        for (x, v) in by_segment[start..end].iter().zip(values) {
+            ids[x.2] = v;
+        }
+        start = end;
+    }
+    Ok(ids)
+}
+
+fn bench(
+    args: &Args,
+    index: &NearDupIndex,
+    searcher: &NearDupSearcher,
+    title: tantivy::schema::Field,
+    text: tantivy::schema::Field,
+    queries: &[String],
+) -> Res<()> {
+    let parser = QueryParser::for_index(index.index(), vec![title, text]);
+    let parsed: Vec<Box<dyn Query>> = queries
+        .iter()
+        .map(|q| parser.parse_query(q))
+        .collect::<Result<_, _>>()?;
+    let limit = args.limit;
+    let s = searcher.searcher();
+    let top = TopDocs::with_limit(limit).order_by_score();
+    let fetch = limit * args.overfetch;
+    let top_fetch = TopDocs::with_limit(fetch).order_by_score();
+    let collapse = NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
+        .fetch(fetch);
+
+    let collapse_no_ids =
+        NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
+            .fetch(fetch)
+            .read_ids(false);
+    let collapse_exact =
+        NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
+            .fetch(fetch)
+            .read_ids(false)
+            .exact_counts(true);
+    const METHODS: [&str; 6] = [
+        "TopDocs(limit)",
+        "TopDocs(limit) + ids",
+        "TopDocs(fetch)",
+        "collapse, ids of groups read",
+        "collapse, ids not read",
+        "collapse, ids not read, exact counts",
+    ];
+    // Warm-up: every query once through every method.
+    for q in &parsed {
+        s.search(q.as_ref(), &top)?;
+        s.search(q.as_ref(), &top_fetch)?;
+        collapse.search(s, q.as_ref())?;
+        collapse_no_ids.search(s, q.as_ref())?;
+        collapse_exact.search(s, q.as_ref())?;
+    }
+    let mut totals = vec![Totals::default(); METHODS.len()];
+    let mut per_query_ratio = Vec::with_capacity(parsed.len());
+    let (mut widened, mut groups, mut members, mut hits_total, mut short) = (0, 0, 0, 0, 0);
+    for q in &parsed {
+        let mut best = [Duration::MAX; 6];
+        for _ in 0..args.runs {
+            let t = Instant::now();
+            let hits = s.search(q.as_ref(), &top)?;
+            std::hint::black_box(&hits);
+            best[0] = best[0].min(t.elapsed());
+
+            let t = Instant::now();
+            let hits = s.search(q.as_ref(), &top)?;
+            let ids = read_ids(s, &hits)?;
+            std::hint::black_box(&ids);
+            best[1] = best[1].min(t.elapsed());
+
+            let t = Instant::now();
+            let hits = s.search(q.as_ref(), &top_fetch)?;
+            std::hint::black_box(&hits);
+            best[2] = best[2].min(t.elapsed());
+
+            let t = Instant::now();
+            let result = collapse.search(s, q.as_ref())?;
+            best[3] = best[3].min(t.elapsed());
+            std::hint::black_box(&result);
+
+            let t = Instant::now();
+            let result = collapse_no_ids.search(s, q.as_ref())?;
+            best[4] = best[4].min(t.elapsed());
+            std::hint::black_box(&result);
+
+            let t = Instant::now();
+            let result = collapse_exact.search(s, q.as_ref())?;
+            best[5] = best[5].min(t.elapsed());
+            std::hint::black_box(&result);
+        }
+        for (total, b) in totals.iter_mut().zip(best) {
+            total.time += b;
+        }
+        per_query_ratio.push(best[4].as_secs_f64() / best[0].as_secs_f64().max(1e-9));
+        let result = collapse.search(s, q.as_ref())?;
+        let baseline_hits = s.search(q.as_ref(), &top)?.len();
+        hits_total += baseline_hits;
+        widened += usize::from(result.fetch() > fetch);
+        groups += result.groups().len();
+        members += result
+            .groups()
+            .iter()
+            .map(|g| g.members.len())
+            .sum::<usize>();
+        short += usize::from(result.groups().len() < limit && !result.is_complete());
+    }
+    let n = parsed.len().max(1) as f64;
+    let base = totals[0].time.as_secs_f64().max(1e-12);
+    println!("| method | mean us/query | vs TopDocs(limit) | vs TopDocs(limit) + ids |");
+    println!("|---|---|---|---|");
+    let with_ids = totals[1].time.as_secs_f64().max(1e-12);
+    for (name, total) in METHODS.iter().zip(&totals) {
+        let t = total.time.as_secs_f64();
+        println!(
+            "| {name} | {:.1} | {:.2}x | {:.2}x |",
+            t / n * 1e6,
+            t / base,
+            t / with_ids
+        );
+    }
+    per_query_ratio.sort_by(f64::total_cmp);
+    let pick = |p: f64| per_query_ratio[((per_query_ratio.len() - 1) as f64 * p) as usize];
+    if !per_query_ratio.is_empty() {
+        println!(
+            "\nper-query (collapse, ids not read) / TopDocs(limit): \
+             p50 {:.2}x, p90 {:.2}x, p99 {:.2}x",
+            pick(0.5),
+            pick(0.9),
+            pick(0.99)
+        );
+    }
+    println!(
+        "hits returned by TopDocs(limit): {:.1}/query; groups returned by collapse: {:.1}/query \
+         with {:.1} members/query; {} queries widened; {} queries stopped by the widening \
+         bound with fewer than limit groups",
+        hits_total as f64 / n,
+        groups as f64 / n,
+        members as f64 / n,
+        widened,
+        short
+    );
+    Ok(())
+}
