@@ -50,6 +50,7 @@ mod error;
 pub mod fingerprint;
 pub mod index;
 pub mod layout;
+pub mod mirrors;
 pub mod query;
 
 pub use error::{Error, Result};
@@ -63,6 +64,7 @@ pub use index::{
     Policy,
 };
 pub use layout::BlockLayout;
+pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
 
 /// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text

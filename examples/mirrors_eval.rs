@@ -1,0 +1,360 @@
+//! Mirror-site detection on the evaluation web (`mirrors.jsonl.gz`, `mirrors-truth.json`).
+//!
+//! ```text
+//! cargo run --release --example mirrors_eval -- ../shared/data
+//! cargo run --release --example mirrors_eval -- ../shared/data --sample 20   # 20 hosts, CI smoke
+//! ```
+//!
+//! Indexes every page into a temporary tantivy index (host, title and text stored), runs
+//! [`MirrorFinder::find_in_index`] with the default settings and scores the host pairs against
+//! the truth: precision, recall, recall per kind (full, partial, mirror-of-mirror, aggregator,
+//! sibling) and false positives per negative kind (template, syndication, translation). Next to
+//! it: the naive whole-page fingerprint (no chrome removal, direct page pairs at k = 3, the
+//! index's own fingerprints), ablations, the curve over the score threshold and over k.
+//! `--sample N` keeps the first N hosts (by name) and scores only pairs among them.
+
+use flate2::read::GzDecoder;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::time::Instant;
+use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+use tantivy::{doc, Index};
+use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
+use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Deserialize)]
+struct Page {
+    id: String,
+    title: String,
+    text: String,
+    host: String,
+}
+
+#[derive(Deserialize)]
+struct Truth {
+    mirror_pairs: Vec<TruthPair>,
+    not_mirrors: Vec<TruthNeg>,
+}
+
+#[derive(Deserialize)]
+struct TruthPair {
+    a: String,
+    b: String,
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct TruthNeg {
+    a: String,
+    b: String,
+    why: String,
+}
+
+fn key(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+struct Scorer {
+    gold: HashMap<(String, String), String>,
+    negatives: HashMap<(String, String), String>,
+}
+
+struct Score {
+    predicted: usize,
+    tp: usize,
+    precision: f64,
+    recall: f64,
+    by_kind: BTreeMap<String, (usize, usize)>,
+    fp_by_kind: BTreeMap<String, usize>,
+}
+
+impl Scorer {
+    fn score(&self, report: &MirrorReport, threshold: f64) -> Score {
+        let predicted: HashSet<(String, String)> = report
+            .pairs
+            .iter()
+            .filter(|p| p.score >= threshold)
+            .map(|p| key(&p.host_a, &p.host_b))
+            .collect();
+        let tp = predicted.iter().filter(|k| self.gold.contains_key(*k)).count();
+        let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (k, kind) in &self.gold {
+            let e = by_kind.entry(kind.clone()).or_default();
+            e.1 += 1;
+            if predicted.contains(k) {
+                e.0 += 1;
+            }
+        }
+        let mut fp_by_kind: BTreeMap<String, usize> = BTreeMap::new();
+        for k in predicted.iter().filter(|k| !self.gold.contains_key(*k)) {
+            let why = self.negatives.get(k).cloned().unwrap_or_else(|| "other".into());
+            *fp_by_kind.entry(why).or_default() += 1;
+        }
+        Score {
+            predicted: predicted.len(),
+            tp,
+            precision: if predicted.is_empty() {
+                1.0
+            } else {
+                tp as f64 / predicted.len() as f64
+            },
+            recall: if self.gold.is_empty() {
+                1.0
+            } else {
+                tp as f64 / self.gold.len() as f64
+            },
+            by_kind,
+            fp_by_kind,
+        }
+    }
+}
+
+fn row(name: &str, s: &Score, secs: f64) -> String {
+    let kinds: Vec<String> = s
+        .by_kind
+        .iter()
+        .map(|(k, (hit, all))| format!("{k} {hit}/{all}"))
+        .collect();
+    let fps: Vec<String> = s
+        .fp_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    format!(
+        "| {name} | {} | {} | {:.3} | {:.3} | {} | {} | {secs:.1} |",
+        s.predicted,
+        s.tp,
+        s.precision,
+        s.recall,
+        kinds.join(", "),
+        if fps.is_empty() {
+            "none".to_string()
+        } else {
+            fps.join(", ")
+        }
+    )
+}
+
+fn main() -> Res<()> {
+    let mut data = PathBuf::from("../shared/data");
+    let mut sample: Option<usize> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--sample" => sample = Some(args.next().ok_or("--sample needs a number")?.parse()?),
+            _ => data = PathBuf::from(a),
+        }
+    }
+
+    // Read the pages (and keep the first N hosts with --sample).
+    let t0 = Instant::now();
+    let file = File::open(data.join("mirrors.jsonl.gz"))?;
+    let mut pages: Vec<Page> = Vec::new();
+    for line in BufReader::new(GzDecoder::new(file)).lines() {
+        pages.push(serde_json::from_str(&line?)?);
+    }
+    let mut hosts: Vec<String> = pages.iter().map(|p| p.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    if let Some(n) = sample {
+        hosts.truncate(n);
+        let keep: HashSet<&String> = hosts.iter().collect();
+        pages.retain(|p| keep.contains(&p.host));
+    }
+    let host_set: HashSet<&String> = hosts.iter().collect();
+    let truth: Truth = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
+    let inside = |a: &String, b: &String| host_set.contains(a) && host_set.contains(b);
+    let scorer = Scorer {
+        gold: truth
+            .mirror_pairs
+            .iter()
+            .filter(|p| inside(&p.a, &p.b))
+            .map(|p| (key(&p.a, &p.b), p.kind.clone()))
+            .collect(),
+        negatives: truth
+            .not_mirrors
+            .iter()
+            .filter(|p| inside(&p.a, &p.b))
+            .map(|p| (key(&p.a, &p.b), p.why.clone()))
+            .collect(),
+    };
+    println!(
+        "{} pages, {} hosts, {} mirror pairs in the truth, read in {:.1}s",
+        pages.len(),
+        hosts.len(),
+        scorer.gold.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    // Index them: host, title and text stored, so the finder can re-read them.
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir()?;
+    let config = NearDupConfig::new("id", ["title", "text"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let host = builder.add_text_field("host", STRING | STORED);
+    let title = builder.add_text_field("title", TEXT | STORED);
+    let text = builder.add_text_field("text", TEXT | STORED);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
+    let mut writer = index.writer(200_000_000, Policy::Off)?;
+    let docs = pages
+        .iter()
+        .map(|p| doc!(id => p.id.as_str(), host => p.host.as_str(), title => p.title.as_str(), text => p.text.as_str()))
+        .collect();
+    writer.add_documents(docs)?;
+    writer.commit()?;
+    println!("indexed in {:.1}s", t0.elapsed().as_secs_f64());
+
+    let header = "| method | predicted | TP | precision | recall | recall per kind | false positives | seconds |\n|---|---|---|---|---|---|---|---|";
+    let mut rows = Vec::new();
+
+    // The library's default, on the index.
+    let scheme = Scheme::default();
+    let t0 = Instant::now();
+    let finder = MirrorFinder::new(scheme.clone(), MirrorConfig::default())?;
+    let report = finder.find_in_index(&index, "host")?;
+    let secs = t0.elapsed().as_secs_f64();
+    println!("default run: {:?}", report.stats);
+    rows.push(row(
+        "default: chrome removed, k = 6, counterpart groups (find_in_index)",
+        &scorer.score(&report, 1.0),
+        secs,
+    ));
+
+    // Variants over the same pages (title + text, as the index fingerprints them).
+    let host_pages: Vec<HostPage> = pages
+        .iter()
+        .map(|p| HostPage::new(&p.host, &p.id, format!("{}\n{}", p.title, p.text)))
+        .collect();
+    let run = |cfg: MirrorConfig| -> Res<(MirrorReport, f64)> {
+        let t0 = Instant::now();
+        let r = MirrorFinder::new(scheme.clone(), cfg)?.find(host_pages.clone())?;
+        Ok((r, t0.elapsed().as_secs_f64()))
+    };
+    let naive = MirrorConfig {
+        max_distance: 3,
+        chrome_min_pages: 0,
+        transitive: false,
+        ..MirrorConfig::default()
+    };
+    let variants: Vec<(&str, MirrorConfig)> = vec![
+        ("naive baseline: whole page, k = 3, direct pairs", naive.clone()),
+        (
+            "whole page, k = 6, counterpart groups",
+            MirrorConfig {
+                chrome_min_pages: 0,
+                ..MirrorConfig::default()
+            },
+        ),
+        (
+            "chrome removed, k = 6, direct pairs",
+            MirrorConfig {
+                transitive: false,
+                ..MirrorConfig::default()
+            },
+        ),
+        (
+            "chrome removed, k = 3, counterpart groups",
+            MirrorConfig {
+                max_distance: 3,
+                ..MirrorConfig::default()
+            },
+        ),
+    ];
+    for (name, cfg) in variants {
+        let (r, secs) = run(cfg)?;
+        rows.push(row(name, &scorer.score(&r, 1.0), secs));
+    }
+    println!("\n{header}");
+    for r in &rows {
+        println!("{r}");
+    }
+
+    // The curve over the score threshold (1 = the mirror rule), default settings.
+    println!("\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n");
+    println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
+    for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
+        let s = scorer.score(&report, t);
+        println!(
+            "| {t:.2} | {} | {:.3} | {:.3} |",
+            s.predicted, s.precision, s.recall
+        );
+    }
+
+    // The curve over k (chrome removed, counterpart groups, rule threshold).
+    println!("\nmax_distance k (chrome removed, counterpart groups, threshold 1.0)\n");
+    println!("| k | predicted | precision | recall | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|");
+    for k in 0..=9 {
+        let (r, secs) = run(MirrorConfig {
+            max_distance: k,
+            ..MirrorConfig::default()
+        })?;
+        let s = scorer.score(&r, 1.0);
+        println!(
+            "| {k} | {} | {:.3} | {:.3} | {} | {} | {secs:.1} |",
+            s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
+        );
+    }
+
+    // Chrome removal threshold.
+    println!("\nchrome_min_pages (k = 6, counterpart groups, threshold 1.0)\n");
+    println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
+    for m in [2, 3, 5, 10] {
+        let (r, _) = run(MirrorConfig {
+            chrome_min_pages: m,
+            ..MirrorConfig::default()
+        })?;
+        let s = scorer.score(&r, 1.0);
+        println!(
+            "| {m} | {} | {:.3} | {:.3} | {:.3} |",
+            s.predicted, s.precision, s.recall, r.stats.chrome_share
+        );
+    }
+
+    // Misses and false positives of the default, for reading.
+    println!("\ndefault: missed mirror pairs and false positives\n");
+    let found: HashMap<(String, String), &tantivy_simhash::HostPair> = report
+        .pairs
+        .iter()
+        .map(|p| (key(&p.host_a, &p.host_b), p))
+        .collect();
+    let mut gold: Vec<_> = scorer.gold.iter().collect();
+    gold.sort();
+    for (k, kind) in gold {
+        match found.get(k) {
+            Some(p) if p.is_mirror => {}
+            Some(p) => println!(
+                "missed {kind} {} {}: S={} score={:.2} pages {}/{}",
+                k.0, k.1, p.shared_pages, p.score, p.pages_a, p.pages_b
+            ),
+            None => println!("missed {kind} {} {}: no shared page", k.0, k.1),
+        }
+    }
+    for p in report.mirror_pairs() {
+        let k = key(&p.host_a, &p.host_b);
+        if !scorer.gold.contains_key(&k) {
+            println!(
+                "false positive ({}) {} {}: S={} score={:.2} pages {}/{} examples {:?}",
+                scorer.negatives.get(&k).map_or("other", |s| s.as_str()),
+                p.host_a,
+                p.host_b,
+                p.shared_pages,
+                p.score,
+                p.pages_a,
+                p.pages_b,
+                p.examples
+            );
+        }
+    }
+    Ok(())
+}
