@@ -307,7 +307,11 @@ impl MirrorFinder {
             by_host.entry(p.host).or_default().push((p.id, p.text));
         }
         let mut hosts: Vec<(String, Vec<(String, String)>)> = by_host.into_iter().collect();
+        // Sorted hosts and pages: the report does not depend on the input order.
         hosts.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, pages) in &mut hosts {
+            pages.sort_by(|a, b| a.0.cmp(&b.0));
+        }
         Ok(self.find_grouped(hosts))
     }
 
