@@ -46,6 +46,7 @@ struct TruthPair {
     a: String,
     b: String,
     kind: String,
+    shared_pages: u32,
 }
 
 #[derive(Deserialize)]
@@ -85,7 +86,10 @@ impl Scorer {
             .filter(|p| p.score >= threshold)
             .map(|p| key(&p.host_a, &p.host_b))
             .collect();
-        let tp = predicted.iter().filter(|k| self.gold.contains_key(*k)).count();
+        let tp = predicted
+            .iter()
+            .filter(|k| self.gold.contains_key(*k))
+            .count();
         let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         for (k, kind) in &self.gold {
             let e = by_kind.entry(kind.clone()).or_default();
@@ -96,7 +100,11 @@ impl Scorer {
         }
         let mut fp_by_kind: BTreeMap<String, usize> = BTreeMap::new();
         for k in predicted.iter().filter(|k| !self.gold.contains_key(*k)) {
-            let why = self.negatives.get(k).cloned().unwrap_or_else(|| "other".into());
+            let why = self
+                .negatives
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| "other".into());
             *fp_by_kind.entry(why).or_default() += 1;
         }
         Score {
@@ -147,10 +155,14 @@ fn row(name: &str, s: &Score, secs: f64) -> String {
 fn main() -> Res<()> {
     let mut data = PathBuf::from("../shared/data");
     let mut sample: Option<usize> = None;
+    let mut k: Option<u32> = None;
+    let mut sweeps = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--sample" => sample = Some(args.next().ok_or("--sample needs a number")?.parse()?),
+            "--no-sweeps" => sweeps = false,
+            "--k" => k = Some(args.next().ok_or("--k needs a number")?.parse()?),
             _ => data = PathBuf::from(a),
         }
     }
@@ -221,12 +233,19 @@ fn main() -> Res<()> {
     // The library's default, on the index.
     let scheme = Scheme::default();
     let t0 = Instant::now();
-    let finder = MirrorFinder::new(scheme.clone(), MirrorConfig::default())?;
+    let mut default = MirrorConfig::default();
+    if let Some(k) = k {
+        default.max_distance = k;
+    }
+    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
     let report = finder.find_in_index(&index, "host")?;
     let secs = t0.elapsed().as_secs_f64();
     println!("default run: {:?}", report.stats);
     rows.push(row(
-        "default: chrome removed, k = 6, counterpart groups (find_in_index)",
+        &format!(
+            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
+            default.max_distance
+        ),
         &scorer.score(&report, 1.0),
         secs,
     ));
@@ -247,79 +266,179 @@ fn main() -> Res<()> {
         transitive: false,
         ..MirrorConfig::default()
     };
-    let variants: Vec<(&str, MirrorConfig)> = vec![
-        ("naive baseline: whole page, k = 3, direct pairs", naive.clone()),
-        (
-            "whole page, k = 6, counterpart groups",
-            MirrorConfig {
-                chrome_min_pages: 0,
-                ..MirrorConfig::default()
-            },
-        ),
-        (
-            "chrome removed, k = 6, direct pairs",
-            MirrorConfig {
-                transitive: false,
-                ..MirrorConfig::default()
-            },
-        ),
-        (
-            "chrome removed, k = 3, counterpart groups",
-            MirrorConfig {
-                max_distance: 3,
-                ..MirrorConfig::default()
-            },
-        ),
-    ];
-    for (name, cfg) in variants {
-        let (r, secs) = run(cfg)?;
-        rows.push(row(name, &scorer.score(&r, 1.0), secs));
-    }
-    println!("\n{header}");
-    for r in &rows {
-        println!("{r}");
-    }
+    let true_s: HashMap<(String, String), u32> = truth
+        .mirror_pairs
+        .iter()
+        .filter(|p| inside(&p.a, &p.b))
+        .map(|p| (key(&p.a, &p.b), p.shared_pages))
+        .collect();
+    if sweeps {
+        let variants: Vec<(&str, MirrorConfig)> = vec![
+            (
+                "naive baseline: whole page, k = 3, direct pairs",
+                naive.clone(),
+            ),
+            (
+                "whole page (no chrome removal), k = 8, counterpart groups",
+                MirrorConfig {
+                    chrome_min_pages: 0,
+                    ..MirrorConfig::default()
+                },
+            ),
+            (
+                "chrome removed, k = 8, direct pairs",
+                MirrorConfig {
+                    transitive: false,
+                    ..MirrorConfig::default()
+                },
+            ),
+            (
+                "chrome removed, k = 3, counterpart groups",
+                MirrorConfig {
+                    max_distance: 3,
+                    ..MirrorConfig::default()
+                },
+            ),
+        ];
+        for (name, cfg) in variants {
+            let (r, secs) = run(cfg)?;
+            rows.push(row(name, &scorer.score(&r, 1.0), secs));
+        }
+        println!("\n{header}");
+        for r in &rows {
+            println!("{r}");
+        }
 
-    // The curve over the score threshold (1 = the mirror rule), default settings.
-    println!("\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n");
-    println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
-    for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
-        let s = scorer.score(&report, t);
+        // The curve over the score threshold (1 = the mirror rule), default settings.
         println!(
-            "| {t:.2} | {} | {:.3} | {:.3} |",
-            s.predicted, s.precision, s.recall
+            "\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n"
         );
-    }
+        println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
+        for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
+            let s = scorer.score(&report, t);
+            println!(
+                "| {t:.2} | {} | {:.3} | {:.3} |",
+                s.predicted, s.precision, s.recall
+            );
+        }
 
-    // The curve over k (chrome removed, counterpart groups, rule threshold).
-    println!("\nmax_distance k (chrome removed, counterpart groups, threshold 1.0)\n");
-    println!("| k | predicted | precision | recall | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|");
-    for k in 0..=9 {
-        let (r, secs) = run(MirrorConfig {
-            max_distance: k,
-            ..MirrorConfig::default()
-        })?;
-        let s = scorer.score(&r, 1.0);
-        println!(
-            "| {k} | {} | {:.3} | {:.3} | {} | {} | {secs:.1} |",
-            s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
-        );
-    }
+        // The curve over k (chrome removed, counterpart groups, rule threshold).
+        // Estimated S over true S, per mirror pair of the truth: (min, median).
+        let s_ratio = |r: &MirrorReport| -> (f64, f64) {
+            let est: HashMap<(String, String), u32> = r
+                .pairs
+                .iter()
+                .map(|p| (key(&p.host_a, &p.host_b), p.shared_pages))
+                .collect();
+            let mut v: Vec<f64> = true_s
+                .iter()
+                .map(|(k, &s)| f64::from(est.get(k).copied().unwrap_or(0)) / f64::from(s))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            (
+                v.first().copied().unwrap_or(f64::NAN),
+                v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
+            )
+        };
+        for transitive in [true, false] {
+            println!(
+                "\nmax_distance k (chrome removed, {}, threshold 1.0)\n",
+                if transitive {
+                    "counterpart groups"
+                } else {
+                    "direct pairs"
+                }
+            );
+            println!("| k | predicted | precision | recall | est. S / true S: min, median | highest non-mirror score | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|---|---|");
+            for k in 0..=9 {
+                let (r, secs) = run(MirrorConfig {
+                    max_distance: k,
+                    transitive,
+                    ..MirrorConfig::default()
+                })?;
+                let s = scorer.score(&r, 1.0);
+                let (lo, med) = s_ratio(&r);
+                let worst = r
+                    .pairs
+                    .iter()
+                    .filter(|p| !true_s.contains_key(&key(&p.host_a, &p.host_b)))
+                    .map(|p| p.score)
+                    .fold(0.0, f64::max);
+                println!(
+                "| {k} | {} | {:.3} | {:.3} | {lo:.2}, {med:.2} | {worst:.2} | {} | {} | {secs:.1} |",
+                s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
+            );
+            }
+        }
 
-    // Chrome removal threshold.
-    println!("\nchrome_min_pages (k = 6, counterpart groups, threshold 1.0)\n");
-    println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
-    for m in [2, 3, 5, 10] {
-        let (r, _) = run(MirrorConfig {
-            chrome_min_pages: m,
-            ..MirrorConfig::default()
-        })?;
-        let s = scorer.score(&r, 1.0);
-        println!(
-            "| {m} | {} | {:.3} | {:.3} | {:.3} |",
-            s.predicted, s.precision, s.recall, r.stats.chrome_share
-        );
+        // Chrome removal threshold.
+        println!("\nchrome_min_pages (k = 8, counterpart groups, threshold 1.0)\n");
+        println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
+        for m in [2, 3, 5, 10] {
+            let (r, _) = run(MirrorConfig {
+                chrome_min_pages: m,
+                ..MirrorConfig::default()
+            })?;
+            let s = scorer.score(&r, 1.0);
+            println!(
+                "| {m} | {} | {:.3} | {:.3} | {:.3} |",
+                s.predicted, s.precision, s.recall, r.stats.chrome_share
+            );
+        }
     }
+    // How close the estimate of S is to the truth, and how far the non-mirrors stay below.
+    let mut ratios: Vec<f64> = Vec::new();
+    let mut gold_scores: Vec<f64> = Vec::new();
+    let mut other_scores: Vec<(f64, String)> = Vec::new();
+    for p in &report.pairs {
+        let k = key(&p.host_a, &p.host_b);
+        match true_s.get(&k) {
+            Some(&s) => {
+                ratios.push(f64::from(p.shared_pages) / f64::from(s));
+                gold_scores.push(p.score);
+            }
+            None => other_scores.push((
+                p.score,
+                format!(
+                    "{} {} {} S={} pages {}/{}",
+                    scorer.negatives.get(&k).map_or("other", |s| s.as_str()),
+                    k.0,
+                    k.1,
+                    p.shared_pages,
+                    p.pages_a,
+                    p.pages_b
+                ),
+            )),
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    gold_scores.sort_by(f64::total_cmp);
+    other_scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let q = |v: &[f64], p: f64| {
+        v.get(((v.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "\nestimated S / true S over the mirror pairs: min {:.3}, p10 {:.3}, median {:.3}, max {:.3}",
+        q(&ratios, 0.0), q(&ratios, 0.1), q(&ratios, 0.5), q(&ratios, 1.0)
+    );
+    println!(
+        "lowest scores of mirror pairs: {:?}",
+        gold_scores
+            .iter()
+            .take(5)
+            .map(|s| format!("{s:.2}"))
+            .collect::<Vec<_>>()
+    );
+    println!(
+        "highest scores of other host pairs (kind): {:?}",
+        other_scores
+            .iter()
+            .take(5)
+            .map(|(s, k)| format!("{s:.2} {k}"))
+            .collect::<Vec<_>>()
+    );
 
     // Misses and false positives of the default, for reading.
     println!("\ndefault: missed mirror pairs and false positives\n");

@@ -20,7 +20,9 @@
 //!    [`MirrorConfig::min_content_tokens`] content tokens carry no evidence and are skipped.
 //! 3. **Page pairs**: an in-memory pigeonhole join over the keys of
 //!    [`BlockLayout::for_distance`]`(max_distance)` finds every pair of content fingerprints within
-//!    [`MirrorConfig::max_distance`], identical fingerprints grouped first.
+//!    [`MirrorConfig::max_distance`], identical fingerprints grouped first. A pair whose shares of
+//!    Han tokens differ by more than [`MirrorConfig::max_script_gap`] is dropped: copies keep
+//!    their language, translations are not copies.
 //! 4. **Counterpart groups**: with [`MirrorConfig::transitive`] (the default), the page pairs are
 //!    closed under union-find, so a page and its copies of copies form one group, as in the
 //!    mirror definition (a page derived through a chain of copies is still a counterpart).
@@ -36,7 +38,7 @@
 //!
 //! Analysis of every page twice (line tokens for chrome, then the fingerprint), in parallel
 //! (rayon, host by host); the join sorts `N` keys per key combination and checks the pairs within
-//! equal keys (`N` log `N` per combination; 28 combinations at `k = 6`). Memory: the input text
+//! equal keys (`N` log `N` per combination; 165 combinations at `k = 8`). Memory: the input text
 //! plus a few words per page; one host's shingle counts at a time per thread.
 //!
 //! ```
@@ -67,7 +69,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Scheme};
+use crate::fingerprint::{is_han, Fingerprint, Scheme};
 use crate::index::NearDupIndex;
 use crate::layout::BlockLayout;
 use rayon::prelude::*;
@@ -105,7 +107,8 @@ impl HostPage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MirrorConfig {
     /// Two content fingerprints within this Hamming distance (inclusive) are copies of one page.
-    /// 0..=9 ([`BlockLayout::for_distance`]). Default 6.
+    /// 0..=9 ([`BlockLayout::for_distance`]). Default 8 (docs/MIRRORS.md: the estimate of `S`
+    /// keeps rising up to 8 while no non-mirror pair gets closer to the rule).
     pub max_distance: u32,
     /// A line (or most of its 3-shingles) found on this many pages of a host is chrome. At least
     /// 2; 0 turns chrome removal off (whole pages are fingerprinted). Default 2.
@@ -120,18 +123,24 @@ pub struct MirrorConfig {
     pub transitive: bool,
     /// Example page pairs kept per host pair, nearest first. Default 3.
     pub max_examples: usize,
+    /// Two pages whose shares of Han (Chinese) tokens differ by more than this are not copies
+    /// of one another, whatever their distance: a copy keeps the script of its text, while a
+    /// translation that keeps code, commands and names can come within the distance. 1 turns
+    /// the check off. Default 0.2.
+    pub max_script_gap: f64,
 }
 
 impl Default for MirrorConfig {
     fn default() -> Self {
         MirrorConfig {
-            max_distance: 6,
+            max_distance: 8,
             chrome_min_pages: 2,
             min_content_tokens: 20,
             min_shared_pages: 10,
             min_share: 0.2,
             transitive: true,
             max_examples: 3,
+            max_script_gap: 0.2,
         }
     }
 }
@@ -281,11 +290,15 @@ impl MirrorFinder {
                     .into(),
             ));
         }
-        if !(config.min_share.is_finite() && (0.0..=1.0).contains(&config.min_share)) {
-            return Err(Error::InvalidConfig(format!(
-                "min_share = {}; expected a share between 0 and 1",
-                config.min_share
-            )));
+        for (name, v) in [
+            ("min_share", config.min_share),
+            ("max_script_gap", config.max_script_gap),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return Err(Error::InvalidConfig(format!(
+                    "{name} = {v}; expected a share between 0 and 1"
+                )));
+            }
         }
         Ok(MirrorFinder {
             scheme,
@@ -390,6 +403,7 @@ impl MirrorFinder {
         let mut page_ids: Vec<String> = Vec::new();
         let mut page_host: Vec<u32> = Vec::new();
         let mut page_fp: Vec<Option<Fingerprint>> = Vec::new();
+        let mut page_han: Vec<f64> = Vec::new();
         let (mut tokens, mut chrome) = (0u64, 0u64);
         for ((name, pages), content) in hosts.into_iter().zip(analyzed) {
             let h = host_names.len() as u32;
@@ -397,10 +411,15 @@ impl MirrorFinder {
             host_sizes.push(pages.len() as u32);
             tokens += content.tokens;
             chrome += content.chrome_tokens;
-            for ((id, _), fp) in pages.into_iter().zip(content.fingerprints) {
+            for (((id, _), fp), han) in pages
+                .into_iter()
+                .zip(content.fingerprints)
+                .zip(content.han_shares)
+            {
                 page_ids.push(id);
                 page_host.push(h);
                 page_fp.push(fp);
+                page_han.push(han);
             }
         }
 
@@ -409,7 +428,10 @@ impl MirrorFinder {
             .enumerate()
             .filter_map(|(i, fp)| fp.map(|f| (i as u32, f)))
             .collect();
-        let edges = near_pairs(&self.layout, cfg.max_distance, &content);
+        let mut edges = near_pairs(&self.layout, cfg.max_distance, &content);
+        edges.retain(|&(a, b, _)| {
+            (page_han[a as usize] - page_han[b as usize]).abs() <= cfg.max_script_gap
+        });
         let cross: Vec<&(u32, u32, u32)> = edges
             .iter()
             .filter(|(a, b, _)| page_host[*a as usize] != page_host[*b as usize])
@@ -593,7 +615,7 @@ impl MirrorFinder {
         let mut out = HostContent::default();
         for ((_, text), page) in pages.iter().zip(&lines) {
             let mut content = String::new();
-            let mut kept = 0u64;
+            let (mut kept, mut han) = (0u64, 0u64);
             for (raw, l) in text.split('\n').zip(page) {
                 if l.tokens == 0 {
                     continue;
@@ -613,6 +635,7 @@ impl MirrorFinder {
                     continue;
                 }
                 kept += u64::from(l.tokens);
+                han += u64::from(l.han_tokens);
                 if !content.is_empty() {
                     content.push('\n');
                 }
@@ -621,6 +644,11 @@ impl MirrorFinder {
             let fp = (kept >= u64::from(cfg.min_content_tokens))
                 .then(|| fingerprinter.fingerprint(&content));
             out.fingerprints.push(fp);
+            out.han_shares.push(if kept == 0 {
+                0.0
+            } else {
+                han as f64 / kept as f64
+            });
         }
         out
     }
@@ -629,6 +657,8 @@ impl MirrorFinder {
 /// What chrome removal needs to know about one line.
 struct Line {
     tokens: u32,
+    /// Tokens that start with a Han character.
+    han_tokens: u32,
     /// The hash of the line's token sequence, numbers masked.
     key: u64,
     /// Hashes of its word 3-shingles, numbers masked.
@@ -639,9 +669,13 @@ impl Line {
     fn analyze(analyzer: &mut tantivy::tokenizer::TextAnalyzer, line: &str, seed: u64) -> Line {
         const NUMBER: u64 = 0x4e55_4d42_4552_2323;
         let mut hashes: Vec<u64> = Vec::new();
+        let mut han_tokens = 0;
         let mut stream = analyzer.token_stream(line);
         while stream.advance() {
             let t = &stream.token().text;
+            if t.chars().next().is_some_and(is_han) {
+                han_tokens += 1;
+            }
             let h = if t.chars().all(|c| c.is_numeric()) {
                 NUMBER
             } else {
@@ -657,6 +691,7 @@ impl Line {
             .collect();
         Line {
             tokens: hashes.len() as u32,
+            han_tokens,
             key: xxh3_64_with_seed(&bytes, seed ^ 1),
             shingles,
         }
@@ -666,6 +701,7 @@ impl Line {
 #[derive(Default)]
 struct HostContent {
     fingerprints: Vec<Option<Fingerprint>>,
+    han_shares: Vec<f64>,
     tokens: u64,
     chrome_tokens: u64,
 }
@@ -818,7 +854,9 @@ mod tests {
     fn near_pairs_matches_brute_force() {
         let mut state = 0x1234_5678_u64;
         let mut next = move || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             state
         };
         let layout = BlockLayout::for_distance(6).unwrap();

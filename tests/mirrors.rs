@@ -11,8 +11,8 @@ use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorRepor
 use tantivy_simhash::{Error, NearDupConfig, NearDupIndex, Policy, Scheme};
 
 const SYLLABLES: [&str; 24] = [
-    "ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "de", "po", "gu", "fe", "zo", "ha", "bi",
-    "nu", "ta", "re", "xo", "wi", "ce", "ly", "om", "ek",
+    "ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "de", "po", "gu", "fe", "zo", "ha", "bi", "nu",
+    "ta", "re", "xo", "wi", "ce", "ly", "om", "ek",
 ];
 
 struct Web {
@@ -80,7 +80,10 @@ impl Web {
             top.push(format!("Popular: {}", self.words(20)));
         }
         let bottom = vec![
-            format!("Copyright 2003-2024 {}. All rights reserved.", self.words(2)),
+            format!(
+                "Copyright 2003-2024 {}. All rights reserved.",
+                self.words(2)
+            ),
             format!("Hosted by {} in {}", self.words(1), self.words(2)),
         ];
         let crumb = self.words(2).replace(' ', " › ");
@@ -89,7 +92,9 @@ impl Web {
         } else {
             "Posted on"
         };
-        let ads = (0..3).map(|_| format!("Advertisement: {}", self.words(8))).collect();
+        let ads = (0..3)
+            .map(|_| format!("Advertisement: {}", self.words(8)))
+            .collect();
         Template {
             top,
             bottom,
@@ -119,7 +124,10 @@ impl Web {
 
     /// Adds a host whose pages are `items` (source page and content lines), rendered in `t`.
     fn add_host(&mut self, host: &str, t: &Template, items: Vec<(usize, Vec<String>)>) {
-        let titles: Vec<String> = items.iter().map(|(s, _)| self.sources[*s].0.clone()).collect();
+        let titles: Vec<String> = items
+            .iter()
+            .map(|(s, _)| self.sources[*s].0.clone())
+            .collect();
         let mut pages = Vec::new();
         for (n, (source, content)) in items.into_iter().enumerate() {
             let title = self.sources[source].0.clone();
@@ -160,7 +168,10 @@ impl Web {
     fn pages(&self) -> Vec<HostPage> {
         self.hosts
             .iter()
-            .flat_map(|(h, ps)| ps.iter().map(move |(id, _, text)| HostPage::new(h, id, text)))
+            .flat_map(|(h, ps)| {
+                ps.iter()
+                    .map(move |(id, _, text)| HostPage::new(h, id, text))
+            })
             .collect()
     }
 
@@ -189,7 +200,10 @@ impl Web {
 /// (the generator's own layout, not the finder's chrome removal).
 fn content_lines(text: &str) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|l| l.contains(" › ")).map_or(0, |i| i + 2);
+    let start = lines
+        .iter()
+        .position(|l| l.contains(" › "))
+        .map_or(0, |i| i + 2);
     let end = lines
         .iter()
         .position(|l| l.starts_with("Updated 20") || l.starts_with("Posted on 20"))
@@ -219,7 +233,11 @@ fn small_web() -> Web {
     web.add_host("full-mirror.net", &t, items);
 
     let t = web.template(false);
-    let mut items = web.copy("original.org", &(0..12).map(|i| i * 2).collect::<Vec<_>>(), &t);
+    let mut items = web.copy(
+        "original.org",
+        &(0..12).map(|i| i * 2).collect::<Vec<_>>(),
+        &t,
+    );
     for _ in 0..15 {
         let s = web.source();
         items.push((s, web.sources[s].1.clone()));
@@ -257,7 +275,12 @@ fn small_web() -> Web {
 fn predicted(report: &MirrorReport) -> BTreeMap<(String, String), usize> {
     report
         .mirror_pairs()
-        .map(|p| ((p.host_a.clone(), p.host_b.clone()), p.shared_pages as usize))
+        .map(|p| {
+            (
+                (p.host_a.clone(), p.host_b.clone()),
+                p.shared_pages as usize,
+            )
+        })
         .collect()
 }
 
@@ -274,7 +297,10 @@ fn finds_exactly_the_oracle_pairs() {
         key("full-mirror.net", "mirror-of-mirror.io"),
         key("full-mirror.net", "partial-mirror.com"),
     ] {
-        assert!(oracle.contains_key(&pair), "{pair:?} should be a mirror pair");
+        assert!(
+            oracle.contains_key(&pair),
+            "{pair:?} should be a mirror pair"
+        );
     }
     assert!(!oracle.contains_key(&key("family-a.info", "family-b.info")));
     assert!(!oracle.contains_key(&key("original.org", "syndicator.biz")));
@@ -324,7 +350,10 @@ fn copies_of_ranks_and_orients() {
     assert!((full.share_a - full.matched_a as f64 / 30.0).abs() < 1e-12);
     // Examples: nearest first, pages of the right hosts, within k for direct pairs.
     assert!(!full.examples.is_empty() && full.examples.len() <= 3);
-    assert!(full.examples.windows(2).all(|w| w[0].distance <= w[1].distance));
+    assert!(full
+        .examples
+        .windows(2)
+        .all(|w| w[0].distance <= w[1].distance));
     for e in &full.examples {
         assert!(e.page_a.starts_with("original.org/"));
         assert!(e.page_b.starts_with("full-mirror.net/"));
@@ -439,6 +468,10 @@ fn rejects_bad_settings() {
             min_share: f64::NAN,
             ..MirrorConfig::default()
         },
+        MirrorConfig {
+            max_script_gap: -0.1,
+            ..MirrorConfig::default()
+        },
     ];
     for cfg in bad {
         assert!(matches!(
@@ -447,4 +480,3 @@ fn rejects_bad_settings() {
         ));
     }
 }
-
