@@ -37,9 +37,10 @@
 //! # Cost
 //!
 //! Analysis of every page twice (line tokens for chrome, then the fingerprint), in parallel
-//! (rayon, host by host); the join sorts `N` keys per key combination and checks the pairs within
-//! equal keys (`N` log `N` per combination; 165 combinations at `k = 8`). Memory: the input text
-//! plus a few words per page; one host's shingle counts at a time per thread.
+//! (rayon, over hosts and over the pages of a host); the join sorts `N` keys per key combination and checks the pairs within
+//! equal keys (`N` log `N` per combination; 165 combinations at `k = 8`). Memory: the input text,
+//! plus the line and shingle hashes of the hosts being processed (8 bytes per token), plus a few
+//! words per page. Measured in docs/MIRRORS.md.
 //!
 //! ```
 //! use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder};
@@ -574,16 +575,18 @@ impl MirrorFinder {
     /// Chrome removal and content fingerprints for the pages of one host.
     fn host_content(&self, pages: &[(String, String)]) -> HostContent {
         let cfg = &self.config;
-        let mut analyzer = self.scheme.text_analyzer();
-        let mut fingerprinter = self.scheme.fingerprinter();
         let seed = 0x6d69_7272_6f72_7321; // "mirrors!"
+                                          // Pages in parallel too, so one large host does not run on one thread.
         let lines: Vec<Vec<Line>> = pages
-            .iter()
-            .map(|(_, text)| {
-                text.split('\n')
-                    .map(|line| Line::analyze(&mut analyzer, line, seed))
-                    .collect()
-            })
+            .par_iter()
+            .map_init(
+                || self.scheme.text_analyzer(),
+                |analyzer, (_, text)| {
+                    text.split('\n')
+                        .map(|line| Line::analyze(analyzer, line, seed))
+                        .collect()
+                },
+            )
             .collect();
         // On how many pages of the host each line and each 3-shingle occurs.
         let mut line_pages: HashMap<u64, u32> = HashMap::new();
@@ -612,43 +615,59 @@ impl MirrorFinder {
             }
         }
         let min = cfg.chrome_min_pages;
+        let is_chrome = |l: &Line| {
+            strip
+                && (line_pages.get(&l.key).copied().unwrap_or(0) >= min || {
+                    let repeated = l
+                        .shingles
+                        .iter()
+                        .filter(|s| shingle_pages.get(s).copied().unwrap_or(0) >= min)
+                        .count();
+                    !l.shingles.is_empty() && 2 * repeated >= l.shingles.len()
+                })
+        };
+        // Per page: (fingerprint, Han share, tokens, chrome tokens).
+        let per_page: Vec<(Option<Fingerprint>, f64, u64, u64)> = pages
+            .par_iter()
+            .zip(&lines)
+            .map_init(
+                || self.scheme.fingerprinter(),
+                |fingerprinter, ((_, text), page)| {
+                    let mut content = String::new();
+                    let (mut tokens, mut chrome, mut han) = (0u64, 0u64, 0u64);
+                    for (raw, l) in text.split('\n').zip(page) {
+                        if l.tokens == 0 {
+                            continue;
+                        }
+                        tokens += u64::from(l.tokens);
+                        if is_chrome(l) {
+                            chrome += u64::from(l.tokens);
+                            continue;
+                        }
+                        han += u64::from(l.han_tokens);
+                        if !content.is_empty() {
+                            content.push('\n');
+                        }
+                        content.push_str(raw);
+                    }
+                    let kept = tokens - chrome;
+                    let fp = (kept >= u64::from(cfg.min_content_tokens))
+                        .then(|| fingerprinter.fingerprint(&content));
+                    let han_share = if kept == 0 {
+                        0.0
+                    } else {
+                        han as f64 / kept as f64
+                    };
+                    (fp, han_share, tokens, chrome)
+                },
+            )
+            .collect();
         let mut out = HostContent::default();
-        for ((_, text), page) in pages.iter().zip(&lines) {
-            let mut content = String::new();
-            let (mut kept, mut han) = (0u64, 0u64);
-            for (raw, l) in text.split('\n').zip(page) {
-                if l.tokens == 0 {
-                    continue;
-                }
-                out.tokens += u64::from(l.tokens);
-                let is_chrome = strip
-                    && (line_pages.get(&l.key).copied().unwrap_or(0) >= min || {
-                        let repeated = l
-                            .shingles
-                            .iter()
-                            .filter(|s| shingle_pages.get(s).copied().unwrap_or(0) >= min)
-                            .count();
-                        !l.shingles.is_empty() && 2 * repeated >= l.shingles.len()
-                    });
-                if is_chrome {
-                    out.chrome_tokens += u64::from(l.tokens);
-                    continue;
-                }
-                kept += u64::from(l.tokens);
-                han += u64::from(l.han_tokens);
-                if !content.is_empty() {
-                    content.push('\n');
-                }
-                content.push_str(raw);
-            }
-            let fp = (kept >= u64::from(cfg.min_content_tokens))
-                .then(|| fingerprinter.fingerprint(&content));
+        for (fp, han_share, tokens, chrome) in per_page {
             out.fingerprints.push(fp);
-            out.han_shares.push(if kept == 0 {
-                0.0
-            } else {
-                han as f64 / kept as f64
-            });
+            out.han_shares.push(han_share);
+            out.tokens += tokens;
+            out.chrome_tokens += chrome;
         }
         out
     }
