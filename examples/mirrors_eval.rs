@@ -11,7 +11,10 @@
 //! sibling) and false positives per negative kind (template, syndication, translation). Next to
 //! it: the naive whole-page fingerprint (no chrome removal, direct page pairs at k = 3, the
 //! index's own fingerprints), ablations, the curve over the score threshold and over k.
-//! `--sample N` keeps the first N hosts (by name) and scores only pairs among them.
+//! `--sample N` keeps the first N hosts (by name) and scores only pairs among them. `--keep P SEED`
+//! keeps each page with probability P (a thinner web, mirror pairs recomputed by the definition from
+//! the counterpart groups), to test the rule near `S = 10`. `--k K` sets the default run's k;
+//! `--no-sweeps` skips the variants and curves.
 
 use flate2::read::GzDecoder;
 use rayon::prelude::*;
@@ -40,6 +43,7 @@ struct Page {
 struct Truth {
     mirror_pairs: Vec<TruthPair>,
     not_mirrors: Vec<TruthNeg>,
+    counterpart_groups: Vec<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -158,11 +162,17 @@ fn main() -> Res<()> {
     let mut sample: Option<usize> = None;
     let mut k: Option<u32> = None;
     let mut sweeps = true;
+    let mut keep: Option<(f64, u64)> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--sample" => sample = Some(args.next().ok_or("--sample needs a number")?.parse()?),
             "--no-sweeps" => sweeps = false,
+            "--keep" => {
+                let share: f64 = args.next().ok_or("--keep needs a share")?.parse()?;
+                let seed: u64 = args.next().ok_or("--keep needs a seed")?.parse()?;
+                keep = Some((share, seed));
+            }
             "--k" => k = Some(args.next().ok_or("--k needs a number")?.parse()?),
             _ => data = PathBuf::from(a),
         }
@@ -184,7 +194,66 @@ fn main() -> Res<()> {
         pages.retain(|p| keep.contains(&p.host));
     }
     let host_set: HashSet<&String> = hosts.iter().collect();
-    let truth: Truth = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
+    let mut truth: Truth = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
+    if let Some((share, seed)) = keep {
+        // A thinner web: keep each page with probability `share`, and recompute the mirror pairs
+        // with the definition from the counterpart groups (S and host sizes both shrink).
+        pages.retain(|p| {
+            (xxhash_rust::xxh3::xxh3_64_with_seed(p.id.as_bytes(), seed) as f64)
+                < share * u64::MAX as f64
+        });
+        let host_of: HashMap<&str, &str> = pages
+            .iter()
+            .map(|p| (p.id.as_str(), p.host.as_str()))
+            .collect();
+        let mut size: HashMap<&str, u32> = HashMap::new();
+        for p in &pages {
+            *size.entry(p.host.as_str()).or_default() += 1;
+        }
+        let mut shared: HashMap<(String, String), u32> = HashMap::new();
+        for group in &truth.counterpart_groups {
+            let mut hs: Vec<&str> = group
+                .iter()
+                .filter_map(|id| host_of.get(id.as_str()).copied())
+                .collect();
+            hs.sort_unstable();
+            hs.dedup();
+            for i in 0..hs.len() {
+                for j in i + 1..hs.len() {
+                    *shared.entry(key(hs[i], hs[j])).or_default() += 1;
+                }
+            }
+        }
+        let kinds: HashMap<(String, String), String> = truth
+            .mirror_pairs
+            .iter()
+            .map(|p| (key(&p.a, &p.b), p.kind.clone()))
+            .collect();
+        truth.mirror_pairs = shared
+            .into_iter()
+            .filter(|((a, b), s)| {
+                let min = size[a.as_str()].min(size[b.as_str()]);
+                *s >= 10 || f64::from(*s) >= 0.2 * f64::from(min)
+            })
+            .map(|((a, b), s)| TruthPair {
+                kind: kinds
+                    .get(&(a.clone(), b.clone()))
+                    .cloned()
+                    .unwrap_or_else(|| "new-by-rule".into()),
+                a,
+                b,
+                shared_pages: s,
+            })
+            .collect();
+        let mut near: Vec<u32> = truth.mirror_pairs.iter().map(|p| p.shared_pages).collect();
+        near.sort_unstable();
+        println!(
+            "--keep {share} (seed {seed}): {} pages kept; mirror pairs by the definition: {}, of which S <= 15: {}",
+            pages.len(),
+            truth.mirror_pairs.len(),
+            near.iter().filter(|&&s| s <= 15).count()
+        );
+    }
     let inside = |a: &String, b: &String| host_set.contains(a) && host_set.contains(b);
     let scorer = Scorer {
         gold: truth
@@ -435,6 +504,27 @@ fn main() -> Res<()> {
             )),
         }
     }
+    let mut low: Vec<(f64, String)> = report
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let k = key(&p.host_a, &p.host_b);
+            true_s.get(&k).map(|&s| {
+                (
+                    f64::from(p.shared_pages) / f64::from(s),
+                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
+                )
+            })
+        })
+        .collect();
+    low.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "lowest estimated S / true S: {:?}",
+        low.iter()
+            .take(6)
+            .map(|(r, p)| format!("{r:.2} {p}"))
+            .collect::<Vec<_>>()
+    );
     ratios.sort_by(f64::total_cmp);
     gold_scores.sort_by(f64::total_cmp);
     other_scores.sort_by(|a, b| b.0.total_cmp(&a.0));
