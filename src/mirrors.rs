@@ -47,16 +47,17 @@
 //! use tantivy_simhash::Scheme;
 //!
 //! let finder = MirrorFinder::new(Scheme::default(), MirrorConfig::default())?;
+//! // 12 articles of 40 distinct made-up words each.
+//! let word = |n: usize| -> String {
+//!     let syllables = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi"];
+//!     (0..4).map(|d| syllables[(n >> (3 * d)) & 7]).collect()
+//! };
+//! let article = |i: usize| (0..40).map(|j| word(i * 40 + j)).collect::<Vec<_>>().join(" ");
 //! let mut pages = Vec::new();
 //! for host in ["docs.example.org", "mirror.example.net"] {
 //!     for i in 0..12 {
-//!         let text = format!(
-//!             "{host} home | about | contact\n\
-//!              Chapter {i}: the article number {i} explains topic {i} in words that belong to \
-//!              page {i} alone, such as alpha{i} beta{i} gamma{i} delta{i} epsilon{i} zeta{i} \
-//!              eta{i} theta{i} iota{i} kappa{i} lambda{i} mu{i} nu{i} xi{i} omicron{i} pi{i}.\n\
-//!              Copyright {host}"
-//!         );
+//!         // The same article in each host's chrome: header, navigation, footer.
+//!         let text = format!("{host}\nhome | about | contact\n{}\nCopyright 2024 {host}", article(i));
 //!         pages.push(HostPage::new(host, format!("{host}/{i}"), text));
 //!     }
 //! }
