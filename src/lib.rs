@@ -8,6 +8,8 @@
 //!   Hamming distance.
 //! - A [`BlockLayout`] turns a fingerprint into the keys it is indexed under, so that any two
 //!   fingerprints within distance `k` share a key and a lookup reads a few postings.
+//! - [`mirrors`] finds hosts that copy each other's pages ([`MirrorFinder`]), with the site
+//!   chrome removed so shared templates do not count.
 //!
 //! ## Fingerprints
 //!

@@ -871,6 +871,68 @@ mod tests {
     use super::*;
 
     #[test]
+    fn chrome_lines_are_removed_before_fingerprinting() {
+        let scheme = Scheme::default();
+        let finder = MirrorFinder::new(scheme.clone(), MirrorConfig::default()).unwrap();
+        let content = [
+            "Photosynthesis converts light energy into chemical energy stored in glucose molecules \
+             inside the chloroplasts of green plants and algae during the long summer days",
+            "Plate tectonics explains how the rigid outer shell of the earth moves slowly over the \
+             mantle and builds mountains along colliding boundaries over millions of years",
+            "Supply and demand determine the market price of a good when buyers and sellers trade \
+             freely and no single party controls the quantity on offer in that market",
+        ];
+        // Titles long enough that their shingles outnumber the breadcrumb's own (a breadcrumb
+        // around a two-word title is kept: a few tokens of noise).
+        let titles = [
+            "How green plants turn light into sugar",
+            "Why the plates of the earth keep moving",
+            "What sets the price of a traded good",
+        ];
+        let pages: Vec<(String, String)> = (0..3)
+            .map(|i| {
+                let related = titles[(i + 1) % 3];
+                let text = format!(
+                    "Example Site  knowledge for everyone\n\
+                     Home | News | About\n\
+                     Home › Science › {title}\n\
+                     {title}\n\
+                     {body}\n\
+                     Updated 2021-0{m}-1{d}\n\
+                     Related: {related}\n\
+                     Copyright 2024 Example Site",
+                    title = titles[i],
+                    body = content[i],
+                    m = i + 1,
+                    d = i + 2,
+                );
+                (format!("p{i}"), text)
+            })
+            .collect();
+        let out = finder.host_content(&pages);
+        for i in 0..3 {
+            // Every line but the content is chrome: repeated, numbers only, or other pages' titles
+            // (the title and breadcrumb recur in the related links of another page).
+            assert_eq!(
+                out.fingerprints[i],
+                Some(scheme.fingerprint(content[i])),
+                "page {i}"
+            );
+            assert_eq!(out.han_shares[i], 0.0);
+        }
+        let total: usize = pages
+            .iter()
+            .map(|(_, t)| scheme.fingerprint_details(t).tokens)
+            .sum();
+        let kept: usize = content
+            .iter()
+            .map(|c| scheme.fingerprint_details(c).tokens)
+            .sum();
+        assert_eq!(out.tokens, total as u64);
+        assert_eq!(out.chrome_tokens, (total - kept) as u64);
+    }
+
+    #[test]
     fn near_pairs_matches_brute_force() {
         let mut state = 0x1234_5678_u64;
         let mut next = move || {

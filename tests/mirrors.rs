@@ -374,7 +374,7 @@ fn copies_of_ranks_and_orients() {
 }
 
 #[test]
-fn whole_pages_fall_into_the_template_trap() {
+fn whole_page_fingerprints_miss_copies_in_other_templates() {
     // Without chrome removal, page pairs are driven by the templates: copies in different
     // templates are missed. The finder with chrome removal is the one that matches the oracle.
     let web = small_web();
