@@ -479,6 +479,14 @@ fn main() -> Res<()> {
         }
     }
 
+    // What a caller sees for one host: its copies, best first, one JSON line each.
+    if let Some(first) = report.pairs.first() {
+        println!("\ncopies_of({:?}), first 3 as JSON lines:", first.host_a);
+        for pair in report.copies_of(&first.host_a).iter().take(3) {
+            println!("{}", serde_json::to_string(pair)?);
+        }
+    }
+
     // How close the estimate of S is to the truth, and how far the non-mirrors stay below.
     let mut ratios: Vec<f64> = Vec::new();
     let mut gold_scores: Vec<f64> = Vec::new();
