@@ -144,6 +144,11 @@ impl NearDupConfig {
         &self.layout
     }
 
+    /// The names of the text fields that are fingerprinted, in order.
+    pub fn text_field_names(&self) -> &[String] {
+        &self.text_fields
+    }
+
     /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
     /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
     ///

@@ -8,6 +8,8 @@
 //!   Hamming distance.
 //! - A [`BlockLayout`] turns a fingerprint into the keys it is indexed under, so that any two
 //!   fingerprints within distance `k` share a key and a lookup reads a few postings.
+//! - [`mirrors`] finds hosts that copy each other's pages ([`MirrorFinder`]), with the site
+//!   chrome removed so shared templates do not count.
 //!
 //! ## Fingerprints
 //!
@@ -54,6 +56,7 @@ mod error;
 pub mod fingerprint;
 pub mod index;
 pub mod layout;
+pub mod mirrors;
 pub mod query;
 
 pub use collapse::{
@@ -70,6 +73,7 @@ pub use index::{
     Policy,
 };
 pub use layout::BlockLayout;
+pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
 
 /// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text

@@ -1,0 +1,601 @@
+//! Mirror-site detection on the evaluation web (`mirrors.jsonl.gz`, `mirrors-truth.json`).
+//!
+//! ```text
+//! cargo run --release --example mirrors_eval -- ../shared/data
+//! cargo run --release --example mirrors_eval -- ../shared/data --sample 20   # 20 hosts, CI smoke
+//! ```
+//!
+//! Indexes every page into a temporary tantivy index (host, title and text stored), runs
+//! [`MirrorFinder::find_in_index`] with the default settings and scores the host pairs against
+//! the truth: precision, recall, recall per kind (full, partial, mirror-of-mirror, aggregator,
+//! sibling) and false positives per negative kind (template, syndication, translation). Next to
+//! it: the naive whole-page fingerprint (no chrome removal, direct page pairs at k = 3, the
+//! index's own fingerprints), ablations, the curve over the score threshold and over k.
+//! `--sample N` keeps the first N hosts (by name) and scores only pairs among them. `--keep P SEED`
+//! keeps each page with probability P (a thinner web, mirror pairs recomputed by the definition from
+//! the counterpart groups), to test the rule near `S = 10`. `--k K` sets the default run's k;
+//! `--no-sweeps` skips the variants and curves.
+
+use flate2::read::GzDecoder;
+use rayon::prelude::*;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::time::Instant;
+use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+use tantivy::{doc, Index};
+use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
+use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Deserialize)]
+struct Page {
+    id: String,
+    title: String,
+    text: String,
+    host: String,
+}
+
+#[derive(Deserialize)]
+struct Truth {
+    mirror_pairs: Vec<TruthPair>,
+    not_mirrors: Vec<TruthNeg>,
+    counterpart_groups: Vec<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct TruthPair {
+    a: String,
+    b: String,
+    kind: String,
+    shared_pages: u32,
+}
+
+#[derive(Deserialize)]
+struct TruthNeg {
+    a: String,
+    b: String,
+    why: String,
+}
+
+fn key(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+struct Scorer {
+    gold: HashMap<(String, String), String>,
+    negatives: HashMap<(String, String), String>,
+}
+
+struct Score {
+    predicted: usize,
+    tp: usize,
+    precision: f64,
+    recall: f64,
+    by_kind: BTreeMap<String, (usize, usize)>,
+    fp_by_kind: BTreeMap<String, usize>,
+}
+
+impl Scorer {
+    fn score(&self, report: &MirrorReport, threshold: f64) -> Score {
+        let predicted: HashSet<(String, String)> = report
+            .pairs
+            .iter()
+            .filter(|p| p.score >= threshold)
+            .map(|p| key(&p.host_a, &p.host_b))
+            .collect();
+        let tp = predicted
+            .iter()
+            .filter(|k| self.gold.contains_key(*k))
+            .count();
+        let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for (k, kind) in &self.gold {
+            let e = by_kind.entry(kind.clone()).or_default();
+            e.1 += 1;
+            if predicted.contains(k) {
+                e.0 += 1;
+            }
+        }
+        let mut fp_by_kind: BTreeMap<String, usize> = BTreeMap::new();
+        for k in predicted.iter().filter(|k| !self.gold.contains_key(*k)) {
+            let why = self
+                .negatives
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| "other".into());
+            *fp_by_kind.entry(why).or_default() += 1;
+        }
+        Score {
+            predicted: predicted.len(),
+            tp,
+            precision: if predicted.is_empty() {
+                1.0
+            } else {
+                tp as f64 / predicted.len() as f64
+            },
+            recall: if self.gold.is_empty() {
+                1.0
+            } else {
+                tp as f64 / self.gold.len() as f64
+            },
+            by_kind,
+            fp_by_kind,
+        }
+    }
+}
+
+fn row(name: &str, s: &Score, secs: f64) -> String {
+    let kinds: Vec<String> = s
+        .by_kind
+        .iter()
+        .map(|(k, (hit, all))| format!("{k} {hit}/{all}"))
+        .collect();
+    let fps: Vec<String> = s
+        .fp_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    format!(
+        "| {name} | {} | {} | {:.3} | {:.3} | {} | {} | {secs:.1} |",
+        s.predicted,
+        s.tp,
+        s.precision,
+        s.recall,
+        kinds.join(", "),
+        if fps.is_empty() {
+            "none".to_string()
+        } else {
+            fps.join(", ")
+        }
+    )
+}
+
+fn main() -> Res<()> {
+    let mut data = PathBuf::from("../shared/data");
+    let mut sample: Option<usize> = None;
+    let mut k: Option<u32> = None;
+    let mut sweeps = true;
+    let mut keep: Option<(f64, u64)> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--sample" => sample = Some(args.next().ok_or("--sample needs a number")?.parse()?),
+            "--no-sweeps" => sweeps = false,
+            "--keep" => {
+                let share: f64 = args.next().ok_or("--keep needs a share")?.parse()?;
+                let seed: u64 = args.next().ok_or("--keep needs a seed")?.parse()?;
+                keep = Some((share, seed));
+            }
+            "--k" => k = Some(args.next().ok_or("--k needs a number")?.parse()?),
+            _ => data = PathBuf::from(a),
+        }
+    }
+
+    // Read the pages (and keep the first N hosts with --sample).
+    let t0 = Instant::now();
+    let file = File::open(data.join("mirrors.jsonl.gz"))?;
+    let mut pages: Vec<Page> = Vec::new();
+    for line in BufReader::new(GzDecoder::new(file)).lines() {
+        pages.push(serde_json::from_str(&line?)?);
+    }
+    let mut hosts: Vec<String> = pages.iter().map(|p| p.host.clone()).collect();
+    hosts.sort();
+    hosts.dedup();
+    if let Some(n) = sample {
+        hosts.truncate(n);
+        let keep: HashSet<&String> = hosts.iter().collect();
+        pages.retain(|p| keep.contains(&p.host));
+    }
+    let host_set: HashSet<&String> = hosts.iter().collect();
+    let mut truth: Truth = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
+    if let Some((share, seed)) = keep {
+        // A thinner web: keep each page with probability `share`, and recompute the mirror pairs
+        // with the definition from the counterpart groups (S and host sizes both shrink).
+        pages.retain(|p| {
+            (xxhash_rust::xxh3::xxh3_64_with_seed(p.id.as_bytes(), seed) as f64)
+                < share * u64::MAX as f64
+        });
+        let host_of: HashMap<&str, &str> = pages
+            .iter()
+            .map(|p| (p.id.as_str(), p.host.as_str()))
+            .collect();
+        let mut size: HashMap<&str, u32> = HashMap::new();
+        for p in &pages {
+            *size.entry(p.host.as_str()).or_default() += 1;
+        }
+        let mut shared: HashMap<(String, String), u32> = HashMap::new();
+        for group in &truth.counterpart_groups {
+            let mut hs: Vec<&str> = group
+                .iter()
+                .filter_map(|id| host_of.get(id.as_str()).copied())
+                .collect();
+            hs.sort_unstable();
+            hs.dedup();
+            for i in 0..hs.len() {
+                for j in i + 1..hs.len() {
+                    *shared.entry(key(hs[i], hs[j])).or_default() += 1;
+                }
+            }
+        }
+        let kinds: HashMap<(String, String), String> = truth
+            .mirror_pairs
+            .iter()
+            .map(|p| (key(&p.a, &p.b), p.kind.clone()))
+            .collect();
+        truth.mirror_pairs = shared
+            .into_iter()
+            .filter(|((a, b), s)| {
+                let min = size[a.as_str()].min(size[b.as_str()]);
+                *s >= 10 || f64::from(*s) >= 0.2 * f64::from(min)
+            })
+            .map(|((a, b), s)| TruthPair {
+                kind: kinds
+                    .get(&(a.clone(), b.clone()))
+                    .cloned()
+                    .unwrap_or_else(|| "new-by-rule".into()),
+                a,
+                b,
+                shared_pages: s,
+            })
+            .collect();
+        let mut near: Vec<u32> = truth.mirror_pairs.iter().map(|p| p.shared_pages).collect();
+        near.sort_unstable();
+        println!(
+            "--keep {share} (seed {seed}): {} pages kept; mirror pairs by the definition: {}, of which S <= 15: {}",
+            pages.len(),
+            truth.mirror_pairs.len(),
+            near.iter().filter(|&&s| s <= 15).count()
+        );
+    }
+    let inside = |a: &String, b: &String| host_set.contains(a) && host_set.contains(b);
+    let scorer = Scorer {
+        gold: truth
+            .mirror_pairs
+            .iter()
+            .filter(|p| inside(&p.a, &p.b))
+            .map(|p| (key(&p.a, &p.b), p.kind.clone()))
+            .collect(),
+        negatives: truth
+            .not_mirrors
+            .iter()
+            .filter(|p| inside(&p.a, &p.b))
+            .map(|p| (key(&p.a, &p.b), p.why.clone()))
+            .collect(),
+    };
+    println!(
+        "{} pages, {} hosts, {} mirror pairs in the truth, read in {:.1}s",
+        pages.len(),
+        hosts.len(),
+        scorer.gold.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    // Index them: host, title and text stored, so the finder can re-read them.
+    let t0 = Instant::now();
+    let dir = tempfile::tempdir()?;
+    let config = NearDupConfig::new("id", ["title", "text"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let host = builder.add_text_field("host", STRING | STORED);
+    let title = builder.add_text_field("title", TEXT | STORED);
+    let text = builder.add_text_field("text", TEXT | STORED);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
+    let mut writer = index.writer(200_000_000, Policy::Off)?;
+    let docs = pages
+        .iter()
+        .map(|p| doc!(id => p.id.as_str(), host => p.host.as_str(), title => p.title.as_str(), text => p.text.as_str()))
+        .collect();
+    writer.add_documents(docs)?;
+    writer.commit()?;
+    println!("indexed in {:.1}s", t0.elapsed().as_secs_f64());
+
+    let header = "| method | predicted | TP | precision | recall | recall per kind | false positives | seconds |\n|---|---|---|---|---|---|---|---|";
+    let mut rows = Vec::new();
+
+    // The library's default, on the index.
+    let scheme = Scheme::default();
+    let t0 = Instant::now();
+    let mut default = MirrorConfig::default();
+    if let Some(k) = k {
+        default.max_distance = k;
+    }
+    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
+    let report = finder.find_in_index(&index, "host")?;
+    let secs = t0.elapsed().as_secs_f64();
+    println!("default run: {:?}", report.stats);
+    // The speed baseline, in the same run: fingerprinting every page once (title + text).
+    let t1 = Instant::now();
+    let fingerprints: Vec<u64> = pages
+        .par_iter()
+        .map_init(
+            || scheme.fingerprinter(),
+            |f, p| f.fingerprint(&format!("{}\n{}", p.title, p.text)).0,
+        )
+        .collect();
+    let fp_secs = t1.elapsed().as_secs_f64();
+    println!(
+        "speed: find_in_index {secs:.2}s ({:.0} pages/s); fingerprinting the {} pages once {fp_secs:.2}s; ratio {:.2}",
+        pages.len() as f64 / secs,
+        fingerprints.len(),
+        secs / fp_secs
+    );
+    rows.push(row(
+        &format!(
+            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
+            default.max_distance
+        ),
+        &scorer.score(&report, 1.0),
+        secs,
+    ));
+
+    // Variants over the same pages (title + text, as the index fingerprints them).
+    let host_pages: Vec<HostPage> = pages
+        .iter()
+        .map(|p| HostPage::new(&p.host, &p.id, format!("{}\n{}", p.title, p.text)))
+        .collect();
+    let run = |cfg: MirrorConfig| -> Res<(MirrorReport, f64)> {
+        let t0 = Instant::now();
+        let r = MirrorFinder::new(scheme.clone(), cfg)?.find(host_pages.clone())?;
+        Ok((r, t0.elapsed().as_secs_f64()))
+    };
+    let naive = MirrorConfig {
+        max_distance: 3,
+        chrome_min_pages: 0,
+        transitive: false,
+        ..MirrorConfig::default()
+    };
+    let true_s: HashMap<(String, String), u32> = truth
+        .mirror_pairs
+        .iter()
+        .filter(|p| inside(&p.a, &p.b))
+        .map(|p| (key(&p.a, &p.b), p.shared_pages))
+        .collect();
+    if sweeps {
+        let variants: Vec<(&str, MirrorConfig)> = vec![
+            (
+                "naive baseline: whole page, k = 3, direct pairs",
+                naive.clone(),
+            ),
+            (
+                "whole page (no chrome removal), k = 8, counterpart groups",
+                MirrorConfig {
+                    chrome_min_pages: 0,
+                    ..MirrorConfig::default()
+                },
+            ),
+            (
+                "chrome removed, k = 8, direct pairs",
+                MirrorConfig {
+                    transitive: false,
+                    ..MirrorConfig::default()
+                },
+            ),
+            (
+                "chrome removed, k = 3, counterpart groups",
+                MirrorConfig {
+                    max_distance: 3,
+                    ..MirrorConfig::default()
+                },
+            ),
+        ];
+        for (name, cfg) in variants {
+            let (r, secs) = run(cfg)?;
+            rows.push(row(name, &scorer.score(&r, 1.0), secs));
+        }
+        println!("\n{header}");
+        for r in &rows {
+            println!("{r}");
+        }
+
+        // The curve over the score threshold (1 = the mirror rule), default settings.
+        println!(
+            "\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n"
+        );
+        println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
+        for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
+            let s = scorer.score(&report, t);
+            println!(
+                "| {t:.2} | {} | {:.3} | {:.3} |",
+                s.predicted, s.precision, s.recall
+            );
+        }
+
+        // The curve over k (chrome removed, counterpart groups, rule threshold).
+        // Estimated S over true S, per mirror pair of the truth: (min, median).
+        let s_ratio = |r: &MirrorReport| -> (f64, f64) {
+            let est: HashMap<(String, String), u32> = r
+                .pairs
+                .iter()
+                .map(|p| (key(&p.host_a, &p.host_b), p.shared_pages))
+                .collect();
+            let mut v: Vec<f64> = true_s
+                .iter()
+                .map(|(k, &s)| f64::from(est.get(k).copied().unwrap_or(0)) / f64::from(s))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            (
+                v.first().copied().unwrap_or(f64::NAN),
+                v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
+            )
+        };
+        for transitive in [true, false] {
+            println!(
+                "\nmax_distance k (chrome removed, {}, threshold 1.0)\n",
+                if transitive {
+                    "counterpart groups"
+                } else {
+                    "direct pairs"
+                }
+            );
+            println!("| k | predicted | precision | recall | est. S / true S: min, median | highest non-mirror score | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|---|---|");
+            for k in 0..=9 {
+                let (r, secs) = run(MirrorConfig {
+                    max_distance: k,
+                    transitive,
+                    ..MirrorConfig::default()
+                })?;
+                let s = scorer.score(&r, 1.0);
+                let (lo, med) = s_ratio(&r);
+                let worst = r
+                    .pairs
+                    .iter()
+                    .filter(|p| !true_s.contains_key(&key(&p.host_a, &p.host_b)))
+                    .map(|p| p.score)
+                    .fold(0.0, f64::max);
+                println!(
+                "| {k} | {} | {:.3} | {:.3} | {lo:.2}, {med:.2} | {worst:.2} | {} | {} | {secs:.1} |",
+                s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
+            );
+            }
+        }
+
+        // Chrome removal threshold.
+        println!("\nchrome_min_pages (k = 8, counterpart groups, threshold 1.0)\n");
+        println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
+        for m in [2, 3, 5, 10] {
+            let (r, _) = run(MirrorConfig {
+                chrome_min_pages: m,
+                ..MirrorConfig::default()
+            })?;
+            let s = scorer.score(&r, 1.0);
+            println!(
+                "| {m} | {} | {:.3} | {:.3} | {:.3} |",
+                s.predicted, s.precision, s.recall, r.stats.chrome_share
+            );
+        }
+    }
+    if !sweeps {
+        println!("\n{header}");
+        for r in &rows {
+            println!("{r}");
+        }
+    }
+
+    // What a caller sees for one host: its copies, best first, one JSON line each.
+    if let Some(first) = report.pairs.first() {
+        println!("\ncopies_of({:?}), first 3 as JSON lines:", first.host_a);
+        for pair in report.copies_of(&first.host_a).iter().take(3) {
+            println!("{}", serde_json::to_string(pair)?);
+        }
+    }
+
+    // How close the estimate of S is to the truth, and how far the non-mirrors stay below.
+    let mut ratios: Vec<f64> = Vec::new();
+    let mut gold_scores: Vec<f64> = Vec::new();
+    let mut other_scores: Vec<(f64, String)> = Vec::new();
+    for p in &report.pairs {
+        let k = key(&p.host_a, &p.host_b);
+        match true_s.get(&k) {
+            Some(&s) => {
+                ratios.push(f64::from(p.shared_pages) / f64::from(s));
+                gold_scores.push(p.score);
+            }
+            None => other_scores.push((
+                p.score,
+                format!(
+                    "{} {} {} S={} pages {}/{}",
+                    scorer.negatives.get(&k).map_or("other", |s| s.as_str()),
+                    k.0,
+                    k.1,
+                    p.shared_pages,
+                    p.pages_a,
+                    p.pages_b
+                ),
+            )),
+        }
+    }
+    let mut low: Vec<(f64, String)> = report
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let k = key(&p.host_a, &p.host_b);
+            true_s.get(&k).map(|&s| {
+                (
+                    f64::from(p.shared_pages) / f64::from(s),
+                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
+                )
+            })
+        })
+        .collect();
+    low.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "lowest estimated S / true S: {:?}",
+        low.iter()
+            .take(6)
+            .map(|(r, p)| format!("{r:.2} {p}"))
+            .collect::<Vec<_>>()
+    );
+    ratios.sort_by(f64::total_cmp);
+    gold_scores.sort_by(f64::total_cmp);
+    other_scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let q = |v: &[f64], p: f64| {
+        v.get(((v.len() as f64 - 1.0) * p) as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "\nestimated S / true S over the mirror pairs: min {:.3}, p10 {:.3}, median {:.3}, max {:.3}",
+        q(&ratios, 0.0), q(&ratios, 0.1), q(&ratios, 0.5), q(&ratios, 1.0)
+    );
+    println!(
+        "lowest scores of mirror pairs: {:?}",
+        gold_scores
+            .iter()
+            .take(5)
+            .map(|s| format!("{s:.2}"))
+            .collect::<Vec<_>>()
+    );
+    println!(
+        "highest scores of other host pairs (kind): {:?}",
+        other_scores
+            .iter()
+            .take(5)
+            .map(|(s, k)| format!("{s:.2} {k}"))
+            .collect::<Vec<_>>()
+    );
+
+    // Misses and false positives of the default, for reading.
+    println!("\ndefault: missed mirror pairs and false positives\n");
+    let found: HashMap<(String, String), &tantivy_simhash::HostPair> = report
+        .pairs
+        .iter()
+        .map(|p| (key(&p.host_a, &p.host_b), p))
+        .collect();
+    let mut gold: Vec<_> = scorer.gold.iter().collect();
+    gold.sort();
+    for (k, kind) in gold {
+        match found.get(k) {
+            Some(p) if p.is_mirror => {}
+            Some(p) => println!(
+                "missed {kind} {} {}: S={} score={:.2} pages {}/{}",
+                k.0, k.1, p.shared_pages, p.score, p.pages_a, p.pages_b
+            ),
+            None => println!("missed {kind} {} {}: no shared page", k.0, k.1),
+        }
+    }
+    for p in report.mirror_pairs() {
+        let k = key(&p.host_a, &p.host_b);
+        if !scorer.gold.contains_key(&k) {
+            println!(
+                "false positive ({}) {} {}: S={} score={:.2} pages {}/{} examples {:?}",
+                scorer.negatives.get(&k).map_or("other", |s| s.as_str()),
+                p.host_a,
+                p.host_b,
+                p.shared_pages,
+                p.score,
+                p.pages_a,
+                p.pages_b,
+                p.examples
+            );
+        }
+    }
+    Ok(())
+}
