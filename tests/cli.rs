@@ -312,7 +312,13 @@ fn the_demo_runs_with_no_arguments() {
         text.contains(&format!("indexed {lines} documents")),
         "{text}"
     );
-    for needle in ["$ neardup search", "$ neardup similar", "$ neardup stats"] {
+    for needle in [
+        "$ neardup search",
+        "$ neardup similar",
+        "$ neardup stats",
+        "$ neardup mirrors",
+        "help.srccode.edu",
+    ] {
         assert!(text.contains(needle), "{needle} missing: {text}");
     }
 }
@@ -749,4 +755,60 @@ fn search_collapses_near_duplicates_by_default() {
         "--json",
     ]);
     assert_eq!(json_lines(&out).len(), 5);
+}
+
+#[test]
+fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
+    // The fixture holds 24 pages of help.srccode.edu (an original) and their copies on two full
+    // mirrors, 24 pages of an unrelated host, and natural documents (mirrors-truth.json).
+    let mirrors = ["archive.dausfa.de", "help.srccode.edu", "rikomimo.in"];
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let out = index_sample(&dir, &["--dedup", "off"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = neardup(&["mirrors", p(&dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let pairs = json_lines(&out);
+    let mut found: Vec<(String, String)> = pairs
+        .iter()
+        .filter(|v| {
+            mirrors.contains(&v["host_a"].as_str().unwrap())
+                || mirrors.contains(&v["host_b"].as_str().unwrap())
+        })
+        .map(|v| {
+            assert_eq!(v["is_mirror"], true);
+            (
+                v["host_a"].as_str().unwrap().to_string(),
+                v["host_b"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    let want: Vec<(String, String)> = vec![
+        ("archive.dausfa.de".into(), "help.srccode.edu".into()),
+        ("archive.dausfa.de".into(), "rikomimo.in".into()),
+        ("help.srccode.edu".into(), "rikomimo.in".into()),
+    ];
+    assert_eq!(found, want);
+    assert!(pairs
+        .iter()
+        .all(|v| v["host_a"] != "kb.raordari50.nl" && v["host_b"] != "kb.raordari50.nl"));
+
+    let out = neardup(&["mirrors", p(&dir), "--host", "help.srccode.edu", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut copies: Vec<String> = json_lines(&out)
+        .iter()
+        .map(|v| {
+            assert_eq!(v["host_a"], "help.srccode.edu");
+            v["host_b"].as_str().unwrap().to_string()
+        })
+        .collect();
+    copies.sort();
+    assert_eq!(copies, ["archive.dausfa.de", "rikomimo.in"]);
+    let out = neardup(&["mirrors", p(&dir), "--host", "no.such.host"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no page of"));
+    let out = neardup(&["mirrors", p(&dir)]);
+    assert!(stdout(&out).contains("help.srccode.edu"));
 }

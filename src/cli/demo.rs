@@ -2,6 +2,7 @@
 //! `demo/README.md` for where each document comes from and its licence).
 
 use super::index_cmd::{index_files, print_summary, IndexOptions};
+use super::mirrors_cmd::mirrors_in;
 use super::read_cmds::{largest_groups, search_in, similar_in, stats_in, Source};
 use super::store::{self, Requested};
 use super::{CliResult, DedupPolicy, DemoArgs, Failure, Out, Status};
@@ -89,6 +90,10 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
         similar_in(&store, Source::Id(&id), None, 10, &mut out)?;
         out.line("")?;
     }
+
+    out.line(format_args!("$ neardup mirrors {shown_dir}"))?;
+    mirrors_in(&store, None, false, 10, &mut out)?;
+    out.line("")?;
 
     match &args.keep {
         Some(d) => out.line(format_args!(

@@ -15,6 +15,7 @@
 mod demo;
 mod index_cmd;
 mod input;
+mod mirrors_cmd;
 mod output;
 mod read_cmds;
 mod store;
@@ -48,7 +49,7 @@ Exit status:
   130  `index` was interrupted (Ctrl-C); the documents indexed before were committed";
 
 /// Near-duplicate detection on tantivy indexes: index JSONL, search with near-duplicates
-/// collapsed, find near-duplicates of a document.
+/// collapsed, find near-duplicates of a document, find mirror sites.
 #[derive(Debug, Parser)]
 #[command(name = "neardup", version, after_help = EXIT_CODES_HELP)]
 struct Cli {
@@ -64,6 +65,9 @@ enum Command {
     Search(SearchArgs),
     /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
     Similar(SimilarArgs),
+    /// Mirror sites: host pairs that carry copies of the same pages (by the rule: 10 shared
+    /// pages, or 20% of the smaller host), or the hosts that copy one host.
+    Mirrors(MirrorsArgs),
     /// What an index holds: documents, segments, scheme, layout, field mapping, largest groups.
     Stats(StatsArgs),
     /// Index a small corpus shipped with neardup into a temporary directory and tour the commands.
@@ -204,6 +208,24 @@ struct SimilarArgs {
 }
 
 #[derive(Debug, Args)]
+struct MirrorsArgs {
+    /// The index directory (its documents need a host: see `index --host-field`).
+    dir: PathBuf,
+    /// Only the hosts that carry copies of this host's pages.
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
+    /// Also host pairs that share pages but stay below the mirror rule.
+    #[arg(long)]
+    all: bool,
+    /// At most this many host pairs (0: all).
+    #[arg(long, short = 'n', default_value_t = 0)]
+    limit: usize,
+    /// One JSON object per line on stdout (one host pair each).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct StatsArgs {
     /// The index directory.
     dir: PathBuf,
@@ -289,6 +311,7 @@ pub fn main() -> ExitCode {
         Command::Index(args) => index_cmd::run(&args),
         Command::Search(args) => read_cmds::search(&args),
         Command::Similar(args) => read_cmds::similar(&args),
+        Command::Mirrors(args) => mirrors_cmd::mirrors(&args),
         Command::Stats(args) => read_cmds::stats(&args),
         Command::Demo(args) => demo::run(&args),
     };

@@ -1,0 +1,109 @@
+//! `neardup mirrors`: which hosts carry copies of which other hosts' pages
+//! ([`MirrorFinder`](crate::mirrors::MirrorFinder)).
+
+use super::store::{self, Store};
+use super::{CliResult, Failure, MirrorsArgs, Out, Status};
+use crate::{HostPair, MirrorConfig, MirrorFinder};
+
+pub(super) fn mirrors(args: &MirrorsArgs) -> CliResult<Status> {
+    let store = store::open(&args.dir)?;
+    let mut out = Out::new(args.json);
+    mirrors_in(&store, args.host.as_deref(), args.all, args.limit, &mut out)?;
+    out.flush()?;
+    Ok(Status::Done)
+}
+
+/// Prints the mirror report: every mirror pair (or, with `all`, every host pair sharing a
+/// page), or the hosts that copy `host`.
+pub(crate) fn mirrors_in(
+    store: &Store,
+    host: Option<&str>,
+    all: bool,
+    limit: usize,
+    out: &mut Out,
+) -> CliResult<()> {
+    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
+    let report = finder.find_in_index(&store.index, "host")?;
+    let pairs: Vec<HostPair> = match host {
+        Some(h) => {
+            if !report.host_pages.contains_key(h) {
+                return Err(Failure::Message(format!(
+                    "no page of {} has host `{h}` (hosts come from the field mapped with \
+                     --host-field when indexing)",
+                    store.dir.display()
+                )));
+            }
+            report.copies_of(h)
+        }
+        None => report.pairs.clone(),
+    };
+    let mut shown: Vec<&HostPair> = pairs.iter().filter(|p| all || p.is_mirror).collect();
+    let total = shown.len();
+    if limit > 0 {
+        shown.truncate(limit);
+    }
+    if out.is_json() {
+        for p in shown {
+            out.json_line(p)?;
+        }
+        return Ok(());
+    }
+    let s = &report.stats;
+    out.line(format_args!(
+        "{} pages on {} hosts; {} with content beyond the site chrome ({:.0}% of words were chrome); \
+         {} cross-host page pairs within distance {}",
+        s.pages,
+        s.hosts,
+        s.content_pages,
+        s.chrome_share * 100.0,
+        s.page_pairs,
+        finder.config().max_distance
+    ))?;
+    let what = if all {
+        "host pairs sharing pages"
+    } else {
+        "mirror pairs"
+    };
+    match host {
+        Some(h) => out.line(format_args!("{total} {what} with {h}, best first:"))?,
+        None => out.line(format_args!(
+            "{total} {what} (shared pages >= {} or >= {:.0}% of the smaller host), best first:",
+            finder.config().min_shared_pages,
+            finder.config().min_share * 100.0
+        ))?,
+    }
+    if total == 0 {
+        return Ok(());
+    }
+    out.line(format_args!(
+        "  {:<28} {:<28} {:>6} {:>11} {:>11} {:>6}",
+        "host a", "host b", "shared", "a copied", "b copied", "score"
+    ))?;
+    for p in shown {
+        out.line(format_args!(
+            "  {:<28} {:<28} {:>6} {:>4}/{:<4}{:>3.0}% {:>4}/{:<4}{:>3.0}% {:>6.2}{}",
+            p.host_a,
+            p.host_b,
+            p.shared_pages,
+            p.matched_a,
+            p.pages_a,
+            p.share_a * 100.0,
+            p.matched_b,
+            p.pages_b,
+            p.share_b * 100.0,
+            p.score,
+            if p.is_mirror {
+                ""
+            } else {
+                "  (below the rule)"
+            }
+        ))?;
+        if let Some(e) = p.examples.first() {
+            out.line(format_args!(
+                "      e.g. {} ~ {} (distance {})",
+                e.page_a, e.page_b, e.distance
+            ))?;
+        }
+    }
+    Ok(())
+}
