@@ -46,12 +46,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod batch;
 mod error;
 pub mod fingerprint;
 pub mod index;
 pub mod layout;
 pub mod query;
 
+pub use batch::{
+    pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
+    NearDupGraph,
+};
 pub use error::{Error, Result};
 pub use fingerprint::{
     Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,
