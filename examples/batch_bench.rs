@@ -14,9 +14,10 @@
 //! Measured, each separately: building the index; `NearDupGraph::new` (gathering the
 //! fingerprint columns); the join (`for_each_pair`, pairs of distinct fingerprints, plus the
 //! duplicate groups) on 1 thread and on all threads; every document pair expanded with ids
-//! (`for_each_id_pair`); clusters. Peers: an in-memory pigeonhole self-join of the same
-//! fingerprints (a sort of (key, row) per combination, comparisons within equal keys, one
-//! thread, no grouping of duplicates), a brute-force scan (all threads, on `--brute-queries`
+//! (`for_each_id_pair`); clusters. Peers: two in-memory pigeonhole self-joins of the same
+//! fingerprints (one thread, no grouping of duplicates; per combination a counting sort of the
+//! fingerprints by block, the floor and the ratios' base, or a sort of (key, row) pairs through
+//! the public `BlockLayout` API), comparisons within equal keys, a brute-force scan (all threads, on `--brute-queries`
 //! sampled documents, extrapolated to N^2/2 comparisons), streaming the key postings from the
 //! term dictionary instead of reading the fingerprint column, and one id read per document
 //! (`NearDupSearcher::id_of`) instead of batched reads. Peak memory is the process's peak
@@ -51,7 +52,11 @@ fn parse_args() -> Res<Args> {
             "--docs" => args.docs = value("--docs")?.parse()?,
             "--segments" => args.segments = value("--segments")?.parse::<usize>()?.max(1),
             "--brute-queries" => args.brute_queries = value("--brute-queries")?.parse()?,
-            s => return Err(format!("unknown option {s} (--docs, --segments, --brute-queries)").into()),
+            s => {
+                return Err(
+                    format!("unknown option {s} (--docs, --segments, --brute-queries)").into(),
+                )
+            }
         }
     }
     Ok(args)
@@ -164,6 +169,42 @@ fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> u64 {
                 }
             }
             start = end;
+        }
+    }
+    pairs
+}
+
+/// The tuned in-memory peer, for the default layout only: per 16-bit block, a counting sort of
+/// the fingerprints, comparisons within equal blocks, a pair kept under its first equal block.
+/// One thread, no grouping of duplicates.
+fn pigeonhole_counting_sort(fps: &[u64], k: u32) -> u64 {
+    let mut pairs = 0u64;
+    let mut sorted = vec![0u64; fps.len()];
+    for c in 0..4u32 {
+        let block = |fp: u64| ((fp >> (16 * c)) & 0xffff) as usize;
+        let mut offsets = vec![0u32; (1 << 16) + 1];
+        for &fp in fps {
+            offsets[block(fp) + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut next = offsets.clone();
+        for &fp in fps {
+            let b = block(fp);
+            sorted[next[b] as usize] = fp;
+            next[b] += 1;
+        }
+        for w in offsets.windows(2) {
+            let run = &sorted[w[0] as usize..w[1] as usize];
+            for (i, &a) in run.iter().enumerate() {
+                for &b in &run[i + 1..] {
+                    let diff = a ^ b;
+                    if diff.count_ones() <= k && (0..c).all(|e| (diff >> (16 * e)) & 0xffff != 0) {
+                        pairs += 1;
+                    }
+                }
+            }
         }
     }
     pairs
@@ -290,14 +331,27 @@ fn main() -> Res<()> {
             (fps.len() * 8) as f64 / 1e6
         );
     } else {
-        println!("peak RSS of the process: {batch_peak:.0} MB (could not reset the peak per phase)");
+        println!(
+            "peak RSS of the process: {batch_peak:.0} MB (could not reset the peak per phase)"
+        );
     }
 
     // -- peers
     let t = Instant::now();
-    let ph_pairs = pigeonhole_self_join(&fps, &layout, k);
+    let naive_pairs = pigeonhole_self_join(&fps, &layout, k);
+    let naive = secs(t);
+    println!(
+        "in-memory pigeonhole self-join, sort of (key, row) per combination (1 thread): \
+         {naive:.3} s, {naive_pairs} pairs"
+    );
+    assert_eq!(naive_pairs, total_pairs, "the peers disagree");
+    let t = Instant::now();
+    let ph_pairs = pigeonhole_counting_sort(&fps, k);
     let ph = secs(t);
-    println!("in-memory pigeonhole self-join (1 thread): {ph:.3} s, {ph_pairs} pairs");
+    println!(
+        "in-memory pigeonhole self-join, counting sort per block (1 thread): {ph:.3} s, \
+         {ph_pairs} pairs"
+    );
     assert_eq!(ph_pairs, total_pairs, "the peers disagree");
 
     let sample = args.brute_queries.min(n).max(1);
@@ -360,7 +414,10 @@ fn main() -> Res<()> {
         std::hint::black_box(searcher.id_of(a.segment_ord, a.doc_id)?);
     }
     let one_by_one = secs(t) / sample_docs.len().max(1) as f64;
-    let all_docs: Vec<DocAddress> = graph.groups().flat_map(|g| g.docs.iter().copied()).collect();
+    let all_docs: Vec<DocAddress> = graph
+        .groups()
+        .flat_map(|g| g.docs.iter().copied())
+        .collect();
     let t = Instant::now();
     let ids = graph.read_ids(&all_docs)?;
     let batched = secs(t);
@@ -378,13 +435,36 @@ fn main() -> Res<()> {
     println!("| step | seconds | ratio to the in-memory pigeonhole self-join |");
     println!("|---|---|---|");
     println!("| build the index (not part of the job) | {build:.2} | |");
-    println!("| gather + join, {threads} threads | {ours:.3} | {:.2} |", ours / ph);
-    println!("| gather + join, 1 thread | {:.3} | {:.2} |", gather + join1, (gather + join1) / ph);
-    println!("| every pair with ids | {ids_time:.3} | {:.2} |", ids_time / ph);
-    println!("| clusters | {clusters_time:.3} | {:.2} |", clusters_time / ph);
-    println!("| in-memory pigeonhole self-join, 1 thread | {ph:.3} | 1 |");
-    println!("| brute force, {threads} threads (extrapolated) | {brute:.1} | {:.0} |", brute / ph);
-    println!("| key postings streaming, gathering only | {stream:.3} | {:.2} |", stream / ph);
+    println!(
+        "| gather + join, {threads} threads | {ours:.3} | {:.2} |",
+        ours / ph
+    );
+    println!(
+        "| gather + join, 1 thread | {:.3} | {:.2} |",
+        gather + join1,
+        (gather + join1) / ph
+    );
+    println!(
+        "| every pair with ids | {ids_time:.3} | {:.2} |",
+        ids_time / ph
+    );
+    println!(
+        "| clusters | {clusters_time:.3} | {:.2} |",
+        clusters_time / ph
+    );
+    println!("| in-memory pigeonhole self-join, counting sort, 1 thread | {ph:.3} | 1 |");
+    println!(
+        "| in-memory pigeonhole self-join, comparison sort, 1 thread | {naive:.3} | {:.2} |",
+        naive / ph
+    );
+    println!(
+        "| brute force, {threads} threads (extrapolated) | {brute:.1} | {:.0} |",
+        brute / ph
+    );
+    println!(
+        "| key postings streaming, gathering only | {stream:.3} | {:.2} |",
+        stream / ph
+    );
     println!(
         "peak RSS of the batch phase: {batch_peak:.0} MB for {n} docs ({:.0} bytes per doc above the RSS before it)",
         (batch_peak - rss0).max(0.0) * 1024.0 * 1024.0 / n as f64

@@ -70,8 +70,11 @@ use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
 /// fingerprints), and how many such units are verified before their pairs are handed out.
 const CHUNK_FINGERPRINTS: usize = 1 << 16;
 const UNITS_PER_WINDOW: usize = 8;
-/// Documents whose ids are read in one batch when pairs are reported with ids.
-const ID_BATCH_DOCS: usize = 1 << 16;
+/// Documents whose ids are read in one batch, and pairs of distinct fingerprints whose ids are
+/// read in one batch, when pairs are reported with ids. Reading ids decompresses dictionary
+/// blocks: sparse batches decompress a block per id, so batches are large (tens of MB).
+const ID_BATCH_DOCS: usize = 1 << 20;
+const ID_BATCH_PAIRS: usize = 1 << 20;
 
 /// Every pair of `fingerprints` within `max_distance` (inclusive), each once, as
 /// `f(i, j, distance)` with `i < j` indices into the slice. Identical fingerprints are paired
@@ -461,31 +464,52 @@ impl NearDupGraph {
         let tantivy_searcher = searcher.searcher().clone();
         let segments = tantivy_searcher.segment_readers();
 
-        let per_segment: Vec<Vec<(u64, DocAddress)>> = segments
+        // One allocation for all segments (each fills its own slice), so the peak is one row
+        // per live document, not two.
+        let alive_docs: Vec<usize> = segments.iter().map(|s| s.num_docs() as usize).collect();
+        let total: usize = alive_docs.iter().sum();
+        if u32::try_from(total).is_err() {
+            return Err(too_many(total));
+        }
+        let mut rows = vec![(0u64, DocAddress::new(0, 0)); total];
+        let mut slices = Vec::with_capacity(segments.len());
+        let mut rest = rows.as_mut_slice();
+        for &n in &alive_docs {
+            let (head, tail) = rest.split_at_mut(n);
+            slices.push(head);
+            rest = tail;
+        }
+        let filled: Vec<usize> = segments
             .par_iter()
+            .zip(slices)
             .enumerate()
-            .map(|(ord, seg)| -> Result<Vec<(u64, DocAddress)>> {
+            .map(|(ord, (seg, out))| -> Result<usize> {
                 let col = seg.fast_fields().u64(&fp_name)?;
-                let mut rows = Vec::with_capacity(seg.num_docs() as usize);
                 let alive = seg.alive_bitset();
+                let mut n = 0;
                 for doc in 0..seg.max_doc() {
                     if alive.is_some_and(|a| !a.is_alive(doc)) {
                         continue;
                     }
-                    if let Some(fp) = col.first(doc) {
-                        rows.push((fp, DocAddress::new(ord as u32, doc)));
+                    // Documents added around the writer have no fingerprint: skipped.
+                    if let (Some(fp), Some(slot)) = (col.first(doc), out.get_mut(n)) {
+                        *slot = (fp, DocAddress::new(ord as u32, doc));
+                        n += 1;
                     }
                 }
-                Ok(rows)
+                Ok(n)
             })
             .collect::<Result<_>>()?;
-        let total: usize = per_segment.iter().map(Vec::len).sum();
-        if u32::try_from(total).is_err() {
-            return Err(too_many(total));
-        }
-        let mut rows = Vec::with_capacity(total);
-        for v in per_segment {
-            rows.extend(v);
+        if filled != alive_docs {
+            // Close the gaps left by documents without a fingerprint.
+            let mut at = 0;
+            let mut start = 0;
+            for (&n, &cap) in filled.iter().zip(&alive_docs) {
+                rows.copy_within(start..start + n, at);
+                at += n;
+                start += cap;
+            }
+            rows.truncate(at);
         }
         rows.par_sort_unstable();
         let groups = Groups::from_sorted(&rows);
@@ -562,16 +586,17 @@ impl NearDupGraph {
     /// window at a time, so memory stays bounded by one window's pairs. Errors: none of its
     /// own; returns what `f` would (it cannot fail here), kept for symmetry with the id variant.
     pub fn for_each_pair(&self, mut f: impl FnMut(GroupPair<'_>)) -> Result<()> {
-        self.join().for_each_window(&self.groups.fingerprints, |pairs| {
-            for &(a, b, distance) in pairs {
-                f(GroupPair {
-                    a: self.group(a as usize),
-                    b: self.group(b as usize),
-                    distance,
-                });
-            }
-            Ok(())
-        })
+        self.join()
+            .for_each_window(&self.groups.fingerprints, |pairs| {
+                for &(a, b, distance) in pairs {
+                    f(GroupPair {
+                        a: self.group(a as usize),
+                        b: self.group(b as usize),
+                        distance,
+                    });
+                }
+                Ok(())
+            })
     }
 
     fn join(&self) -> Join {
@@ -596,7 +621,9 @@ impl NearDupGraph {
 
     /// Like [`for_each_doc_pair`](Self::for_each_doc_pair), with the user ids of both
     /// documents. Ids are read in batches (per segment, in term order, so each block of the id
-    /// column's dictionary is decompressed once per batch rather than once per id).
+    /// column's dictionary is decompressed once per batch rather than once per id): up to
+    /// about a million pairs of distinct fingerprints are held, with the ids of their
+    /// documents, before they are handed out (tens of MB). Measured in docs/PERFORMANCE.md.
     ///
     /// Errors: [`Error::Document`] when a document has no id; tantivy errors reading ids.
     pub fn for_each_id_pair(&self, mut f: impl FnMut(&str, &str, u32)) -> Result<()> {
@@ -636,38 +663,54 @@ impl NearDupGraph {
         }
         flush_groups(&mut batch, &mut f)?;
 
-        // Pairs of distinct fingerprints, one window at a time.
+        // Pairs of distinct fingerprints, in batches of about ID_BATCH_PAIRS.
+        let mut pending: Vec<(u32, u32, u32)> = Vec::new();
         self.join()
             .for_each_window(&self.groups.fingerprints, |pairs| {
-                let mut involved: Vec<u32> = pairs.iter().flat_map(|&(a, b, _)| [a, b]).collect();
-                involved.sort_unstable();
-                involved.dedup();
-                let docs: Vec<DocAddress> = involved
-                    .iter()
-                    .flat_map(|&g| self.docs[self.groups.range(g as usize)].iter().copied())
-                    .collect();
-                let ids = self.read_required_ids(&docs)?;
-                // Where each involved group's ids start.
-                let mut starts = Vec::with_capacity(involved.len() + 1);
-                let mut at = 0;
-                for &g in &involved {
-                    starts.push(at);
-                    at += self.groups.range(g as usize).len();
-                }
-                starts.push(at);
-                let ids_of = |g: u32| {
-                    let i = involved.partition_point(|&x| x < g);
-                    &ids[starts[i]..starts[i + 1]]
-                };
-                for &(a, b, d) in pairs {
-                    for x in ids_of(a) {
-                        for y in ids_of(b) {
-                            f(x, y, d);
-                        }
-                    }
+                pending.extend_from_slice(pairs);
+                if pending.len() >= ID_BATCH_PAIRS {
+                    self.emit_id_pairs(&pending, &mut f)?;
+                    pending.clear();
                 }
                 Ok(())
-            })
+            })?;
+        self.emit_id_pairs(&pending, &mut f)
+    }
+
+    /// Reads the ids of the documents of `pairs` (group pairs) in one batch, then expands.
+    fn emit_id_pairs(
+        &self,
+        pairs: &[(u32, u32, u32)],
+        f: &mut dyn FnMut(&str, &str, u32),
+    ) -> Result<()> {
+        let mut involved: Vec<u32> = pairs.iter().flat_map(|&(a, b, _)| [a, b]).collect();
+        involved.sort_unstable();
+        involved.dedup();
+        let docs: Vec<DocAddress> = involved
+            .iter()
+            .flat_map(|&g| self.docs[self.groups.range(g as usize)].iter().copied())
+            .collect();
+        let ids = self.read_required_ids(&docs)?;
+        // Where each involved group's ids start.
+        let mut starts = Vec::with_capacity(involved.len() + 1);
+        let mut at = 0;
+        for &g in &involved {
+            starts.push(at);
+            at += self.groups.range(g as usize).len();
+        }
+        starts.push(at);
+        let ids_of = |g: u32| {
+            let i = involved.partition_point(|&x| x < g);
+            &ids[starts[i]..starts[i + 1]]
+        };
+        for &(a, b, d) in pairs {
+            for x in ids_of(a) {
+                for y in ids_of(b) {
+                    f(x, y, d);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None`

@@ -320,7 +320,10 @@ fn check_written_groups(index: &NearDupIndex, live: &BTreeMap<String, Fingerprin
     }
     for (id, g) in &groups {
         if !clustered.contains(id) {
-            assert!(g.is_none() || g.as_deref() == Some(id.as_str()), "{id}: {g:?}");
+            assert!(
+                g.is_none() || g.as_deref() == Some(id.as_str()),
+                "{id}: {g:?}"
+            );
         }
     }
 }
@@ -336,7 +339,10 @@ fn add_all(
     for (i, &fp) in fps.iter().enumerate().map(|(i, fp)| (i + first, fp)) {
         let name = format!("d{i:04}");
         let o = w
-            .add_document_with_fingerprint(doc!(id => name.clone(), body => format!("text {i}")), fp)
+            .add_document_with_fingerprint(
+                doc!(id => name.clone(), body => format!("text {i}")),
+                fp,
+            )
             .unwrap();
         if o.is_added() {
             live.insert(name, fp);
@@ -422,4 +428,34 @@ fn cluster_ids_written_with_supplied_documents() {
     assert_eq!(written.rewritten, members);
     w.commit().unwrap();
     check_written_groups(&t.index, &live, 3);
+}
+
+#[test]
+fn documents_without_fingerprint_are_skipped() {
+    // Documents added around DedupWriter (through the inner tantivy writer) carry no
+    // fingerprint; they sit between fingerprinted ones in every segment.
+    let t = ram_index(BlockLayout::default());
+    let fps = corpus(500, 3, 7);
+    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut live = BTreeMap::new();
+    for (i, &fp) in fps.iter().enumerate() {
+        let name = format!("d{i:04}");
+        w.add_document_with_fingerprint(doc!(t.id => name.clone()), fp)
+            .unwrap();
+        live.insert(name, fp);
+        if i % 3 == 0 {
+            w.index_writer()
+                .add_document(doc!(t.id => format!("plain{i}")))
+                .unwrap();
+        }
+        if i % 100 == 99 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    assert_eq!(graph.num_docs(), live.len());
+    assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
 }
