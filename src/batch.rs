@@ -26,6 +26,12 @@
 //! the fingerprint, and reading the column is cheaper than streaming the term dictionary
 //! (measured in docs/PERFORMANCE.md). [`pairs_in_memory`] is the same kernel for a plain slice.
 //!
+//! Limits: exact duplicates cost nothing extra, but a bucket of many *distinct* fingerprints
+//! sharing one key (boilerplate with small variations) is compared pairwise, `b * b / 2`
+//! popcounts for a bucket of `b`; everything is in memory on one machine (about 36 bytes per
+//! live document at the peak, beyond the index pages it reads; at most `u32::MAX` documents).
+//! Across machines the same join partitions by key (DESIGN.md, section 6).
+//!
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 //! use tantivy::{doc, Index};
@@ -177,15 +183,17 @@ struct Groups {
 impl Groups {
     /// From rows sorted by fingerprint.
     fn from_sorted<T>(rows: &[(u64, T)]) -> Groups {
-        let mut fingerprints = Vec::new();
-        let mut starts = Vec::new();
-        for (i, &(fp, _)) in rows.iter().enumerate() {
-            if fingerprints.last() != Some(&fp) {
-                fingerprints.push(fp);
-                starts.push(i as u32);
-            }
+        // Counted first, so both vectors are allocated once at their exact size.
+        let distinct = rows.chunk_by(|a, b| a.0 == b.0).count();
+        let mut fingerprints = Vec::with_capacity(distinct);
+        let mut starts = Vec::with_capacity(distinct + 1);
+        let mut at = 0u32;
+        for run in rows.chunk_by(|a, b| a.0 == b.0) {
+            fingerprints.push(run[0].0);
+            starts.push(at);
+            at += run.len() as u32;
         }
-        starts.push(rows.len() as u32);
+        starts.push(at);
         Groups {
             fingerprints,
             starts,
@@ -256,10 +264,11 @@ impl Join {
             runs: Vec::new(),
         };
         if width <= 24 {
-            let slots: Vec<u32> = fingerprints.par_iter().map(|&fp| slot(fp) as u32).collect();
+            // The slot is recomputed in the scatter rather than stored: 4 bytes per fingerprint
+            // less at the peak, for a shift and a mask.
             let mut offsets = vec![0u32; (1usize << width) + 1];
-            for &s in &slots {
-                offsets[s as usize + 1] += 1;
+            for &fp in fingerprints {
+                offsets[slot(fp) as usize + 1] += 1;
             }
             for i in 1..offsets.len() {
                 offsets[i] += offsets[i - 1];
@@ -272,9 +281,10 @@ impl Join {
             let mut next = offsets;
             out.fingerprints.resize(n, 0);
             out.rows.resize(n, 0);
-            for (row, (&fp, &s)) in fingerprints.iter().zip(&slots).enumerate() {
-                let at = next[s as usize] as usize;
-                next[s as usize] += 1;
+            for (row, &fp) in fingerprints.iter().enumerate() {
+                let s = slot(fp) as usize;
+                let at = next[s] as usize;
+                next[s] += 1;
                 out.fingerprints[at] = fp;
                 out.rows[at] = row as u32;
             }
@@ -583,8 +593,9 @@ impl NearDupGraph {
     ///
     /// Cost: for each key combination, a counting sort of the distinct fingerprints and the
     /// comparisons within buckets, in parallel; pairs are handed out (on the caller's thread) a
-    /// window at a time, so memory stays bounded by one window's pairs. Errors: none of its
-    /// own; returns what `f` would (it cannot fail here), kept for symmetry with the id variant.
+    /// window at a time, so memory stays bounded by one window's pairs. `a` holds the smaller
+    /// fingerprint. Errors: none today (everything it reads is in memory); the `Result` leaves
+    /// room for a disk-backed join without an API change.
     pub fn for_each_pair(&self, mut f: impl FnMut(GroupPair<'_>)) -> Result<()> {
         self.join()
             .for_each_window(&self.groups.fingerprints, |pairs| {
@@ -607,7 +618,7 @@ impl NearDupGraph {
     /// included: the pairs inside each duplicate group first (distance 0), then the expansion
     /// of every [`GroupPair`]. The number of calls is the number of document pairs, quadratic in
     /// the size of a duplicate group: prefer [`for_each_pair`](Self::for_each_pair) when large
-    /// groups are expected.
+    /// groups are expected. Errors: as [`for_each_pair`](Self::for_each_pair).
     pub fn for_each_doc_pair(&self, mut f: impl FnMut(DocAddress, DocAddress, u32)) -> Result<()> {
         for g in self.duplicate_groups() {
             for (x, &a) in g.docs.iter().enumerate() {
@@ -836,17 +847,16 @@ fn read_strs(columns: &[Option<StrColumn>], docs: &[DocAddress]) -> Result<Vec<O
     Ok(out)
 }
 
-/// Union-find with path halving and union by size.
+/// Union-find with path halving (4 bytes per node; no rank array: path halving alone keeps
+/// the trees shallow enough here, and the memory matters more at tens of millions of nodes).
 struct UnionFind {
     parent: Vec<u32>,
-    size: Vec<u32>,
 }
 
 impl UnionFind {
     fn new(n: usize) -> Self {
         UnionFind {
             parent: (0..n as u32).collect(),
-            size: vec![1; n],
         }
     }
 
@@ -860,15 +870,10 @@ impl UnionFind {
     }
 
     fn union(&mut self, a: u32, b: u32) {
-        let (mut a, mut b) = (self.find(a), self.find(b));
-        if a == b {
-            return;
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            self.parent[a.max(b) as usize] = a.min(b);
         }
-        if self.size[a as usize] < self.size[b as usize] {
-            std::mem::swap(&mut a, &mut b);
-        }
-        self.parent[b as usize] = a;
-        self.size[a as usize] += self.size[b as usize];
     }
 }
 
