@@ -321,7 +321,41 @@ impl Join {
         runs: std::ops::Range<usize>,
         f: &mut dyn FnMut(u32, u32, u32),
     ) {
+        // The distance test is the inner loop: with k known at compile time it is k rounds of
+        // "clear the lowest set bit", cheaper than a popcount on targets without the popcnt
+        // instruction (the default x86-64 target).
+        match self.max_distance {
+            0 => self.verify_within::<0>(b, combo, runs, f),
+            1 => self.verify_within::<1>(b, combo, runs, f),
+            2 => self.verify_within::<2>(b, combo, runs, f),
+            3 => self.verify_within::<3>(b, combo, runs, f),
+            4 => self.verify_within::<4>(b, combo, runs, f),
+            5 => self.verify_within::<5>(b, combo, runs, f),
+            6 => self.verify_within::<6>(b, combo, runs, f),
+            _ => self.verify_within::<{ u32::MAX }>(b, combo, runs, f),
+        }
+    }
+
+    /// [`verify`](Self::verify) for `max_distance == K`, or any distance with `K == u32::MAX`.
+    fn verify_within<const K: u32>(
+        &self,
+        b: &Buckets,
+        combo: usize,
+        runs: std::ops::Range<usize>,
+        f: &mut dyn FnMut(u32, u32, u32),
+    ) {
         let k = self.max_distance;
+        let within = |diff: u64| {
+            if K == u32::MAX {
+                diff.count_ones() <= k
+            } else {
+                let mut x = diff;
+                for _ in 0..K {
+                    x &= x.wrapping_sub(1);
+                }
+                x == 0
+            }
+        };
         let earlier = &self.masks[..combo];
         for &(start, end) in &b.runs[runs] {
             let (start, end) = (start as usize, end as usize);
@@ -329,9 +363,12 @@ impl Join {
             for (x, &a) in fps.iter().enumerate() {
                 for (y, &c) in fps[x + 1..].iter().enumerate() {
                     let diff = a ^ c;
-                    let d = diff.count_ones();
-                    if d <= k && earlier.iter().all(|&m| diff & m != 0) {
-                        f(b.rows[start + x], b.rows[start + x + 1 + y], d);
+                    if within(diff) && earlier.iter().all(|&m| diff & m != 0) {
+                        f(
+                            b.rows[start + x],
+                            b.rows[start + x + 1 + y],
+                            diff.count_ones(),
+                        );
                     }
                 }
             }
