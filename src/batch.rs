@@ -357,18 +357,35 @@ impl Join {
             }
         };
         let earlier = &self.masks[..combo];
+        let mut hit = |x: usize, y: usize, diff: u64| {
+            if earlier.iter().all(|&m| diff & m != 0) {
+                f(b.rows[x], b.rows[y], diff.count_ones());
+            }
+        };
         for &(start, end) in &b.runs[runs] {
             let (start, end) = (start as usize, end as usize);
-            let fps = &b.fingerprints[start..end];
-            for (x, &a) in fps.iter().enumerate() {
-                for (y, &c) in fps[x + 1..].iter().enumerate() {
-                    let diff = a ^ c;
-                    if within(diff) && earlier.iter().all(|&m| diff & m != 0) {
-                        f(
-                            b.rows[start + x],
-                            b.rows[start + x + 1 + y],
-                            diff.count_ones(),
-                        );
+            for x in start..end {
+                let a = b.fingerprints[x];
+                let rest = &b.fingerprints[x + 1..end];
+                // Eight comparisons without a branch (the compiler vectorises them), then the
+                // rare hits one by one.
+                let mut chunks = rest.chunks_exact(8);
+                let mut at = x + 1;
+                for chunk in &mut chunks {
+                    let mut mask = 0u32;
+                    for (i, &c) in chunk.iter().enumerate() {
+                        mask |= u32::from(within(a ^ c)) << i;
+                    }
+                    while mask != 0 {
+                        let i = mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        hit(x, at + i, a ^ chunk[i]);
+                    }
+                    at += 8;
+                }
+                for (i, &c) in chunks.remainder().iter().enumerate() {
+                    if within(a ^ c) {
+                        hit(x, at + i, a ^ c);
                     }
                 }
             }
@@ -1029,12 +1046,17 @@ impl Clusters {
         // (id, address, fingerprint, wanted group); None = alone and fine without a group.
         let mut todo: Vec<(String, DocAddress, Fingerprint, String)> = Vec::new();
         let mut written = GroupsWritten::default();
-        let mut clustered: Vec<DocAddress> = Vec::new();
-        for c in &self.clusters {
-            let addrs: Vec<DocAddress> = c.members.iter().map(|m| m.address).collect();
+        // Current groups of all members, read in large batches (a small read decompresses a
+        // dictionary block per value).
+        let members: Vec<(&Cluster, &ClusterMember)> = self
+            .clusters
+            .iter()
+            .flat_map(|c| c.members.iter().map(move |m| (c, m)))
+            .collect();
+        for chunk in members.chunks(ID_BATCH_DOCS) {
+            let addrs: Vec<DocAddress> = chunk.iter().map(|(_, m)| m.address).collect();
             let current = read_strs(&graph.groups_columns, &addrs)?;
-            for (m, cur) in c.members.iter().zip(current) {
-                clustered.push(m.address);
+            for (&(c, m), cur) in chunk.iter().zip(current) {
                 if cur.as_deref() == Some(c.id.as_str()) {
                     written.unchanged += 1;
                 } else {
@@ -1042,6 +1064,8 @@ impl Clusters {
                 }
             }
         }
+        let mut clustered: Vec<DocAddress> = members.iter().map(|(_, m)| m.address).collect();
+        drop(members);
         clustered.sort_unstable();
         // Documents alone: only those carrying a group other than their own id are wrong.
         let mut alone: Vec<(DocAddress, Fingerprint)> = Vec::new();
