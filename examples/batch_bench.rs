@@ -4,7 +4,13 @@
 //! cargo run --release --example batch_bench -- --docs 1000000
 //! cargo run --release --example batch_bench -- --docs 10000000 --brute-queries 200
 //! cargo run --release --example batch_bench -- --docs 20000          # smoke run
+//! cargo run --release --example batch_bench -- --docs 10000000 --index /tmp/batch10m   # builds it
+//! cargo run --release --example batch_bench -- --docs 10000000 --index /tmp/batch10m   # reuses it
 //! ```
+//!
+//! With `--index DIR` the index is built in DIR, or reused if DIR holds one (built by an
+//! earlier run with the same `--docs`): the second run measures the batch job's memory in a
+//! process that never held an index writer.
 //!
 //! Corpus: `--docs` fingerprints, uniformly random except for planted near-duplicates (5% of
 //! the documents are a neighbour at distance 1..=3 of an earlier one) and three hot
@@ -35,6 +41,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 struct Args {
     docs: usize,
+    index: Option<std::path::PathBuf>,
     segments: usize,
     brute_queries: usize,
 }
@@ -42,6 +49,7 @@ struct Args {
 fn parse_args() -> Res<Args> {
     let mut args = Args {
         docs: 1_000_000,
+        index: None,
         segments: 8,
         brute_queries: 1_000,
     };
@@ -50,12 +58,14 @@ fn parse_args() -> Res<Args> {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
             "--docs" => args.docs = value("--docs")?.parse()?,
+            "--index" => args.index = Some(value("--index")?.into()),
             "--segments" => args.segments = value("--segments")?.parse::<usize>()?.max(1),
             "--brute-queries" => args.brute_queries = value("--brute-queries")?.parse()?,
             s => {
-                return Err(
-                    format!("unknown option {s} (--docs, --segments, --brute-queries)").into(),
+                return Err(format!(
+                    "unknown option {s} (--docs, --segments, --brute-queries, --index)"
                 )
+                .into())
             }
         }
     }
@@ -180,7 +190,10 @@ fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> u64 {
 fn pigeonhole_counting_sort(fps: &[u64], k: u32) -> u64 {
     // The same distance test as the library's: k rounds of "clear the lowest set bit" (cheaper
     // than a popcount without the popcnt instruction).
-    assert_eq!(k, 3, "the tuned peer is written for the default layout (k = 3)");
+    assert_eq!(
+        k, 3,
+        "the tuned peer is written for the default layout (k = 3)"
+    );
     let within = |diff: u64| {
         let mut x = diff;
         for _ in 0..3 {
@@ -244,29 +257,50 @@ fn main() -> Res<()> {
     let fps = corpus(n, 42);
 
     // -- build
-    let dir = tempfile::tempdir()?;
+    let tmp = tempfile::tempdir()?;
+    let dir = args
+        .index
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
     let config = NearDupConfig::new("id", Vec::<String>::new()).group_field(None);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
-    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
-    let t = Instant::now();
-    {
-        let mut w = index.writer_with_num_threads(threads.min(2), 400_000_000, Policy::Off)?;
-        w.index_writer_mut()
-            .set_merge_policy(Box::new(NoMergePolicy));
-        let per_segment = n.div_ceil(args.segments);
-        for (i, &fp) in fps.iter().enumerate() {
-            w.add_document_with_fingerprint(doc!(id => format!("d{i:08}")), Fingerprint(fp))?;
-            if (i + 1) % per_segment == 0 || i + 1 == n {
-                w.commit()?;
+    let build_peak;
+    let build;
+    let index = if dir.join("meta.json").exists() {
+        // Reuse an index built by an earlier run with the same --docs: the peak memory of the
+        // batch job is then measured in a process that never held an index writer.
+        build = 0.0;
+        build_peak = peak_mb();
+        println!("build: skipped, reusing the index in --index");
+        NearDupIndex::open(Index::open_in_dir(&dir)?, config)?
+    } else {
+        std::fs::create_dir_all(&dir)?;
+        let index = NearDupIndex::create(Index::create_in_dir(&dir, builder.build())?, config)?;
+        let t = Instant::now();
+        {
+            let mut w = index.writer_with_num_threads(threads.min(2), 400_000_000, Policy::Off)?;
+            w.index_writer_mut()
+                .set_merge_policy(Box::new(NoMergePolicy));
+            let per_segment = n.div_ceil(args.segments);
+            for (i, &fp) in fps.iter().enumerate() {
+                w.add_document_with_fingerprint(doc!(id => format!("d{i:08}")), Fingerprint(fp))?;
+                if (i + 1) % per_segment == 0 || i + 1 == n {
+                    w.commit()?;
+                }
             }
+            w.wait_merging_threads()?;
         }
-        w.wait_merging_threads()?;
-    }
-    let build = secs(t);
-    let build_peak = peak_mb();
-    println!("build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far {build_peak:.0} MB", threads.min(2));
+        build = secs(t);
+        build_peak = peak_mb();
+        println!(
+            "build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far \
+             {build_peak:.0} MB",
+            threads.min(2)
+        );
+        index
+    };
 
     // -- the batch job
     let searcher = index.searcher()?;
