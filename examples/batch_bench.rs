@@ -266,13 +266,11 @@ fn main() -> Res<()> {
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
-    let build_peak;
     let build;
     let index = if dir.join("meta.json").exists() {
         // Reuse an index built by an earlier run with the same --docs: the peak memory of the
         // batch job is then measured in a process that never held an index writer.
         build = 0.0;
-        build_peak = peak_mb();
         println!("build: skipped, reusing the index in --index");
         NearDupIndex::open(Index::open_in_dir(&dir)?, config)?
     } else {
@@ -293,7 +291,7 @@ fn main() -> Res<()> {
             w.wait_merging_threads()?;
         }
         build = secs(t);
-        build_peak = peak_mb();
+        let build_peak = peak_mb();
         println!(
             "build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far \
              {build_peak:.0} MB",
