@@ -1028,6 +1028,43 @@ impl Clusters {
     /// no id; errors of `documents` and of the writer. Documents rewritten before an error stay
     /// rewritten (uncommitted: [`DedupWriter::rollback`] drops them).
     ///
+    /// ```
+    /// use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+    /// use tantivy::{doc, Index};
+    /// use tantivy_simhash::batch::NearDupGraph;
+    /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
+    ///
+    /// let config = NearDupConfig::new("id", ["body"]);
+    /// let mut builder = Schema::builder();
+    /// let id = builder.add_text_field("id", STRING | FAST | STORED);
+    /// let body = builder.add_text_field("body", TEXT); // not stored: we supply documents
+    /// config.add_fields(&mut builder);
+    /// let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// let mut writer = index.writer(50_000_000, Policy::Off)?;
+    /// // "b" is within 3 of "a", "c" within 3 of "b" but 5 from "a": one cluster by chaining.
+    /// for (name, fp) in [("a", 0b0u64), ("b", 0b111), ("c", 0b1_1111), ("d", !0)] {
+    ///     writer.add_document_with_fingerprint(doc!(id => name, body => "text"), Fingerprint(fp))?;
+    /// }
+    /// writer.commit()?;
+    ///
+    /// let graph = NearDupGraph::new(&index.searcher()?)?;
+    /// let clusters = graph.clusters()?;
+    /// let written = clusters.write_groups(&graph, &writer, |id_value, _address| {
+    ///     Ok(doc!(id => id_value, body => "text")) // from the caller's own store
+    /// })?;
+    /// assert_eq!(written.rewritten, 3);
+    /// writer.commit()?;
+    ///
+    /// let searcher = index.searcher()?;
+    /// let hits = searcher.lookup_id("c")?; // "c" itself and "b"; "a" is 5 away
+    /// assert_eq!(hits.len(), 2);
+    /// for hit in hits {
+    ///     let group = searcher.group_of(hit.address.segment_ord, hit.address.doc_id)?;
+    ///     assert_eq!(group.as_deref(), Some("a")); // collapse on the group: one result
+    /// }
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    ///
     /// [`Policy::Tag`]: crate::Policy::Tag
     pub fn write_groups(
         &self,

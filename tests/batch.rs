@@ -459,3 +459,36 @@ fn documents_without_fingerprint_are_skipped() {
     assert_eq!(graph.num_docs(), live.len());
     assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
 }
+
+#[test]
+fn stale_tag_of_a_document_left_alone_is_corrected() {
+    // Under Policy::Tag, "b" joins the group of "a"; once "a" is deleted, "b" is alone but
+    // still tagged "a": collapsing on the group field would be wrong until it is rewritten.
+    let (index, id, body) = stored_index();
+    let mut w = index.writer(50_000_000, Policy::Tag).unwrap();
+    let a = Fingerprint(0x0123_4567_89ab_cdef);
+    let far = Fingerprint(!a.0);
+    w.add_document_with_fingerprint(doc!(id => "a", body => "x"), a)
+        .unwrap();
+    let o = w
+        .add_document_with_fingerprint(doc!(id => "b", body => "y"), Fingerprint(a.0 ^ 0b101))
+        .unwrap();
+    assert!(matches!(o, tantivy_simhash::Outcome::Tagged { ref group, .. } if group == "a"));
+    w.add_document_with_fingerprint(doc!(id => "c", body => "z"), far)
+        .unwrap();
+    w.commit().unwrap();
+    w.delete_term(Term::from_field_text(id, "a"));
+    w.commit().unwrap();
+    assert_eq!(group_values(&index)["b"].as_deref(), Some("a"));
+
+    let graph = NearDupGraph::new(&index.searcher().unwrap()).unwrap();
+    let clusters = graph.clusters().unwrap();
+    assert!(clusters.is_empty());
+    let written = clusters.write_groups_from_store(&graph, &w).unwrap();
+    assert_eq!(written.rewritten, 1); // "b"; "c" already carries its own id
+    assert_eq!(written.unchanged, 1);
+    w.commit().unwrap();
+    let groups = group_values(&index);
+    assert_eq!(groups["b"].as_deref(), Some("b"));
+    assert_eq!(groups["c"].as_deref(), Some("c"));
+}
