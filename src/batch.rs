@@ -86,10 +86,11 @@ const ID_BATCH_PAIRS: usize = 1 << 20;
 /// `f(i, j, distance)` with `i < j` indices into the slice. Identical fingerprints are paired
 /// too (distance 0).
 ///
-/// This is the in-memory kernel of [`NearDupGraph`], on one thread: identical fingerprints are
+/// This is the in-memory kernel of [`NearDupGraph`], with the comparisons on the calling thread
+/// (only the comparison sort for keys wider than 24 bits uses rayon): identical fingerprints are
 /// grouped first (so exact duplicates cost their output, not a quadratic bucket scan), then the
 /// distinct ones are joined per key combination of `layout`. Cost: a sort of the slice, then
-/// per combination a counting sort and the comparisons within buckets (about
+/// per combination a counting (or comparison) sort and the comparisons within buckets (about
 /// `layout.expected_candidates(n) * n / 2` popcounts for uniform fingerprints); memory about 16
 /// bytes per fingerprint. The number of calls is the number of pairs: `g * (g - 1) / 2` for a
 /// group of `g` identical fingerprints.
@@ -243,7 +244,8 @@ impl Join {
     }
 
     /// Buckets the distinct `fingerprints` by the bits of `combo`: a counting sort when the key
-    /// has at most 24 bits, a comparison sort otherwise.
+    /// has at most 24 bits and its offset table is not much larger than the input, a comparison
+    /// sort otherwise.
     fn buckets(&self, fingerprints: &[u64], combo: usize) -> Buckets {
         let mask = self.masks[combo];
         let width = mask.count_ones();
@@ -263,7 +265,7 @@ impl Join {
             rows: Vec::with_capacity(n),
             runs: Vec::new(),
         };
-        if width <= 24 {
+        if width <= 24 && (1usize << width) <= (4 * n).max(1 << 16) {
             // The slot is recomputed in the scatter rather than stored: 4 bytes per fingerprint
             // less at the peak, for a shift and a mask.
             let mut offsets = vec![0u32; (1usize << width) + 1];
