@@ -91,9 +91,9 @@ const ID_BATCH_PAIRS: usize = 1 << 20;
 /// grouped first (so exact duplicates cost their output, not a quadratic bucket scan), then the
 /// distinct ones are joined per key combination of `layout`. Cost: a sort of the slice, then
 /// per combination a counting (or comparison) sort and the comparisons within buckets (about
-/// `layout.expected_candidates(n) * n / 2` popcounts for uniform fingerprints); memory about 16
-/// bytes per fingerprint. The number of calls is the number of pairs: `g * (g - 1) / 2` for a
-/// group of `g` identical fingerprints.
+/// `layout.expected_candidates(n) * n / 2` distance tests for uniform fingerprints); memory
+/// about 30 bytes per fingerprint at the peak. The number of calls is the number of pairs:
+/// `g * (g - 1) / 2` for a group of `g` identical fingerprints.
 ///
 /// Errors with [`Error::InvalidConfig`] when `max_distance` exceeds what `layout` guarantees,
 /// or when the slice has more than `u32::MAX` fingerprints.
