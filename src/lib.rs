@@ -48,6 +48,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod batch;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
@@ -59,6 +60,10 @@ pub mod layout;
 pub mod mirrors;
 pub mod query;
 
+pub use batch::{
+    pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
+    NearDupGraph,
+};
 pub use collapse::{
     Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey, ShardStatistics,
 };

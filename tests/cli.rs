@@ -133,6 +133,17 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     assert_eq!(stats["documents"], docs.len());
     assert_eq!(stats["k"], K);
     assert_eq!(stats["policy"], "tag");
+    // The largest cluster is at least as large as the largest set of documents within k of one.
+    let biggest = (0..fps.len())
+        .map(|i| {
+            (0..fps.len())
+                .filter(|&j| fps[i].distance(fps[j]) <= K)
+                .count()
+        })
+        .max()
+        .unwrap();
+    let largest = stats["largest_clusters"][0]["documents"].as_u64().unwrap() as usize;
+    assert!(largest >= biggest, "{largest} < {biggest}");
 
     // similar --id: the documents with the most neighbours, and one without any.
     let neighbours = |i: usize| -> Vec<(String, u32)> {
@@ -317,6 +328,7 @@ fn the_demo_runs_with_no_arguments() {
         "$ neardup similar",
         "$ neardup stats",
         "$ neardup mirrors",
+        "$ neardup clusters",
         "help.srccode.edu",
     ] {
         assert!(text.contains(needle), "{needle} missing: {text}");
@@ -634,6 +646,43 @@ fn a_closed_pipe_ends_quietly() {
     assert!(first.contains("\"rank\":1"));
     assert_eq!(code(&out), 0);
     assert_eq!(stderr(&out), "");
+
+    // `neardup pairs DIR | head`: 400 copies of one text make 79,800 pairs.
+    let copies = tmp.path().join("copies.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&copies).unwrap());
+    for i in 0..400 {
+        writeln!(
+            f,
+            r#"{{"id": "c{i}", "text": "one text copied four hundred times over"}}"#
+        )
+        .unwrap();
+    }
+    drop(f);
+    let dir = tmp.path().join("copies");
+    let out = neardup(&[
+        "index",
+        p(&copies),
+        "--index",
+        p(&dir),
+        "--dedup",
+        "off",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut child = Command::new(BIN)
+        .args(["pairs", p(&dir)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with("0\tc"), "{first}");
+    assert_eq!(code(&out), 0);
+    assert_eq!(stderr(&out), "");
 }
 
 #[cfg(unix)]
@@ -811,4 +860,111 @@ fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
     assert!(stderr(&out).contains("no page of"));
     let out = neardup(&["mirrors", p(&dir)]);
     assert!(stdout(&out).contains("help.srccode.edu"));
+}
+
+/// Every pair of sample documents within k, by brute force: (smaller id, larger id, distance).
+fn brute_pairs(docs: &[(String, String)], fps: &[Fingerprint]) -> Vec<(String, String, u32)> {
+    let mut pairs = Vec::new();
+    for i in 0..fps.len() {
+        for j in i + 1..fps.len() {
+            let d = fps[i].distance(fps[j]);
+            if d <= K {
+                let (a, b) = (&docs[i].0, &docs[j].0);
+                pairs.push((a.min(b).clone(), a.max(b).clone(), d));
+            }
+        }
+    }
+    pairs.sort();
+    pairs
+}
+
+#[test]
+fn pairs_and_clusters_agree_with_brute_force() {
+    let docs = sample_docs();
+    let fps = fingerprints(&docs);
+    let expected = brute_pairs(&docs, &fps);
+    assert!(!expected.is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let out = index_sample(&dir, &["--dedup", "off"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let out = neardup(&["pairs", p(&dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut got: Vec<(String, String, u32)> = json_lines(&out)
+        .iter()
+        .map(|v| {
+            (
+                v["a"].as_str().unwrap().to_string(),
+                v["b"].as_str().unwrap().to_string(),
+                v["distance"].as_u64().unwrap() as u32,
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected);
+    // A smaller k keeps exactly the closer pairs; --limit cuts the output.
+    let out = neardup(&["pairs", p(&dir), "-k", "1", "--json"]);
+    let n1 = expected.iter().filter(|p| p.2 <= 1).count();
+    assert_eq!(json_lines(&out).len(), n1);
+    let out = neardup(&["pairs", p(&dir), "--limit", "2", "--json"]);
+    assert_eq!(json_lines(&out).len(), 2.min(expected.len()));
+    let out = neardup(&["pairs", p(&dir), "-k", "4"]);
+    assert_eq!(code(&out), 2, "k beyond the layout is a usage error");
+
+    // Clusters: connected components of the brute-force pairs.
+    let index_of = |id: &str| docs.iter().position(|(d, _)| d == id).unwrap();
+    let mut parent: Vec<usize> = (0..docs.len()).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            x = parent[x];
+        }
+        x
+    }
+    for (a, b, _) in &expected {
+        let (ra, rb) = (
+            find(&mut parent, index_of(a)),
+            find(&mut parent, index_of(b)),
+        );
+        parent[ra.max(rb)] = ra.min(rb);
+    }
+    let mut components: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    for i in 0..docs.len() {
+        let r = find(&mut parent, i);
+        components.entry(r).or_default().push(docs[i].0.clone());
+    }
+    let mut want: Vec<Vec<String>> = components
+        .into_values()
+        .filter(|c| c.len() >= 2)
+        .map(|mut c| {
+            c.sort();
+            c
+        })
+        .collect();
+    want.sort();
+    let out = neardup(&["clusters", p(&dir), "--limit", "0", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let sizes: Vec<u64> = lines.iter().map(|v| v["size"].as_u64().unwrap()).collect();
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "largest first");
+    let mut got: Vec<Vec<String>> = lines
+        .iter()
+        .map(|v| {
+            let mut m: Vec<String> = v["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect();
+            m.sort();
+            assert_eq!(
+                v["cluster"].as_str().unwrap(),
+                m[0],
+                "named by the smallest id"
+            );
+            m
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
 }

@@ -1,6 +1,7 @@
 //! `neardup demo`: the whole product on a small corpus built into the binary (see
 //! `demo/README.md` for where each document comes from and its licence).
 
+use super::batch_cmds::clusters_in;
 use super::index_cmd::{index_files, print_summary, IndexOptions};
 use super::mirrors_cmd::mirrors_in;
 use super::read_cmds::{largest_groups, search_in, similar_in, stats_in, Source};
@@ -90,6 +91,12 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
         similar_in(&store, Source::Id(&id), None, 10, &mut out)?;
         out.line("")?;
     }
+
+    out.line(format_args!(
+        "$ neardup clusters {shown_dir} -n 3 --members 3"
+    ))?;
+    clusters_in(&store, None, 3, 2, 3, &mut out)?;
+    out.line("")?;
 
     out.line(format_args!("$ neardup mirrors {shown_dir}"))?;
     mirrors_in(&store, None, false, 10, &mut out)?;

@@ -12,6 +12,7 @@
 //! | 3 | `index --skip-bad` finished but skipped bad input lines (counted in the summary) |
 //! | 130 | `index` interrupted by Ctrl-C; what was indexed before was committed |
 
+mod batch_cmds;
 mod demo;
 mod index_cmd;
 mod input;
@@ -65,10 +66,14 @@ enum Command {
     Search(SearchArgs),
     /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
     Similar(SimilarArgs),
+    /// Every pair of documents within distance k (each pair once), exact duplicates included.
+    Pairs(PairsArgs),
+    /// Clusters: documents linked by chains of pairs within k, largest first.
+    Clusters(ClustersArgs),
     /// Mirror sites: host pairs that carry copies of the same pages (by the rule: 10 shared
     /// pages, or 20% of the smaller host), or the hosts that copy one host.
     Mirrors(MirrorsArgs),
-    /// What an index holds: documents, segments, scheme, layout, field mapping, largest groups.
+    /// What an index holds: documents, segments, scheme, layout, field mapping, largest clusters.
     Stats(StatsArgs),
     /// Index a small corpus shipped with neardup into a temporary directory and tour the commands.
     Demo(DemoArgs),
@@ -208,6 +213,42 @@ struct SimilarArgs {
 }
 
 #[derive(Debug, Args)]
+struct PairsArgs {
+    /// The index directory.
+    dir: PathBuf,
+    /// Largest distance (at most the index's k; default: the index's k).
+    #[arg(long, short = 'k', value_name = "K")]
+    k: Option<u32>,
+    /// Print at most this many pairs (0: all; all are still counted).
+    #[arg(long, short = 'n', default_value_t = 0)]
+    limit: usize,
+    /// One JSON object per line on stdout: {"a", "b", "distance"}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ClustersArgs {
+    /// The index directory.
+    dir: PathBuf,
+    /// Largest distance of a link (at most the index's k; default: the index's k).
+    #[arg(long, short = 'k', value_name = "K")]
+    k: Option<u32>,
+    /// At most this many clusters, largest first (0: all).
+    #[arg(long, short = 'n', default_value_t = 10)]
+    limit: usize,
+    /// Only clusters of at least this many documents.
+    #[arg(long, value_name = "DOCS", default_value_t = 2)]
+    min_size: usize,
+    /// Members listed under each cluster in human output (JSON lists them all).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    members: usize,
+    /// One JSON object per line on stdout: {"cluster", "size", "members"}.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct MirrorsArgs {
     /// The index directory (its documents need a host: see `index --host-field`).
     dir: PathBuf,
@@ -229,7 +270,7 @@ struct MirrorsArgs {
 struct StatsArgs {
     /// The index directory.
     dir: PathBuf,
-    /// How many of the largest groups to list.
+    /// How many of the largest clusters (and groups) to list.
     #[arg(long, short = 'n', default_value_t = 5)]
     limit: usize,
     /// One JSON object on stdout.
@@ -311,6 +352,8 @@ pub fn main() -> ExitCode {
         Command::Index(args) => index_cmd::run(&args),
         Command::Search(args) => read_cmds::search(&args),
         Command::Similar(args) => read_cmds::similar(&args),
+        Command::Pairs(args) => batch_cmds::pairs(&args),
+        Command::Clusters(args) => batch_cmds::clusters(&args),
         Command::Mirrors(args) => mirrors_cmd::mirrors(&args),
         Command::Stats(args) => read_cmds::stats(&args),
         Command::Demo(args) => demo::run(&args),

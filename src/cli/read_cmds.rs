@@ -332,6 +332,14 @@ struct Stats<'a> {
     policy: &'a str,
     fields: &'a super::input::FieldMap,
     largest_groups: Vec<Group>,
+    /// The largest clusters (chains of pairs within k), computed now over the whole index.
+    largest_clusters: Vec<ClusterSize>,
+}
+
+#[derive(Serialize)]
+struct ClusterSize {
+    cluster: String,
+    documents: usize,
 }
 
 #[derive(Serialize)]
@@ -365,6 +373,7 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         policy: &store.record.policy,
         fields: &store.record.fields,
         largest_groups: largest_groups(s, limit)?,
+        largest_clusters: largest_clusters(&searcher, limit)?,
     };
     if out.is_json() {
         return out.json_line(&stats);
@@ -393,6 +402,17 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         "fields     id <- {}, text <- {}, title <- {}, host <- {} (JSON fields of the last run)",
         f.id, f.text, f.title, f.host
     ))?;
+    out.line(format_args!(
+        "largest clusters within distance {} (neardup clusters {} for their members):",
+        stats.k,
+        store.dir.display()
+    ))?;
+    if stats.largest_clusters.is_empty() {
+        out.line("  none: no two documents are within k")?;
+    }
+    for c in &stats.largest_clusters {
+        out.line(format_args!("  {:>6}  {}", c.documents, c.cluster))?;
+    }
     if stats.largest_groups.is_empty() {
         out.line(
             "groups     none recorded (documents are grouped while indexing with --dedup tag)",
@@ -404,6 +424,29 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         }
     }
     Ok(())
+}
+
+/// The `limit` largest clusters of the near-duplicate graph. Cost: one pass over the fingerprint
+/// columns and the all-pairs join (crate::batch).
+fn largest_clusters(
+    searcher: &crate::NearDupSearcher,
+    limit: usize,
+) -> CliResult<Vec<ClusterSize>> {
+    let clusters = crate::batch::NearDupGraph::new(searcher)?.clusters()?;
+    let mut sizes: Vec<ClusterSize> = clusters
+        .iter()
+        .map(|c| ClusterSize {
+            cluster: c.id.clone(),
+            documents: c.len(),
+        })
+        .collect();
+    sizes.sort_by(|a, b| {
+        b.documents
+            .cmp(&a.documents)
+            .then_with(|| a.cluster.cmp(&b.cluster))
+    });
+    sizes.truncate(limit);
+    Ok(sizes)
 }
 
 /// The `limit` largest groups of the group column (filled under `--dedup tag`), by size, with

@@ -1,0 +1,494 @@
+//! Batch jobs against brute force: all pairs and clusters over multi-segment indexes with deletes.
+
+mod common;
+
+use common::{flip_bits, ram_index, Rng};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use tantivy::indexer::NoMergePolicy;
+use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+use tantivy::{doc, Index, Term};
+use tantivy_simhash::batch::{pairs_in_memory, NearDupGraph};
+use tantivy_simhash::{
+    BlockLayout, DedupWriter, Error, Fingerprint, NearDupConfig, NearDupIndex, Policy,
+};
+
+/// Fingerprints with structure: seeds with neighbours at 0..=k+1 bits, exact-duplicate groups
+/// (one large), and random ones.
+fn corpus(n: usize, k: u32, seed: u64) -> Vec<Fingerprint> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::with_capacity(n);
+    let hot = Fingerprint(rng.next_u64());
+    while out.len() < n {
+        match rng.below(10) {
+            0..=3 => {
+                let s = Fingerprint(rng.next_u64());
+                out.push(s);
+                for _ in 0..rng.below(4) + 1 {
+                    let d = rng.below(u64::from(k) + 2) as u32;
+                    out.push(flip_bits(&mut rng, s, d));
+                }
+            }
+            4 => out.push(hot),
+            5 => {
+                let s = Fingerprint(rng.next_u64());
+                out.extend([s, s, s]);
+            }
+            6 => {
+                // A neighbour of the hot group: its pairs cross a large group.
+                let d = rng.below(u64::from(k) + 2) as u32;
+                out.push(flip_bits(&mut rng, hot, d));
+            }
+            _ => out.push(Fingerprint(rng.next_u64())),
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+fn brute_pairs(live: &BTreeMap<String, Fingerprint>, k: u32) -> Vec<(String, String, u32)> {
+    let v: Vec<(&String, &Fingerprint)> = live.iter().collect();
+    let mut out = Vec::new();
+    for i in 0..v.len() {
+        for j in i + 1..v.len() {
+            let d = v[i].1.distance(*v[j].1);
+            if d <= k {
+                out.push((v[i].0.clone(), v[j].0.clone(), d));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn brute_clusters(live: &BTreeMap<String, Fingerprint>, k: u32) -> BTreeSet<Vec<String>> {
+    let ids: Vec<&String> = live.keys().collect();
+    let pos: HashMap<&String, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let mut parent: Vec<usize> = (0..ids.len()).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            x = p[x];
+        }
+        x
+    }
+    for (a, b, _) in brute_pairs(live, k) {
+        let (ra, rb) = (find(&mut parent, pos[&a]), find(&mut parent, pos[&b]));
+        parent[ra] = rb;
+    }
+    let mut comps: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        let r = find(&mut parent, i);
+        comps.entry(r).or_default().push((*id).clone());
+    }
+    comps
+        .into_values()
+        .filter(|c| c.len() >= 2)
+        .map(|mut c| {
+            c.sort();
+            c
+        })
+        .collect()
+}
+
+fn ordered(a: &str, b: &str, d: u32) -> (String, String, u32) {
+    if a <= b {
+        (a.to_string(), b.to_string(), d)
+    } else {
+        (b.to_string(), a.to_string(), d)
+    }
+}
+
+/// Builds an index of `fps` in several segments (one commit per slice, no merges), deletes every
+/// seventh document (some in committed segments, some before their commit), and returns the
+/// live ids with their fingerprints.
+fn build(
+    layout: BlockLayout,
+    fps: &[Fingerprint],
+) -> (NearDupIndex, BTreeMap<String, Fingerprint>) {
+    let t = ram_index(layout);
+    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut live = BTreeMap::new();
+    for (i, &fp) in fps.iter().enumerate() {
+        let id = format!("d{i:05}");
+        w.add_document_with_fingerprint(doc!(t.id => id.clone()), fp)
+            .unwrap();
+        live.insert(id, fp);
+        if i % 97 == 96 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    for i in (0..fps.len()).step_by(7) {
+        let id = format!("d{i:05}");
+        w.delete_term(Term::from_field_text(t.id, &id));
+        live.remove(&id);
+    }
+    w.commit().unwrap();
+    (t.index, live)
+}
+
+fn graph_id_pairs(g: &NearDupGraph) -> Vec<(String, String, u32)> {
+    let mut out = Vec::new();
+    g.for_each_id_pair(|a, b, d| out.push(ordered(a, b, d)))
+        .unwrap();
+    out.sort();
+    out
+}
+
+fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
+    let k = layout.max_distance();
+    let fps = corpus(n, k, seed);
+    let (index, live) = build(layout, &fps);
+    let searcher = index.searcher().unwrap();
+    assert!(searcher.searcher().segment_readers().len() > 3);
+    let graph = NearDupGraph::new(&searcher).unwrap();
+    assert_eq!(graph.num_docs(), live.len());
+    let distinct: BTreeSet<Fingerprint> = live.values().copied().collect();
+    assert_eq!(graph.num_fingerprints(), distinct.len());
+
+    let truth = brute_pairs(&live, k);
+    assert!(truth.iter().any(|p| p.2 == 0) && truth.iter().any(|p| p.2 == k));
+    // Every pair once, with ids (no dedup in the comparison: duplicates would fail it).
+    assert_eq!(graph_id_pairs(&graph), truth);
+
+    // The same through addresses, and through groups + group pairs.
+    let mut by_addr = Vec::new();
+    graph
+        .for_each_doc_pair(|a, b, d| by_addr.push((a, b, d)))
+        .unwrap();
+    let addrs: Vec<_> = by_addr.iter().flat_map(|&(a, b, _)| [a, b]).collect();
+    let ids = graph.read_ids(&addrs).unwrap();
+    let mut from_addr: Vec<_> = by_addr
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, _, d))| {
+            ordered(
+                ids[2 * i].as_deref().unwrap(),
+                ids[2 * i + 1].as_deref().unwrap(),
+                d,
+            )
+        })
+        .collect();
+    from_addr.sort();
+    assert_eq!(from_addr, truth);
+
+    let mut grouped = 0usize;
+    for g in graph.duplicate_groups() {
+        grouped += g.docs.len() * (g.docs.len() - 1) / 2;
+    }
+    graph
+        .for_each_pair(|p| {
+            assert!(p.distance >= 1 && p.distance <= k);
+            assert_eq!(p.a.fingerprint.distance(p.b.fingerprint), p.distance);
+            grouped += p.a.docs.len() * p.b.docs.len();
+        })
+        .unwrap();
+    assert_eq!(grouped, truth.len());
+
+    // Clusters: the same components as brute-force union-find, named by their smallest id.
+    let clusters = graph.clusters().unwrap();
+    let got: BTreeSet<Vec<String>> = clusters
+        .iter()
+        .map(|c| {
+            let ids: Vec<String> = c.members.iter().map(|m| m.id.clone()).collect();
+            assert_eq!(c.id, ids[0]);
+            for m in &c.members {
+                assert_eq!(live[&m.id], m.fingerprint);
+            }
+            ids
+        })
+        .collect();
+    assert_eq!(got, brute_clusters(&live, k));
+    assert_eq!(clusters.num_docs(), live.len());
+}
+
+#[test]
+fn pairs_and_clusters_match_brute_force_default_layout() {
+    check_pairs_and_clusters(BlockLayout::default(), 1500, 1);
+}
+
+#[test]
+fn pairs_and_clusters_match_brute_force_pairs_of_blocks() {
+    // 8 x 8, pairs of blocks: keys of two (sometimes non-adjacent) blocks, k = 6.
+    check_pairs_and_clusters(BlockLayout::for_distance(6).unwrap(), 1200, 2);
+}
+
+#[test]
+fn pairs_and_clusters_match_brute_force_wide_keys() {
+    // 6 blocks, triples: 32-bit keys, the comparison-sort path.
+    check_pairs_and_clusters(BlockLayout::new(6, 3, 3).unwrap(), 1200, 3);
+}
+
+#[test]
+fn smaller_distance_and_too_large_distance() {
+    let fps = corpus(800, 3, 4);
+    let (index, live) = build(BlockLayout::default(), &fps);
+    let searcher = index.searcher().unwrap();
+    for k in [0, 1, 2] {
+        let graph = NearDupGraph::with_max_distance(&searcher, k).unwrap();
+        assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, k), "k = {k}");
+    }
+    let err = NearDupGraph::with_max_distance(&searcher, 4).unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)));
+}
+
+#[test]
+fn empty_index_has_no_pairs() {
+    let t = ram_index(BlockLayout::default());
+    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    assert_eq!(graph.num_docs(), 0);
+    assert!(graph_id_pairs(&graph).is_empty());
+    assert!(graph.clusters().unwrap().is_empty());
+}
+
+fn brute_in_memory(fps: &[Fingerprint], k: u32) -> Vec<(u32, u32, u32)> {
+    let mut out = Vec::new();
+    for i in 0..fps.len() {
+        for j in i + 1..fps.len() {
+            let d = fps[i].distance(fps[j]);
+            if d <= k {
+                out.push((i as u32, j as u32, d));
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn in_memory_kernel_matches_brute_force(seed in any::<u64>(), n in 1usize..400, k in 0u32..=6) {
+        let layout = BlockLayout::for_distance(k).unwrap();
+        let fps = corpus(n, k, seed);
+        let mut got = Vec::new();
+        pairs_in_memory(&fps, &layout, k, |i, j, d| got.push((i, j, d))).unwrap();
+        got.sort_unstable();
+        prop_assert_eq!(got, brute_in_memory(&fps, k));
+        if k > 0 {
+            // A smaller distance than the layout's.
+            let mut got = Vec::new();
+            pairs_in_memory(&fps, &layout, k - 1, |i, j, d| got.push((i, j, d))).unwrap();
+            got.sort_unstable();
+            prop_assert_eq!(got, brute_in_memory(&fps, k - 1));
+        }
+    }
+}
+
+#[test]
+fn in_memory_kernel_rejects_distance_beyond_layout() {
+    let fps = [Fingerprint(0), Fingerprint(0b1111)];
+    let err = pairs_in_memory(&fps, &BlockLayout::default(), 4, |_, _, _| {}).unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)));
+}
+
+/// An index whose every user field is stored, so documents can be re-added from the store.
+fn stored_index() -> (NearDupIndex, tantivy::schema::Field, tantivy::schema::Field) {
+    let config = NearDupConfig::new("id", ["body"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let body = builder.add_text_field("body", TEXT | STORED);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
+    (index, id, body)
+}
+
+fn group_values(index: &NearDupIndex) -> BTreeMap<String, Option<String>> {
+    let s = index.searcher().unwrap();
+    let mut out = BTreeMap::new();
+    for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
+        for doc in seg.doc_ids_alive() {
+            let id = s.id_of(ord as u32, doc).unwrap().unwrap();
+            let prev = out.insert(id, s.group_of(ord as u32, doc).unwrap());
+            assert!(prev.is_none(), "an id is live twice");
+        }
+    }
+    out
+}
+
+fn check_written_groups(index: &NearDupIndex, live: &BTreeMap<String, Fingerprint>, k: u32) {
+    let groups = group_values(index);
+    assert_eq!(groups.len(), live.len());
+    let truth = brute_clusters(live, k);
+    let mut clustered = BTreeSet::new();
+    for c in &truth {
+        for id in c {
+            assert_eq!(groups[id].as_deref(), Some(c[0].as_str()), "member {id}");
+            clustered.insert(id.clone());
+        }
+    }
+    for (id, g) in &groups {
+        if !clustered.contains(id) {
+            assert!(
+                g.is_none() || g.as_deref() == Some(id.as_str()),
+                "{id}: {g:?}"
+            );
+        }
+    }
+}
+
+fn add_all(
+    w: &DedupWriter,
+    id: tantivy::schema::Field,
+    body: tantivy::schema::Field,
+    fps: &[Fingerprint],
+    first: usize,
+    live: &mut BTreeMap<String, Fingerprint>,
+) {
+    for (i, &fp) in fps.iter().enumerate().map(|(i, fp)| (i + first, fp)) {
+        let name = format!("d{i:04}");
+        let o = w
+            .add_document_with_fingerprint(
+                doc!(id => name.clone(), body => format!("text {i}")),
+                fp,
+            )
+            .unwrap();
+        if o.is_added() {
+            live.insert(name, fp);
+        }
+    }
+}
+
+#[test]
+fn cluster_ids_written_through_the_writer_from_the_store() {
+    let (index, id, body) = stored_index();
+    // Tag first: groups from insertion order, which batch clustering then corrects (chains
+    // join groups that Tag kept apart).
+    let fps = corpus(600, 3, 5);
+    let mut live = BTreeMap::new();
+    let mut w = index.writer(50_000_000, Policy::Tag).unwrap();
+    add_all(&w, id, body, &fps[..300], 0, &mut live);
+    w.commit().unwrap();
+    w.set_policy(Policy::Off).unwrap();
+    add_all(&w, id, body, &fps[300..], 300, &mut live);
+    w.commit().unwrap();
+    for i in (0..600).step_by(11) {
+        let name = format!("d{i:04}");
+        w.delete_term(Term::from_field_text(id, &name));
+        live.remove(&name);
+    }
+    w.commit().unwrap();
+
+    let graph = NearDupGraph::new(&index.searcher().unwrap()).unwrap();
+    let clusters = graph.clusters().unwrap();
+    let written = clusters.write_groups_from_store(&graph, &w).unwrap();
+    assert!(written.rewritten > 0);
+    w.commit().unwrap();
+    check_written_groups(&index, &live, 3);
+
+    // Stored fields survive; pairs are unchanged; a second pass has nothing to do.
+    let s = index.searcher().unwrap();
+    let top = s
+        .searcher()
+        .search(
+            &tantivy::query::TermQuery::new(
+                Term::from_field_text(id, "d0001"),
+                tantivy::schema::IndexRecordOption::Basic,
+            ),
+            &tantivy::collector::TopDocs::with_limit(1).order_by_score(),
+        )
+        .unwrap();
+    let d: tantivy::TantivyDocument = s.searcher().doc(top[0].1).unwrap();
+    use tantivy::schema::Value;
+    assert_eq!(d.get_first(body).and_then(|v| v.as_str()), Some("text 1"));
+    let graph = NearDupGraph::new(&s).unwrap();
+    assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
+    let again = graph
+        .clusters()
+        .unwrap()
+        .write_groups_from_store(&graph, &w)
+        .unwrap();
+    assert_eq!(again.rewritten, 0);
+    assert_eq!(again.unchanged, written.rewritten + written.unchanged);
+}
+
+#[test]
+fn cluster_ids_written_with_supplied_documents() {
+    // The common schema's body is not stored: the store path refuses, the supplied path works.
+    let t = ram_index(BlockLayout::default());
+    let fps = corpus(400, 3, 6);
+    let mut live = BTreeMap::new();
+    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
+    for (i, &fp) in fps.iter().enumerate() {
+        let name = format!("d{i:04}");
+        w.add_document_with_fingerprint(doc!(t.id => name.clone()), fp)
+            .unwrap();
+        live.insert(name, fp);
+    }
+    w.commit().unwrap();
+    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    let clusters = graph.clusters().unwrap();
+    let err = clusters.write_groups_from_store(&graph, &w).unwrap_err();
+    assert!(matches!(err, Error::Schema { .. }), "{err}");
+    let written = clusters
+        .write_groups(&graph, &w, |id, _| Ok(doc!(t.id => id)))
+        .unwrap();
+    let members: usize = clusters.iter().map(|c| c.len()).sum();
+    assert_eq!(written.rewritten, members);
+    w.commit().unwrap();
+    check_written_groups(&t.index, &live, 3);
+}
+
+#[test]
+fn documents_without_fingerprint_are_skipped() {
+    // Documents added around DedupWriter (through the inner tantivy writer) carry no
+    // fingerprint; they sit between fingerprinted ones in every segment.
+    let t = ram_index(BlockLayout::default());
+    let fps = corpus(500, 3, 7);
+    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut live = BTreeMap::new();
+    for (i, &fp) in fps.iter().enumerate() {
+        let name = format!("d{i:04}");
+        w.add_document_with_fingerprint(doc!(t.id => name.clone()), fp)
+            .unwrap();
+        live.insert(name, fp);
+        if i % 3 == 0 {
+            w.index_writer()
+                .add_document(doc!(t.id => format!("plain{i}")))
+                .unwrap();
+        }
+        if i % 100 == 99 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    assert_eq!(graph.num_docs(), live.len());
+    assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
+}
+
+#[test]
+fn stale_tag_of_a_document_left_alone_is_corrected() {
+    // Under Policy::Tag, "b" joins the group of "a"; once "a" is deleted, "b" is alone but
+    // still tagged "a": collapsing on the group field would be wrong until it is rewritten.
+    let (index, id, body) = stored_index();
+    let mut w = index.writer(50_000_000, Policy::Tag).unwrap();
+    let a = Fingerprint(0x0123_4567_89ab_cdef);
+    let far = Fingerprint(!a.0);
+    w.add_document_with_fingerprint(doc!(id => "a", body => "x"), a)
+        .unwrap();
+    let o = w
+        .add_document_with_fingerprint(doc!(id => "b", body => "y"), Fingerprint(a.0 ^ 0b101))
+        .unwrap();
+    assert!(matches!(o, tantivy_simhash::Outcome::Tagged { ref group, .. } if group == "a"));
+    w.add_document_with_fingerprint(doc!(id => "c", body => "z"), far)
+        .unwrap();
+    w.commit().unwrap();
+    w.delete_term(Term::from_field_text(id, "a"));
+    w.commit().unwrap();
+    assert_eq!(group_values(&index)["b"].as_deref(), Some("a"));
+
+    let graph = NearDupGraph::new(&index.searcher().unwrap()).unwrap();
+    let clusters = graph.clusters().unwrap();
+    assert!(clusters.is_empty());
+    let written = clusters.write_groups_from_store(&graph, &w).unwrap();
+    assert_eq!(written.rewritten, 1); // "b"; "c" already carries its own id
+    assert_eq!(written.unchanged, 1);
+    w.commit().unwrap();
+    let groups = group_values(&index);
+    assert_eq!(groups["b"].as_deref(), Some("b"));
+    assert_eq!(groups["c"].as_deref(), Some("c"));
+}
