@@ -929,9 +929,9 @@ fn pairs_and_clusters_agree_with_brute_force() {
         parent[ra.max(rb)] = ra.min(rb);
     }
     let mut components: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
-    for i in 0..docs.len() {
+    for (i, (id, _)) in docs.iter().enumerate() {
         let r = find(&mut parent, i);
-        components.entry(r).or_default().push(docs[i].0.clone());
+        components.entry(r).or_default().push(id.clone());
     }
     let mut want: Vec<Vec<String>> = components
         .into_values()
