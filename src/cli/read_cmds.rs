@@ -167,6 +167,7 @@ fn print_collapsed(
         }
         print_hit(out, rank + 1, g.leader.key, &shown)?;
         if g.count > 1 {
+            // The members are those of the window of top hits; the count covers every hit.
             let listed: Vec<String> = g
                 .members
                 .iter()
@@ -176,13 +177,16 @@ fn print_collapsed(
                     None => m.id.clone(),
                 })
                 .collect();
-            let more = if g.members.len() > 3 { ", …" } else { "" };
+            let others = g.count - 1;
+            let list = match (listed.is_empty(), others > listed.len()) {
+                (true, _) => String::new(),
+                (false, true) => format!(": {}, …", listed.join(", ")),
+                (false, false) => format!(": {}", listed.join(", ")),
+            };
             out.line(format_args!(
-                "             + {}{} near-duplicate{}: {}{more}",
+                "             + {}{others} near-duplicate{}{list}",
                 if g.count_exact { "" } else { "at least " },
-                g.count - 1,
-                if g.count == 2 { "" } else { "s" },
-                listed.join(", ")
+                if others == 1 { "" } else { "s" },
             ))?;
         }
     }
