@@ -331,7 +331,7 @@ impl MirrorFinder {
         for (_, pages) in &mut hosts {
             pages.sort_by(|a, b| a.0.cmp(&b.0));
         }
-        Ok(self.find_grouped(hosts))
+        self.find_grouped(hosts)
     }
 
     /// Finds the host pairs among the live documents of `index`: the host is the stored value of
@@ -398,7 +398,7 @@ impl MirrorFinder {
         self.find(pages)
     }
 
-    fn find_grouped(&self, hosts: Vec<(String, Vec<(String, String)>)>) -> MirrorReport {
+    fn find_grouped(&self, hosts: Vec<(String, Vec<(String, String)>)>) -> Result<MirrorReport> {
         let cfg = &self.config;
         // Per host, in parallel: chrome removal and content fingerprints.
         let analyzed: Vec<HostContent> = hosts
@@ -436,7 +436,7 @@ impl MirrorFinder {
             .enumerate()
             .filter_map(|(i, fp)| fp.map(|f| (i as u32, f)))
             .collect();
-        let mut edges = near_pairs(&self.layout, cfg.max_distance, &content);
+        let mut edges = near_pairs(&self.layout, cfg.max_distance, &content)?;
         edges.retain(|&(a, b, _)| {
             (page_han[a as usize] - page_han[b as usize]).abs() <= cfg.max_script_gap
         });
@@ -572,11 +572,11 @@ impl MirrorFinder {
             page_pairs: cross.len() as u64,
             largest_group: groups.iter().map(|g| g.len() as u64).max().unwrap_or(0),
         };
-        MirrorReport {
+        Ok(MirrorReport {
             pairs,
             host_pages: host_names.into_iter().zip(host_sizes).collect(),
             stats,
-        }
+        })
     }
 
     /// Chrome removal and content fingerprints for the pages of one host.
@@ -771,77 +771,22 @@ fn closest(pa: &[u32], pb: &[u32], fps: &[Option<Fingerprint>]) -> (u32, u32, u3
     best
 }
 
-/// Every pair of `items` whose fingerprints are within `max_distance`: an in-memory pigeonhole
-/// join over the keys of `layout`, identical fingerprints grouped first so hot keys stay
-/// linear. Returns `(item a, item b, distance)` with `a < b`, each pair once.
+/// Every pair of `items` whose fingerprints are within `max_distance`, through the in-memory
+/// join of [`crate::batch::pairs_in_memory`] (identical fingerprints grouped first, so hot keys
+/// stay linear). Returns `(item a, item b, distance)` with `a < b`, each pair once, sorted.
 pub(crate) fn near_pairs(
     layout: &BlockLayout,
     max_distance: u32,
     items: &[(u32, Fingerprint)],
-) -> Vec<(u32, u32, u32)> {
-    // Distinct fingerprints, each with its items.
-    let mut sorted: Vec<(Fingerprint, u32)> = items.iter().map(|&(i, f)| (f, i)).collect();
-    sorted.sort_unstable();
-    let mut distinct: Vec<Fingerprint> = Vec::new();
-    let mut members: Vec<Vec<u32>> = Vec::new();
-    for (f, i) in sorted {
-        if distinct.last() != Some(&f) {
-            distinct.push(f);
-            members.push(Vec::new());
-        }
-        if let Some(m) = members.last_mut() {
-            m.push(i);
-        }
-    }
-    let mut out: Vec<(u32, u32, u32)> = Vec::new();
-    for m in &members {
-        for (x, &a) in m.iter().enumerate() {
-            for &b in &m[x + 1..] {
-                out.push((a.min(b), a.max(b), 0));
-            }
-        }
-    }
-    let distinct_pairs: Vec<(u32, u32, u32)> = (0..layout.num_keys())
-        .into_par_iter()
-        .flat_map_iter(|combo| {
-            let mut keyed: Vec<(u64, u32)> = distinct
-                .iter()
-                .enumerate()
-                .map(|(i, &f)| (layout.key(combo, f), i as u32))
-                .collect();
-            keyed.sort_unstable();
-            let mut found = Vec::new();
-            let mut start = 0;
-            while start < keyed.len() {
-                let mut end = start + 1;
-                while end < keyed.len() && keyed[end].0 == keyed[start].0 {
-                    end += 1;
-                }
-                for x in start..end {
-                    for y in x + 1..end {
-                        let (i, j) = (keyed[x].1, keyed[y].1);
-                        let (fi, fj) = (distinct[i as usize], distinct[j as usize]);
-                        let d = fi.distance(fj);
-                        // Reported under the first shared key only.
-                        if d <= max_distance && layout.first_shared_key(fi, fj) == Some(combo) {
-                            found.push((i, j, d));
-                        }
-                    }
-                }
-                start = end;
-            }
-            found
-        })
-        .collect();
-    for (i, j, d) in distinct_pairs {
-        for &a in &members[i as usize] {
-            for &b in &members[j as usize] {
-                out.push((a.min(b), a.max(b), d));
-            }
-        }
-    }
+) -> Result<Vec<(u32, u32, u32)>> {
+    let fingerprints: Vec<Fingerprint> = items.iter().map(|&(_, f)| f).collect();
+    let mut out = Vec::new();
+    crate::batch::pairs_in_memory(&fingerprints, layout, max_distance, |i, j, d| {
+        let (a, b) = (items[i as usize].0, items[j as usize].0);
+        out.push((a.min(b), a.max(b), d));
+    })?;
     out.sort_unstable();
-    out
+    Ok(out)
 }
 
 struct UnionFind {
@@ -959,7 +904,7 @@ mod tests {
             };
             items.push((i, Fingerprint(f)));
         }
-        let got = near_pairs(&layout, 6, &items);
+        let got = near_pairs(&layout, 6, &items).unwrap();
         let mut want = Vec::new();
         for x in 0..items.len() {
             for y in x + 1..items.len() {
