@@ -70,8 +70,7 @@ enum Command {
     Pairs(PairsArgs),
     /// Clusters: documents linked by chains of pairs within k, largest first.
     Clusters(ClustersArgs),
-    /// Mirror sites: host pairs that carry copies of the same pages (by the rule: 10 shared
-    /// pages, or 20% of the smaller host), or the hosts that copy one host.
+    /// Mirror sites: host pairs that copy each other's pages, or the hosts that copy one host.
     Mirrors(MirrorsArgs),
     /// What an index holds: documents, segments, scheme, layout, field mapping, largest clusters.
     Stats(StatsArgs),
@@ -125,16 +124,19 @@ struct IndexArgs {
     /// The index directory: created if missing or empty; an existing neardup index is added to.
     #[arg(long, value_name = "DIR")]
     index: PathBuf,
-    /// JSON field holding the document id (a string or a number; ids are unique in an index).
+    /// JSON field holding the document id, a string or a number; ids are unique in an index
+    /// (default: `id`, or the field the index's last run read).
     #[arg(long, value_name = "NAME")]
     id_field: Option<String>,
-    /// JSON field holding the text to index and fingerprint.
+    /// JSON field holding the text to index and fingerprint (default: `text`, or the index's).
     #[arg(long, value_name = "NAME")]
     text_field: Option<String>,
-    /// JSON field holding the title (optional in each document; fingerprinted with the text).
+    /// JSON field holding the title, optional in each document, fingerprinted with the text
+    /// (default: `title`, or the index's).
     #[arg(long, value_name = "NAME")]
     title_field: Option<String>,
-    /// JSON field holding the host or site (optional in each document; used by mirror reports).
+    /// JSON field holding the host or site, optional in each document, used by `mirrors`
+    /// (default: `host`, or the index's).
     #[arg(long, value_name = "NAME")]
     host_field: Option<String>,
     /// How text is split into words: `auto` (words, Chinese through jieba), `han-chars`
