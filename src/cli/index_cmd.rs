@@ -502,9 +502,9 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
     let template = if total.is_some() {
-        "{spinner} [{elapsed_precise}] [{bar:30}] {bytes}/{total_bytes} read, {msg}"
+        "{spinner} {elapsed:>4} [{wide_bar}] {bytes}/{total_bytes}, {msg}"
     } else {
-        "{spinner} [{elapsed_precise}] {bytes} read, {msg}"
+        "{spinner} {elapsed:>4} {bytes} read, {msg}"
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style.progress_chars("=> "));
