@@ -9,24 +9,30 @@ use tantivy::collector::TopDocs;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
-use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Outcome, Policy};
+use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
 
 fn main() -> tantivy_simhash::Result<()> {
-    // README: begin
-    let config = NearDupConfig::new("id", ["body"]); // fingerprint `body`, identify by `id`
-    let mut schema = Schema::builder();
-    let id = schema.add_text_field("id", STRING | FAST | STORED);
-    let body = schema.add_text_field("body", TEXT | STORED);
-    config.add_fields(&mut schema); // the fingerprint, its keys and the group
-    let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
-
-    let mut writer = index.writer(50_000_000, Policy::Tag)?; // or Off, Reject, Replace
     let mit = "Permission is hereby granted, free of charge, to any person obtaining a copy of \
                this software, to deal in the software without restriction.";
-    writer.add_document(doc!(id => "mit-1", body => mit))?;
-    let copy = writer.add_document(doc!(id => "mit-2", body => mit.to_uppercase()))?;
-    assert!(matches!(copy, Outcome::Tagged { ref group, distance: 0, .. } if group == "mit-1"));
-    writer.add_document(doc!(id => "guide", body => "A guide to the software in Debian."))?;
+    let upper = mit.to_uppercase();
+    let docs = [
+        ("mit-1", mit),
+        ("mit-2", &upper),
+        ("guide", "The software in Debian."),
+    ];
+
+    // README: begin
+    let config = NearDupConfig::new("id", ["body"]); // identify by `id`, fingerprint `body`
+    let mut schema = Schema::builder();
+    let id = schema.add_text_field("id", STRING | FAST | STORED);
+    let body = schema.add_text_field("body", TEXT);
+    config.add_fields(&mut schema); // the fingerprint, its keys, the group
+    let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
+    let mut writer = index.writer(50_000_000, Policy::Tag)?; // or Off, Reject, Replace
+    for (name, text) in docs {
+        let outcome = writer.add_document(doc!(id => name, body => text))?; // Added, Tagged, ...
+        println!("{name}: {outcome:?}");
+    }
     writer.commit()?;
 
     let query = TermQuery::new(
@@ -44,6 +50,14 @@ fn main() -> tantivy_simhash::Result<()> {
     }
     // README: end
     assert_eq!(results.groups().len(), 2);
-    assert!(results.groups().iter().any(|g| g.count == 2));
+    assert!(results
+        .groups()
+        .iter()
+        .any(|g| g.count == 2 && g.leader.id == "mit-1"));
+    let searcher = index.searcher()?;
+    assert!(matches!(
+        searcher.lookup_text(mit)?.as_slice(),
+        [a, b] if a.id == "mit-1" && b.id == "mit-2" && b.distance == 0
+    ));
     Ok(())
 }
