@@ -336,6 +336,40 @@ fn the_demo_runs_with_no_arguments() {
 }
 
 #[test]
+fn ids_are_unique_across_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("ids.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    for i in 0..600 {
+        let id = if i < 500 { i } else { i - 500 };
+        writeln!(
+            f,
+            r#"{{"id": "d{id}", "text": "document {i} of the run with words {}"}}"#,
+            i * 31
+        )
+        .unwrap();
+    }
+    drop(f);
+    let dir = tmp.path().join("ix");
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--dedup",
+        "off",
+        "--commit-every",
+        "10",
+        "--json",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let s = summary(&out);
+    assert_eq!(s["skipped_existing_id"], 100);
+    assert_eq!(s["index_documents"], 500);
+}
+
+#[test]
 fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");

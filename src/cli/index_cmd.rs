@@ -338,9 +338,9 @@ fn spawn_reader(
 struct Run<'a> {
     store: &'a Store,
     writer: DedupWriter,
-    /// The index as it was before this run, when it had documents: ids in it are skipped.
+    /// The index as of the last commit, when it had documents: ids in it are skipped.
     existing: Option<NearDupSearcher>,
-    /// Ids read in this run.
+    /// Ids read since the last commit (so memory is bounded by `--commit-every`).
     seen: HashSet<String>,
     batch: Vec<(TantivyDocument, String)>,
     summary: Summary,
@@ -443,6 +443,9 @@ impl Run<'_> {
     fn commit(&mut self) -> CliResult<()> {
         self.writer.commit()?;
         self.since_commit = 0;
+        // The committed ids are now in the index: look them up there instead of remembering.
+        self.existing = Some(self.store.index.searcher()?);
+        self.seen.clear();
         Ok(())
     }
 
