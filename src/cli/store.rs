@@ -122,9 +122,10 @@ pub(crate) fn scheme_for(language: &str) -> Result<Scheme, String> {
     built.map_err(|e| e.to_string())
 }
 
-fn config_for(record: &CliRecord) -> CliResult<NearDupConfig> {
-    let scheme = scheme_for(&record.language).map_err(Failure::Usage)?;
-    let layout = BlockLayout::for_distance(record.k).map_err(|e| Failure::Usage(e.to_string()))?;
+/// The library configuration for the record's settings, or why they are invalid.
+fn config_for(record: &CliRecord) -> Result<NearDupConfig, String> {
+    let scheme = scheme_for(&record.language)?;
+    let layout = BlockLayout::for_distance(record.k).map_err(|e| e.to_string())?;
     Ok(NearDupConfig::new("id", ["title", "text"])
         .scheme(scheme)
         .layout(layout))
@@ -216,7 +217,12 @@ fn not_an_index(dir: &Path) -> Failure {
 }
 
 fn open_with(dir: &Path, record: CliRecord) -> CliResult<Store> {
-    let config = config_for(&record)?;
+    let config = config_for(&record).map_err(|e| {
+        Failure::Message(format!(
+            "{} records settings this version cannot use ({e}); rebuild the index",
+            dir.join(CLI_RECORD_FILE).display()
+        ))
+    })?;
     let index = Index::open_in_dir(dir).map_err(|e| {
         Failure::Message(format!(
             "{} records a neardup index, but tantivy cannot open it: {e}",
@@ -321,7 +327,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         policy: req.policy.unwrap_or(DedupPolicy::Tag).name().to_string(),
     };
     // Check the settings before anything is written.
-    let config = config_for(&record)?;
+    let config = config_for(&record).map_err(Failure::Usage)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Message(format!("cannot create {}: {e}", dir.display())))?;
     let schema = schema_for(&config);
