@@ -50,7 +50,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{is_han, Fingerprint, Fingerprinter, Scheme, SIMHASH_TOKENIZER_NAME};
+use crate::fingerprint::{Fingerprint, Fingerprinter, Scheme};
 use crate::layout::BlockLayout;
 use crate::query::NearDupQuery;
 use rayon::prelude::*;
@@ -62,7 +62,6 @@ use tantivy::columnar::{Column, StrColumn};
 use tantivy::schema::{
     Field, FieldType, IndexRecordOption, NumericOptions, SchemaBuilder, Value, FAST, STRING,
 };
-use tantivy::tokenizer::PreTokenizedString;
 use tantivy::{
     Directory, DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, Opstamp, ReloadPolicy,
     Searcher, SegmentReader, TantivyDocument, Term, TERMINATED,
@@ -236,9 +235,6 @@ pub struct NearDupIndex {
     config: Arc<NearDupConfig>,
     fields: NearDupFields,
     text_fields: Arc<Vec<Field>>,
-    /// Per text field: whether it is indexed with the scheme's own tokenizer, so the writer can
-    /// hand tantivy the tokens it fingerprinted instead of having the text analysed again.
-    pretokenize: Arc<Vec<bool>>,
     reader: Arc<Mutex<Option<IndexReader>>>,
 }
 
@@ -413,27 +409,11 @@ impl NearDupIndex {
             }
             text_fields.push(f);
         }
-        let builtin = config.scheme.is_builtin();
-        if builtin {
+        if config.scheme.is_builtin() {
             // Text fields that name the tokenizer must be analysed by this very scheme, or
             // search and fingerprints would disagree on what a word is.
             crate::register_tokenizer(&index, &config.scheme);
         }
-        let pretokenize = text_fields
-            .iter()
-            .map(|&f| {
-                let once = text_fields.iter().filter(|&&g| g == f).count() == 1;
-                let by_scheme = match schema.get_field_entry(f).field_type() {
-                    FieldType::Str(o) => {
-                        !o.is_fast()
-                            && o.get_indexing_options()
-                                .is_some_and(|i| i.tokenizer() == SIMHASH_TOKENIZER_NAME)
-                    }
-                    _ => false,
-                };
-                builtin && once && by_scheme
-            })
-            .collect();
         Ok(NearDupIndex {
             index,
             config: Arc::new(config),
@@ -444,7 +424,6 @@ impl NearDupIndex {
                 group,
             },
             text_fields: Arc::new(text_fields),
-            pretokenize: Arc::new(pretokenize),
             reader: Arc::new(Mutex::new(None)),
         })
     }
@@ -483,103 +462,6 @@ impl NearDupIndex {
     pub fn fingerprint_document(&self, doc: &TantivyDocument) -> Fingerprint {
         let text = document_text(doc, &self.text_fields);
         self.config.scheme.fingerprint(&text)
-    }
-
-    /// The fingerprint of `doc`, and `doc` ready to add: the values of text fields indexed with
-    /// the scheme's tokenizer ([`SIMHASH_TOKENIZER_NAME`]) become pre-tokenized text carrying
-    /// the tokens the fingerprint was made from, so tantivy does not analyse them a second time.
-    /// The tokens are those the field's analysis would give (positions from 0 per value); a
-    /// document where a run of Han characters continues from one value into the next keeps
-    /// its plain values (the joined text cuts that run differently).
-    fn prepare_document(
-        &self,
-        fpr: &mut Fingerprinter,
-        doc: TantivyDocument,
-    ) -> (TantivyDocument, Fingerprint) {
-        if !self.pretokenize.contains(&true) {
-            let text = document_text(&doc, &self.text_fields);
-            return (doc, fpr.fingerprint(&text));
-        }
-        let mut text = String::new();
-        let mut joints = Vec::new();
-        // (index into text_fields, start, end) of each value to pre-tokenize.
-        let mut regions: Vec<(usize, usize, usize)> = Vec::new();
-        for (n, (&f, &pre)) in self
-            .text_fields
-            .iter()
-            .zip(self.pretokenize.iter())
-            .enumerate()
-        {
-            for v in doc.get_all(f) {
-                if let Some(value) = v.as_str() {
-                    if !text.is_empty() {
-                        joints.push(text.len());
-                        text.push('\n');
-                    }
-                    let start = text.len();
-                    text.push_str(value);
-                    if pre {
-                        regions.push((n, start, text.len()));
-                    }
-                }
-            }
-        }
-        let mut tokens = Vec::new();
-        let (fp, filled) = fpr.fingerprint_with_tokens(&text, &mut tokens);
-        let han_across = joints.iter().any(|&j| {
-            let before = text[..j].trim_end().chars().next_back();
-            let after = text[j..].trim_start().chars().next();
-            before.is_some_and(is_han) && after.is_some_and(is_han)
-        });
-        if !filled || regions.is_empty() || han_across {
-            return (doc, fp);
-        }
-        let mut values: Vec<PreTokenizedString> = regions
-            .iter()
-            .map(|&(_, start, end)| PreTokenizedString {
-                text: text[start..end].to_string(),
-                tokens: Vec::new(),
-            })
-            .collect();
-        let mut r = 0;
-        for mut token in tokens {
-            while r < regions.len() && token.offset_from >= regions[r].2 {
-                r += 1;
-            }
-            let Some(&(_, start, end)) = regions.get(r) else {
-                break;
-            };
-            if token.offset_from < start {
-                continue; // a value that is analysed by tantivy
-            }
-            if token.offset_to > end {
-                return (doc, fp);
-            }
-            token.offset_from -= start;
-            token.offset_to -= start;
-            token.position = values[r].tokens.len();
-            values[r].tokens.push(token);
-        }
-        // Values go back in the document's own order, field by field.
-        let mut per_field: Vec<std::collections::VecDeque<PreTokenizedString>> =
-            vec![Default::default(); self.text_fields.len()];
-        for (&(n, _, _), value) in regions.iter().zip(values) {
-            per_field[n].push_back(value);
-        }
-        let mut out = TantivyDocument::new();
-        for (field, value) in doc.field_values() {
-            let slot = self
-                .text_fields
-                .iter()
-                .position(|&f| f == field)
-                .filter(|&n| self.pretokenize[n] && value.as_str().is_some());
-            if let Some(pre) = slot.and_then(|n| per_field[n].pop_front()) {
-                out.add_pre_tokenized_text(field, pre);
-            } else {
-                out.add_field_value(field, value);
-            }
-        }
-        (out, fp)
     }
 
     /// Adds the fingerprint field and the keys of `fp` to `doc`.
@@ -1208,11 +1090,11 @@ impl DedupWriter {
     /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint
     /// or key values; tantivy errors from the lookup or the writer.
     ///
-    /// Text fields indexed with the scheme's tokenizer ([`SIMHASH_TOKENIZER_NAME`]) are analysed
-    /// once: tantivy receives the tokens the fingerprint was made from (as pre-tokenized text;
-    /// stored values read back as plain text). Other text fields are analysed by tantivy as usual.
+    /// The text is analysed twice: here for the fingerprint, and by tantivy for the text fields
+    /// (docs/PERFORMANCE.md measures the cost, and why tantivy's pre-tokenized text does not
+    /// avoid it).
     pub fn add_document(&self, doc: TantivyDocument) -> Result<Outcome> {
-        let (doc, fp) = self.with_fingerprinter(|fpr| self.index.prepare_document(fpr, doc));
+        let fp = self.fingerprint(&doc);
         self.add_document_with_fingerprint(doc, fp)
     }
 
@@ -1299,16 +1181,17 @@ impl DedupWriter {
     /// then adds them in the given order under the policy (so within a batch the earlier
     /// document wins). Stops at the first error; documents before it are added.
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
-        let index = &self.index;
-        let prepared: Vec<(TantivyDocument, Fingerprint)> = docs
-            .into_par_iter()
+        let scheme = self.index.scheme();
+        let text_fields = &self.index.text_fields;
+        let fps: Vec<Fingerprint> = docs
+            .par_iter()
             .map_init(
-                || index.scheme().fingerprinter(),
-                |fpr, doc| index.prepare_document(fpr, doc),
+                || scheme.fingerprinter(),
+                |fpr, doc| fpr.fingerprint(&document_text(doc, text_fields)),
             )
             .collect();
-        prepared
-            .into_iter()
+        docs.into_iter()
+            .zip(fps)
             .map(|(doc, fp)| self.add_document_with_fingerprint(doc, fp))
             .collect()
     }
@@ -1371,16 +1254,11 @@ impl DedupWriter {
     /// The fingerprint of `doc` from the configured text fields, with a pooled fingerprinter.
     pub fn fingerprint(&self, doc: &TantivyDocument) -> Fingerprint {
         let text = document_text(doc, &self.index.text_fields);
-        self.with_fingerprinter(|fpr| fpr.fingerprint(&text))
-    }
-
-    /// Runs `f` with a pooled fingerprinter (creating one costs an analyzer).
-    fn with_fingerprinter<T>(&self, f: impl FnOnce(&mut Fingerprinter) -> T) -> T {
         let pooled = lock(&self.fingerprinters).pop();
         let mut fpr = pooled.unwrap_or_else(|| self.index.scheme().fingerprinter());
-        let out = f(&mut fpr);
+        let fp = fpr.fingerprint(&text);
         lock(&self.fingerprinters).push(fpr);
-        out
+        fp
     }
 
     /// Checks that `doc` can be added; returns its id.

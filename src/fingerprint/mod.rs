@@ -613,28 +613,6 @@ impl Fingerprinter {
 
     /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
     pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
-        self.details(text, None)
-    }
-
-    /// The fingerprint of `text`, and the analyzer's tokens appended to `tokens` when their
-    /// offsets point into `text` (built-in tokenisation; a user analyzer sees normalised text).
-    /// Returns whether `tokens` was filled. Lets [`crate::DedupWriter`] index the very tokens it
-    /// fingerprinted instead of analysing the text twice.
-    pub(crate) fn fingerprint_with_tokens(
-        &mut self,
-        text: &str,
-        tokens: &mut Vec<tantivy::tokenizer::Token>,
-    ) -> (Fingerprint, bool) {
-        let builtin = matches!(self.scheme.inner.tokenization, Tokenization::Builtin { .. });
-        let keep = if builtin { Some(tokens) } else { None };
-        (self.details(text, keep).fingerprint, builtin)
-    }
-
-    fn details(
-        &mut self,
-        text: &str,
-        mut keep: Option<&mut Vec<tantivy::tokenizer::Token>>,
-    ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
         let seed = inner.seed;
         let features = inner.features;
@@ -669,9 +647,6 @@ impl Fingerprinter {
                         scanned = at;
                     }
                     self.token_lines.push(line);
-                }
-                if let Some(out) = keep.as_deref_mut() {
-                    out.push(token.clone());
                 }
                 let t = &token.text;
                 self.token_hashes
