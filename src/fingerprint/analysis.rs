@@ -175,6 +175,7 @@ pub struct SimhashTokenizer {
     normalization: Normalization,
     han: HanSegmentation,
     jieba: tantivy_jieba::JiebaTokenizer,
+    /// Token buffers reused across texts: their strings keep their allocations.
     tokens: Vec<Token>,
     scratch: String,
 }
@@ -207,33 +208,10 @@ impl SimhashTokenizer {
         }
     }
 
-    fn push(&mut self, text: &str, from: usize, to: usize) {
-        let mut chars = text.char_indices().peekable();
-        // Split over-long words into MAX_TOKEN_CHARS pieces.
-        while chars.peek().is_some() {
-            let start = chars.peek().map(|(i, _)| *i).unwrap_or(0);
-            let mut end = text.len();
-            for _ in 0..MAX_TOKEN_CHARS {
-                if chars.next().is_none() {
-                    break;
-                }
-            }
-            if let Some((i, _)) = chars.peek() {
-                end = *i;
-            }
-            let position = self.tokens.len();
-            self.tokens.push(Token {
-                offset_from: from,
-                offset_to: to,
-                position,
-                text: text[start..end].to_string(),
-                position_length: 1,
-            });
-        }
-    }
-
-    fn analyze(&mut self, text: &str) {
-        self.tokens.clear();
+    /// Calls `sink(token, offset_from, offset_to)` for every token of `text`, in order: the
+    /// tokens [`Tokenizer::token_stream`] gives, without building them (no allocation per
+    /// token), for callers that only read them, such as fingerprinting.
+    pub(crate) fn for_each_token(&mut self, text: &str, sink: &mut dyn FnMut(&str, usize, usize)) {
         let bytes = text.as_bytes();
         let mut iter = text.char_indices().peekable();
         while let Some((start, c)) = iter.next() {
@@ -262,7 +240,7 @@ impl SimhashTokenizer {
                     }
                 }
                 origins.push(end);
-                self.han_run(&run, &origins);
+                self.han_run(&run, &origins, sink);
             } else if c.is_alphanumeric() {
                 let mut end = start + c.len_utf8();
                 while let Some(&(i, d)) = iter.peek() {
@@ -281,21 +259,21 @@ impl SimhashTokenizer {
                 }
                 let mut word = std::mem::take(&mut self.scratch);
                 self.normalization.word(&text[start..end], &mut word);
-                self.push(&word, start, end);
+                emit(&word, start, end, sink);
                 self.scratch = word;
             }
         }
     }
 
     /// `origins[i]` is the original byte offset of the run's i-th character (plus the end).
-    fn han_run(&mut self, run: &str, origins: &[usize]) {
+    fn han_run(&mut self, run: &str, origins: &[usize], sink: &mut dyn FnMut(&str, usize, usize)) {
         let normalized = self.normalization.han_run(run);
         match self.han {
             HanSegmentation::Chars => {
                 for (n, c) in normalized.chars().enumerate() {
                     let mut buf = [0u8; 4];
                     let s: &str = c.encode_utf8(&mut buf);
-                    self.push(s, origins[n], origins[n] + c.len_utf8());
+                    emit(s, origins[n], origins[n] + c.len_utf8(), sink);
                 }
             }
             HanSegmentation::Jieba => {
@@ -324,7 +302,7 @@ impl SimhashTokenizer {
                             origins[char_index + n_chars - 1]
                                 + chunk[from..to].chars().last().map_or(0, char::len_utf8),
                         );
-                        self.push(&chunk[from..to], o_from, o_to);
+                        emit(&chunk[from..to], o_from, o_to, sink);
                         char_index += n_chars;
                         last_byte = to;
                     }
@@ -333,6 +311,19 @@ impl SimhashTokenizer {
                 }
             }
         }
+    }
+}
+
+/// Gives `word` to `sink`, split into pieces of at most [`MAX_TOKEN_CHARS`] characters.
+fn emit(word: &str, from: usize, to: usize, sink: &mut dyn FnMut(&str, usize, usize)) {
+    let mut rest = word;
+    while !rest.is_empty() {
+        let end = rest
+            .char_indices()
+            .nth(MAX_TOKEN_CHARS)
+            .map_or(rest.len(), |(i, _)| i);
+        sink(&rest[..end], from, to);
+        rest = &rest[end..];
     }
 }
 
@@ -350,7 +341,7 @@ fn is_entity_name(bytes: &[u8], start: usize, end: usize) -> bool {
 
 /// The token stream of [`SimhashTokenizer`].
 pub struct SimhashTokenStream<'a> {
-    tokens: &'a mut Vec<Token>,
+    tokens: &'a mut [Token],
     next: usize,
     // What `token()` shows before the first `advance()` or on an empty text.
     empty: Token,
@@ -385,9 +376,21 @@ impl Tokenizer for SimhashTokenizer {
     type TokenStream<'a> = SimhashTokenStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> SimhashTokenStream<'a> {
-        self.analyze(text);
+        let mut tokens = std::mem::take(&mut self.tokens);
+        let mut len = 0;
+        self.for_each_token(text, &mut |word, from, to| {
+            if len == tokens.len() {
+                tokens.push(Token::default());
+            }
+            let t = &mut tokens[len];
+            t.text.clear();
+            t.text.push_str(word);
+            (t.offset_from, t.offset_to, t.position, t.position_length) = (from, to, len, 1);
+            len += 1;
+        });
+        self.tokens = tokens;
         SimhashTokenStream {
-            tokens: &mut self.tokens,
+            tokens: &mut self.tokens[..len],
             next: 0,
             empty: Token::default(),
         }

@@ -555,9 +555,16 @@ impl Scheme {
 
     /// A reusable fingerprinter (owns an analyzer and scratch buffers). Use one per thread.
     pub fn fingerprinter(&self) -> Fingerprinter {
+        let analysis = match &self.inner.tokenization {
+            Tokenization::Builtin { han } => Analysis::Builtin(Box::new(SimhashTokenizer::new(
+                self.inner.normalization,
+                *han,
+            ))),
+            Tokenization::Analyzer { analyzer, .. } => Analysis::Analyzer(analyzer.clone()),
+        };
         Fingerprinter {
             scheme: self.clone(),
-            analyzer: self.text_analyzer(),
+            analysis,
             token_hashes: Vec::new(),
             token_lines: Vec::new(),
             line_tokens: Vec::new(),
@@ -583,7 +590,7 @@ impl Scheme {
 /// (for example with rayon's `map_init`).
 pub struct Fingerprinter {
     scheme: Scheme,
-    analyzer: TextAnalyzer,
+    analysis: Analysis,
     token_hashes: Vec<u64>,
     /// Per token, its occurrence weight in units of 1/`unit` (short-line damping).
     token_lines: Vec<u32>,
@@ -591,6 +598,14 @@ pub struct Fingerprinter {
     token_text: String,
     counts: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
     acc: [i64; 64],
+}
+
+/// How a [`Fingerprinter`] reads tokens.
+enum Analysis {
+    /// The built-in tokenizer, read token by token without building tokens.
+    Builtin(Box<SimhashTokenizer>),
+    /// A user analyzer, through its token stream.
+    Analyzer(TextAnalyzer),
 }
 
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
@@ -631,13 +646,18 @@ impl Fingerprinter {
                     &normalized
                 }
             };
-            let mut stream = self.analyzer.token_stream(input);
+            let Fingerprinter {
+                analysis,
+                token_hashes,
+                token_lines,
+                token_text,
+                ..
+            } = self;
             let mut prev_han = false;
             let (mut line, mut scanned) = (0u32, 0usize);
-            while stream.advance() {
-                let token = stream.token();
+            let mut on_token = |t: &str, offset_from: usize| {
                 if damp > 0 {
-                    let at = token.offset_from.min(input.len());
+                    let at = offset_from.min(input.len());
                     if at > scanned {
                         let newlines = input.as_bytes()[scanned..at]
                             .iter()
@@ -646,20 +666,30 @@ impl Fingerprinter {
                         line = line.saturating_add(newlines as u32);
                         scanned = at;
                     }
-                    self.token_lines.push(line);
+                    token_lines.push(line);
                 }
-                let t = &token.text;
-                self.token_hashes
-                    .push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
+                token_hashes.push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
                     // Han tokens join without a space, like the text they came from.
                     let joins = han && prev_han;
-                    if !self.token_text.is_empty() && !joins {
-                        self.token_text.push(' ');
+                    if !token_text.is_empty() && !joins {
+                        token_text.push(' ');
                     }
-                    self.token_text.push_str(t);
+                    token_text.push_str(t);
                     prev_han = han;
+                }
+            };
+            match analysis {
+                Analysis::Builtin(tokenizer) => {
+                    tokenizer.for_each_token(input, &mut |t, from, _| on_token(t, from));
+                }
+                Analysis::Analyzer(analyzer) => {
+                    let mut stream = analyzer.token_stream(input);
+                    while stream.advance() {
+                        let token = stream.token();
+                        on_token(&token.text, token.offset_from);
+                    }
                 }
             }
         }
