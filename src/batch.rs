@@ -905,18 +905,18 @@ fn read_strs(columns: &[Option<StrColumn>], docs: &[DocAddress]) -> Result<Vec<O
 
 /// Union-find with path halving (4 bytes per node; no rank array: path halving alone keeps
 /// the trees shallow enough here, and the memory matters more at tens of millions of nodes).
-struct UnionFind {
+pub(crate) struct UnionFind {
     parent: Vec<u32>,
 }
 
 impl UnionFind {
-    fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         UnionFind {
             parent: (0..n as u32).collect(),
         }
     }
 
-    fn find(&mut self, mut x: u32) -> u32 {
+    pub(crate) fn find(&mut self, mut x: u32) -> u32 {
         while self.parent[x as usize] != x {
             let p = self.parent[x as usize];
             self.parent[x as usize] = self.parent[p as usize];
@@ -925,7 +925,7 @@ impl UnionFind {
         x
     }
 
-    fn union(&mut self, a: u32, b: u32) {
+    pub(crate) fn union(&mut self, a: u32, b: u32) {
         let (a, b) = (self.find(a), self.find(b));
         if a != b {
             self.parent[a.max(b) as usize] = a.min(b);

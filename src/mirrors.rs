@@ -447,7 +447,7 @@ impl MirrorFinder {
 
         // Groups of counterparts: connected components, or each cross-host pair on its own.
         let groups: Vec<Vec<u32>> = if cfg.transitive {
-            let mut uf = UnionFind::new(page_ids.len());
+            let mut uf = crate::batch::UnionFind::new(page_ids.len());
             for &(a, b, _) in &edges {
                 uf.union(a, b);
             }
@@ -787,34 +787,6 @@ pub(crate) fn near_pairs(
     })?;
     out.sort_unstable();
     Ok(out)
-}
-
-struct UnionFind {
-    parent: Vec<u32>,
-}
-
-impl UnionFind {
-    fn new(n: usize) -> Self {
-        UnionFind {
-            parent: (0..n as u32).collect(),
-        }
-    }
-
-    fn find(&mut self, mut x: u32) -> u32 {
-        while self.parent[x as usize] != x {
-            let up = self.parent[self.parent[x as usize] as usize];
-            self.parent[x as usize] = up;
-            x = up;
-        }
-        x
-    }
-
-    fn union(&mut self, a: u32, b: u32) {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra != rb {
-            self.parent[ra.max(rb) as usize] = ra.min(rb);
-        }
-    }
 }
 
 #[cfg(test)]

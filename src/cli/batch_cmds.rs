@@ -9,15 +9,7 @@ use crate::batch::NearDupGraph;
 use serde::Serialize;
 
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
-    let max = store.index.layout().max_distance();
-    let k = k.unwrap_or(max);
-    if k > max {
-        return Err(Failure::Usage(format!(
-            "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
-             `neardup index -k {k}` into a new directory",
-            store.dir.display()
-        )));
-    }
+    let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
     Ok(NearDupGraph::with_max_distance(&searcher, k)?)
 }

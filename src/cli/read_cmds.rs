@@ -244,15 +244,7 @@ pub(crate) fn similar_in(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let max = store.index.layout().max_distance();
-    let k = k.unwrap_or(max);
-    if k > max {
-        return Err(Failure::Usage(format!(
-            "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
-             `neardup index -k {k}` into a new directory",
-            store.dir.display()
-        )));
-    }
+    let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
     let (fp, own_id) = match source {
         Source::Id(id) => {

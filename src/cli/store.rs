@@ -71,6 +71,22 @@ pub(crate) struct Store {
     pub fields: DocFields,
 }
 
+impl Store {
+    /// `k` (the index's own by default), refused when the index's keys cannot guarantee it.
+    pub(crate) fn checked_k(&self, k: Option<u32>) -> CliResult<u32> {
+        let max = self.index.layout().max_distance();
+        let k = k.unwrap_or(max);
+        if k > max {
+            return Err(Failure::Usage(format!(
+                "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
+                 `neardup index -k {k}` into a new directory",
+                self.dir.display()
+            )));
+        }
+        Ok(k)
+    }
+}
+
 const LANGUAGES: &[(&str, Language)] = &[
     ("arabic", Language::Arabic),
     ("danish", Language::Danish),
