@@ -4,12 +4,14 @@
 //! cargo run --release --example eval -- ../shared/data            # all candidate schemes
 //! cargo run --release --example eval -- ../shared/data --full     # + full tables of the default
 //! cargo run --release --example eval -- ../shared/data --schemes default,words --sample 300
+//! cargo run --release --example eval -- ../shared/data --schemes default --lang en --list-random 3
 //! ```
 //!
 //! For each candidate scheme and language it prints recall at k = 0..=10 per synthetic recipe,
 //! false-positive rates on hard negatives and on random pairs, recall and precision on the
 //! natural corpora (brute force over all fingerprint pairs) and cross-script recall (zh).
 //! `--sample N` keeps N pairs per file and N*10 natural documents (a smoke test for CI).
+//! `--list-random K` also lists the "random" pairs within K (recipe, title and sources of both).
 
 use flate2::read::GzDecoder;
 use rayon::prelude::*;
@@ -277,7 +279,7 @@ fn random_pairs(
     (total, cum)
 }
 
-fn evaluate(scheme: &Scheme, lang: &Lang) -> Report {
+fn evaluate(scheme: &Scheme, lang: &Lang, list_random: Option<u32>) -> Report {
     let t = Instant::now();
     let mut bytes = 0usize;
     let mut texts = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
@@ -317,6 +319,24 @@ fn evaluate(scheme: &Scheme, lang: &Lang) -> Report {
         .collect();
     let fr: Vec<Fingerprint> = fsa.iter().chain(&fha).copied().collect();
     let random = random_pairs(&fr, |i, j| !srcs[i].is_disjoint(&srcs[j]));
+    if let Some(k) = list_random {
+        // What the "random" pairs within k are: the recipe (or hard-negative kind), title and
+        // source ids of both documents.
+        let pairs: Vec<&Pair> = lang.synthetic.iter().chain(&lang.hardneg).collect();
+        let describe = |p: &Pair| format!("{} {:?} {:?}", p.recipe, p.a.title, p.src);
+        for i in 0..fr.len() {
+            for j in i + 1..fr.len() {
+                let d = fr[i].distance(fr[j]);
+                if d <= k && srcs[i].is_disjoint(&srcs[j]) {
+                    println!(
+                        "random pair d={d} | {} | {}",
+                        describe(pairs[i]),
+                        describe(pairs[j])
+                    );
+                }
+            }
+        }
+    }
 
     // Natural corpus.
     let nat = &lang.natural;
@@ -631,12 +651,16 @@ fn main() -> Res<()> {
     let mut dir = PathBuf::from("../shared/data");
     let mut sample = usize::MAX;
     let mut full = false;
+    let mut list_random: Option<u32> = None;
     let mut only: Option<Vec<String>> = None;
     let mut langs = vec!["en", "zh"];
     while let Some(a) = args.next() {
         match a.as_str() {
             "--sample" => sample = args.next().ok_or("--sample needs a number")?.parse()?,
             "--full" => full = true,
+            "--list-random" => {
+                list_random = Some(args.next().ok_or("--list-random needs a k")?.parse()?)
+            }
             "--schemes" => {
                 only = Some(
                     args.next()
@@ -655,7 +679,7 @@ fn main() -> Res<()> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: eval [DATA_DIR] [--full] [--sample N] [--schemes a,b] [--lang en|zh]"
+                    "usage: eval [DATA_DIR] [--full] [--sample N] [--schemes a,b] [--lang en|zh] [--list-random K]"
                 );
                 return Ok(());
             }
@@ -676,7 +700,7 @@ fn main() -> Res<()> {
     let mut reports = Vec::new();
     for (name, scheme) in &schemes {
         for lang in &data {
-            let r = evaluate(scheme, lang);
+            let r = evaluate(scheme, lang, list_random);
             eprintln!(
                 "{name} {}: {:.1} MB in {:.1} s ({})",
                 lang.name,
