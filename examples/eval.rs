@@ -178,11 +178,82 @@ fn load(dir: &Path, lang: &'static str, sample: usize) -> Res<Lang> {
     })
 }
 
-fn fingerprints(scheme: &Scheme, texts: &[String]) -> Vec<Fingerprint> {
-    texts
-        .par_iter()
-        .map_init(|| scheme.fingerprinter(), |f, t| f.fingerprint(t))
-        .collect()
+/// What is evaluated: one of our schemes, or a peer's recipe reimplemented here.
+enum Candidate {
+    Scheme(Scheme),
+    /// The popular Python `simhash` package (2.x) with its defaults: lower-case, keep the runs
+    /// of `[\w\u4e00-\u9fcc]+` concatenated, character 4-grams weighted by their count, md5
+    /// (its low 64 bits), 64 bits. Python's `\w` is approximated by `char::is_alphanumeric`
+    /// and `_`.
+    PySimhash,
+}
+
+impl Candidate {
+    fn id(&self) -> String {
+        match self {
+            Candidate::Scheme(s) => s.id().to_string(),
+            Candidate::PySimhash => "peer: python simhash 2.x defaults (char 4-grams, md5)".into(),
+        }
+    }
+}
+
+fn fingerprints(candidate: &Candidate, texts: &[String]) -> Vec<Fingerprint> {
+    match candidate {
+        Candidate::Scheme(scheme) => texts
+            .par_iter()
+            .map_init(|| scheme.fingerprinter(), |f, t| f.fingerprint(t))
+            .collect(),
+        Candidate::PySimhash => texts.par_iter().map(|t| py_simhash(t)).collect(),
+    }
+}
+
+/// Fingerprints printed by the Python package itself (`simhash` 2.1.2,
+/// `'%016x' % Simhash(text).value`): the reimplementation must give the same.
+const PY_SIMHASH_GOLDEN: [(&str, u64); 4] = [
+    (
+        "The quick brown fox jumps over the lazy dog, twice!",
+        0x2d0b_1695_908e_888b,
+    ),
+    (
+        "软件开发的过程包括需求分析、设计、编码、测试和维护。",
+        0xd566_4581_f875_3588,
+    ),
+    ("ab", 0x2f40_dc2b_92f0_eba0),
+    ("Hello_World 123 über", 0x9071_95d6_ab95_a986),
+];
+
+fn py_simhash(text: &str) -> Fingerprint {
+    use md5::{Digest, Md5};
+    let content: Vec<char> = text
+        .to_lowercase()
+        .chars()
+        .filter(|&c| c.is_alphanumeric() || c == '_' || ('\u{4e00}'..='\u{9fcc}').contains(&c))
+        .collect();
+    let mut counts: HashMap<String, i64> = HashMap::new();
+    if content.len() < 4 {
+        counts.insert(content.iter().collect(), 1);
+    } else {
+        for w in content.windows(4) {
+            *counts.entry(w.iter().collect()).or_insert(0) += 1;
+        }
+    }
+    let mut v = [0i64; 64];
+    for (feature, w) in counts {
+        let digest = Md5::digest(feature.as_bytes());
+        let mut low = [0u8; 8];
+        low.copy_from_slice(&digest[8..16]);
+        let h = u64::from_be_bytes(low);
+        for (i, x) in v.iter_mut().enumerate() {
+            *x += if (h >> i) & 1 == 1 { w } else { -w };
+        }
+    }
+    let mut fp = 0u64;
+    for (i, &x) in v.iter().enumerate() {
+        if x > 0 {
+            fp |= 1 << i;
+        }
+    }
+    Fingerprint(fp)
 }
 
 /// Fraction of distances <= k, for k = 0..=KMAX.
@@ -279,7 +350,7 @@ fn random_pairs(
     (total, cum)
 }
 
-fn evaluate(scheme: &Scheme, lang: &Lang, list_random: Option<u32>) -> Report {
+fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report {
     let t = Instant::now();
     let mut bytes = 0usize;
     let mut texts = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
@@ -571,7 +642,7 @@ fn summary_line(name: &str, lang: &Lang, r: &Report) {
     }
 }
 
-fn candidates() -> Vec<(&'static str, Scheme)> {
+fn candidates() -> Vec<(&'static str, Candidate)> {
     let b = Scheme::builder;
     let mk = |r: tantivy_simhash::Result<Scheme>| match r {
         Ok(s) => s,
@@ -580,7 +651,7 @@ fn candidates() -> Vec<(&'static str, Scheme)> {
             std::process::exit(2)
         }
     };
-    vec![
+    let ours = vec![
         ("default", Scheme::default()),
         (
             "words-binary",
@@ -643,7 +714,13 @@ fn candidates() -> Vec<(&'static str, Scheme)> {
                 .short_line(8)
                 .build()),
         ),
-    ]
+    ];
+    let mut all: Vec<(&'static str, Candidate)> = ours
+        .into_iter()
+        .map(|(n, s)| (n, Candidate::Scheme(s)))
+        .collect();
+    all.push(("peer-py-simhash", Candidate::PySimhash));
+    all
 }
 
 fn main() -> Res<()> {
@@ -690,6 +767,16 @@ fn main() -> Res<()> {
         .iter()
         .map(|l| load(&dir, l, sample))
         .collect::<Res<_>>()?;
+    for (text, want) in PY_SIMHASH_GOLDEN {
+        let got = py_simhash(text).0;
+        if got != want {
+            return Err(format!(
+                "the Python simhash reimplementation gives {got:016x} for {text:?}, the package \
+                 {want:016x}"
+            )
+            .into());
+        }
+    }
     let mut schemes = candidates();
     if let Some(only) = &only {
         schemes.retain(|(n, _)| only.iter().any(|o| o == n));
