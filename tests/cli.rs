@@ -79,11 +79,17 @@ fn fingerprints(docs: &[(String, String)]) -> Vec<Fingerprint> {
     docs.iter().map(|(_, t)| scheme.fingerprint(t)).collect()
 }
 
-fn index_sample(dir: &Path, extra: &[&str]) -> Output {
-    let sample = fixture("sample.jsonl.gz");
-    let mut args = vec!["index", p(&sample), "--index", p(dir), "--json", "-q"];
+/// `neardup index INPUT --index DIR EXTRA...`
+fn index_file(input: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["index", p(input), "--index", p(dir)];
     args.extend_from_slice(extra);
     neardup(&args)
+}
+
+fn index_sample(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["--json", "-q"];
+    args.extend_from_slice(extra);
+    index_file(&fixture("sample.jsonl.gz"), dir, &args)
 }
 
 #[test]
@@ -351,18 +357,11 @@ fn ids_are_unique_across_commits() {
     }
     drop(f);
     let dir = tmp.path().join("ix");
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "--dedup",
-        "off",
-        "--commit-every",
-        "10",
-        "--json",
-        "-q",
-    ]);
+    let out = index_file(
+        &input,
+        &dir,
+        &["--dedup", "off", "--commit-every", "10", "--json", "-q"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let s = summary(&out);
     assert_eq!(s["skipped_existing_id"], 100);
@@ -386,15 +385,7 @@ fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
     assert_eq!(json_lines(&out)[0]["documents"], 2);
 
     // --skip-bad: counted, skipped, status 3; the first two are already there.
-    let out = neardup(&[
-        "index",
-        p(&bad),
-        "--index",
-        p(&dir),
-        "-q",
-        "--skip-bad",
-        "--json",
-    ]);
+    let out = index_file(&bad, &dir, &["-q", "--skip-bad", "--json"]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     let s = summary(&out);
     assert_eq!(s["skipped_bad"], 1);
@@ -436,15 +427,7 @@ fn missing_fields_empty_bodies_and_non_utf8_are_named() {
         stderr(&out)
     );
 
-    let out = neardup(&[
-        "index",
-        p(&fields),
-        "--index",
-        p(&dir),
-        "-q",
-        "--skip-bad",
-        "--json",
-    ]);
+    let out = index_file(&fields, &dir, &["-q", "--skip-bad", "--json"]);
     assert_eq!(code(&out), 3);
     let err = stderr(&out);
     for needle in [
@@ -469,15 +452,11 @@ fn missing_fields_empty_bodies_and_non_utf8_are_named() {
     );
 
     // A field mapping that names another field.
-    let out = neardup(&[
-        "index",
-        p(&utf8),
-        "--index",
-        p(&tmp.path().join("ix3")),
-        "--text-field",
-        "body",
-        "-q",
-    ]);
+    let out = index_file(
+        &utf8,
+        &tmp.path().join("ix3"),
+        &["--text-field", "body", "-q"],
+    );
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("has no text field `body`"));
 }
@@ -516,15 +495,7 @@ fn a_100_mb_line_is_a_bad_line_not_a_crash() {
         stderr(&out)
     );
     assert!(stderr(&out).contains("--max-line-bytes"));
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "-q",
-        "--skip-bad",
-        "--json",
-    ]);
+    let out = index_file(&input, &dir, &["-q", "--skip-bad", "--json"]);
     assert_eq!(code(&out), 3);
     let s = summary(&out);
     assert_eq!(s["skipped_bad"], 1);
@@ -556,12 +527,7 @@ fn directories_that_are_not_indexes_are_refused_and_left_alone() {
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("is a file"));
 
-    let out = neardup(&[
-        "index",
-        p(&tmp.path().join("nope.jsonl")),
-        "--index",
-        p(&tmp.path().join("new")),
-    ]);
+    let out = index_file(&tmp.path().join("nope.jsonl"), &tmp.path().join("new"), &[]);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("cannot open"));
     assert!(
@@ -578,25 +544,10 @@ fn an_index_of_another_scheme_or_k_is_refused() {
     let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--skip-bad"]);
     assert_eq!(code(&out), 3);
 
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "-k",
-        "6",
-        "--skip-bad",
-    ]);
+    let out = index_file(&input, &dir, &["-k", "6", "--skip-bad"]);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("was built with -k 3, but this run asks for -k 6"));
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "--language",
-        "english",
-    ]);
+    let out = index_file(&input, &dir, &["--language", "english"]);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("--language auto"));
 
@@ -655,15 +606,7 @@ fn a_closed_pipe_ends_quietly() {
     let input = tmp.path().join("many.jsonl");
     many_docs(&input, 3000);
     let dir = tmp.path().join("ix");
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "--dedup",
-        "off",
-        "-q",
-    ]);
+    let out = index_file(&input, &dir, &["--dedup", "off", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let mut child = Command::new(BIN)
         .args(["search", p(&dir), "common", "-n", "3000", "--json"])
@@ -693,15 +636,7 @@ fn a_closed_pipe_ends_quietly() {
     }
     drop(f);
     let dir = tmp.path().join("copies");
-    let out = neardup(&[
-        "index",
-        p(&copies),
-        "--index",
-        p(&dir),
-        "--dedup",
-        "off",
-        "-q",
-    ]);
+    let out = index_file(&copies, &dir, &["--dedup", "off", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let mut child = Command::new(BIN)
         .args(["pairs", p(&dir)])
