@@ -662,7 +662,8 @@ fn ctrl_c_commits_what_was_indexed() {
     many_docs(&input, 500);
     let text = std::fs::read(&input).unwrap();
     let dir = tmp.path().join("ix");
-    // Feed stdin, keep it open, interrupt once the index exists (the handler is set by then).
+    // Feed stdin, keep it open, interrupt once a first commit shows that lines were read (the
+    // handler is set by then; stdin stays open, so the run cannot end on its own).
     let mut child = Command::new(BIN)
         .args([
             "index",
@@ -671,6 +672,8 @@ fn ctrl_c_commits_what_was_indexed() {
             p(&dir),
             "--dedup",
             "off",
+            "--commit-every",
+            "50",
             "--json",
             "-q",
         ])
@@ -682,7 +685,14 @@ fn ctrl_c_commits_what_was_indexed() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&text).unwrap();
     stdin.flush().unwrap();
-    while !dir.join(".neardup.json").exists() {
+    let committed_segments = || {
+        let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap_or_default();
+        serde_json::from_str::<Value>(&meta)
+            .ok()
+            .and_then(|m| m["segments"].as_array().map(|s| s.len()))
+            .unwrap_or(0)
+    };
+    while committed_segments() == 0 {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let status = Command::new("kill")
