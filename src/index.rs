@@ -316,7 +316,18 @@ impl NearDupIndex {
             let payload = self.payload_record()?;
             if let Some(p) = payload {
                 // Both exist: they must agree, or someone rewrote one of them.
-                p.check(&record)?;
+                if let Err(Error::IndexMismatch {
+                    what,
+                    found,
+                    expected,
+                }) = p.check(&record)
+                {
+                    return Err(Error::RecordConflict {
+                        what,
+                        file: expected,
+                        payload: found,
+                    });
+                }
             }
             return Ok(Some(record));
         }

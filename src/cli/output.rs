@@ -90,3 +90,19 @@ mod tests {
         assert_eq!(one_line("", 3), "");
     }
 }
+
+/// `n` and the noun, singular for one: "1 document", "2 documents".
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(super::count(1u64, "document", "documents"), "1 document");
+        assert_eq!(super::count(0u64, "pair", "pairs"), "0 pairs");
+        assert_eq!(super::count(2u32, "pair", "pairs"), "2 pairs");
+    }
+}

@@ -1,6 +1,6 @@
 //! The commands that read an index: `search`, `similar`, `stats`.
 
-use super::output::one_line;
+use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use crate::NearDupCollapse;
@@ -209,11 +209,17 @@ fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &Shown) -> CliResult
 
 pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
-    let source = match (&args.id, &args.text) {
-        (Some(id), None) => Source::Id(id),
-        (None, Some(text)) => Source::Text(text),
-        _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
-    };
+    let source =
+        match (&args.id, &args.text) {
+            (Some(id), None) => Source::Id(id),
+            (None, Some(text)) if text.trim().is_empty() => return Err(Failure::Usage(
+                "--text is empty: there is nothing to fingerprint (`neardup index` refuses such \
+                 documents too); give the text to compare, or --id"
+                    .into(),
+            )),
+            (None, Some(text)) => Source::Text(text),
+            _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
+        };
     let mut out = Out::new(args.json);
     similar_in(&store, source, args.k, args.limit, &mut out)?;
     out.flush()?;
@@ -269,8 +275,8 @@ pub(crate) fn similar_in(
             None => "the text".to_string(),
         };
         out.line(format_args!(
-            "{} near-duplicates of {what} (fingerprint {fp}) within distance {k}{}",
-            hits.len(),
+            "{} of {what} (fingerprint {fp}) within distance {k}{}",
+            count(hits.len() as u64, "near-duplicate", "near-duplicates"),
             if own_id.is_some() {
                 ", itself left out"
             } else {

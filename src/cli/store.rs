@@ -5,7 +5,7 @@
 use super::input::FieldMap;
 use super::{CliResult, DedupPolicy, Failure};
 use crate::{
-    register_tokenizer, BlockLayout, HanSegmentation, NearDupConfig, NearDupIndex, Scheme,
+    register_tokenizer, BlockLayout, Error, HanSegmentation, NearDupConfig, NearDupIndex, Scheme,
     SIMHASH_TOKENIZER_NAME,
 };
 use serde::{Deserialize, Serialize};
@@ -77,15 +77,25 @@ impl Store {
         let max = self.index.layout().max_distance();
         let k = k.unwrap_or(max);
         if k > max {
+            let rebuild = if BlockLayout::for_distance(k).is_ok() {
+                format!("rebuild the index with `neardup index -k {k}` into a new directory")
+            } else {
+                format!(
+                    "no index can: the largest k neardup supports is {MAX_K} (beyond it 64-bit \
+                     fingerprints of unrelated texts match); use -k {max} or less"
+                )
+            };
             return Err(Failure::Usage(format!(
-                "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
-                 `neardup index -k {k}` into a new directory",
+                "-k {k} is beyond what {} guarantees to find ({max}); {rebuild}",
                 self.dir.display()
             )));
         }
         Ok(k)
     }
 }
+
+/// The largest k of an index (the widest layout [`BlockLayout::for_distance`] builds).
+pub(crate) const MAX_K: u32 = 9;
 
 const LANGUAGES: &[(&str, Language)] = &[
     ("arabic", Language::Arabic),
@@ -190,6 +200,16 @@ fn read_record(dir: &Path) -> CliResult<Option<CliRecord>> {
             )))
         }
     };
+    if bytes.is_empty() {
+        // The claim of an `index` run that is creating the index (see `open_or_create`).
+        return Err(Failure::Message(format!(
+            "{} is being created by another `neardup index` right now (its {CLI_RECORD_FILE} \
+             is still empty); wait for that run to finish, then rerun this command. If no \
+             such run is left (it was killed while creating the index), delete {} and rerun",
+            dir.display(),
+            dir.display()
+        )));
+    }
     let record: CliRecord = serde_json::from_slice(&bytes).map_err(|e| {
         Failure::Message(format!(
             "{} is damaged ({e}); it records how the index was built: restore it or rebuild \
@@ -218,18 +238,44 @@ pub(crate) fn write_record(dir: &Path, record: &CliRecord) -> CliResult<()> {
 }
 
 fn not_an_index(dir: &Path) -> Failure {
-    let what = if dir.join("meta.json").exists() {
-        "is a tantivy index, but not one made by `neardup index` (it has no .neardup.json)"
+    let d = dir.display();
+    Failure::Message(if dir.join("meta.json").exists() {
+        format!(
+            "{d} is a tantivy index, but not one made by `neardup index` (it has no \
+             {CLI_RECORD_FILE}, which records the language, k and fields neardup needs); neardup \
+             reads and adds to only the indexes it made: build one from your JSONL into a new \
+             directory with `neardup index FILES --index NEWDIR`"
+        )
     } else if dir.exists() {
-        "is not a neardup index (no .neardup.json, no meta.json)"
+        format!(
+            "{d} is not a neardup index (no {CLI_RECORD_FILE}, no meta.json); build one with \
+             `neardup index FILES --index {d}` (into a new or empty directory)"
+        )
     } else {
-        "does not exist"
-    };
-    Failure::Message(format!(
-        "{} {what}; build one with `neardup index FILES --index {}`",
-        dir.display(),
-        dir.display()
-    ))
+        format!("{d} does not exist; build an index there with `neardup index FILES --index {d}`")
+    })
+}
+
+/// What a scheme or layout mismatch means for a command-line index: the settings in its
+/// record give another scheme or layout than the index records, so another version of
+/// neardup built it (or a record was edited).
+fn built_elsewhere(dir: &Path, record: &CliRecord, e: Error) -> Failure {
+    match e {
+        Error::IndexMismatch {
+            what,
+            found,
+            expected,
+        } => Failure::Message(format!(
+            "{} records the {what} `{found}`, but this version of neardup computes `{expected}` \
+             for the index's settings (language {}, k {}): it was built by another version of \
+             neardup, or a record was edited; rebuild it with this version (`neardup index \
+             FILES --index NEWDIR`), or use the neardup that built it",
+            dir.display(),
+            record.language,
+            record.k
+        )),
+        other => Failure::Error(other),
+    }
 }
 
 fn open_with(dir: &Path, record: CliRecord) -> CliResult<Store> {
@@ -247,7 +293,7 @@ fn open_with(dir: &Path, record: CliRecord) -> CliResult<Store> {
     })?;
     let fields = doc_fields(&index.schema())?;
     let scheme = config.get_scheme().clone();
-    let index = NearDupIndex::open(index, config)?;
+    let index = NearDupIndex::open(index, config).map_err(|e| built_elsewhere(dir, &record, e))?;
     register_tokenizer(index.index(), &scheme);
     Ok(Store {
         dir: dir.to_path_buf(),
@@ -293,9 +339,12 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let defaults = FieldMap::default();
     if !empty {
         let Some(mut record) = read_record(dir)? else {
+            if dir.join("meta.json").exists() {
+                return Err(not_an_index(dir));
+            }
             return Err(Failure::Message(format!(
                 "{} is not empty and is not a neardup index; neardup writes only into a new or \
-                 empty directory or into an index it made",
+                 empty directory or into an index it made: give another --index",
                 dir.display()
             )));
         };
@@ -346,6 +395,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let config = config_for(&record).map_err(Failure::Usage)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Message(format!("cannot create {}: {e}", dir.display())))?;
+    claim(dir)?;
     let schema = schema_for(&config);
     let index = Index::create_in_dir(dir, schema)?;
     let fields = doc_fields(&index.schema())?;
@@ -362,6 +412,25 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         },
         true,
     ))
+}
+
+/// Claims an empty directory for creating an index: exactly one process can create the
+/// (empty) record file, so of two runs creating one index at once, the second learns that the
+/// first is doing it. The record's content is written once the index exists.
+fn claim(dir: &Path) -> CliResult<()> {
+    match std::fs::File::create_new(dir.join(CLI_RECORD_FILE)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
+            "{} was created by another process at the same time (another `neardup index` is \
+             creating the index there); wait for that run to finish, then rerun this command \
+             to add to the index",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure::Message(format!(
+            "cannot create {}: {e}",
+            dir.join(CLI_RECORD_FILE).display()
+        ))),
+    }
 }
 
 fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Failure {
