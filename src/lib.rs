@@ -49,9 +49,6 @@
 #![warn(missing_docs)]
 
 pub mod batch;
-#[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod cli;
 pub mod collapse;
 mod error;
 pub mod fingerprint;

@@ -1,10 +1,9 @@
-//! `neardup index`: JSONL files into an index, through [`DedupWriter`](crate::DedupWriter).
+//! `neardup index`: JSONL files into an index, through [`DedupWriter`](tantivy_simhash::DedupWriter).
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::count;
 use super::store::{self, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
-use crate::{DedupWriter, Error, NearDupSearcher, Outcome};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -14,6 +13,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tantivy::TantivyDocument;
+use tantivy_simhash::{DedupWriter, Error, NearDupSearcher, Outcome};
 
 /// Documents fingerprinted together (in parallel) before they are added in order.
 const BATCH: usize = 256;

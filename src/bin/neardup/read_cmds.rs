@@ -3,7 +3,6 @@
 use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
-use crate::NearDupCollapse;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,6 +10,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::Value;
 use tantivy::{DocAddress, TantivyDocument};
+use tantivy_simhash::NearDupCollapse;
 
 /// The stored fields of a result.
 pub(crate) struct Shown {
@@ -429,12 +429,12 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
 }
 
 /// The `limit` largest clusters of the near-duplicate graph. Cost: one pass over the fingerprint
-/// columns and the all-pairs join (crate::batch).
+/// columns and the all-pairs join (tantivy_simhash::batch).
 fn largest_clusters(
-    searcher: &crate::NearDupSearcher,
+    searcher: &tantivy_simhash::NearDupSearcher,
     limit: usize,
 ) -> CliResult<Vec<ClusterSize>> {
-    let clusters = crate::batch::NearDupGraph::new(searcher)?.clusters()?;
+    let clusters = tantivy_simhash::batch::NearDupGraph::new(searcher)?.clusters()?;
     let mut sizes: Vec<ClusterSize> = clusters
         .iter()
         .map(|c| ClusterSize {

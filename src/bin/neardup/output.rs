@@ -37,7 +37,7 @@ impl Out {
             if e.is_io() {
                 Failure::from(io::Error::from(e))
             } else {
-                Failure::Error(crate::Error::Json(e))
+                Failure::Error(tantivy_simhash::Error::Json(e))
             }
         })?;
         self.inner.write_all(b"\n").map_err(Failure::from)

@@ -21,11 +21,11 @@ mod output;
 mod read_cmds;
 mod store;
 
-use crate::Error;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tantivy_simhash::Error;
 
 pub(crate) use output::Out;
 
@@ -96,12 +96,12 @@ pub(crate) enum DedupPolicy {
 }
 
 impl DedupPolicy {
-    fn to_policy(self) -> crate::Policy {
+    fn to_policy(self) -> tantivy_simhash::Policy {
         match self {
-            DedupPolicy::Off => crate::Policy::Off,
-            DedupPolicy::Reject => crate::Policy::Reject,
-            DedupPolicy::Tag => crate::Policy::Tag,
-            DedupPolicy::Replace => crate::Policy::Replace,
+            DedupPolicy::Off => tantivy_simhash::Policy::Off,
+            DedupPolicy::Reject => tantivy_simhash::Policy::Reject,
+            DedupPolicy::Tag => tantivy_simhash::Policy::Tag,
+            DedupPolicy::Replace => tantivy_simhash::Policy::Replace,
         }
     }
 
@@ -344,7 +344,7 @@ impl From<tantivy::TantivyError> for Failure {
 pub(crate) type CliResult<T> = std::result::Result<T, Failure>;
 
 /// Runs the command line with the process arguments and returns the exit status.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -4,10 +4,6 @@
 
 use super::input::FieldMap;
 use super::{CliResult, DedupPolicy, Failure};
-use crate::{
-    register_tokenizer, BlockLayout, Error, HanSegmentation, NearDupConfig, NearDupIndex, Scheme,
-    SIMHASH_TOKENIZER_NAME,
-};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tantivy::schema::{
@@ -17,6 +13,10 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
 use tantivy::Index;
+use tantivy_simhash::{
+    register_tokenizer, BlockLayout, Error, HanSegmentation, NearDupConfig, NearDupIndex, Scheme,
+    SIMHASH_TOKENIZER_NAME,
+};
 
 /// The command line's record in an index directory (a dot-file: tantivy never deletes it).
 pub(crate) const CLI_RECORD_FILE: &str = ".neardup.json";
@@ -123,7 +123,7 @@ pub(crate) fn scheme_for(language: &str) -> Result<Scheme, String> {
     let built = match language {
         "auto" => return Ok(Scheme::default()),
         "han-chars" => Scheme::builder()
-            .tokenization(crate::Tokenization::Builtin {
+            .tokenization(tantivy_simhash::Tokenization::Builtin {
                 han: HanSegmentation::Chars,
             })
             .build(),

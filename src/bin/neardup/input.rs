@@ -1,7 +1,6 @@
 //! JSONL input: plain or gzip files (detected from the first bytes), read line by line with a
 //! bound on the line length, each line checked and mapped to the index's fields.
 
-use crate::Error;
 use flate2::read::MultiGzDecoder;
 use serde_json::{Map, Value};
 use std::fs::File;
@@ -9,6 +8,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tantivy_simhash::Error;
 
 /// Which JSON fields hold what.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

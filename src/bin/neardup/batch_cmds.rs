@@ -1,12 +1,12 @@
 //! `neardup pairs` and `neardup clusters`: batch jobs over the whole index
-//! ([`NearDupGraph`](crate::batch::NearDupGraph)).
+//! ([`NearDupGraph`](tantivy_simhash::batch::NearDupGraph)).
 
 use super::output::{count, one_line};
 use super::read_cmds::load;
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
-use crate::batch::NearDupGraph;
 use serde::Serialize;
+use tantivy_simhash::batch::NearDupGraph;
 
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     let k = store.checked_k(k)?;
