@@ -557,7 +557,11 @@ fn an_index_of_another_scheme_or_k_is_refused() {
     std::fs::write(&record, text.replace("simhash64-v1", "simhash64-v0")).unwrap();
     let out = neardup(&["stats", p(&dir)]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("index mismatch"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the index's two records of its scheme disagree"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
