@@ -167,10 +167,13 @@ fn print_collapsed(
         }
         print_hit(out, rank + 1, g.leader.key, &shown)?;
         if g.count > 1 {
-            // The members are those of the window of top hits; the count covers every hit.
-            let listed: Vec<String> = g
-                .members
-                .iter()
+            // The members are those of the window of top hits; the count covers every hit. The
+            // nearest are listed, ties by id: near-duplicates often score within a rounding
+            // error of each other, and that order changes with the index's segments.
+            let mut nearest: Vec<_> = g.members.iter().collect();
+            nearest.sort_by_key(|m| (m.distance.unwrap_or(u32::MAX), m.id.as_str()));
+            let listed: Vec<String> = nearest
+                .into_iter()
                 .take(3)
                 .map(|m| match m.distance {
                     Some(d) => format!("{} (d={d})", m.id),
