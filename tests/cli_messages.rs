@@ -93,7 +93,7 @@ fn a_second_writer_is_told_another_run_is_writing() {
     assert_eq!(code(&out), 1);
     let err = stderr(&out);
     assert!(
-        err.contains(&format!("another `neardup index`")) && err.contains(p(&dir)),
+        err.contains("another `neardup index`") && err.contains(p(&dir)),
         "{err}"
     );
     assert!(err.contains("wait for the other run to finish"), "{err}");

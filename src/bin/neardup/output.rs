@@ -78,19 +78,6 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn one_line_collapses_whitespace_and_cuts() {
-        assert_eq!(one_line("  a\n\n b\tc  ", 10), "a b c");
-        assert_eq!(one_line("abcdef", 3), "abc…");
-        assert_eq!(one_line("ab cd", 3), "ab…");
-        assert_eq!(one_line("", 3), "");
-    }
-}
-
 /// `n` and the noun, singular for one: "1 document", "2 documents".
 pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     let n = n.into();
@@ -99,10 +86,20 @@ pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{count, one_line};
+
+    #[test]
+    fn one_line_collapses_whitespace_and_cuts() {
+        assert_eq!(one_line("  a\n\n b\tc  ", 10), "a b c");
+        assert_eq!(one_line("abcdef", 3), "abc…");
+        assert_eq!(one_line("ab cd", 3), "ab…");
+        assert_eq!(one_line("", 3), "");
+    }
+
     #[test]
     fn counts_agree_with_their_nouns() {
-        assert_eq!(super::count(1u64, "document", "documents"), "1 document");
-        assert_eq!(super::count(0u64, "pair", "pairs"), "0 pairs");
-        assert_eq!(super::count(2u32, "pair", "pairs"), "2 pairs");
+        assert_eq!(count(1u64, "document", "documents"), "1 document");
+        assert_eq!(count(0u64, "pair", "pairs"), "0 pairs");
+        assert_eq!(count(2u32, "pair", "pairs"), "2 pairs");
     }
 }
