@@ -673,7 +673,8 @@ fn stop_signals_commit_what_was_indexed() {
         many_docs(&input, 500);
         let text = std::fs::read(&input).unwrap();
         let dir = tmp.path().join("ix");
-        // Feed stdin, keep it open, signal once the index exists (the handler is set by then).
+        // Feed stdin, keep it open, signal once a first commit shows that lines were read (the
+        // handler is set by then; stdin stays open, so the run cannot end on its own).
         let mut child = Command::new(BIN)
             .args([
                 "index",
@@ -682,6 +683,8 @@ fn stop_signals_commit_what_was_indexed() {
                 p(&dir),
                 "--dedup",
                 "off",
+                "--commit-every",
+                "50",
                 "--json",
                 "-q",
             ])
@@ -693,7 +696,14 @@ fn stop_signals_commit_what_was_indexed() {
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(&text).unwrap();
         stdin.flush().unwrap();
-        while !dir.join("meta.json").exists() {
+        let committed_segments = || {
+            let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap_or_default();
+            serde_json::from_str::<Value>(&meta)
+                .ok()
+                .and_then(|m| m["segments"].as_array().map(|s| s.len()))
+                .unwrap_or(0)
+        };
+        while committed_segments() == 0 {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let status_of_kill = Command::new("kill")
@@ -704,7 +714,7 @@ fn stop_signals_commit_what_was_indexed() {
         let out = child.wait_with_output().unwrap();
         drop(stdin);
         assert_eq!(code(&out), status, "{name}: {}", stderr(&out));
-        let expected = format!("interrupted by {name}: committed everything read up to ");
+        let expected = format!("interrupted by {name}: committed everything read up to <stdin>:");
         assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
         let s = summary(&out);
         assert_eq!(s["interrupted"], true);

@@ -122,7 +122,7 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
     // The claim another run leaves while it creates the index (or left when killed doing so).
     let dir = tmp.path().join("ix");
     std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join(".neardup.json"), "").unwrap();
+    std::fs::write(dir.join(".neardup-creating"), "").unwrap();
     for args in [
         vec!["index", p(&input), "--index", p(&dir), "-q"],
         vec!["stats", p(&dir)],
@@ -241,17 +241,21 @@ fn scheme_mismatches_and_edited_records_say_which_is_which() {
     );
     std::fs::write(&library_record, &original).unwrap();
 
-    // The command line's record names settings whose scheme differs from the one the index
-    // records (as another version of neardup would compute).
-    let cli_record = dir.join(".neardup.json");
-    let cli_text = std::fs::read_to_string(&cli_record).unwrap();
-    std::fs::write(&cli_record, cli_text.replace("\"auto\"", "\"english\"")).unwrap();
+    // Both records name another scheme id than this version computes for the same settings
+    // (as an index built by another version of neardup would).
+    for file in [".tantivy-simhash.json", "meta.json"] {
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&scheme), "{file} names the scheme");
+        std::fs::write(&path, text.replace(&scheme, "simhash-of-another-version")).unwrap();
+    }
+    let scheme_found = "simhash-of-another-version";
     let out = neardup(&["stats", p(&dir)]);
     assert_eq!(code(&out), 1);
     let err = stderr(&out);
     assert!(
         err.contains(&format!(
-            "records the scheme `{scheme}`, but this version of neardup computes"
+            "records the scheme `{scheme_found}`, but this version of neardup computes `{scheme}`"
         )),
         "{err}"
     );

@@ -325,7 +325,7 @@ pub(crate) fn index_files(
         ));
     }
     // Remember the field mapping and policy of this run as the defaults of the next.
-    store::write_record(&store.dir, &store.record)?;
+    store::write_record(&store.index, &store.record)?;
     let searcher = store.index.searcher()?;
     run.summary.index_documents = searcher.searcher().num_docs();
     run.summary.index_segments = searcher.searcher().segment_readers().len();

@@ -1,6 +1,7 @@
 //! The indexes the command line creates: a fixed schema (id, title, text, host and the
-//! near-duplicate fields), and a small record (`.neardup.json`) of the settings that reopen it,
-//! beside the library's own record of the scheme and layout.
+//! near-duplicate fields). The library's record of the index ([`IndexRecord`]) holds everything
+//! that reopens it: the scheme (whose analyzer names the language), the layout (whose k is the
+//! index's), and, as application data, the field mapping and policy of the last `index` run.
 
 use super::input::FieldMap;
 use super::{CliResult, DedupPolicy, Failure};
@@ -13,19 +14,26 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
 use tantivy::Index;
+use tantivy_simhash::index::RECORD_FILE;
 use tantivy_simhash::{
-    register_tokenizer, BlockLayout, Error, HanSegmentation, NearDupConfig, NearDupIndex, Scheme,
-    SIMHASH_TOKENIZER_NAME,
+    BlockLayout, HanSegmentation, IndexRecord, NearDupConfig, NearDupIndex, Scheme,
+    TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
 
-/// The command line's record in an index directory (a dot-file: tantivy never deletes it).
-pub(crate) const CLI_RECORD_FILE: &str = ".neardup.json";
-const CLI_RECORD_FORMAT: &str = "neardup/1";
+/// The format tag of the command line's application data in the record.
+const CLI_SETTINGS_FORMAT: &str = "neardup/2";
 
-/// The settings of a command-line index.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What the command line stores in the library's record beside the scheme and layout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SavedSettings {
+    format: String,
+    fields: FieldMap,
+    policy: String,
+}
+
+/// The settings of a command-line index, read from the library's record.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CliRecord {
-    pub format: String,
     /// The JSON fields the last `index` run read (the default for the next run).
     pub fields: FieldMap,
     /// The tokenisation (part of the scheme: fixed at creation).
@@ -97,6 +105,11 @@ impl Store {
 /// The largest k of an index (the widest layout [`BlockLayout::for_distance`] builds).
 pub(crate) const MAX_K: u32 = 9;
 
+/// The file an `index` run creates (exclusively) in an empty directory before it creates the
+/// index there, and removes once the index and its record exist: of two runs creating one index
+/// at once, the second learns that the first is doing it.
+const CREATING_FILE: &str = ".neardup-creating";
+
 const LANGUAGES: &[(&str, Language)] = &[
     ("arabic", Language::Arabic),
     ("danish", Language::Danish),
@@ -128,27 +141,47 @@ pub(crate) fn scheme_for(language: &str) -> Result<Scheme, String> {
             })
             .build(),
         other => {
-            let Some(&(name, lang)) = LANGUAGES.iter().find(|(n, _)| *n == other) else {
+            let Some((name, analyzer)) = stemmer_for(other) else {
                 let names: Vec<&str> = LANGUAGES.iter().map(|(n, _)| *n).collect();
                 return Err(format!(
                     "unknown language `{other}`; expected auto, han-chars or one of {}",
                     names.join(", ")
                 ));
             };
-            let analyzer = TextAnalyzer::builder(SimpleTokenizer::default())
-                .filter(RemoveLongFilter::limit(40))
-                .filter(LowerCaser)
-                .filter(Stemmer::new(lang))
-                .build();
-            Scheme::builder()
-                .analyzer(&format!("stem-{name}"), analyzer)
-                .build()
+            Scheme::builder().analyzer(&name, analyzer).build()
         }
     };
     built.map_err(|e| e.to_string())
 }
 
-/// The library configuration for the record's settings, or why they are invalid.
+/// The analyzer of a `--language` value, when it is one of the stemming languages.
+fn stemmer_for(language: &str) -> Option<(String, TextAnalyzer)> {
+    let &(name, lang) = LANGUAGES.iter().find(|(n, _)| *n == language)?;
+    let analyzer = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(Stemmer::new(lang))
+        .build();
+    Some((format!("stem-{name}"), analyzer))
+}
+
+/// The `--language` value of a recorded tokenisation, if neardup made it.
+fn language_of(tokenization: &TokenizationParameters) -> Option<String> {
+    match tokenization {
+        TokenizationParameters::Builtin {
+            han: HanSegmentation::Jieba,
+        } => Some("auto".into()),
+        TokenizationParameters::Builtin {
+            han: HanSegmentation::Chars,
+        } => Some("han-chars".into()),
+        TokenizationParameters::Analyzer { name } => {
+            let language = name.strip_prefix("stem-")?;
+            stemmer_for(language).map(|_| language.to_string())
+        }
+    }
+}
+
+/// The library configuration for new settings, or why they are invalid.
 fn config_for(record: &CliRecord) -> Result<NearDupConfig, String> {
     let scheme = scheme_for(&record.language)?;
     let layout = BlockLayout::for_distance(record.k).map_err(|e| e.to_string())?;
@@ -188,52 +221,68 @@ fn doc_fields(schema: &Schema) -> CliResult<DocFields> {
     })
 }
 
-fn read_record(dir: &Path) -> CliResult<Option<CliRecord>> {
-    let path = dir.join(CLI_RECORD_FILE);
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Failure::Message(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )))
-        }
-    };
-    if bytes.is_empty() {
-        // The claim of an `index` run that is creating the index (see `open_or_create`).
-        return Err(Failure::Message(format!(
-            "{} is being created by another `neardup index` right now (its {CLI_RECORD_FILE} \
-             is still empty); wait for that run to finish, then rerun this command. If no \
-             such run is left (it was killed while creating the index), delete {} and rerun",
-            dir.display(),
-            dir.display()
-        )));
+/// Reads the settings of the index in `dir` from the library's record. `Ok(None)`: `dir` holds
+/// no index made by `neardup index`.
+fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>> {
+    if !dir.join("meta.json").exists() {
+        return Ok(None);
     }
-    let record: CliRecord = serde_json::from_slice(&bytes).map_err(|e| {
+    let index = Index::open_in_dir(dir).map_err(|e| {
         Failure::Message(format!(
-            "{} is damaged ({e}); it records how the index was built: restore it or rebuild \
-             the index",
-            path.display()
+            "{} holds a tantivy index, but tantivy cannot open it: {e}",
+            dir.display()
         ))
     })?;
-    if record.format != CLI_RECORD_FORMAT {
-        return Err(Failure::Message(format!(
-            "{} has format `{}`, expected `{CLI_RECORD_FORMAT}`: the index was made by another \
-             version of neardup; rebuild it",
-            path.display(),
-            record.format
+    let record = IndexRecord::read(&index).map_err(|e| match e {
+        tantivy_simhash::Error::Json(e) => Failure::Message(format!(
+            "{} is damaged ({e}); it records how the index was built: restore it or rebuild              the index",
+            dir.join(RECORD_FILE).display()
+        )),
+        other => Failure::Error(other),
+    })?;
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let Some(saved) = record.application() else {
+        return Ok(None);
+    };
+    let unusable = |why: String| {
+        Failure::Message(format!(
+            "{} records settings this version of neardup cannot use ({why}); rebuild the index",
+            dir.join(RECORD_FILE).display()
+        ))
+    };
+    let saved: SavedSettings =
+        serde_json::from_value(saved.clone()).map_err(|e| unusable(e.to_string()))?;
+    if saved.format != CLI_SETTINGS_FORMAT {
+        return Err(unusable(format!(
+            "format `{}`, expected `{CLI_SETTINGS_FORMAT}`",
+            saved.format
         )));
     }
-    Ok(Some(record))
+    let (Some(parameters), Some(layout)) = (record.scheme_parameters(), record.layout()) else {
+        return Err(unusable("no scheme parameters".into()));
+    };
+    let language = language_of(&parameters.tokenization)
+        .ok_or_else(|| unusable(format!("tokenisation {:?}", parameters.tokenization)))?;
+    let settings = CliRecord {
+        fields: saved.fields,
+        language,
+        k: layout.max_distance(),
+        policy: saved.policy,
+    };
+    Ok(Some((index, record, settings)))
 }
 
-/// Writes the record next to the index: to a temporary file, then renamed over the old one.
-pub(crate) fn write_record(dir: &Path, record: &CliRecord) -> CliResult<()> {
-    let json = serde_json::to_vec_pretty(record).map_err(|e| Failure::Error(e.into()))?;
-    let tmp = dir.join(".neardup.json.tmp");
-    std::fs::write(&tmp, json)?;
-    std::fs::rename(&tmp, dir.join(CLI_RECORD_FILE))?;
+/// Stores the field mapping and policy in the library's record, as the next run's defaults.
+pub(crate) fn write_record(index: &NearDupIndex, record: &CliRecord) -> CliResult<()> {
+    let saved = SavedSettings {
+        format: CLI_SETTINGS_FORMAT.to_string(),
+        fields: record.fields.clone(),
+        policy: record.policy.clone(),
+    };
+    let value = serde_json::to_value(saved).map_err(|e| Failure::Error(e.into()))?;
+    index.set_application_data(value)?;
     Ok(())
 }
 
@@ -241,60 +290,92 @@ fn not_an_index(dir: &Path) -> Failure {
     let d = dir.display();
     Failure::Message(if dir.join("meta.json").exists() {
         format!(
-            "{d} is a tantivy index, but not one made by `neardup index` (it has no \
-             {CLI_RECORD_FILE}, which records the language, k and fields neardup needs); neardup \
-             reads and adds to only the indexes it made: build one from your JSONL into a new \
-             directory with `neardup index FILES --index NEWDIR`"
+            "{d} is a tantivy index, but not one made by `neardup index` (its record holds no \
+             neardup settings: language, k, fields); neardup reads and adds to only the indexes \
+             it made: build one from your JSONL into a new directory with `neardup index FILES \
+             --index NEWDIR`"
         )
     } else if dir.exists() {
         format!(
-            "{d} is not a neardup index (no {CLI_RECORD_FILE}, no meta.json); build one with \
-             `neardup index FILES --index {d}` (into a new or empty directory)"
+            "{d} is not a neardup index (no meta.json); build one with `neardup index FILES \
+             --index {d}` (into a new or empty directory)"
         )
     } else {
         format!("{d} does not exist; build an index there with `neardup index FILES --index {d}`")
     })
 }
 
-/// What a scheme or layout mismatch means for a command-line index: the settings in its
-/// record give another scheme or layout than the index records, so another version of
-/// neardup built it (or a record was edited).
-fn built_elsewhere(dir: &Path, record: &CliRecord, e: Error) -> Failure {
-    match e {
-        Error::IndexMismatch {
-            what,
-            found,
-            expected,
-        } => Failure::Message(format!(
-            "{} records the {what} `{found}`, but this version of neardup computes `{expected}` \
-             for the index's settings (language {}, k {}): it was built by another version of \
-             neardup, or a record was edited; rebuild it with this version (`neardup index \
-             FILES --index NEWDIR`), or use the neardup that built it",
-            dir.display(),
-            record.language,
-            record.k
-        )),
-        other => Failure::Error(other),
+/// Refuses a directory another run is creating an index in (see [`CREATING_FILE`]).
+fn check_not_being_created(dir: &Path) -> CliResult<()> {
+    if !dir.join(CREATING_FILE).exists() {
+        return Ok(());
+    }
+    Err(Failure::Message(format!(
+        "{} is being created by another `neardup index` right now; wait for that run to \
+         finish, then rerun this command. If no such run is left (it was killed while creating \
+         the index), delete {} and rerun",
+        dir.display(),
+        dir.display()
+    )))
+}
+
+/// Claims an empty directory for creating an index: exactly one process can create
+/// [`CREATING_FILE`] in it.
+fn claim(dir: &Path) -> CliResult<()> {
+    match std::fs::File::create_new(dir.join(CREATING_FILE)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
+            "{} was created by another process at the same time (another `neardup index` is \
+             creating the index there); wait for that run to finish, then rerun this command \
+             to add to the index",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure::Message(format!(
+            "cannot create {}: {e}",
+            dir.join(CREATING_FILE).display()
+        ))),
     }
 }
 
-fn open_with(dir: &Path, record: CliRecord) -> CliResult<Store> {
-    let config = config_for(&record).map_err(|e| {
+/// An index whose record names another scheme than this version computes for its settings:
+/// another version of neardup built it (or its record was edited).
+fn built_elsewhere(dir: &Path, record: &CliRecord, found: &str, computed: &str) -> Failure {
+    Failure::Message(format!(
+        "{} records the scheme `{found}`, but this version of neardup computes `{computed}` for \
+         the index's settings (language {}, k {}): another version of neardup built it, or its \
+         record was edited; rebuild it with this version (`neardup index FILES --index \
+         NEWDIR`), or use the neardup that built it",
+        dir.display(),
+        record.language,
+        record.k
+    ))
+}
+
+fn open_with(
+    dir: &Path,
+    index: Index,
+    library_record: &IndexRecord,
+    record: CliRecord,
+) -> CliResult<Store> {
+    if let Ok(computed) = scheme_for(&record.language) {
+        if computed.id() != library_record.scheme_id() {
+            return Err(built_elsewhere(
+                dir,
+                &record,
+                library_record.scheme_id(),
+                computed.id(),
+            ));
+        }
+    }
+    let analyzer = stemmer_for(&record.language).map(|(_, analyzer)| analyzer);
+    let config = library_record.config(analyzer, None).map_err(|e| {
         Failure::Message(format!(
             "{} records settings this version cannot use ({e}); rebuild the index",
-            dir.join(CLI_RECORD_FILE).display()
-        ))
-    })?;
-    let index = Index::open_in_dir(dir).map_err(|e| {
-        Failure::Message(format!(
-            "{} records a neardup index, but tantivy cannot open it: {e}",
-            dir.display()
+            dir.join(RECORD_FILE).display()
         ))
     })?;
     let fields = doc_fields(&index.schema())?;
-    let scheme = config.get_scheme().clone();
-    let index = NearDupIndex::open(index, config).map_err(|e| built_elsewhere(dir, &record, e))?;
-    register_tokenizer(index.index(), &scheme);
+    let index = NearDupIndex::open(index, config)?;
     Ok(Store {
         dir: dir.to_path_buf(),
         index,
@@ -308,8 +389,9 @@ fn open_with(dir: &Path, record: CliRecord) -> CliResult<Store> {
 /// Errors: the directory is not such an index, its record is damaged, or the index records
 /// another scheme or layout than the record's settings give (made by another version).
 pub(crate) fn open(dir: &Path) -> CliResult<Store> {
+    check_not_being_created(dir)?;
     match read_record(dir)? {
-        Some(record) => open_with(dir, record),
+        Some((index, library_record, record)) => open_with(dir, index, &library_record, record),
         None => Err(not_an_index(dir)),
     }
 }
@@ -338,7 +420,8 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     };
     let defaults = FieldMap::default();
     if !empty {
-        let Some(mut record) = read_record(dir)? else {
+        check_not_being_created(dir)?;
+        let Some((index, library_record, mut record)) = read_record(dir)? else {
             if dir.join("meta.json").exists() {
                 return Err(not_an_index(dir));
             }
@@ -377,10 +460,10 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         if let Some(p) = req.policy {
             record.policy = p.name().to_string();
         }
-        return Ok((open_with(dir, record)?, false));
+        let store = open_with(dir, index, &library_record, record)?;
+        return Ok((store, false));
     }
     let record = CliRecord {
-        format: CLI_RECORD_FORMAT.to_string(),
         fields: FieldMap {
             id: req.id_field.clone().unwrap_or(defaults.id),
             text: req.text_field.clone().unwrap_or(defaults.text),
@@ -399,10 +482,10 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let schema = schema_for(&config);
     let index = Index::create_in_dir(dir, schema)?;
     let fields = doc_fields(&index.schema())?;
-    let scheme = config.get_scheme().clone();
     let index = NearDupIndex::create(index, config)?;
-    register_tokenizer(index.index(), &scheme);
-    write_record(dir, &record)?;
+    write_record(&index, &record)?;
+    // The index and its record exist: other runs may open it now.
+    std::fs::remove_file(dir.join(CREATING_FILE))?;
     Ok((
         Store {
             dir: dir.to_path_buf(),
@@ -412,25 +495,6 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         },
         true,
     ))
-}
-
-/// Claims an empty directory for creating an index: exactly one process can create the
-/// (empty) record file, so of two runs creating one index at once, the second learns that the
-/// first is doing it. The record's content is written once the index exists.
-fn claim(dir: &Path) -> CliResult<()> {
-    match std::fs::File::create_new(dir.join(CLI_RECORD_FILE)) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
-            "{} was created by another process at the same time (another `neardup index` is \
-             creating the index there); wait for that run to finish, then rerun this command \
-             to add to the index",
-            dir.display()
-        ))),
-        Err(e) => Err(Failure::Message(format!(
-            "cannot create {}: {e}",
-            dir.join(CLI_RECORD_FILE).display()
-        ))),
-    }
 }
 
 fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Failure {
