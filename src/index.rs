@@ -243,7 +243,7 @@ impl IndexRecord {
     /// Reads the record of `index`: the record file, else the last commit's payload; `None`
     /// when the index has neither (it was not built by [`NearDupIndex::create`]).
     ///
-    /// Errors: [`Error::Json`] when the file is damaged; [`Error::IndexMismatch`] when the file
+    /// Errors: [`Error::Json`] when the file is damaged; [`Error::RecordConflict`] when the file
     /// and the payload disagree (one of them was rewritten); I/O errors. Cost: one small file
     /// read and tantivy's `meta.json`.
     pub fn read(index: &Index) -> Result<Option<IndexRecord>> {
@@ -254,7 +254,18 @@ impl IndexRecord {
             let record: Record = serde_json::from_slice(&bytes)?;
             if let Some(p) = payload_record(index)? {
                 // Both exist: they must agree, or someone rewrote one of them.
-                p.check(&record)?;
+                if let Err(Error::IndexMismatch {
+                    what,
+                    found,
+                    expected,
+                }) = p.check(&record)
+                {
+                    return Err(Error::RecordConflict {
+                        what,
+                        file: expected,
+                        payload: found,
+                    });
+                }
             }
             return Ok(Some(record));
         }

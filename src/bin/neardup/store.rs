@@ -85,15 +85,30 @@ impl Store {
         let max = self.index.layout().max_distance();
         let k = k.unwrap_or(max);
         if k > max {
+            let rebuild = if BlockLayout::for_distance(k).is_ok() {
+                format!("rebuild the index with `neardup index -k {k}` into a new directory")
+            } else {
+                format!(
+                    "no index can: the largest k neardup supports is {MAX_K} (beyond it 64-bit \
+                     fingerprints of unrelated texts match); use -k {max} or less"
+                )
+            };
             return Err(Failure::Usage(format!(
-                "-k {k} is beyond what {} guarantees to find ({max}); rebuild the index with \
-                 `neardup index -k {k}` into a new directory",
+                "-k {k} is beyond what {} guarantees to find ({max}); {rebuild}",
                 self.dir.display()
             )));
         }
         Ok(k)
     }
 }
+
+/// The largest k of an index (the widest layout [`BlockLayout::for_distance`] builds).
+pub(crate) const MAX_K: u32 = 9;
+
+/// The file an `index` run creates (exclusively) in an empty directory before it creates the
+/// index there, and removes once the index and its record exist: of two runs creating one index
+/// at once, the second learns that the first is doing it.
+const CREATING_FILE: &str = ".neardup-creating";
 
 const LANGUAGES: &[(&str, Language)] = &[
     ("arabic", Language::Arabic),
@@ -272,18 +287,67 @@ pub(crate) fn write_record(index: &NearDupIndex, record: &CliRecord) -> CliResul
 }
 
 fn not_an_index(dir: &Path) -> Failure {
-    let what = if dir.join("meta.json").exists() {
-        "is a tantivy index, but not one made by `neardup index` (its record holds no neardup \
-         settings)"
+    let d = dir.display();
+    Failure::Message(if dir.join("meta.json").exists() {
+        format!(
+            "{d} is a tantivy index, but not one made by `neardup index` (its record holds no \
+             neardup settings: language, k, fields); neardup reads and adds to only the indexes \
+             it made: build one from your JSONL into a new directory with `neardup index FILES \
+             --index NEWDIR`"
+        )
     } else if dir.exists() {
-        "is not a neardup index (no meta.json)"
+        format!(
+            "{d} is not a neardup index (no meta.json); build one with `neardup index FILES \
+             --index {d}` (into a new or empty directory)"
+        )
     } else {
-        "does not exist"
-    };
-    Failure::Message(format!(
-        "{} {what}; build one with `neardup index FILES --index {}`",
+        format!("{d} does not exist; build an index there with `neardup index FILES --index {d}`")
+    })
+}
+
+/// Refuses a directory another run is creating an index in (see [`CREATING_FILE`]).
+fn check_not_being_created(dir: &Path) -> CliResult<()> {
+    if !dir.join(CREATING_FILE).exists() {
+        return Ok(());
+    }
+    Err(Failure::Message(format!(
+        "{} is being created by another `neardup index` right now; wait for that run to \
+         finish, then rerun this command. If no such run is left (it was killed while creating \
+         the index), delete {} and rerun",
         dir.display(),
         dir.display()
+    )))
+}
+
+/// Claims an empty directory for creating an index: exactly one process can create
+/// [`CREATING_FILE`] in it.
+fn claim(dir: &Path) -> CliResult<()> {
+    match std::fs::File::create_new(dir.join(CREATING_FILE)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
+            "{} was created by another process at the same time (another `neardup index` is \
+             creating the index there); wait for that run to finish, then rerun this command \
+             to add to the index",
+            dir.display()
+        ))),
+        Err(e) => Err(Failure::Message(format!(
+            "cannot create {}: {e}",
+            dir.join(CREATING_FILE).display()
+        ))),
+    }
+}
+
+/// An index whose record names another scheme than this version computes for its settings:
+/// another version of neardup built it (or its record was edited).
+fn built_elsewhere(dir: &Path, record: &CliRecord, found: &str, computed: &str) -> Failure {
+    Failure::Message(format!(
+        "{} records the scheme `{found}`, but this version of neardup computes `{computed}` for \
+         the index's settings (language {}, k {}): another version of neardup built it, or its \
+         record was edited; rebuild it with this version (`neardup index FILES --index \
+         NEWDIR`), or use the neardup that built it",
+        dir.display(),
+        record.language,
+        record.k
     ))
 }
 
@@ -293,6 +357,16 @@ fn open_with(
     library_record: &IndexRecord,
     record: CliRecord,
 ) -> CliResult<Store> {
+    if let Ok(computed) = scheme_for(&record.language) {
+        if computed.id() != library_record.scheme_id() {
+            return Err(built_elsewhere(
+                dir,
+                &record,
+                library_record.scheme_id(),
+                computed.id(),
+            ));
+        }
+    }
     let analyzer = stemmer_for(&record.language).map(|(_, analyzer)| analyzer);
     let config = library_record.config(analyzer, None).map_err(|e| {
         Failure::Message(format!(
@@ -315,6 +389,7 @@ fn open_with(
 /// Errors: the directory is not such an index, its record is damaged, or the index records
 /// another scheme or layout than the record's settings give (made by another version).
 pub(crate) fn open(dir: &Path) -> CliResult<Store> {
+    check_not_being_created(dir)?;
     match read_record(dir)? {
         Some((index, library_record, record)) => open_with(dir, index, &library_record, record),
         None => Err(not_an_index(dir)),
@@ -345,10 +420,14 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     };
     let defaults = FieldMap::default();
     if !empty {
+        check_not_being_created(dir)?;
         let Some((index, library_record, mut record)) = read_record(dir)? else {
+            if dir.join("meta.json").exists() {
+                return Err(not_an_index(dir));
+            }
             return Err(Failure::Message(format!(
                 "{} is not empty and is not a neardup index; neardup writes only into a new or \
-                 empty directory or into an index it made",
+                 empty directory or into an index it made: give another --index",
                 dir.display()
             )));
         };
@@ -399,11 +478,14 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let config = config_for(&record).map_err(Failure::Usage)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Message(format!("cannot create {}: {e}", dir.display())))?;
+    claim(dir)?;
     let schema = schema_for(&config);
     let index = Index::create_in_dir(dir, schema)?;
     let fields = doc_fields(&index.schema())?;
     let index = NearDupIndex::create(index, config)?;
     write_record(&index, &record)?;
+    // The index and its record exist: other runs may open it now.
+    std::fs::remove_file(dir.join(CREATING_FILE))?;
     Ok((
         Store {
             dir: dir.to_path_buf(),
