@@ -59,6 +59,7 @@ pub mod index;
 pub mod layout;
 pub mod mirrors;
 pub mod query;
+pub mod signature;
 
 pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
@@ -80,6 +81,9 @@ pub use index::{
 pub use layout::BlockLayout;
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
+pub use signature::{
+    Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
+};
 
 /// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
 /// fields can be indexed with the very analysis that fingerprints them.
