@@ -608,8 +608,8 @@ enum Analysis {
     Analyzer(TextAnalyzer),
 }
 
-/// Receives each token and the 0-based line it starts on.
-pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u32);
+/// Receives each token, its seeded hash and the 0-based line it starts on.
+pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u64, u32);
 
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
 const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
@@ -634,8 +634,8 @@ impl Fingerprinter {
         self.fingerprint_with_tokens(text, None)
     }
 
-    /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with the
-    /// 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
+    /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
+    /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
     /// per document).
     pub(crate) fn fingerprint_with_tokens(
         &mut self,
@@ -684,11 +684,12 @@ impl Fingerprinter {
                     if damp > 0 {
                         token_lines.push(line);
                     }
-                    if let Some(sink) = sink.as_mut() {
-                        sink(t, line);
-                    }
                 }
-                token_hashes.push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
+                let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
+                token_hashes.push(hash);
+                if let Some(sink) = sink.as_mut() {
+                    sink(t, hash, line);
+                }
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
                     // Han tokens join without a space, like the text they came from.

@@ -33,8 +33,8 @@ impl Default for MinHashConfig {
     fn default() -> Self {
         MinHashConfig {
             slots: 128,
-            bands: 16,
-            rows: 4,
+            bands: 12,
+            rows: 3,
             bits: 8,
         }
     }
@@ -132,16 +132,23 @@ pub(crate) fn one_permutation(
     }
     // Optimal densification: empty bin i probes bins by a sequence seeded by i (and the
     // attempt) until it finds a filled one. Both documents use the same sequences.
-    let filled: Vec<bool> = bins.iter().map(|&v| v != EMPTY).collect();
+    // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
+    let mut filled = [0u64; 16];
+    for (i, &v) in bins.iter().enumerate() {
+        if v != EMPTY {
+            filled[i / 64] |= 1 << (i % 64);
+        }
+    }
+    let is_filled = |j: usize| filled[j / 64] >> (j % 64) & 1 == 1;
     for i in 0..n {
-        if filled[i] {
+        if is_filled(i) {
             continue;
         }
         let mut attempt = 0u64;
         loop {
             attempt += 1;
             let j = (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize;
-            if filled[j] {
+            if is_filled(j) {
                 bins[i] = bins[j];
                 break;
             }

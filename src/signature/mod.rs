@@ -12,7 +12,7 @@
 //! |---|---|
 //! | fingerprint (fast field) | 8 |
 //! | sketch, 128 bins x 8 bits (fast fields) | 128 |
-//! | keys: 4 block + 16 band (postings) | 20 postings |
+//! | keys: 4 simhash block + 12 band keys (postings) | 16 postings (~1-2 B each) |
 //!
 //! ```
 //! use tantivy_simhash::{MatchRule, Scheme};
@@ -79,9 +79,10 @@ impl Signer {
     pub fn sign_details(&mut self, text: &str) -> (Signature, FingerprintKind) {
         let collector = &mut self.collector;
         collector.clear();
-        let details = self
-            .fingerprinter
-            .fingerprint_with_tokens(text, Some(&mut |t: &str, line| collector.token(t, line)));
+        let details = self.fingerprinter.fingerprint_with_tokens(
+            text,
+            Some(&mut |t: &str, hash, line| collector.token(t, hash, line)),
+        );
         self.shingles.clear();
         self.collector.shingles(&self.shingling, &mut self.shingles);
         let sketch = if minhash::one_permutation(&self.minhash, &self.shingles, &mut self.bins) {

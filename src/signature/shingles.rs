@@ -55,7 +55,28 @@ impl Shingling {
 }
 
 const UNIT_SEED: u64 = 0x756e_6974_0000_0001;
-const SHINGLE_SEED: u64 = 0x7368_696e_676c_6503;
+
+/// Order-aware combination of unit hashes: each position rotates and multiplies by its own odd
+/// constant, then splitmix64's finaliser mixes (cheaper than hashing the bytes again).
+fn shingle_hash(units: &[(u64, u32)]) -> u64 {
+    const ODD: [u64; 8] = [
+        0x9e37_79b9_7f4a_7c15,
+        0xc2b2_ae3d_27d4_eb4f,
+        0x1656_67b1_9e37_79f9,
+        0x27d4_eb2f_1656_67c5,
+        0x94d0_49bb_1331_11eb,
+        0xbf58_476d_1ce4_e5b9,
+        0xff51_afd7_ed55_8ccd,
+        0xc4ce_b9fe_1a85_ec53,
+    ];
+    let mut x = units.len() as u64;
+    for (i, (h, _)) in units.iter().enumerate() {
+        x ^= h.rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
+    }
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
 
 /// Collects units from a token stream and turns them into shingle hashes. Reusable.
 #[derive(Default, Debug)]
@@ -72,8 +93,9 @@ impl ShingleCollector {
         self.line_words.clear();
     }
 
-    /// One token of the scheme's analysis, on 0-based line `line` (non-decreasing).
-    pub(crate) fn token(&mut self, token: &str, line: u32) {
+    /// One token of the scheme's analysis with its seeded hash, on 0-based line `line`
+    /// (non-decreasing).
+    pub(crate) fn token(&mut self, token: &str, hash: u64, line: u32) {
         let l = line as usize;
         if self.line_words.len() <= l {
             self.line_words.resize(l + 1, 0);
@@ -86,8 +108,7 @@ impl ShingleCollector {
                 self.units.push((unit, line));
             }
         } else {
-            self.units
-                .push((xxh3_64_with_seed(token.as_bytes(), UNIT_SEED), line));
+            self.units.push((hash, line));
         }
     }
 
@@ -96,26 +117,20 @@ impl ShingleCollector {
         let width = usize::from(shingling.width.max(1));
         let start = out.len();
         let mut all = 0u32;
-        let mut buf = [0u8; 64];
         let n = width.min(8);
-        let hash = |w: &[(u64, u32)], buf: &mut [u8; 64]| {
-            for (i, (h, _)) in w.iter().enumerate() {
-                buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
-            }
-            xxh3_64_with_seed(&buf[..w.len() * 8], SHINGLE_SEED)
-        };
+        let hash = |w: &[(u64, u32)]| shingle_hash(w);
         if self.units.is_empty() {
             return;
         }
         if self.units.len() < n {
-            out.push(hash(&self.units, &mut buf));
+            out.push(hash(&self.units));
             return;
         }
         let min_words = shingling.min_line_words;
         for w in self.units.windows(n) {
             all += 1;
             if min_words == 0 || self.line_words[w[0].1 as usize] >= min_words {
-                out.push(hash(w, &mut buf));
+                out.push(hash(w));
             }
         }
         let content = (out.len() - start) as u64;
@@ -126,7 +141,7 @@ impl ShingleCollector {
         {
             out.truncate(start);
             for w in self.units.windows(n) {
-                out.push(hash(w, &mut buf));
+                out.push(hash(w));
             }
         }
     }
