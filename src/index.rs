@@ -987,7 +987,7 @@ impl NearDupSearcher {
     }
 
     /// The ids a document records as replaced ([`REPLACED_FIELD`]).
-    fn replaced_ids_of(&self, segment_ord: u32, doc: DocId) -> Result<Vec<String>> {
+    pub(crate) fn replaced_ids_of(&self, segment_ord: u32, doc: DocId) -> Result<Vec<String>> {
         let Some(col) = self
             .segments
             .get(segment_ord as usize)

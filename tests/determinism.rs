@@ -229,3 +229,55 @@ fn replace_records_every_id_of_a_chain() {
         }
     }
 }
+
+#[test]
+fn rewriting_groups_keeps_the_input_order_and_the_replaced_ids() {
+    // c replaces b (which replaced a); c2 copies c, e copies d, both added without groups, so
+    // the batch job rewrites all four into two clusters.
+    let a = Fingerprint(0x0123_4567_89ab_cdef);
+    let b = Fingerprint(a.0 ^ 0b11);
+    let c = Fingerprint(b.0 ^ 0b1100);
+    let d = Fingerprint(!a.0);
+    let t = ram_index(BlockLayout::default());
+    let mut writer = t.index.writer(15_000_000, Policy::Replace).unwrap();
+    for (id, fp) in [("a", a), ("b", b), ("c", c)] {
+        writer
+            .add_document_with_fingerprint(doc!(t.id => id), fp)
+            .unwrap();
+    }
+    writer.set_policy(Policy::Off).unwrap();
+    for (id, fp) in [("c2", c), ("d", d), ("e", d)] {
+        writer
+            .add_document_with_fingerprint(doc!(t.id => id), fp)
+            .unwrap();
+    }
+    writer.commit().unwrap();
+    let sequences = |searcher: &NearDupSearcher| -> HashMap<String, u64> {
+        let mut out = HashMap::new();
+        for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
+            for doc in 0..seg.max_doc() {
+                if !seg.is_deleted(doc) {
+                    let id = searcher.id_of(ord as u32, doc).unwrap().unwrap();
+                    out.insert(id, searcher.sequence_of(ord as u32, doc).unwrap());
+                }
+            }
+        }
+        out
+    };
+    let before = sequences(&t.index.searcher().unwrap());
+    assert_eq!(before.len(), 4);
+    assert!(before["c"] < before["d"] && before["d"] < before["e"]);
+
+    let searcher = t.index.searcher().unwrap();
+    let graph = tantivy_simhash::NearDupGraph::new(&searcher).unwrap();
+    let written = graph
+        .clusters()
+        .unwrap()
+        .write_groups(&graph, &writer, |id, _| Ok(doc!(t.id => id)))
+        .unwrap();
+    assert_eq!(written.rewritten, 4, "{written:?}");
+    writer.commit().unwrap();
+    let after = t.index.searcher().unwrap();
+    assert_eq!(sequences(&after), before);
+    assert!(after.is_replaced("a").unwrap() && after.is_replaced("b").unwrap());
+}
