@@ -78,7 +78,10 @@ pub use layout::BlockLayout;
 pub use lookup::{NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
-pub use schema::{IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, RECORD_FILE};
+pub use schema::{
+    IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, RECORD_FILE, REPLACED_FIELD,
+    SEQUENCE_FIELD,
+};
 pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
 };

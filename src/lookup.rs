@@ -4,7 +4,7 @@
 use crate::columns::{for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::schema::{lock, NearDupIndex};
+use crate::schema::{lock, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use std::sync::Arc;
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocAddress, DocId, IndexReader, ReloadPolicy, Searcher, Term};
@@ -53,6 +53,9 @@ struct SegmentColumns {
     fingerprints: Column<u64>,
     ids: Option<StrColumn>,
     groups: Option<StrColumn>,
+    sequences: Option<Column<u64>>,
+    replaced: Option<StrColumn>,
+    replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     keys: Arc<tantivy::InvertedIndexReader>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
 }
@@ -78,6 +81,18 @@ impl NearDupSearcher {
                 ids: ff.str(cfg.id_field())?,
                 groups: match cfg.group_field() {
                     Some(g) => ff.str(g)?,
+                    None => None,
+                },
+                sequences: match f.sequence {
+                    Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
+                    None => None,
+                },
+                replaced: match f.replaced {
+                    Some(_) => ff.str(REPLACED_FIELD)?,
+                    None => None,
+                },
+                replaced_index: match f.replaced {
+                    Some(field) => Some(seg.inverted_index(field)?),
                     None => None,
                 },
                 keys: seg.inverted_index(f.keys)?,
@@ -187,6 +202,68 @@ impl NearDupSearcher {
             return Ok(None);
         };
         read_str(cols.ids.as_ref(), doc)
+    }
+
+    /// Where a document was in the order its writer added documents ([`SEQUENCE_FIELD`]), or
+    /// `None` when the index has no sequence field.
+    pub fn sequence_of(&self, segment_ord: u32, doc: DocId) -> Option<u64> {
+        self.segments
+            .get(segment_ord as usize)?
+            .sequences
+            .as_ref()?
+            .first(doc)
+    }
+
+    /// Whether a live document records that it replaced `id` under [`Policy::Replace`]
+    /// (directly, or through a document it replaced): an input with this id was already
+    /// handled, and adding it again would bring back a copy a newer document replaced. Always
+    /// `false` on indexes without [`REPLACED_FIELD`]. Cost: one term lookup per segment.
+    pub fn is_replaced(&self, id: &str) -> Result<bool> {
+        let Some(field) = self.index.fields.replaced else {
+            return Ok(false);
+        };
+        let term = Term::from_field_text(field, id);
+        for (ord, cols) in self.segments.iter().enumerate() {
+            let Some(index) = &cols.replaced_index else {
+                continue;
+            };
+            let seg = self.searcher.segment_reader(ord as u32);
+            let mut live = false;
+            for_each_posting(index, &term, |doc| live |= !seg.is_deleted(doc))?;
+            if live {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The ids a document records as replaced ([`REPLACED_FIELD`]).
+    pub(crate) fn replaced_ids_of(&self, segment_ord: u32, doc: DocId) -> Result<Vec<String>> {
+        let Some(col) = self
+            .segments
+            .get(segment_ord as usize)
+            .and_then(|c| c.replaced.as_ref())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut ids = Vec::new();
+        for ord in col.ords().values_for_doc(doc) {
+            let mut s = String::new();
+            if col.ord_to_str(ord, &mut s)? {
+                ids.push(s);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The largest sequence number of the searcher's documents, deleted ones included.
+    pub(crate) fn max_sequence(&self) -> Option<u64> {
+        self.segments
+            .iter()
+            .filter_map(|c| c.sequences.as_ref())
+            .filter(|c| c.num_docs() > 0)
+            .map(|c| c.max_value())
+            .max()
     }
 
     /// The group of a document (under [`Policy::Tag`]), read from the group column.

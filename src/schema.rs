@@ -67,6 +67,18 @@ use tantivy::{Directory, Index, IndexReader, TantivyDocument};
 /// The name of the file that records the scheme and layout of an index.
 pub const RECORD_FILE: &str = ".tantivy-simhash.json";
 
+/// The field [`NearDupConfig::add_fields`] adds for each document's place in the order the
+/// writer added documents (a `u64` fast field). Near-duplicates at the same distance are ranked
+/// by it, so "the first" means the first added, whatever tantivy's threads and segments do.
+/// Indexes made without it still work; their ties follow segment order.
+pub const SEQUENCE_FIELD: &str = "simhash_seq";
+
+/// The field [`NearDupConfig::add_fields`] adds for the ids a document replaced under
+/// [`Policy::Replace`] (directly, or through the documents it replaced), a multi-valued
+/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`] reads it, so a rerun over the same
+/// input can skip the ids that were replaced. Indexes made without it do not record them.
+pub const REPLACED_FIELD: &str = "simhash_replaced";
+
 /// The format tag of the record (file and commit payload).
 const RECORD_FORMAT: &str = "tantivy-simhash/1";
 
@@ -176,12 +188,18 @@ impl NearDupConfig {
     /// The fingerprint is a `u64` fast field, the keys a multi-valued `u64` field indexed without
     /// fieldnorms (the `INDEXED` flag would turn them on), the group a `STRING | FAST` text field
     /// (so `TermQuery` can fetch a whole group and its column collapses results).
+    ///
+    /// It also adds [`SEQUENCE_FIELD`] (the order documents were added in, to break ties between
+    /// equally near near-duplicates by it) and [`REPLACED_FIELD`] (the ids each document
+    /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint_field, FAST);
         builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
         if let Some(group) = &self.group_field {
             builder.add_text_field(group, STRING | FAST);
         }
+        builder.add_u64_field(SEQUENCE_FIELD, FAST);
+        builder.add_text_field(REPLACED_FIELD, STRING | FAST);
     }
 
     pub(crate) fn record(&self) -> Record {
@@ -396,6 +414,10 @@ pub struct NearDupFields {
     pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
+    /// [`SEQUENCE_FIELD`] (`u64`, fast), if the schema has it.
+    pub sequence: Option<Field>,
+    /// [`REPLACED_FIELD`] (string, indexed and fast, multi-valued), if the schema has it.
+    pub replaced: Option<Field>,
 }
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
@@ -578,6 +600,39 @@ impl NearDupIndex {
                 }
             }
         };
+        // Optional: indexes made before these fields existed open without them.
+        let sequence = match schema.get_field(SEQUENCE_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::U64(o) if o.is_fast() => Some(f),
+                _ => {
+                    return Err(schema_err(
+                        SEQUENCE_FIELD,
+                        "this crate's sequence field must be a u64 fast field; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
+        let replaced = match schema.get_field(REPLACED_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::Str(o)
+                    if o.is_fast()
+                        && o.get_indexing_options()
+                            .is_some_and(|i| i.tokenizer() == "raw") =>
+                {
+                    Some(f)
+                }
+                _ => {
+                    return Err(schema_err(
+                        REPLACED_FIELD,
+                        "this crate's replaced-ids field must be STRING | FAST; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
         let mut text_fields = Vec::with_capacity(config.text_fields.len());
         for name in &config.text_fields {
             let f = lookup(name)?;
@@ -603,6 +658,8 @@ impl NearDupIndex {
                 fingerprint,
                 keys,
                 group,
+                sequence,
+                replaced,
             },
             text_fields: Arc::new(text_fields),
             reader: Arc::new(Mutex::new(None)),

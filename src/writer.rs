@@ -43,10 +43,15 @@ pub enum Policy {
     /// Skip the document: it is not added.
     #[default]
     Reject,
-    /// Add it, and store in the group field the group of its nearest near-duplicate (a
-    /// document without near-duplicates starts a group named by its own id).
+    /// Add it, and store in the group field the group of its nearest near-duplicate (of
+    /// equally near ones, the one added first; a document without near-duplicates starts a
+    /// group named by its own id). Adding the same documents in the same order gives the same
+    /// groups, whatever the number of indexing threads and however they split the segments.
     Tag,
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
+    /// It records the ids it replaced (with those its victims had replaced) in
+    /// [`REPLACED_FIELD`], so a rerun over the same input can skip them
+    /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back.
     Replace,
 }
 
@@ -111,6 +116,8 @@ struct PendingDoc {
     fingerprint: Fingerprint,
     id: String,
     group: Option<String>,
+    /// The ids it replaced, directly or through the documents it replaced.
+    replaced: Vec<String>,
     alive: bool,
 }
 
@@ -122,6 +129,9 @@ struct Pending {
     /// Ids deleted since the last commit: committed documents with these ids are ignored.
     deleted: HashSet<String>,
     keys: Vec<u64>,
+    /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
+    /// commits, so it grows over the writer's life.
+    next_sequence: u64,
 }
 
 /// A match among committed or pending documents.
@@ -129,6 +139,8 @@ struct Found {
     id: String,
     group: Option<String>,
     distance: u32,
+    /// What it replaced (read only for [`Policy::Replace`]).
+    replaced: Vec<String>,
 }
 
 impl Pending {
@@ -138,10 +150,13 @@ impl Pending {
         self.deleted.clear();
     }
 
-    /// Live matches within `k`, committed and pending, nearest first (committed first among
-    /// equals). With `all == false` only the nearest is guaranteed: reading a committed id
-    /// decompresses a dictionary block, so ids of farther committed matches are not read.
-    /// Groups are read only when `groups` is set.
+    /// Live matches within `k`, committed and pending, nearest first; among equally near ones
+    /// the first added first (committed documents by their sequence number, then pending ones
+    /// in the order they were added), so the result does not depend on how tantivy's threads
+    /// split documents into segments. With `all == false` only the nearest is guaranteed:
+    /// reading a committed id decompresses a dictionary block, so ids of farther committed
+    /// matches are not read. Groups are read only when `groups` is set; what each match
+    /// replaced only when `all` is.
     fn matches(
         &mut self,
         layout: &BlockLayout,
@@ -161,22 +176,23 @@ impl Pending {
                 let p = &self.docs[i as usize];
                 let d = fp.distance(p.fingerprint);
                 if p.alive && d <= k && layout.first_shared_key(fp, p.fingerprint) == Some(combo) {
-                    pending.push(Found {
-                        id: p.id.clone(),
-                        group: p.group.clone(),
-                        distance: d,
-                    });
+                    pending.push((d, i));
                 }
             }
         }
-        let best_pending = pending.iter().map(|f| f.distance).min();
+        pending.sort_unstable();
+        let best_pending = pending.first().map(|&(d, _)| d);
 
         let mut committed = Vec::new();
-        self.searcher
-            .for_each_match(fp, k, |ord, doc, d, _| committed.push((d, ord, doc)))?;
+        let searcher = &self.searcher;
+        searcher.for_each_match(fp, k, |ord, doc, d, _| {
+            // Without a sequence field (an older index), ties follow segment order.
+            let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
+            committed.push((d, sequence, ord, doc));
+        })?;
         committed.sort_unstable();
         let mut found = Vec::new();
-        for (distance, ord, doc) in committed {
+        for (distance, _, ord, doc) in committed {
             if !all && (!found.is_empty() || best_pending.is_some_and(|b| distance > b)) {
                 break;
             }
@@ -191,13 +207,28 @@ impl Pending {
             } else {
                 None
             };
+            let replaced = if all {
+                self.searcher.replaced_ids_of(ord, doc)?
+            } else {
+                Vec::new()
+            };
             found.push(Found {
                 id,
                 group,
                 distance,
+                replaced,
             });
         }
-        found.append(&mut pending);
+        found.extend(pending.into_iter().map(|(distance, i)| {
+            let p = &self.docs[i as usize];
+            Found {
+                id: p.id.clone(),
+                group: p.group.clone(),
+                distance,
+                replaced: if all { p.replaced.clone() } else { Vec::new() },
+            }
+        }));
+        // Stable: committed documents (added earlier) stay before pending ones at one distance.
         found.sort_by_key(|f| f.distance);
         Ok(found)
     }
@@ -263,6 +294,7 @@ impl DedupWriter {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let searcher = NearDupSearcher::new(&index, reader.searcher())?;
+        let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         Ok(DedupWriter {
             max_distance: index.layout().max_distance(),
@@ -276,6 +308,7 @@ impl DedupWriter {
                 by_key: HashMap::new(),
                 deleted: HashSet::new(),
                 keys: Vec::new(),
+                next_sequence,
             }),
             fingerprinters: Mutex::new(Vec::new()),
             payload,
@@ -359,11 +392,17 @@ impl DedupWriter {
         let layout = self.index.layout();
         let fields = self.index.fields;
         self.index.add_fingerprint_to(&mut doc, fp);
+        let mut pending = lock(&self.pending);
+        // Numbered under the lock, so the numbers follow the order of the checks below.
+        if let Some(field) = fields.sequence {
+            doc.add_u64(field, pending.next_sequence);
+        }
+        pending.next_sequence += 1;
         if self.policy == Policy::Off {
+            drop(pending);
             self.writer.add_document(doc)?;
             return Ok(Outcome::Added { fingerprint: fp });
         }
-        let mut pending = lock(&self.pending);
         let found = pending.matches(
             layout,
             fp,
@@ -377,7 +416,14 @@ impl DedupWriter {
                 if let (Some(g), Some(field)) = (&group, fields.group) {
                     doc.add_text(field, g);
                 }
-                Outcome::Added { fingerprint: fp }.with_pending(&mut pending, layout, fp, id, group)
+                Outcome::Added { fingerprint: fp }.with_pending(
+                    &mut pending,
+                    layout,
+                    fp,
+                    id,
+                    group,
+                    Vec::new(),
+                )
             }
             (Policy::Reject, Some(best)) => {
                 return Ok(Outcome::Duplicate {
@@ -397,7 +443,7 @@ impl DedupWriter {
                     distance: best.distance,
                     fingerprint: fp,
                 };
-                outcome.with_pending(&mut pending, layout, fp, id, Some(group))
+                outcome.with_pending(&mut pending, layout, fp, id, Some(group), Vec::new())
             }
             (_, Some(best)) => {
                 // Replace: delete first, so the delete cannot touch the new document even if
@@ -414,12 +460,28 @@ impl DedupWriter {
                         .delete_term(Term::from_field_text(fields.id, old));
                     pending.delete_id(old);
                 }
+                // What the deleted documents had replaced is now this document's to remember,
+                // so a rerun skips every id of the chain, not only the last one.
+                let mut carried = replaced.clone();
+                for f in &found {
+                    for r in &f.replaced {
+                        if !carried.contains(r) {
+                            carried.push(r.clone());
+                        }
+                    }
+                }
+                carried.retain(|r| *r != id);
+                if let Some(field) = fields.replaced {
+                    for r in &carried {
+                        doc.add_text(field, r);
+                    }
+                }
                 Outcome::Replaced {
                     replaced,
                     distance,
                     fingerprint: fp,
                 }
-                .with_pending(&mut pending, layout, fp, id, None)
+                .with_pending(&mut pending, layout, fp, id, None, carried)
             }
         };
         self.writer.add_document(doc)?;
@@ -524,7 +586,13 @@ impl DedupWriter {
                 ))
             })?
             .to_string();
-        let reserved = [Some(fields.fingerprint), Some(fields.keys), fields.group];
+        let reserved = [
+            Some(fields.fingerprint),
+            Some(fields.keys),
+            fields.group,
+            fields.sequence,
+            fields.replaced,
+        ];
         for f in reserved.into_iter().flatten() {
             if doc.get_first(f).is_some() {
                 return Err(Error::Document(format!(
@@ -546,6 +614,7 @@ impl Outcome {
         fp: Fingerprint,
         id: String,
         group: Option<String>,
+        replaced: Vec<String>,
     ) -> Self {
         pending.insert(
             layout,
@@ -553,6 +622,7 @@ impl Outcome {
                 fingerprint: fp,
                 id,
                 group,
+                replaced,
                 alive: true,
             },
         );
