@@ -8,8 +8,9 @@
 //! Builds two in-memory indexes of the same synthetic signatures (random fingerprints and
 //! sketches; every 10th document a near copy of an earlier one: 2 fingerprint bits and a third
 //! of the sketch bins changed): **today** stores the fingerprint and its 4 block keys, **rule**
-//! stores the fingerprint, the 16 sketch words and the rule's 16 keys. It prints the indexing
-//! time of each (signatures given: the analysis is timed by `fingerprint_speed`), and the p50
+//! stores the fingerprint, the 16 sketch words and the rule's 16 keys; each is merged into one
+//! segment. It prints the indexing time of each, merge included (signatures given: the analysis
+//! is timed by `fingerprint_speed`), and the p50
 //! and p99 of `--queries` lookups of stored documents: today's (4 term look-ups, distance on
 //! the fingerprint column) against the rule's (`SignatureReader::for_each_match`: 16 term
 //! look-ups, `MatchRule::matches` on the signature columns), with their ratio.
@@ -59,6 +60,15 @@ fn signatures(n: usize, words: usize) -> Vec<Signature> {
     out
 }
 
+/// Merges every segment into one (both indexes are compared with one segment each).
+fn merge_all(index: &Index, mut writer: IndexWriter) -> tantivy::Result<()> {
+    let ids = index.searchable_segment_ids()?;
+    if ids.len() > 1 {
+        writer.merge(&ids).wait()?;
+    }
+    writer.wait_merging_threads()
+}
+
 fn percentile(v: &mut [Duration], p: f64) -> Duration {
     v.sort_unstable();
     v[((v.len() - 1) as f64 * p) as usize]
@@ -100,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         w.add_document(d)?;
     }
     w.commit()?;
-    w.wait_merging_threads()?;
+    merge_all(&today, w)?;
     let index_today = t.elapsed();
 
     // Rule: fingerprint + sketch words + 16 keys.
@@ -117,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         w.add_document(d)?;
     }
     w.commit()?;
-    w.wait_merging_threads()?;
+    merge_all(&ruled, w)?;
     let index_rule = t.elapsed();
     println!(
         "indexing (signatures given): today {:.1} s, rule {:.1} s, ratio {:.2}",
@@ -149,7 +159,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let picks: Vec<usize> = (0..queries)
         .map(|_| (rng.next() % docs as u64) as usize)
         .collect();
-    let (mut lat_today, mut lat_rule) = (Vec::new(), Vec::new());
+    let (mut lat_today, mut lat_rule, mut lat_keys) = (Vec::new(), Vec::new(), Vec::new());
+    let rule_segments: Vec<_> = s_rule
+        .segment_readers()
+        .iter()
+        .map(|seg| {
+            Ok((
+                seg.fast_fields().u64("fp")?,
+                seg.inverted_index(fields.keys_field())?,
+            ))
+        })
+        .collect::<tantivy::Result<_>>()?;
+    let mut postings_read = 0usize;
     let (mut found_today, mut found_rule) = (0usize, 0usize);
     // Alternate the two, query by query, so machine noise hits both alike.
     for &q in &picks {
@@ -177,6 +198,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         lat_today.push(t.elapsed());
 
+        // The rule's 16 keys, postings read, nothing verified: the term dictionary's share.
+        let t = Instant::now();
+        for (_, inv) in &rule_segments {
+            for key in rule.keys(query) {
+                let term = Term::from_field_u64(fields.keys_field(), key);
+                if let Some(mut p) = inv.read_postings(&term, IndexRecordOption::Basic)? {
+                    while p.doc() != TERMINATED {
+                        postings_read += 1;
+                        p.advance();
+                    }
+                }
+            }
+        }
+        lat_keys.push(t.elapsed());
+
         let t = Instant::now();
         lookups.for_each_match(&rule, query, usize::MAX, |_, _, _, _| found_rule += 1)?;
         lat_rule.push(t.elapsed());
@@ -198,6 +234,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         p99_r.as_secs_f64() * 1e6
     );
     println!("matches found: today {found_today}, rule {found_rule}");
+    let p50_k = percentile(&mut lat_keys, 0.5);
+    println!(
+        "rule keys alone (16 term look-ups and postings, no verification): p50 {:.1} us, {:.1} postings per lookup",
+        p50_k.as_secs_f64() * 1e6,
+        postings_read as f64 / queries as f64
+    );
     println!(
         "bytes per document (stored values before compression): today 8 + 4 keys, rule {} + {} keys",
         8 + rule.sketch_bytes(),
