@@ -268,7 +268,7 @@ impl Sketch {
     }
 }
 
-fn low_mask(width: usize) -> u64 {
+pub(crate) fn low_mask(width: usize) -> u64 {
     if width >= 64 {
         u64::MAX
     } else {

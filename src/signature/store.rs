@@ -6,7 +6,8 @@
 //! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and
 //! the rule's keys (the multi-valued indexed `u64` keys field, block and band keys together).
 
-use super::{Evidence, MatchRule, Signature, Sketch};
+use super::minhash::low_mask;
+use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use std::collections::HashSet;
@@ -139,6 +140,28 @@ impl SegmentSignatures {
         true
     }
 
+    /// The fingerprint of `doc`, if it has one.
+    pub fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
+        self.fingerprint.first(doc).map(Fingerprint)
+    }
+
+    /// The `rows * bits` bits of band `band` of `doc`'s sketch, reading only the one or two
+    /// words that hold them.
+    pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
+        let width = (config.rows * config.bits) as usize;
+        let at = band as usize * width;
+        let (mut v, mut done) = (0u64, 0usize);
+        while done < width {
+            let bit = at + done;
+            let (w, off) = (bit / 64, bit % 64);
+            let take = (64 - off).min(width - done);
+            let word = self.sketch.get(w).and_then(|c| c.first(doc)).unwrap_or(0);
+            v |= ((word >> off) & low_mask(take)) << done;
+            done += take;
+        }
+        v
+    }
+
     /// The signature of `doc`, if it has one.
     pub fn get(&self, doc: DocId) -> Option<Signature> {
         let mut s = Signature {
@@ -209,11 +232,14 @@ impl SignatureReader {
             fingerprint: Fingerprint(0),
             sketch: Sketch::default(),
         };
+        let query_bands: Vec<u64> = (0..rule.minhash().bands)
+            .map(|b| query.sketch.band(rule.minhash(), b))
+            .collect();
         let mut seen: HashSet<DocId> = HashSet::new();
         for (ord, (columns, inverted)) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
             seen.clear();
-            for term in &terms {
+            for (position, term) in terms.iter().enumerate() {
                 let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)?
                 else {
                     continue;
@@ -222,11 +248,16 @@ impl SignatureReader {
                 let mut read = 0usize;
                 while doc != TERMINATED && read < max_postings_per_key {
                     read += 1;
-                    if !seen.contains(&doc)
-                        && !segment.is_deleted(doc)
-                        && columns.read_into(doc, &mut candidate)
-                    {
-                        if let Some(evidence) = rule.matches(query, &candidate) {
+                    if !seen.contains(&doc) && !segment.is_deleted(doc) {
+                        if let Some(evidence) = self.verify(
+                            rule,
+                            query,
+                            &query_bands,
+                            columns,
+                            doc,
+                            position,
+                            &mut candidate,
+                        ) {
                             seen.insert(doc);
                             f(ord as u32, doc, evidence, &candidate);
                         }
@@ -236,5 +267,42 @@ impl SignatureReader {
             }
         }
         Ok(())
+    }
+
+    /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
+    /// little as that key's branch needs. Under a block key only the simhash branch is checked
+    /// (a resemblance match shares a band key and is verified there); under band `b`'s key the
+    /// fingerprint first, then band `b`'s one or two sketch words, and the whole sketch only
+    /// for a candidate that really shares the band.
+    #[allow(clippy::too_many_arguments)]
+    fn verify(
+        &self,
+        rule: &MatchRule,
+        query: &Signature,
+        query_bands: &[u64],
+        columns: &SegmentSignatures,
+        doc: DocId,
+        position: usize,
+        candidate: &mut Signature,
+    ) -> Option<Evidence> {
+        let fp = columns.fingerprint(doc)?;
+        let blocks = rule.layout().num_keys();
+        let distance = query.fingerprint.distance(fp);
+        if distance <= rule.layout().max_distance() {
+            return columns
+                .read_into(doc, candidate)
+                .then_some(Evidence::Simhash { distance });
+        }
+        if position < blocks {
+            return None;
+        }
+        let band = (position - blocks) as u32;
+        if columns.band(doc, rule.minhash(), band) != query_bands[band as usize] {
+            return None;
+        }
+        if !columns.read_into(doc, candidate) {
+            return None;
+        }
+        rule.matches(query, candidate)
     }
 }
