@@ -42,7 +42,7 @@ fn signatures(n: usize, words: usize) -> Vec<Signature> {
             for w in s.sketch.words.iter_mut() {
                 // One byte in three replaced: about a third of the 8-bit bins.
                 for b in 0..8 {
-                    if rng.next() % 3 == 0 {
+                    if rng.next().is_multiple_of(3) {
                         *w = (*w & !(0xff << (8 * b))) | ((rng.next() & 0xff) << (8 * b));
                     }
                 }
