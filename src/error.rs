@@ -14,7 +14,7 @@ pub enum Error {
     /// An index was built with another scheme or layout than the one it is opened with.
     #[error(
         "index mismatch: the index records {what} `{found}`, but `{expected}` was requested; \
-         open it with the scheme and layout it was built with (see `neardup stats`), or rebuild it"
+         open it with the scheme and layout it was built with, or rebuild it"
     )]
     IndexMismatch {
         /// Which setting differs ("scheme", "layout", ...).
@@ -23,6 +23,22 @@ pub enum Error {
         found: String,
         /// What the caller asked for.
         expected: String,
+    },
+
+    /// The index's two records of how it was built (the record file and the last commit's
+    /// payload) disagree: one was edited or copied from another index.
+    #[error(
+        "the index's two records of its {what} disagree: the record file says `{file}`, the \
+         last commit's payload says `{payload}`; one was edited or copied from another index: \
+         restore the record file (the payload is written by every commit), or rebuild the index"
+    )]
+    RecordConflict {
+        /// Which setting differs ("scheme", "layout", ...).
+        what: &'static str,
+        /// What the record file says.
+        file: String,
+        /// What the last commit's payload says.
+        payload: String,
     },
 
     /// The schema lacks a field this crate needs, or the field has the wrong type or options.

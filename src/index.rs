@@ -14,7 +14,9 @@
 //! from its column, [`Policy::Replace`] deletes by it, and [`NearDupQuery::from_id`] finds a
 //! document by it.
 //!
-//! Which [`Scheme`] and [`BlockLayout`] built an index is recorded twice: in a small file
+//! Which [`Scheme`] and [`BlockLayout`] built an index ([`IndexRecord`]: their ids and
+//! parameters, and the field names, so [`NearDupIndex::open_recorded`] needs nothing else) is
+//! recorded twice: in a small file
 //! (`.tantivy-simhash.json`; tantivy's garbage collection never deletes names starting with a dot)
 //! written by [`NearDupIndex::create`], and in the payload of every commit made through
 //! [`DedupWriter::commit`]. [`NearDupIndex::open`] checks the record against what the caller
@@ -50,7 +52,10 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Fingerprinter, Scheme};
+use crate::fingerprint::{
+    register_tokenizer, Fingerprint, Fingerprinter, IdfTable, Scheme, SchemeParameters,
+    SIMHASH_TOKENIZER_NAME,
+};
 use crate::layout::BlockLayout;
 use crate::query::NearDupQuery;
 use rayon::prelude::*;
@@ -62,6 +67,7 @@ use tantivy::columnar::{Column, StrColumn};
 use tantivy::schema::{
     Field, FieldType, IndexRecordOption, NumericOptions, SchemaBuilder, Value, FAST, STRING,
 };
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
     Directory, DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, Opstamp, ReloadPolicy,
     Searcher, SegmentReader, TantivyDocument, Term, TERMINATED,
@@ -169,21 +175,162 @@ impl NearDupConfig {
             layout: self.layout.id(),
             fingerprint_field: self.fingerprint_field.clone(),
             keys_field: self.keys_field.clone(),
+            settings: Some(RecordedSettings {
+                scheme: self.scheme.parameters(),
+                layout: self.layout.clone(),
+                id_field: self.id_field.clone(),
+                text_fields: self.text_fields.clone(),
+                group_field: self.group_field.clone(),
+            }),
+            application: None,
         }
     }
 }
 
-/// What an index records about how it was built.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Record {
+/// What an index records about how it was built: the scheme and layout (their ids, to check,
+/// and their parameters, to rebuild them), the field names, and data an application stores
+/// beside them ([`NearDupIndex::set_application_data`]).
+///
+/// It lives in a small file ([`RECORD_FILE`]) written by [`NearDupIndex::create`] and in the
+/// payload of every commit made through [`DedupWriter::commit`].
+///
+/// ```
+/// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+/// # use tantivy::Index;
+/// use tantivy_simhash::{IndexRecord, NearDupConfig, NearDupIndex};
+/// # let config = NearDupConfig::new("id", ["body"]);
+/// # let mut builder = Schema::builder();
+/// # builder.add_text_field("id", STRING | FAST);
+/// # builder.add_text_field("body", TEXT);
+/// # config.add_fields(&mut builder);
+/// # let tantivy_index = Index::create_in_ram(builder.build());
+/// NearDupIndex::create(tantivy_index.clone(), config)?;
+/// // Later, with nothing but the index: the record rebuilds the configuration.
+/// let index = NearDupIndex::open_recorded(tantivy_index.clone())?;
+/// index.set_application_data(serde_json::json!({"owner": "crawler"}))?;
+/// let record = IndexRecord::read(&tantivy_index)?.expect("a record");
+/// assert_eq!(record.application().unwrap()["owner"], "crawler");
+/// assert_eq!(record.layout().unwrap().max_distance(), 3);
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexRecord {
     format: String,
     scheme: String,
     layout: String,
     fingerprint_field: String,
     keys_field: String,
+    /// Absent in records written before parameters were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settings: Option<RecordedSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    application: Option<serde_json::Value>,
 }
 
-impl Record {
+type Record = IndexRecord;
+
+/// The parameters that rebuild a [`NearDupConfig`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct RecordedSettings {
+    scheme: SchemeParameters,
+    layout: BlockLayout,
+    id_field: String,
+    text_fields: Vec<String>,
+    group_field: Option<String>,
+}
+
+impl IndexRecord {
+    /// Reads the record of `index`: the record file, else the last commit's payload; `None`
+    /// when the index has neither (it was not built by [`NearDupIndex::create`]).
+    ///
+    /// Errors: [`Error::Json`] when the file is damaged; [`Error::RecordConflict`] when the file
+    /// and the payload disagree (one of them was rewritten); I/O errors. Cost: one small file
+    /// read and tantivy's `meta.json`.
+    pub fn read(index: &Index) -> Result<Option<IndexRecord>> {
+        let dir = index.directory();
+        let path = Path::new(RECORD_FILE);
+        if dir.exists(path).map_err(tantivy::TantivyError::from)? {
+            let bytes = dir.atomic_read(path).map_err(tantivy::TantivyError::from)?;
+            let record: Record = serde_json::from_slice(&bytes)?;
+            if let Some(p) = payload_record(index)? {
+                // Both exist: they must agree, or someone rewrote one of them.
+                if let Err(Error::IndexMismatch {
+                    what,
+                    found,
+                    expected,
+                }) = p.check(&record)
+                {
+                    return Err(Error::RecordConflict {
+                        what,
+                        file: expected,
+                        payload: found,
+                    });
+                }
+            }
+            return Ok(Some(record));
+        }
+        payload_record(index)
+    }
+
+    /// The scheme's id.
+    pub fn scheme_id(&self) -> &str {
+        &self.scheme
+    }
+
+    /// The scheme's parameters; `None` in records written before they were recorded.
+    pub fn scheme_parameters(&self) -> Option<&SchemeParameters> {
+        self.settings.as_ref().map(|s| &s.scheme)
+    }
+
+    /// The layout; `None` in records written before it was recorded.
+    pub fn layout(&self) -> Option<&BlockLayout> {
+        self.settings.as_ref().map(|s| &s.layout)
+    }
+
+    /// What the application stored with [`NearDupIndex::set_application_data`].
+    pub fn application(&self) -> Option<&serde_json::Value> {
+        self.application.as_ref()
+    }
+
+    /// The configuration that built the index. `analyzer` and `idf` are needed only for a
+    /// scheme that used a user analyzer or an IDF table (see [`SchemeParameters::to_builder`]).
+    ///
+    /// Errors: [`Error::InvalidConfig`] when the record has no parameters (written by an older
+    /// release: open with [`NearDupIndex::open`] and the configuration), when an analyzer or
+    /// table is missing, or when the rebuilt scheme's id differs from the recorded one.
+    pub fn config(
+        &self,
+        analyzer: Option<TextAnalyzer>,
+        idf: Option<IdfTable>,
+    ) -> Result<NearDupConfig> {
+        let settings = self.settings.as_ref().ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "the index records scheme `{}` but not its parameters (an older release wrote \
+                 the record); open it with NearDupIndex::open and the configuration it was \
+                 built with",
+                self.scheme
+            ))
+        })?;
+        let scheme = settings.scheme.to_builder(analyzer, idf)?.build()?;
+        if scheme.id() != self.scheme {
+            return Err(Error::InvalidConfig(format!(
+                "the recorded parameters rebuild scheme `{}`, but the index records `{}`; \
+                 pass the analyzer the index was built with",
+                scheme.id(),
+                self.scheme
+            )));
+        }
+        Ok(NearDupConfig {
+            scheme,
+            layout: settings.layout.clone(),
+            id_field: settings.id_field.clone(),
+            text_fields: settings.text_fields.clone(),
+            fingerprint_field: self.fingerprint_field.clone(),
+            keys_field: self.keys_field.clone(),
+            group_field: settings.group_field.clone(),
+        })
+    }
+
     fn to_json(&self) -> Result<String> {
         Ok(serde_json::to_string(self)?)
     }
@@ -211,6 +358,15 @@ impl Record {
         }
         Ok(())
     }
+}
+
+fn payload_record(index: &Index) -> Result<Option<Record>> {
+    let metas = index.load_metas()?;
+    Ok(metas
+        .payload
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Record>(p).ok())
+        .filter(|r| r.format == RECORD_FORMAT))
 }
 
 /// The resolved fields of a near-duplicate index.
@@ -249,8 +405,10 @@ impl std::fmt::Debug for NearDupIndex {
 }
 
 impl NearDupIndex {
-    /// Starts using `index` with `config`: checks the schema, then records the scheme and layout
-    /// (the record file), or checks them if the index already has a record.
+    /// Starts using `index` with `config`: checks the schema, then records the scheme, layout and
+    /// field names (the record file, [`IndexRecord`]), or checks them if the index already has
+    /// a record. Registers the scheme's analysis under [`SIMHASH_TOKENIZER_NAME`] unless a
+    /// tokenizer is already registered under that name (as [`NearDupIndex::open`] does).
     ///
     /// Errors: [`Error::Schema`] when a field is missing or has the wrong type or options;
     /// [`Error::IndexMismatch`] when the index already records another scheme or layout, or has
@@ -258,12 +416,12 @@ impl NearDupIndex {
     pub fn create(index: Index, config: NearDupConfig) -> Result<Self> {
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
-        match this.read_record()? {
+        match IndexRecord::read(&this.index)? {
             Some(found) => found.check(&wanted)?,
             None => {
                 let has_docs = !this.index.searchable_segment_metas()?.is_empty();
                 if has_docs {
-                    return Err(no_record(&wanted));
+                    return Err(no_record(&wanted.scheme));
                 }
                 let json = wanted.to_json()?;
                 this.index
@@ -299,37 +457,42 @@ impl NearDupIndex {
     pub fn open(index: Index, config: NearDupConfig) -> Result<Self> {
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
-        match this.read_record()? {
+        match IndexRecord::read(&this.index)? {
             Some(found) => found.check(&wanted)?,
-            None => return Err(no_record(&wanted)),
+            None => return Err(no_record(&wanted.scheme)),
         }
         Ok(this)
     }
 
-    /// Reads the record: the file, else the last commit's payload.
-    fn read_record(&self) -> Result<Option<Record>> {
-        let dir = self.index.directory();
-        let path = Path::new(RECORD_FILE);
-        if dir.exists(path).map_err(tantivy::TantivyError::from)? {
-            let bytes = dir.atomic_read(path).map_err(tantivy::TantivyError::from)?;
-            let record: Record = serde_json::from_slice(&bytes)?;
-            let payload = self.payload_record()?;
-            if let Some(p) = payload {
-                // Both exist: they must agree, or someone rewrote one of them.
-                p.check(&record)?;
-            }
-            return Ok(Some(record));
-        }
-        self.payload_record()
+    /// Opens an index with the configuration its record holds ([`IndexRecord::config`]): no
+    /// need to know how it was built. For a scheme with a user analyzer or an IDF table, read
+    /// the record and pass them to [`IndexRecord::config`], then [`NearDupIndex::open`].
+    ///
+    /// Errors: [`Error::IndexMismatch`] when the index has no record; the errors of
+    /// [`IndexRecord::config`] and [`NearDupIndex::open`].
+    pub fn open_recorded(index: Index) -> Result<Self> {
+        let Some(record) = IndexRecord::read(&index)? else {
+            return Err(no_record("(unknown: opened from its record)"));
+        };
+        let config = record.config(None, None)?;
+        NearDupIndex::open(index, config)
     }
 
-    fn payload_record(&self) -> Result<Option<Record>> {
-        let metas = self.index.load_metas()?;
-        Ok(metas
-            .payload
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<Record>(p).ok())
-            .filter(|r| r.format == RECORD_FORMAT))
+    /// Stores `data` in the record file beside the scheme and layout (replacing what was stored
+    /// before), for settings an application wants to find again with the index
+    /// ([`IndexRecord::application`]). The file is rewritten atomically.
+    ///
+    /// Errors: I/O errors; the errors of [`IndexRecord::read`].
+    pub fn set_application_data(&self, data: serde_json::Value) -> Result<()> {
+        let mut record = match IndexRecord::read(&self.index)? {
+            Some(r) => r,
+            None => self.config.record(),
+        };
+        record.application = Some(data);
+        self.index
+            .directory()
+            .atomic_write(Path::new(RECORD_FILE), record.to_json()?.as_bytes())?;
+        Ok(())
     }
 
     fn resolve(index: Index, config: NearDupConfig) -> Result<Self> {
@@ -409,10 +572,11 @@ impl NearDupIndex {
             }
             text_fields.push(f);
         }
-        if config.scheme.is_builtin() {
-            // Text fields that name the tokenizer must be analysed by this very scheme, or
-            // search and fingerprints would disagree on what a word is.
-            crate::register_tokenizer(&index, &config.scheme);
+        // Text fields that name the tokenizer must be analysed by this very scheme, or search
+        // and fingerprints would disagree on what a word is; a tokenizer the user registered
+        // under that name is theirs and stays.
+        if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
+            register_tokenizer(&index, &config.scheme);
         }
         Ok(NearDupIndex {
             index,
@@ -517,14 +681,14 @@ impl NearDupIndex {
     }
 }
 
-fn no_record(wanted: &Record) -> Error {
+fn no_record(expected_scheme: &str) -> Error {
     Error::IndexMismatch {
         what: "scheme",
         found: format!(
             "nothing (no {RECORD_FILE}, no commit payload from this crate: the index was not \
              built by NearDupIndex::create)"
         ),
-        expected: wanted.scheme.clone(),
+        expected: expected_scheme.to_string(),
     }
 }
 

@@ -49,9 +49,6 @@
 #![warn(missing_docs)]
 
 pub mod batch;
-#[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod cli;
 pub mod collapse;
 mod error;
 pub mod fingerprint;
@@ -69,35 +66,14 @@ pub use collapse::{
 };
 pub use error::{Error, Result};
 pub use fingerprint::{
-    Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,
-    IdfTable, Normalization, Scheme, SchemeBuilder, SimhashTokenizer, TermWeight, Tokenization,
-    SIMHASH_TOKENIZER_NAME,
+    register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
+    HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
+    SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
 pub use index::{
-    DedupWriter, NearDup, NearDupConfig, NearDupFields, NearDupIndex, NearDupSearcher, Outcome,
-    Policy,
+    DedupWriter, IndexRecord, NearDup, NearDupConfig, NearDupFields, NearDupIndex, NearDupSearcher,
+    Outcome, Policy,
 };
 pub use layout::BlockLayout;
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
-
-/// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
-/// fields can be indexed with the very analysis that fingerprints them.
-///
-/// ```
-/// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
-/// use tantivy::Index;
-/// use tantivy_simhash::{register_tokenizer, Scheme, SIMHASH_TOKENIZER_NAME};
-///
-/// let mut builder = Schema::builder();
-/// let indexing = TextFieldIndexing::default().set_tokenizer(SIMHASH_TOKENIZER_NAME);
-/// builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
-/// let index = Index::create_in_ram(builder.build());
-/// register_tokenizer(&index, &Scheme::default());
-/// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
-/// ```
-pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
-    index
-        .tokenizers()
-        .register(SIMHASH_TOKENIZER_NAME, scheme.text_analyzer());
-}

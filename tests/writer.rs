@@ -534,3 +534,111 @@ fn the_record_survives_plain_commits_and_merges() {
         Err(Error::IndexMismatch { what: "layout", .. })
     ));
 }
+
+#[test]
+fn the_record_rebuilds_the_configuration() {
+    use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, TextAnalyzer};
+    use tantivy_simhash::{HanSegmentation, IndexRecord, Tokenization, SIMHASH_TOKENIZER_NAME};
+
+    // A scheme far from the default, a wider layout, other field names: all come back.
+    let scheme = Scheme::builder()
+        .tokenization(Tokenization::Builtin {
+            han: HanSegmentation::Chars,
+        })
+        .features(Features::words_and_shingles(3, 0.5))
+        .stopword_weight(0.25)
+        .short_line(4)
+        .seed(42)
+        .min_features(5)
+        .build()
+        .unwrap();
+    let config = NearDupConfig::new("id", ["body", "title"])
+        .scheme(scheme.clone())
+        .layout(BlockLayout::for_distance(5).unwrap())
+        .field_names("fp", "fp_keys")
+        .group_field(None);
+    let index = Index::create_in_ram(schema_with(&config));
+    NearDupIndex::create(index.clone(), config.clone()).unwrap();
+    let reopened = NearDupIndex::open_recorded(index.clone()).unwrap();
+    assert_eq!(reopened.scheme().id(), scheme.id());
+    assert_eq!(reopened.layout(), &BlockLayout::for_distance(5).unwrap());
+    assert_eq!(
+        reopened.fields(),
+        NearDupIndex::open(index.clone(), config).unwrap().fields()
+    );
+    assert_eq!(reopened.fields().group, None);
+    let text = "Identical text, identical fingerprint: 同一段文字得到同一个指纹。";
+    assert_eq!(
+        reopened.scheme().fingerprint(text),
+        scheme.fingerprint(text)
+    );
+
+    // Application data is kept beside the record, and the record still opens.
+    reopened
+        .set_application_data(serde_json::json!({"fields": ["a", "b"]}))
+        .unwrap();
+    let record = IndexRecord::read(&index).unwrap().unwrap();
+    assert_eq!(record.application().unwrap()["fields"][1], "b");
+    assert_eq!(record.scheme_id(), scheme.id());
+    NearDupIndex::open_recorded(index.clone()).unwrap();
+
+    // A user analyzer is recorded by name: rebuilding needs it, and checks it by the scheme id.
+    let analyzer = || {
+        TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(LowerCaser)
+            .build()
+    };
+    let custom = Scheme::builder()
+        .analyzer("lower", analyzer())
+        .build()
+        .unwrap();
+    let config = NearDupConfig::new("id", ["body"]).scheme(custom.clone());
+    let index = Index::create_in_ram(schema_with(&config));
+    NearDupIndex::create(index.clone(), config).unwrap();
+    assert!(matches!(
+        NearDupIndex::open_recorded(index.clone()),
+        Err(Error::InvalidConfig(msg)) if msg.contains("`lower`")
+    ));
+    let record = IndexRecord::read(&index).unwrap().unwrap();
+    let rebuilt = record.config(Some(analyzer()), None).unwrap();
+    assert_eq!(rebuilt.get_scheme().id(), custom.id());
+    // The scheme's analysis is registered for the user analyzer too.
+    assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
+
+    // A tokenizer the user registered under the scheme's name is left alone.
+    let config = NearDupConfig::new("id", ["body"]);
+    let index = Index::create_in_ram(schema_with(&config));
+    index.tokenizers().register(
+        SIMHASH_TOKENIZER_NAME,
+        TextAnalyzer::builder(SimpleTokenizer::default()).build(),
+    );
+    NearDupIndex::create(index.clone(), config).unwrap();
+    let mut mine = index.tokenizers().get(SIMHASH_TOKENIZER_NAME).unwrap();
+    let mut stream = mine.token_stream("ABC");
+    assert!(stream.advance());
+    assert_eq!(
+        stream.token().text,
+        "ABC",
+        "not lower-cased: still the user's tokenizer"
+    );
+}
+
+#[test]
+fn a_record_without_parameters_still_opens_with_its_configuration() {
+    let config = NearDupConfig::new("id", ["title", "body"]);
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::create_in_dir(dir.path(), schema_with(&config)).unwrap();
+    NearDupIndex::create(index.clone(), config.clone()).unwrap();
+    // An older release wrote only the ids and field names.
+    let path = dir.path().join(tantivy_simhash::index::RECORD_FILE);
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record.as_object_mut().unwrap().remove("settings").unwrap();
+    std::fs::write(&path, record.to_string()).unwrap();
+    let index = Index::open_in_dir(dir.path()).unwrap();
+    NearDupIndex::open(index.clone(), config).unwrap();
+    assert!(matches!(
+        NearDupIndex::open_recorded(index),
+        Err(Error::InvalidConfig(msg)) if msg.contains("NearDupIndex::open")
+    ));
+}

@@ -501,6 +501,114 @@ impl SchemeBuilder {
     }
 }
 
+/// A scheme's settings as data: what an index records so that the scheme can be rebuilt from
+/// the index alone ([`Scheme::parameters`], [`SchemeParameters::to_builder`]).
+///
+/// Two things cannot be recorded as data: a user analyzer (recorded by its name) and an IDF
+/// table (recorded by its digest); rebuilding a scheme that uses one needs it passed back in.
+///
+/// ```
+/// use tantivy_simhash::{Features, Scheme, SchemeParameters};
+///
+/// let scheme = Scheme::builder().features(Features::words_and_shingles(2, 0.5)).build()?;
+/// let json = serde_json::to_string(&scheme.parameters())?;
+/// let parameters: SchemeParameters = serde_json::from_str(&json)?;
+/// let rebuilt = parameters.to_builder(None, None)?.build()?;
+/// assert_eq!(rebuilt.id(), scheme.id());
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SchemeParameters {
+    /// The normalisation.
+    pub normalization: Normalization,
+    /// The tokenisation.
+    pub tokenization: TokenizationParameters,
+    /// The features and their weights.
+    pub features: Features,
+    /// The term weighting.
+    pub term_weight: TermWeight,
+    /// The digest of the IDF table (16 hex digits), if the scheme uses one.
+    pub idf_digest: Option<String>,
+    /// The stop-word weight (1: not damped).
+    pub stopword_weight: f32,
+    /// The short-line damping (0: off).
+    pub short_line: u32,
+    /// The feature-hash seed.
+    pub seed: u64,
+    /// The exact-hash fallback threshold.
+    pub min_features: usize,
+}
+
+/// [`Tokenization`] as data: a user analyzer is recorded by its name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TokenizationParameters {
+    /// The built-in tokenizer, with its Han segmentation.
+    Builtin {
+        /// How Han runs are split.
+        han: HanSegmentation,
+    },
+    /// A user analyzer, by the name it was given.
+    Analyzer {
+        /// The analyzer's name.
+        name: String,
+    },
+}
+
+impl SchemeParameters {
+    /// A builder with these settings. `analyzer` is needed when the tokenisation is a user
+    /// analyzer (give the one recorded by name), `idf` when the scheme used an IDF table (its
+    /// digest must match).
+    ///
+    /// Errors: [`Error::InvalidConfig`] when an analyzer or table is needed and missing, or when
+    /// the table is not the recorded one. Cost: none beyond the clone of the analyzer.
+    pub fn to_builder(
+        &self,
+        analyzer: Option<TextAnalyzer>,
+        idf: Option<IdfTable>,
+    ) -> Result<SchemeBuilder> {
+        let tokenization = match (&self.tokenization, analyzer) {
+            (TokenizationParameters::Builtin { han }, _) => Tokenization::Builtin { han: *han },
+            (TokenizationParameters::Analyzer { name }, Some(analyzer)) => Tokenization::Analyzer {
+                name: name.clone(),
+                analyzer,
+            },
+            (TokenizationParameters::Analyzer { name }, None) => {
+                return Err(Error::InvalidConfig(format!(
+                    "the scheme tokenises with the user analyzer `{name}`, which cannot be \
+                     recorded as data; pass that analyzer to rebuild the scheme"
+                )))
+            }
+        };
+        let idf = match (&self.idf_digest, idf) {
+            (None, _) => None,
+            (Some(digest), Some(table)) if *digest == format!("{:016x}", table.digest) => {
+                Some(table)
+            }
+            (Some(digest), table) => {
+                return Err(Error::InvalidConfig(format!(
+                    "the scheme uses the IDF table with digest {digest}, but {}; pass the table \
+                     it was built with",
+                    match table {
+                        Some(t) => format!("the table given has digest {:016x}", t.digest),
+                        None => "no table was given".to_string(),
+                    }
+                )))
+            }
+        };
+        Ok(SchemeBuilder {
+            normalization: self.normalization,
+            tokenization,
+            features: self.features,
+            weight: self.term_weight,
+            idf,
+            stopword_weight: self.stopword_weight,
+            short_line: self.short_line,
+            seed: self.seed,
+            min_features: self.min_features,
+        })
+    }
+}
+
 impl Default for Scheme {
     fn default() -> Self {
         Scheme::from_builder_infallible(SchemeBuilder::default())
@@ -526,6 +634,28 @@ impl Scheme {
         &self.inner.id
     }
 
+    /// The settings as data, to record next to an index ([`SchemeParameters::to_builder`]
+    /// rebuilds the scheme from them).
+    pub fn parameters(&self) -> SchemeParameters {
+        let s = &self.inner;
+        SchemeParameters {
+            normalization: s.normalization,
+            tokenization: match &s.tokenization {
+                Tokenization::Builtin { han } => TokenizationParameters::Builtin { han: *han },
+                Tokenization::Analyzer { name, .. } => {
+                    TokenizationParameters::Analyzer { name: name.clone() }
+                }
+            },
+            features: s.features,
+            term_weight: s.weight,
+            idf_digest: s.idf.as_ref().map(|t| format!("{:016x}", t.digest)),
+            stopword_weight: s.stopword_weight,
+            short_line: s.short_line,
+            seed: s.seed,
+            min_features: s.min_features,
+        }
+    }
+
     /// Below this many distinct features the fingerprint is the exact-hash fallback.
     pub fn min_features(&self) -> usize {
         self.inner.min_features
@@ -546,11 +676,6 @@ impl Scheme {
             }
             Tokenization::Analyzer { analyzer, .. } => analyzer.clone(),
         }
-    }
-
-    /// Whether the scheme tokenises with the crate's own analyzer (not a user analyzer).
-    pub(crate) fn is_builtin(&self) -> bool {
-        matches!(self.inner.tokenization, Tokenization::Builtin { .. })
     }
 
     /// A reusable fingerprinter (owns an analyzer and scratch buffers). Use one per thread.
@@ -881,6 +1006,27 @@ impl Hasher for IdentityHasher {
     fn write_u64(&mut self, v: u64) {
         self.0 = v;
     }
+}
+
+/// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
+/// fields can be indexed with the very analysis that fingerprints them.
+///
+/// ```
+/// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
+/// use tantivy::Index;
+/// use tantivy_simhash::{register_tokenizer, Scheme, SIMHASH_TOKENIZER_NAME};
+///
+/// let mut builder = Schema::builder();
+/// let indexing = TextFieldIndexing::default().set_tokenizer(SIMHASH_TOKENIZER_NAME);
+/// builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
+/// let index = Index::create_in_ram(builder.build());
+/// register_tokenizer(&index, &Scheme::default());
+/// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
+/// ```
+pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
+    index
+        .tokenizers()
+        .register(SIMHASH_TOKENIZER_NAME, scheme.text_analyzer());
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! `neardup mirrors`: which hosts carry copies of which other hosts' pages
-//! ([`MirrorFinder`](crate::mirrors::MirrorFinder)).
+//! ([`MirrorFinder`](tantivy_simhash::mirrors::MirrorFinder)).
 
 use super::store::{self, Store};
 use super::{CliResult, Failure, MirrorsArgs, Out, Status};
-use crate::{HostPair, MirrorConfig, MirrorFinder};
+use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder};
 
 pub(super) fn mirrors(args: &MirrorsArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;

@@ -70,7 +70,7 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     print_summary(&mut out, &store, &summary)?;
     if summary.interrupted {
         out.flush()?;
-        return Ok(Status::Interrupted);
+        return Ok(Status::Interrupted(summary.signal_status));
     }
     out.line("")?;
 

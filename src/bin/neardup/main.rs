@@ -10,7 +10,7 @@
 //! | 1 | error: bad input line (without `--skip-bad`), unreadable file, not an index, scheme mismatch |
 //! | 2 | usage: unknown flag, missing argument, invalid value |
 //! | 3 | `index --skip-bad` finished but skipped bad input lines (counted in the summary) |
-//! | 130 | `index` interrupted by Ctrl-C; what was indexed before was committed |
+//! | 130, 143, 129 | `index` stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP; what was read before was committed |
 
 mod batch_cmds;
 mod demo;
@@ -21,11 +21,11 @@ mod output;
 mod read_cmds;
 mod store;
 
-use crate::Error;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tantivy_simhash::Error;
 
 pub(crate) use output::Out;
 
@@ -37,8 +37,6 @@ const EXIT_ERROR: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// Exit status: bad input lines were skipped (`--skip-bad`).
 const EXIT_SKIPPED: u8 = 3;
-/// Exit status: interrupted by Ctrl-C (128 + SIGINT), after committing.
-const EXIT_INTERRUPTED: u8 = 130;
 
 const EXIT_CODES_HELP: &str = "\
 Exit status:
@@ -47,7 +45,9 @@ Exit status:
        not a neardup index, an index built with another scheme or layout
   2    usage: unknown flag, missing argument, invalid value
   3    `index --skip-bad` finished, but bad input lines were skipped (see the summary)
-  130  `index` was interrupted (Ctrl-C); the documents indexed before were committed";
+  130  `index` was interrupted by Ctrl-C (SIGINT); the documents read before were committed
+  143  the same for SIGTERM (how containers, systemd and schedulers stop programs)
+  129  the same for SIGHUP (the terminal was closed)";
 
 /// Near-duplicate detection on tantivy indexes: index JSONL, search with near-duplicates
 /// collapsed, find near-duplicates of a document, find mirror sites.
@@ -67,6 +67,10 @@ enum Command {
     /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
     Similar(SimilarArgs),
     /// Every pair of documents within distance k (each pair once), exact duplicates included.
+    ///
+    /// The pairs go to stdout (`distance<TAB>id<TAB>id`, or JSON lines with --json), so that
+    /// `neardup pairs DIR > pairs.tsv` holds nothing else; the count line ("N pairs within
+    /// distance k among M documents") goes to stderr, and is left out with --json.
     Pairs(PairsArgs),
     /// Clusters: documents linked by chains of pairs within k, largest first.
     Clusters(ClustersArgs),
@@ -92,12 +96,12 @@ pub(crate) enum DedupPolicy {
 }
 
 impl DedupPolicy {
-    fn to_policy(self) -> crate::Policy {
+    fn to_policy(self) -> tantivy_simhash::Policy {
         match self {
-            DedupPolicy::Off => crate::Policy::Off,
-            DedupPolicy::Reject => crate::Policy::Reject,
-            DedupPolicy::Tag => crate::Policy::Tag,
-            DedupPolicy::Replace => crate::Policy::Replace,
+            DedupPolicy::Off => tantivy_simhash::Policy::Off,
+            DedupPolicy::Reject => tantivy_simhash::Policy::Reject,
+            DedupPolicy::Tag => tantivy_simhash::Policy::Tag,
+            DedupPolicy::Replace => tantivy_simhash::Policy::Replace,
         }
     }
 
@@ -124,8 +128,10 @@ struct IndexArgs {
     /// The index directory: created if missing or empty; an existing neardup index is added to.
     #[arg(long, value_name = "DIR")]
     index: PathBuf,
-    /// JSON field holding the document id, a string or a number; ids are unique in an index
-    /// (default: `id`, or the field the index's last run read).
+    /// JSON field holding the document id: a string, or an integer of any length (kept as its
+    /// decimal text, so 42 and "42" are the same id; a number with a fraction or an exponent
+    /// is a bad line). Ids are unique in an index (default: `id`, or the field the index's
+    /// last run read).
     #[arg(long, value_name = "NAME")]
     id_field: Option<String>,
     /// JSON field holding the text to index and fingerprint (default: `text`, or the index's).
@@ -297,8 +303,8 @@ pub(crate) enum Status {
     Done,
     /// Done, but bad input lines were skipped.
     SkippedBad,
-    /// Interrupted by Ctrl-C after committing.
-    Interrupted,
+    /// Stopped by a signal after committing; the exit status (128 + the signal's number).
+    Interrupted(u8),
 }
 
 /// Why a command failed.
@@ -338,7 +344,7 @@ impl From<tantivy::TantivyError> for Failure {
 pub(crate) type CliResult<T> = std::result::Result<T, Failure>;
 
 /// Runs the command line with the process arguments and returns the exit status.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -363,7 +369,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(Status::Done) => ExitCode::from(EXIT_OK),
         Ok(Status::SkippedBad) => ExitCode::from(EXIT_SKIPPED),
-        Ok(Status::Interrupted) => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(Status::Interrupted(status)) => ExitCode::from(status),
         Err(Failure::BrokenPipe) => ExitCode::from(EXIT_OK),
         Err(Failure::Usage(msg)) => {
             eprintln_quiet(&format!(

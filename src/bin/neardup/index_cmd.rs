@@ -1,40 +1,81 @@
-//! `neardup index`: JSONL files into an index, through [`DedupWriter`](crate::DedupWriter).
+//! `neardup index`: JSONL files into an index, through [`DedupWriter`](tantivy_simhash::DedupWriter).
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
+use super::output::count;
 use super::store::{self, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
-use crate::{DedupWriter, Error, NearDupSearcher, Outcome};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tantivy::TantivyDocument;
+use tantivy_simhash::{DedupWriter, Error, NearDupSearcher, Outcome};
 
 /// Documents fingerprinted together (in parallel) before they are added in order.
 const BATCH: usize = 256;
 /// Bad lines reported one by one under `--skip-bad`; the rest are only counted.
 const MAX_REPORTED_BAD: u64 = 20;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static HANDLER: Once = Once::new();
+/// The signal that asked the run to stop (0: none yet).
+static STOP_SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
 
-/// Catches Ctrl-C from now on: the indexing loop sees the flag, commits and stops.
+/// The signals that stop `neardup index` cleanly: what was read is committed, then the process
+/// exits with 128 + the signal's number. SIGTERM is how containers, systemd and job schedulers
+/// stop a program, SIGHUP how a closed terminal does: they must not lose more than Ctrl-C.
+#[cfg(unix)]
+const STOP_SIGNALS: [(i32, &str); 3] = [
+    (signal_hook::consts::SIGINT, "SIGINT"),
+    (signal_hook::consts::SIGTERM, "SIGTERM"),
+    (signal_hook::consts::SIGHUP, "SIGHUP"),
+];
+#[cfg(not(unix))]
+const STOP_SIGNALS: [(i32, &str); 1] = [(2, "SIGINT")];
+
+/// Catches the stop signals from now on: the indexing loop sees the flag, commits and stops.
 fn catch_interrupts() {
-    HANDLER.call_once(|| {
-        if let Err(e) = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst)) {
+    STOP_SIGNAL.get_or_init(|| {
+        let flag = Arc::new(AtomicUsize::new(0));
+        if let Err(e) = register_stop_signals(&flag) {
             eprintln_quiet(&format!(
-                "warning: cannot catch Ctrl-C ({e}); an interrupt will lose uncommitted documents"
+                "warning: cannot catch Ctrl-C or SIGTERM ({e}); a stop signal will lose the \
+                 documents read since the last commit"
             ));
         }
+        flag
     });
 }
 
-fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+#[cfg(unix)]
+fn register_stop_signals(flag: &Arc<AtomicUsize>) -> std::io::Result<()> {
+    for (signal, _) in STOP_SIGNALS {
+        // The handler only stores the number (async-signal-safe); a later signal overwrites it.
+        let number = usize::try_from(signal).unwrap_or(0);
+        signal_hook::flag::register_usize(signal, flag.clone(), number)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn register_stop_signals(flag: &Arc<AtomicUsize>) -> std::io::Result<()> {
+    let flag = flag.clone();
+    ctrlc::set_handler(move || flag.store(2, Ordering::SeqCst)).map_err(std::io::Error::other)
+}
+
+/// The stop signal received, if any: its number and name.
+fn stop_signal() -> Option<(u8, &'static str)> {
+    let number = STOP_SIGNAL.get()?.load(Ordering::SeqCst);
+    if number == 0 {
+        return None;
+    }
+    let name = STOP_SIGNALS
+        .iter()
+        .find(|(n, _)| usize::try_from(*n).ok() == Some(number))
+        .map_or("a signal", |(_, name)| *name);
+    Some((u8::try_from(number).unwrap_or(0), name))
 }
 
 /// How an indexing run behaves.
@@ -73,8 +114,15 @@ pub(crate) struct Summary {
     pub index_documents: u64,
     /// Segments after the run.
     pub index_segments: usize,
-    /// Whether Ctrl-C stopped the run (what was read before was committed).
+    /// Whether a signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run (what was read before was
+    /// committed).
     pub interrupted: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<&'static str>,
+    /// The exit status for that signal (128 + its number).
+    #[serde(skip)]
+    pub signal_status: u8,
 }
 
 #[derive(Serialize)]
@@ -132,7 +180,7 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
     print_summary(&mut out, &store, &summary)?;
     out.flush()?;
     Ok(if summary.interrupted {
-        Status::Interrupted
+        Status::Interrupted(summary.signal_status)
     } else if summary.skipped_bad > 0 {
         Status::SkippedBad
     } else {
@@ -177,7 +225,10 @@ pub(crate) fn index_files(
     catch_interrupts();
     let start = Instant::now();
     let policy = store.record.policy().to_policy();
-    let writer = store.index.writer(opts.memory_mb << 20, policy)?;
+    let writer = store
+        .index
+        .writer(opts.memory_mb << 20, policy)
+        .map_err(|e| writer_busy(&store.dir, e))?;
     let searcher = store.index.searcher()?;
     let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
     let total: Option<u64> = files
@@ -211,13 +262,23 @@ pub(crate) fn index_files(
     );
     let mut last_place: Option<(usize, u64)> = None;
     loop {
-        if interrupted() {
+        if let Some((number, name)) = stop_signal() {
             run.summary.interrupted = true;
+            run.summary.signal = Some(name);
+            run.summary.signal_status = 128u8.saturating_add(number);
             break;
         }
         let (file, line, parsed) = match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(ReadMsg::Line { file, line, parsed }) => (file, line, parsed),
-            Ok(ReadMsg::Failed(e)) => return Err(run.fail_with_commit(Failure::Error(e))),
+            Ok(ReadMsg::Failed(e)) => {
+                // Damaged bytes or compression: no later line can be found, so --skip-bad
+                // cannot help.
+                let advice = "the file cannot be read past this point (--skip-bad skips bad \
+                              lines, not damage to the file or its compression): repair or \
+                              re-create it, then rerun the same command (documents whose id is \
+                              already in the index are skipped)";
+                return Err(run.fail_with_commit(Failure::Error(e), advice));
+            }
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break,
         };
@@ -232,7 +293,10 @@ pub(crate) fn index_files(
                     message,
                 };
                 if !opts.skip_bad {
-                    return Err(run.fail_with_commit(Failure::Error(err)));
+                    let advice = "fix the input and rerun the same command (documents whose id \
+                                  is already in the index are skipped), or pass --skip-bad to \
+                                  skip bad lines";
+                    return Err(run.fail_with_commit(Failure::Error(err), advice));
                 }
                 run.summary.skipped_bad += 1;
                 if run.summary.skipped_bad <= MAX_REPORTED_BAD {
@@ -255,17 +319,35 @@ pub(crate) fn index_files(
             None => "the start".to_string(),
         };
         eprintln_quiet(&format!(
-            "interrupted: committed everything read up to {place}; rerun the same command to \
-             continue (documents whose id is already in the index are skipped)"
+            "interrupted by {}: committed everything read up to {place}; rerun the same \
+             command to continue (documents whose id is already in the index are skipped)",
+            run.summary.signal.unwrap_or("a signal")
         ));
     }
     // Remember the field mapping and policy of this run as the defaults of the next.
-    store::write_record(&store.dir, &store.record)?;
+    store::write_record(&store.index, &store.record)?;
     let searcher = store.index.searcher()?;
     run.summary.index_documents = searcher.searcher().num_docs();
     run.summary.index_segments = searcher.searcher().segment_readers().len();
     run.summary.seconds = start.elapsed().as_secs_f64();
     Ok(run.summary)
+}
+
+/// A tantivy index has one writer at a time (a lock file): say who holds it and what to do.
+fn writer_busy(dir: &Path, e: Error) -> Failure {
+    use tantivy::directory::error::LockError;
+    match e {
+        Error::Tantivy(tantivy::TantivyError::LockFailure(LockError::LockBusy, _)) => {
+            Failure::Message(format!(
+                "another `neardup index` (or another program with a tantivy writer) is writing \
+                 to {} right now, and an index has one writer at a time; nothing was indexed by \
+                 this run: wait for the other run to finish (or stop it: Ctrl-C or SIGTERM \
+                 commit what it read), then rerun this command",
+                dir.display()
+            ))
+        }
+        other => Failure::from(other),
+    }
 }
 
 /// The name of an input in messages (`-` is stdin).
@@ -459,17 +541,20 @@ impl Run<'_> {
     }
 
     /// Adds what was read before a failure, commits it, and says so in the error.
-    fn fail_with_commit(&mut self, failure: Failure) -> Failure {
+    fn fail_with_commit(&mut self, failure: Failure, advice: &str) -> Failure {
         self.progress.finish_and_clear();
         let saved = self
             .flush_quietly()
             .and_then(|()| self.writer.commit().map(|_| ()).map_err(Failure::from));
         let note = match saved {
             Ok(()) => format!(
-                "the {} documents this run added before it were committed; fix the input and \
-                 rerun the same command (documents whose id is already in the index are \
-                 skipped), or pass --skip-bad to skip bad lines",
-                self.summary.added
+                "the {} this run added before it {} committed; {advice}",
+                count(self.summary.added, "document", "documents"),
+                if self.summary.added == 1 {
+                    "was"
+                } else {
+                    "were"
+                },
             ),
             Err(e) => format!(
                 "committing the documents read before it failed too: {}",
@@ -534,13 +619,13 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
     }
     let docs = s.added + s.rejected;
     out.line(format_args!(
-        "{} {} documents into {} in {:.1} s ({:.0} docs/s){}",
+        "{} {} into {} in {:.1} s ({:.0} docs/s){}",
         if s.interrupted {
             "interrupted after"
         } else {
             "indexed"
         },
-        docs,
+        count(docs, "document", "documents"),
         store.dir.display(),
         s.seconds,
         docs as f64 / s.seconds.max(1e-3),
@@ -571,13 +656,14 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
         s.skipped_existing_id
     ))?;
     out.line(format_args!(
-        "  index now holds {} documents in {} segments",
-        s.index_documents, s.index_segments
+        "  index now holds {} in {}",
+        count(s.index_documents, "document", "documents"),
+        count(s.index_segments as u64, "segment", "segments")
     ))?;
     if s.skipped_bad > 0 {
         out.line(format_args!(
-            "  {} bad lines were skipped (exit status 3)",
-            s.skipped_bad
+            "  {} skipped (exit status 3)",
+            count(s.skipped_bad, "bad line was", "bad lines were")
         ))?;
     }
     Ok(())

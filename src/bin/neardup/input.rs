@@ -1,7 +1,6 @@
 //! JSONL input: plain or gzip files (detected from the first bytes), read line by line with a
 //! bound on the line length, each line checked and mapped to the index's fields.
 
-use crate::Error;
 use flate2::read::MultiGzDecoder;
 use serde_json::{Map, Value};
 use std::fs::File;
@@ -9,6 +8,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tantivy_simhash::Error;
 
 /// Which JSON fields hold what.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -59,6 +59,9 @@ pub(crate) enum RawLine<'a> {
     Line(&'a [u8]),
     TooLong(u64),
 }
+
+/// The UTF-8 encoding of U+FEFF, which some editors write at the start of a file.
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Reads lines of a JSONL file, plain or gzip.
 pub(crate) struct JsonlReader {
@@ -163,7 +166,14 @@ impl JsonlReader {
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
         }
-        Ok(Some(RawLine::Line(&self.buf)))
+        // Editors on Windows start UTF-8 files with a byte-order mark: it is not part of the
+        // first document.
+        let start = if self.line == 1 && self.buf.starts_with(UTF8_BOM) {
+            UTF8_BOM.len()
+        } else {
+            0
+        };
+        Ok(Some(RawLine::Line(&self.buf[start..])))
     }
 }
 
@@ -208,7 +218,10 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
     };
     let id = match obj.get(&fields.id) {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Number(n)) if !n.is_f64() => n.to_string(),
+        // Beyond 64 bits, or with a fraction or an exponent: serde_json holds it as an f64,
+        // which would merge distinct ids, so the id is taken from the line's own text.
+        Some(Value::Number(_)) => integer_id(text, &fields.id)?,
         Some(Value::String(_)) => return Err(format!("the id field `{}` is empty", fields.id)),
         None | Some(Value::Null) => {
             return Err(format!(
@@ -253,6 +266,102 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
         text,
         host,
     }))
+}
+
+/// The decimal text of the integer held by the top-level field `field` of `line` (valid JSON,
+/// an object whose `field` is a number), or why it is not an integer.
+fn integer_id(line: &str, field: &str) -> Result<String, String> {
+    let number = last_member_text(line, field).unwrap_or_default();
+    let digits = number.strip_prefix('-').unwrap_or(number);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(number.to_string());
+    }
+    Err(format!(
+        "the id field `{field}` is the number {number}, which is not an integer; write ids as \
+         strings or integers (a fraction or an exponent would make two spellings of one number \
+         two different ids)"
+    ))
+}
+
+/// The raw text of the value of the last member named `name` of the JSON object `json` (which
+/// serde_json has already accepted, so only the structure is followed here). serde_json keeps
+/// the last of duplicate members too.
+fn last_member_text<'a>(json: &'a str, name: &str) -> Option<&'a str> {
+    let bytes = json.as_bytes();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut found = None;
+    loop {
+        i = skip_ws(bytes, i);
+        if bytes.get(i) != Some(&b'"') {
+            return found;
+        }
+        let key_end = value_end(bytes, i)?;
+        let key: String = serde_json::from_str(json.get(i..key_end)?).ok()?;
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return found;
+        }
+        let start = skip_ws(bytes, i + 1);
+        let end = value_end(bytes, start)?;
+        if key == name {
+            found = json.get(start..end);
+        }
+        i = skip_ws(bytes, end);
+        if bytes.get(i) != Some(&b',') {
+            return found;
+        }
+        i += 1;
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while bytes
+        .get(i)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        i += 1;
+    }
+    i
+}
+
+/// The end (exclusive) of the JSON value starting at `start`.
+fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return Some(i - 1),
+            _ => {}
+        }
+    }
+    (depth == 0 && !in_string).then_some(i)
 }
 
 fn optional_string(obj: &Map<String, Value>, field: &str, id: &str) -> Result<String, String> {
@@ -318,6 +427,75 @@ mod tests {
         let bad = b"{\"id\": \"a\", \"text\": \"caf\xe9\"}";
         let err = parse_line(bad, &FieldMap::default()).unwrap_err();
         assert!(err.contains("offset 24"), "{err}");
+    }
+
+    fn id_of(line: &str) -> Result<String, String> {
+        match doc(line)? {
+            Parsed::Doc(d) => Ok(d.id),
+            Parsed::Blank => Err("blank".into()),
+        }
+    }
+
+    #[test]
+    fn integer_ids_are_kept_exactly_and_other_numbers_refused() {
+        let big = "123456789012345678901234567890";
+        let bigger = "123456789012345678901234567891";
+        for id in [
+            big,
+            bigger,
+            "-98765432109876543210",
+            "18446744073709551616",
+            "0",
+            "-0",
+        ] {
+            let line = format!(r#"{{"id": {id}, "text": "x"}}"#);
+            assert_eq!(id_of(&line).as_deref(), Ok(id), "{line}");
+        }
+        // Within 64 bits serde_json keeps the integer; a string of the same digits is the same id.
+        assert_eq!(id_of(r#"{"id": 1000, "text": "x"}"#).as_deref(), Ok("1000"));
+        assert_eq!(
+            id_of(r#"{"id": "1000", "text": "x"}"#).as_deref(),
+            Ok("1000")
+        );
+        for bad in [
+            "1e3",
+            "1000.0",
+            "1.5",
+            "-2E-7",
+            "123456789012345678901234567890.5",
+        ] {
+            let err = id_of(&format!(r#"{{"id": {bad}, "text": "x"}}"#)).unwrap_err();
+            assert!(
+                err.contains(&format!("the number {bad}, which is not an integer")),
+                "{err}"
+            );
+        }
+        // The member found is the one serde_json keeps (the last), whatever surrounds it.
+        let tricky = format!(
+            r#" {{ "a\"id": 5, "nested": {{"id": 1.5, "s": "}},\"id\":7"}}, "id": 9.5e99, "id" : {big} ,"text":"x"}} "#
+        );
+        assert_eq!(id_of(&tricky).as_deref(), Ok(big));
+        let escaped_key = format!(r#"{{"\u0069d": {bigger}, "text": "x"}}"#);
+        assert_eq!(id_of(&escaped_key).as_deref(), Ok(bigger));
+    }
+
+    #[test]
+    fn a_byte_order_mark_starts_only_the_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bom.jsonl");
+        std::fs::write(&path, b"\xef\xbb\xbf{\"id\": 1}\n\xef\xbb\xbf{\"id\": 2}\n").unwrap();
+        let mut r = JsonlReader::open(&path, 100, Arc::new(AtomicU64::new(0))).unwrap();
+        let Some(RawLine::Line(first)) = r.next_line().unwrap() else {
+            panic!("a line");
+        };
+        assert_eq!(first, b"{\"id\": 1}");
+        let Some(RawLine::Line(second)) = r.next_line().unwrap() else {
+            panic!("a line");
+        };
+        assert!(
+            second.starts_with(UTF8_BOM),
+            "only a file's first bytes are a mark"
+        );
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! The commands that read an index: `search`, `similar`, `stats`.
 
-use super::output::one_line;
+use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
-use crate::NearDupCollapse;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -11,6 +10,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::Value;
 use tantivy::{DocAddress, TantivyDocument};
+use tantivy_simhash::NearDupCollapse;
 
 /// The stored fields of a result.
 pub(crate) struct Shown {
@@ -167,10 +167,13 @@ fn print_collapsed(
         }
         print_hit(out, rank + 1, g.leader.key, &shown)?;
         if g.count > 1 {
-            // The members are those of the window of top hits; the count covers every hit.
-            let listed: Vec<String> = g
-                .members
-                .iter()
+            // The members are those of the window of top hits; the count covers every hit. The
+            // nearest are listed, ties by id: near-duplicates often score within a rounding
+            // error of each other, and that order changes with the index's segments.
+            let mut nearest: Vec<_> = g.members.iter().collect();
+            nearest.sort_by_key(|m| (m.distance.unwrap_or(u32::MAX), m.id.as_str()));
+            let listed: Vec<String> = nearest
+                .into_iter()
                 .take(3)
                 .map(|m| match m.distance {
                     Some(d) => format!("{} (d={d})", m.id),
@@ -209,11 +212,17 @@ fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &Shown) -> CliResult
 
 pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
-    let source = match (&args.id, &args.text) {
-        (Some(id), None) => Source::Id(id),
-        (None, Some(text)) => Source::Text(text),
-        _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
-    };
+    let source =
+        match (&args.id, &args.text) {
+            (Some(id), None) => Source::Id(id),
+            (None, Some(text)) if text.trim().is_empty() => return Err(Failure::Usage(
+                "--text is empty: there is nothing to fingerprint (`neardup index` refuses such \
+                 documents too); give the text to compare, or --id"
+                    .into(),
+            )),
+            (None, Some(text)) => Source::Text(text),
+            _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
+        };
     let mut out = Out::new(args.json);
     similar_in(&store, source, args.k, args.limit, &mut out)?;
     out.flush()?;
@@ -269,8 +278,8 @@ pub(crate) fn similar_in(
             None => "the text".to_string(),
         };
         out.line(format_args!(
-            "{} near-duplicates of {what} (fingerprint {fp}) within distance {k}{}",
-            hits.len(),
+            "{} of {what} (fingerprint {fp}) within distance {k}{}",
+            count(hits.len() as u64, "near-duplicate", "near-duplicates"),
             if own_id.is_some() {
                 ", itself left out"
             } else {
@@ -423,12 +432,12 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
 }
 
 /// The `limit` largest clusters of the near-duplicate graph. Cost: one pass over the fingerprint
-/// columns and the all-pairs join (crate::batch).
+/// columns and the all-pairs join (tantivy_simhash::batch).
 fn largest_clusters(
-    searcher: &crate::NearDupSearcher,
+    searcher: &tantivy_simhash::NearDupSearcher,
     limit: usize,
 ) -> CliResult<Vec<ClusterSize>> {
-    let clusters = crate::batch::NearDupGraph::new(searcher)?.clusters()?;
+    let clusters = tantivy_simhash::batch::NearDupGraph::new(searcher)?.clusters()?;
     let mut sizes: Vec<ClusterSize> = clusters
         .iter()
         .map(|c| ClusterSize {

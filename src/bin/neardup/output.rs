@@ -37,7 +37,7 @@ impl Out {
             if e.is_io() {
                 Failure::from(io::Error::from(e))
             } else {
-                Failure::Error(crate::Error::Json(e))
+                Failure::Error(tantivy_simhash::Error::Json(e))
             }
         })?;
         self.inner.write_all(b"\n").map_err(Failure::from)
@@ -78,9 +78,15 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
     out
 }
 
+/// `n` and the noun, singular for one: "1 document", "2 documents".
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{count, one_line};
 
     #[test]
     fn one_line_collapses_whitespace_and_cuts() {
@@ -88,5 +94,12 @@ mod tests {
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert_eq!(one_line("ab cd", 3), "ab…");
         assert_eq!(one_line("", 3), "");
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(count(1u64, "document", "documents"), "1 document");
+        assert_eq!(count(0u64, "pair", "pairs"), "0 pairs");
+        assert_eq!(count(2u32, "pair", "pairs"), "2 pairs");
     }
 }

@@ -1,12 +1,12 @@
 //! `neardup pairs` and `neardup clusters`: batch jobs over the whole index
-//! ([`NearDupGraph`](crate::batch::NearDupGraph)).
+//! ([`NearDupGraph`](tantivy_simhash::batch::NearDupGraph)).
 
-use super::output::one_line;
+use super::output::{count, one_line};
 use super::read_cmds::load;
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
-use crate::batch::NearDupGraph;
 use serde::Serialize;
+use tantivy_simhash::batch::NearDupGraph;
 
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     let k = store.checked_k(k)?;
@@ -51,9 +51,10 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     }
     if !out.is_json() {
         super::eprintln_quiet(&format!(
-            "{total} pairs within distance {} among {} documents{}",
+            "{} within distance {} among {}{}",
+            count(total, "pair", "pairs"),
             graph.max_distance(),
-            graph.num_docs(),
+            count(graph.num_docs() as u64, "document", "documents"),
             if printed < total as usize {
                 format!(" ({printed} printed)")
             } else {
@@ -110,11 +111,12 @@ pub(crate) fn clusters_in(
     }
     if !out.is_json() {
         out.line(format_args!(
-            "{total} clusters of at least {} documents within distance {} (chains of pairs), \
-             {} documents in clusters of {}; largest first",
+            "{} of at least {} documents within distance {} (chains of pairs), {} in \
+             clusters of {}; largest first",
+            count(total as u64, "cluster", "clusters"),
             min_size.max(2),
             graph.max_distance(),
-            clustered,
+            count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;
     }
