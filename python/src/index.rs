@@ -1,7 +1,8 @@
 //! `Index`: an on-disk index, opened or created from Python, and its read operations
 //! (search, similar, pairs, clusters, mirrors) over the library's public API.
 
-use crate::store::{self, FieldMap, Store};
+use crate::cli::input::FieldMap;
+use crate::store::{self, Store};
 use crate::writer::Writer;
 use crate::{Failure, Scheme};
 use pyo3::exceptions::PyValueError;
@@ -233,9 +234,9 @@ impl Index {
         threads: Option<usize>,
     ) -> PyResult<Writer> {
         let store = self.store()?;
-        let record = store.record();
+        let record = store.settings();
         let policy_name = policy.unwrap_or(&record.policy).to_string();
-        let parsed = store::policy_named(&policy_name)?;
+        let parsed = store::policy_named(&policy_name)?.to_policy();
         let mut map: FieldMap = record.fields;
         if let Some(fields) = fields {
             for (key, value) in fields.iter() {
@@ -388,7 +389,7 @@ impl Index {
     /// The language the index was created with.
     #[getter]
     fn language(&self) -> PyResult<String> {
-        Ok(self.store()?.record().language)
+        Ok(self.store()?.settings().language)
     }
 
     /// The largest distance the index guarantees to find.
@@ -400,7 +401,7 @@ impl Index {
     /// The recorded dedup policy (the default of ``writer()``).
     #[getter]
     fn policy(&self) -> PyResult<String> {
-        Ok(self.store()?.record().policy)
+        Ok(self.store()?.settings().policy)
     }
 
     /// The index's scheme (fingerprints computed with it compare with the index's).
@@ -409,7 +410,7 @@ impl Index {
         let store = self.store()?;
         Ok(Scheme {
             scheme: store.index.scheme().clone(),
-            language: store.record().language,
+            language: store.settings().language,
         })
     }
 
@@ -451,7 +452,7 @@ impl Index {
             Ok(s) => format!(
                 "Index({:?}, language={:?}, k={})",
                 s.dir.display().to_string(),
-                s.record().language,
+                s.settings().language,
                 s.index.layout().max_distance()
             ),
             Err(_) => "Index(closed)".to_string(),

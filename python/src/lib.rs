@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
+mod cli;
 mod index;
 mod store;
 mod writer;
@@ -46,6 +47,17 @@ impl Failure {
 impl From<tantivy_simhash::Error> for Failure {
     fn from(e: tantivy_simhash::Error) -> Self {
         Failure::Crate(e)
+    }
+}
+
+impl From<cli::Failure> for Failure {
+    fn from(f: cli::Failure) -> Self {
+        match f {
+            cli::Failure::Usage(m) => Failure::Value(m),
+            cli::Failure::Message(m) => Failure::Index(m),
+            cli::Failure::Error(e) => Failure::Crate(e),
+            cli::Failure::BrokenPipe => Failure::Index("broken pipe".into()),
+        }
     }
 }
 

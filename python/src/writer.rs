@@ -2,7 +2,8 @@
 //! with the command line's rules (an id already in the index is skipped; a document needs an id
 //! and a text or title).
 
-use crate::store::{FieldMap, Store};
+use crate::cli::input::FieldMap;
+use crate::store::Store;
 use crate::Failure;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

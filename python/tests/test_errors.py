@@ -178,22 +178,48 @@ def test_create_and_open_refuse_what_they_cannot_use(tmp_path):
         Index.open(tmp_path / "full")
 
 
+def edit_scheme(record):
+    record["settings"]["scheme"]["tokenization"] = {"Analyzer": {"name": "stem-english"}}
+    record["scheme"] = record["scheme"].replace("builtin-jieba", "analyzer:stem-english")
+
+
+def edit_layout(record):
+    record["settings"]["layout"] = {"blocks": 8, "blocks_per_key": 2, "max_distance": 6}
+    record["layout"] = "blocks=8;per_key=2;k=6"
+
+
+def edit_seed(record):
+    record["settings"]["scheme"]["seed"] = 1
+
+
+def edit_format(record):
+    record["application"]["format"] = "neardup/9"
+
+
+def drop_settings(record):
+    del record["application"]
+
+
 @pytest.mark.parametrize(
-    "change, message",
+    "edit, message",
     [
-        ({"language": "english"}, "index mismatch: the index records scheme"),
-        ({"k": 6}, "index mismatch: the index records layout"),
-        ({"language": "klingon"}, "records settings this version cannot use"),
-        ({"format": "neardup/9"}, "has format `neardup/9`"),
+        (edit_scheme, "two records of its scheme disagree"),
+        (edit_layout, "two records of its layout disagree"),
+        (edit_seed, "the recorded parameters rebuild scheme"),
+        (edit_format, "format `neardup/9`, expected"),
+        (drop_settings, "not one made by `neardup index`"),
     ],
 )
-def test_an_index_opened_with_another_scheme_is_refused(tmp_path, change, message):
+def test_an_index_whose_record_names_another_scheme_is_refused(tmp_path, edit, message):
+    """The index records its scheme and layout (in a file and in every commit); Python refuses
+    an index whose record does not rebuild the scheme it was built with."""
     path = tmp_path / "idx"
     with Index.create(path) as index, index.writer() as w:
         w.add(DOC)
-    record = json.loads((path / ".neardup.json").read_text())
-    record.update(change)
-    (path / ".neardup.json").write_text(json.dumps(record))
+    record_file = path / ".tantivy-simhash.json"
+    record = json.loads(record_file.read_text())
+    edit(record)
+    record_file.write_text(json.dumps(record))
     with pytest.raises(Error, match=message):
         Index.open(path)
 
@@ -201,7 +227,7 @@ def test_an_index_opened_with_another_scheme_is_refused(tmp_path, change, messag
 def test_a_damaged_record_is_refused(tmp_path):
     path = tmp_path / "idx"
     Index.create(path).close()
-    (path / ".neardup.json").write_text("{not json")
+    (path / ".tantivy-simhash.json").write_text("{not json")
     with pytest.raises(Error, match="is damaged"):
         Index.open(path)
 
