@@ -263,18 +263,15 @@ fn bench(
     let top = TopDocs::with_limit(limit).order_by_score();
     let fetch = limit * args.overfetch;
     let top_fetch = TopDocs::with_limit(fetch).order_by_score();
-    let collapse = NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
-        .fetch(fetch);
+    let collapse = NearDupCollapse::by_score(index, limit).fetch(fetch);
 
-    let collapse_no_ids =
-        NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
-            .fetch(fetch)
-            .read_ids(false);
-    let collapse_exact =
-        NearDupCollapse::new(index, limit, |n| TopDocs::with_limit(n).order_by_score())
-            .fetch(fetch)
-            .read_ids(false)
-            .exact_counts(true);
+    let collapse_no_ids = NearDupCollapse::by_score(index, limit)
+        .fetch(fetch)
+        .read_ids(false);
+    let collapse_exact = NearDupCollapse::by_score(index, limit)
+        .fetch(fetch)
+        .read_ids(false)
+        .exact_counts(true);
     const METHODS: [&str; 6] = [
         "TopDocs(limit)",
         "TopDocs(limit) + ids",

@@ -1,17 +1,28 @@
-//! Quality evaluation of fingerprint schemes on the evaluation data.
+//! Quality evaluation of fingerprint schemes and match rules on the evaluation data.
 //!
 //! ```text
-//! cargo run --release --example eval -- ../shared/data            # all candidate schemes
-//! cargo run --release --example eval -- ../shared/data --full     # + full tables of the default
+//! cargo run --release --example eval -- ../shared/data            # all matchers and schemes
+//! cargo run --release --example eval -- ../shared/data --schemes none --summary-json summary.json
+//! cargo run --release --example eval -- ../shared/data --matchers none --full   # simhash curves
 //! cargo run --release --example eval -- ../shared/data --schemes default,words --sample 300
 //! cargo run --release --example eval -- ../shared/data --schemes default --lang en --list-random 3
 //! ```
 //!
-//! For each candidate scheme and language it prints recall at k = 0..=10 per synthetic recipe,
-//! false-positive rates on hard negatives and on random pairs, recall and precision on the
-//! natural corpora (brute force over all fingerprint pairs) and cross-script recall (zh).
-//! `--sample N` keeps N pairs per file and N*10 natural documents (a smoke test for CI).
-//! `--list-random K` also lists the "random" pairs within K (recipe, title and sources of both).
+//! **Matchers** (yes/no rules, side by side on the same pairs): the default [`MatchRule`] and
+//! variants of it, today's simhash at k = 3, and the peers: the Python `simhash` package's
+//! defaults, the Chinese jieba TF-IDF top-10 keyword simhash, and MinHash with 128 hash
+//! functions over the truth's own shingles at estimated resemblance >= 0.8 and >= 0.5. For each:
+//! recall per synthetic recipe, false positives on hard negatives (overall and per family),
+//! natural precision (every matching pair of the natural corpus, from shared keys) and recall
+//! at resemblance >= 0.8, cross-script recall (zh). `--summary-json FILE` writes the default
+//! rule's figures per language.
+//!
+//! **Schemes** (simhash curves): recall at k = 0..=10 per synthetic recipe, false-positive
+//! rates on hard negatives and random pairs, natural recall and precision (brute force over all
+//! fingerprint pairs) and cross-script recall (zh).
+//!
+//! `--sample N` keeps N evenly spaced pairs per file and the first N*10 natural documents (a
+//! smoke test for CI). `--list-random K` also lists the "random" pairs within K.
 
 use flate2::read::GzDecoder;
 use rayon::prelude::*;
@@ -21,7 +32,11 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tantivy_simhash::{Features, Fingerprint, HanSegmentation, Scheme, TermWeight, Tokenization};
+use tantivy_simhash::{
+    BlockLayout, Features, Fingerprint, HanSegmentation, MatchRule, MinHashConfig, RuleSpec,
+    Scheme, Shingling, Signature, TermWeight, Tokenization,
+};
+use xxhash_rust::xxh3::xxh3_64;
 
 const KMAX: usize = 10;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -52,6 +67,8 @@ struct Pair {
     src: Vec<String>,
     #[serde(default)]
     bucket: String,
+    #[serde(default)]
+    jaccard: f64,
 }
 
 struct Natural {
@@ -155,8 +172,27 @@ fn read_cross(dir: &Path, limit: usize) -> Res<Cross> {
 
 fn load(dir: &Path, lang: &'static str, sample: usize) -> Res<Lang> {
     let t = Instant::now();
-    let synthetic = read_jsonl(&dir.join(format!("synthetic-{lang}.jsonl.gz")), sample)?;
-    let hardneg = read_jsonl(&dir.join(format!("hardneg-{lang}.jsonl.gz")), sample)?;
+    // Pairs are grouped by recipe in the files: a sample takes evenly spaced pairs so every
+    // recipe and length bucket is in it.
+    let spread = |v: Vec<Pair>| -> Vec<Pair> {
+        if v.len() <= sample {
+            return v;
+        }
+        let n = v.len();
+        v.into_iter()
+            .enumerate()
+            .filter(|(i, _)| (i * sample) % n < sample)
+            .map(|(_, p)| p)
+            .collect()
+    };
+    let synthetic = spread(read_jsonl(
+        &dir.join(format!("synthetic-{lang}.jsonl.gz")),
+        usize::MAX,
+    )?);
+    let hardneg = spread(read_jsonl(
+        &dir.join(format!("hardneg-{lang}.jsonl.gz")),
+        usize::MAX,
+    )?);
     let natural = read_natural(dir, lang, sample.saturating_mul(10))?;
     let cross = if lang == "zh" {
         Some(read_cross(dir, sample)?)
@@ -730,6 +766,8 @@ fn main() -> Res<()> {
     let mut full = false;
     let mut list_random: Option<u32> = None;
     let mut only: Option<Vec<String>> = None;
+    let mut only_matchers: Option<Vec<String>> = None;
+    let mut summary_json: Option<PathBuf> = None;
     let mut langs = vec!["en", "zh"];
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -747,6 +785,20 @@ fn main() -> Res<()> {
                         .collect(),
                 )
             }
+            "--matchers" => {
+                only_matchers = Some(
+                    args.next()
+                        .ok_or("--matchers needs a list")?
+                        .split(',')
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
+            "--summary-json" => {
+                summary_json = Some(PathBuf::from(
+                    args.next().ok_or("--summary-json needs a file")?,
+                ))
+            }
             "--lang" => {
                 langs = vec![if args.next().as_deref() == Some("zh") {
                     "zh"
@@ -756,7 +808,8 @@ fn main() -> Res<()> {
             }
             "-h" | "--help" => {
                 println!(
-                    "usage: eval [DATA_DIR] [--full] [--sample N] [--schemes a,b] [--lang en|zh] [--list-random K]"
+                    "usage: eval [DATA_DIR] [--full] [--sample N] [--schemes a,b|none] [--matchers a,b|none] \
+                     [--summary-json FILE] [--lang en|zh] [--list-random K]"
                 );
                 return Ok(());
             }
@@ -777,10 +830,52 @@ fn main() -> Res<()> {
             .into());
         }
     }
+    for lang in &data {
+        check_truth_shingles(lang)?;
+    }
     let mut schemes = candidates();
     if let Some(only) = &only {
         schemes.retain(|(n, _)| only.iter().any(|o| o == n));
     }
+    let mut all_matchers = matchers();
+    if let Some(only) = &only_matchers {
+        all_matchers.retain(|(n, _)| only.iter().any(|o| o == n));
+    }
+    if !all_matchers.is_empty() {
+        println!("## Matchers side by side (recall as a fraction; hard-negative FP in %; natural precision all / without excluded)\n");
+        println!("| matcher | lang | exact-format | light | boilerplate | reorder | medium | truncate | append | heavy | hard-neg FP % | worst family FP % | natural precision | natural J>=0.8 recall | cross-script t2s>=0.5 | bytes/doc | keys/doc |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    }
+    let mut summary = serde_json::Map::new();
+    for (name, m) in &all_matchers {
+        for lang in &data {
+            let r = run_matcher(m, lang);
+            eprintln!(
+                "{name} {}: {:.1} s, hottest natural key {} docs",
+                lang.name, r.seconds, r.natural_hottest_key
+            );
+            matcher_line(name, lang, &r);
+            if name == DEFAULT_RULE {
+                summary.insert(lang.name.to_string(), summary_value(&r));
+            }
+        }
+    }
+    if let Some(path) = &summary_json {
+        if let Some((_, AnyMatcher::Rule(m))) = all_matchers.iter().find(|(n, _)| n == DEFAULT_RULE)
+        {
+            summary.insert("rule".into(), serde_json::Value::String(m.rule.to_string()));
+            summary.insert("rule_id".into(), serde_json::Value::String(m.rule.id()));
+        }
+        if summary.is_empty() {
+            return Err(format!("--summary-json: the default rule `{DEFAULT_RULE}` was not evaluated; keep it in --matchers").into());
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&summary)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if schemes.is_empty() {
+        return Ok(());
+    }
+    println!();
     println!("## Summary (recall as a fraction; hard-negative FP in %; random FP per million pairs; natural precision all / without excluded)\n");
     println!("| scheme | lang | k | exact-format | light | boilerplate | reorder | medium | truncate | append | heavy | hard-neg FP % | random FP/1e6 | natural J>=0.8 | natural J>=0.8 w/o excl | natural precision | cross-script t2s>=0.5 |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -809,6 +904,588 @@ fn main() -> Res<()> {
     println!("\nScheme ids:\n");
     for (name, scheme) in &schemes {
         println!("- {name}: `{}`", scheme.id());
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matchers: yes/no rules (ours and the peers'), side by side on the same pairs.
+// ---------------------------------------------------------------------------------------------
+
+/// A yes/no near-duplicate rule with the keys that generate its candidates.
+trait Matcher: Sync {
+    type Sig: Send + Sync;
+    fn sign_all(&self, texts: &[String]) -> Vec<Self::Sig>;
+    /// Candidate keys (a pair that matches should share one; peers may miss a few).
+    fn keys(&self, sig: &Self::Sig, out: &mut Vec<u64>);
+    fn matches(&self, a: &Self::Sig, b: &Self::Sig) -> bool;
+    /// Bytes per document of what is stored to verify a candidate.
+    fn bytes(&self) -> usize;
+}
+
+/// Our rule.
+struct RuleMatcher {
+    scheme: Scheme,
+    rule: MatchRule,
+}
+
+impl Matcher for RuleMatcher {
+    type Sig = Signature;
+    fn sign_all(&self, texts: &[String]) -> Vec<Signature> {
+        texts
+            .par_iter()
+            .map_init(|| self.rule.signer(&self.scheme), |s, t| s.sign(t))
+            .collect()
+    }
+    fn keys(&self, sig: &Signature, out: &mut Vec<u64>) {
+        self.rule.keys_into(sig, out);
+    }
+    fn matches(&self, a: &Signature, b: &Signature) -> bool {
+        self.rule.matches(a, b).is_some()
+    }
+    fn bytes(&self) -> usize {
+        8 + self.rule.sketch_bytes()
+    }
+}
+
+/// A 64-bit simhash (one of our schemes or a peer's) within `k`, keyed by the layout for `k`.
+struct SimhashMatcher {
+    candidate: Candidate,
+    layout: BlockLayout,
+}
+
+impl Matcher for SimhashMatcher {
+    type Sig = Fingerprint;
+    fn sign_all(&self, texts: &[String]) -> Vec<Fingerprint> {
+        fingerprints(&self.candidate, texts)
+    }
+    fn keys(&self, sig: &Fingerprint, out: &mut Vec<u64>) {
+        self.layout.keys_into(*sig, out);
+    }
+    fn matches(&self, a: &Fingerprint, b: &Fingerprint) -> bool {
+        a.is_within(*b, self.layout.max_distance())
+    }
+    fn bytes(&self) -> usize {
+        8
+    }
+}
+
+/// The truth's own resemblance (`tools/shingles.py`): NFKC, case folding, every Han ideograph a
+/// token, every other run of word characters a token, 3-shingles (fewer tokens: one shingle).
+fn truth_shingles(text: &str) -> HashSet<u64> {
+    use unicode_normalization::UnicodeNormalization;
+    let norm: String = text.nfkc().collect();
+    let norm = caseless::default_case_fold_str(&norm);
+    let mut tokens: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in norm.chars() {
+        if tantivy_simhash::fingerprint::is_han(c) {
+            if !cur.is_empty() {
+                tokens.push(std::mem::take(&mut cur));
+            }
+            tokens.push(c.to_string());
+        } else if c.is_alphanumeric() || c == '_' {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            tokens.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        tokens.push(cur);
+    }
+    let hash = |t: &[String]| xxh3_64(t.join(" ").as_bytes());
+    if tokens.is_empty() {
+        HashSet::new()
+    } else if tokens.len() < 3 {
+        std::iter::once(hash(&tokens)).collect()
+    } else {
+        tokens.windows(3).map(hash).collect()
+    }
+}
+
+fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    a.intersection(b).count() as f64 / a.union(b).count() as f64
+}
+
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// MinHash with 128 independent hash functions over the truth's shingles (datasketch's
+/// recipe; 32-bit values), matched at an estimated resemblance >= `threshold`. Candidates for
+/// the natural corpus come from 64 bands of 2 values (a pair at resemblance 0.3 shares one
+/// with probability 0.998), then the 128 values decide.
+struct MinHash128 {
+    threshold: f64,
+}
+
+impl Matcher for MinHash128 {
+    type Sig = Vec<u32>;
+    fn sign_all(&self, texts: &[String]) -> Vec<Vec<u32>> {
+        texts
+            .par_iter()
+            .map(|t| {
+                let sh = truth_shingles(t);
+                (0..128u64)
+                    .map(|i| {
+                        let seed = mix64(i.wrapping_add(0x9e37_79b9_7f4a_7c15));
+                        sh.iter()
+                            .map(|&s| (mix64(s ^ seed) >> 32) as u32)
+                            .min()
+                            .unwrap_or(u32::MAX)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+    fn keys(&self, sig: &Vec<u32>, out: &mut Vec<u64>) {
+        for (band, pair) in sig.chunks(2).enumerate() {
+            let v = (u64::from(pair[0]) << 32) | u64::from(pair[1]);
+            out.push(mix64(v ^ band as u64));
+        }
+    }
+    fn matches(&self, a: &Vec<u32>, b: &Vec<u32>) -> bool {
+        let agree = a.iter().zip(b).filter(|(x, y)| x == y).count();
+        agree as f64 / 128.0 >= self.threshold
+    }
+    fn bytes(&self) -> usize {
+        128 * 4
+    }
+}
+
+/// The classic Chinese recipe: jieba's TF-IDF top-10 keywords (jieba's own IDF table and stop
+/// words), each hashed (xxh3) and weighted by its TF-IDF weight into a 64-bit simhash, k = 3.
+struct JiebaTop10 {
+    layout: BlockLayout,
+}
+
+static JIEBA: std::sync::LazyLock<(jieba_rs::Jieba, jieba_rs::TfIdf)> =
+    std::sync::LazyLock::new(|| (jieba_rs::Jieba::new(), jieba_rs::TfIdf::default()));
+
+impl Matcher for JiebaTop10 {
+    type Sig = Fingerprint;
+    fn sign_all(&self, texts: &[String]) -> Vec<Fingerprint> {
+        use jieba_rs::KeywordExtract;
+        let (jieba, tfidf) = &*JIEBA;
+        texts
+            .par_iter()
+            .map(|t| {
+                let mut v = [0f64; 64];
+                for k in tfidf.extract_keywords(jieba, t, 10, vec![]) {
+                    let h = xxh3_64(k.keyword.as_bytes());
+                    for (i, x) in v.iter_mut().enumerate() {
+                        *x += if (h >> i) & 1 == 1 {
+                            k.weight
+                        } else {
+                            -k.weight
+                        };
+                    }
+                }
+                let mut fp = 0u64;
+                for (i, &x) in v.iter().enumerate() {
+                    if x > 0.0 {
+                        fp |= 1 << i;
+                    }
+                }
+                Fingerprint(fp)
+            })
+            .collect()
+    }
+    fn keys(&self, sig: &Fingerprint, out: &mut Vec<u64>) {
+        self.layout.keys_into(*sig, out);
+    }
+    fn matches(&self, a: &Fingerprint, b: &Fingerprint) -> bool {
+        a.is_within(*b, self.layout.max_distance())
+    }
+    fn bytes(&self) -> usize {
+        8
+    }
+}
+
+#[derive(Default)]
+struct MatchReport {
+    /// recipe -> (pairs, share matched).
+    recall: Vec<(String, usize, f64)>,
+    /// hard-negative kind (and "all") -> (pairs, share matched).
+    hardneg: Vec<(String, usize, f64)>,
+    natural_recall_j08: f64,
+    natural_recall_j09: f64,
+    natural_recall_j08_without_excluded: f64,
+    natural_precision: f64,
+    natural_precision_without_excluded: f64,
+    natural_matched_pairs: u64,
+    natural_false_positives: u64,
+    /// Largest posting list of one key in the natural corpus.
+    natural_hottest_key: usize,
+    cross_script_recall: Option<f64>,
+    bytes_per_doc: usize,
+    keys_per_doc: f64,
+    seconds: f64,
+}
+
+fn grouped<M: Matcher>(
+    m: &M,
+    pairs: &[Pair],
+    sa: &[M::Sig],
+    sb: &[M::Sig],
+) -> Vec<(String, usize, f64)> {
+    let mut groups: Vec<&str> = Vec::new();
+    for p in pairs {
+        if !groups.contains(&p.recipe.as_str()) {
+            groups.push(&p.recipe);
+        }
+    }
+    let mut out = Vec::new();
+    for g in groups.into_iter().map(Some).chain([None]) {
+        let idx: Vec<usize> = (0..pairs.len())
+            .filter(|&i| g.is_none_or(|g| pairs[i].recipe == g))
+            .collect();
+        let hit = idx.iter().filter(|&&i| m.matches(&sa[i], &sb[i])).count();
+        out.push((
+            g.unwrap_or("all").to_string(),
+            idx.len(),
+            hit as f64 / idx.len().max(1) as f64,
+        ));
+    }
+    out
+}
+
+fn evaluate_matcher<M: Matcher>(m: &M, lang: &Lang) -> MatchReport {
+    let t = Instant::now();
+    let full = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
+        (
+            pairs.iter().map(|p| p.a.full()).collect(),
+            pairs.iter().map(|p| p.b.full()).collect(),
+        )
+    };
+    let (sa, sb) = full(&lang.synthetic);
+    let (ha, hb) = full(&lang.hardneg);
+    let (ssa, ssb) = (m.sign_all(&sa), m.sign_all(&sb));
+    let (sha, shb) = (m.sign_all(&ha), m.sign_all(&hb));
+    let mut r = MatchReport {
+        recall: grouped(m, &lang.synthetic, &ssa, &ssb),
+        hardneg: grouped(m, &lang.hardneg, &sha, &shb),
+        bytes_per_doc: m.bytes(),
+        ..MatchReport::default()
+    };
+
+    let nat = &lang.natural;
+    let ntexts: Vec<String> = nat.docs.iter().map(Doc::full).collect();
+    let sigs = m.sign_all(&ntexts);
+    let excluded: Vec<bool> = nat
+        .docs
+        .iter()
+        .map(|d| lang.excluded_sources.contains(&d.source.as_str()))
+        .collect();
+    let recall_at = |lo: f32, without: bool| {
+        let sel: Vec<(u32, u32)> = nat
+            .truth
+            .iter()
+            .filter(|(&(a, b), &j)| {
+                j >= lo && !(without && (excluded[a as usize] || excluded[b as usize]))
+            })
+            .map(|(&k, _)| k)
+            .collect();
+        let hit = sel
+            .iter()
+            .filter(|&&(a, b)| m.matches(&sigs[a as usize], &sigs[b as usize]))
+            .count();
+        hit as f64 / sel.len().max(1) as f64
+    };
+    r.natural_recall_j08 = recall_at(0.8, false);
+    r.natural_recall_j09 = recall_at(0.9, false);
+    r.natural_recall_j08_without_excluded = recall_at(0.8, true);
+
+    // Every matching pair of the natural corpus: candidates from shared keys, each pair judged
+    // under its first shared key (in sorted key order) only, so no global set is needed.
+    let keys: Vec<Vec<u64>> = sigs
+        .par_iter()
+        .map(|s| {
+            let mut k = Vec::new();
+            m.keys(s, &mut k);
+            k.sort_unstable();
+            k.dedup();
+            k
+        })
+        .collect();
+    r.keys_per_doc = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len().max(1) as f64;
+    let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (d, ks) in keys.iter().enumerate() {
+        for &k in ks {
+            postings.entry(k).or_default().push(d as u32);
+        }
+    }
+    r.natural_hottest_key = postings.values().map(Vec::len).max().unwrap_or(0);
+    let lists: Vec<(&u64, &Vec<u32>)> = postings.iter().filter(|(_, v)| v.len() > 1).collect();
+    let first_shared = |a: &[u64], b: &[u64]| -> Option<u64> {
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].cmp(&b[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => return Some(a[i]),
+            }
+        }
+        None
+    };
+    let (counts, counts_without) = lists
+        .par_iter()
+        .map(|&(&key, docs)| {
+            let (mut all, mut without) = ((0u64, 0u64), (0u64, 0u64));
+            for (x, &a) in docs.iter().enumerate() {
+                for &b in &docs[x + 1..] {
+                    let (a, b) = (a.min(b), a.max(b));
+                    if first_shared(&keys[a as usize], &keys[b as usize]) != Some(key)
+                        || !m.matches(&sigs[a as usize], &sigs[b as usize])
+                    {
+                        continue;
+                    }
+                    let fp = u64::from(!nat.truth.contains_key(&(a, b)));
+                    if fp == 1 && std::env::var_os("EVAL_DEBUG_FP").is_some() {
+                        let (x, y) = (
+                            truth_shingles(&ntexts[a as usize]),
+                            truth_shingles(&ntexts[b as usize]),
+                        );
+                        eprintln!(
+                            "FP\t{:.3}\t{}\t{}\t{}\t{}",
+                            jaccard(&x, &y),
+                            x.len().min(y.len()),
+                            x.len().max(y.len()),
+                            nat.docs[a as usize].source,
+                            nat.docs[b as usize].source
+                        );
+                    }
+                    all = (all.0 + 1, all.1 + fp);
+                    if !(excluded[a as usize] || excluded[b as usize]) {
+                        without = (without.0 + 1, without.1 + fp);
+                    }
+                }
+            }
+            (all, without)
+        })
+        .reduce(
+            || ((0, 0), (0, 0)),
+            |(a, b), (c, d)| ((a.0 + c.0, a.1 + c.1), (b.0 + d.0, b.1 + d.1)),
+        );
+    let precision = |(n, fp): (u64, u64)| {
+        if n == 0 {
+            1.0
+        } else {
+            1.0 - fp as f64 / n as f64
+        }
+    };
+    r.natural_precision = precision(counts);
+    r.natural_precision_without_excluded = precision(counts_without);
+    (r.natural_matched_pairs, r.natural_false_positives) = counts;
+
+    if let Some(c) = &lang.cross {
+        let (fc, ft) = (m.sign_all(&c.cn), m.sign_all(&c.tw));
+        let idx: Vec<usize> = (0..fc.len()).filter(|&i| c.t2s[i] >= 0.5).collect();
+        let hit = idx.iter().filter(|&&i| m.matches(&fc[i], &ft[i])).count();
+        r.cross_script_recall = Some(hit as f64 / idx.len().max(1) as f64);
+    }
+    r.seconds = t.elapsed().as_secs_f64();
+    r
+}
+
+fn matcher_line(name: &str, lang: &Lang, r: &MatchReport) {
+    let get = |rows: &[(String, usize, f64)], l: &str| {
+        rows.iter()
+            .find(|(x, _, _)| x == l)
+            .map_or(f64::NAN, |(_, _, v)| *v)
+    };
+    let worst = r
+        .hardneg
+        .iter()
+        .filter(|(l, _, _)| l != "all")
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map_or(String::from("-"), |(l, _, v)| {
+            format!("{:.1} ({l})", 100.0 * v)
+        });
+    println!(
+        "| {name} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {worst} | {:.3} / {:.3} | {:.2} | {} | {} | {:.1} |",
+        lang.name,
+        get(&r.recall, "exact-format"),
+        get(&r.recall, "light"),
+        get(&r.recall, "boilerplate"),
+        get(&r.recall, "reorder"),
+        get(&r.recall, "medium"),
+        get(&r.recall, "truncate"),
+        get(&r.recall, "append"),
+        get(&r.recall, "heavy"),
+        100.0 * get(&r.hardneg, "all"),
+        r.natural_precision,
+        r.natural_precision_without_excluded,
+        r.natural_recall_j08,
+        r.cross_script_recall.map_or("-".to_string(), |c| format!("{c:.2}")),
+        r.bytes_per_doc,
+        r.keys_per_doc,
+    );
+}
+
+/// A rule from its parts (exits on an invalid one: these are the program's own constants).
+fn rule(
+    width: u8,
+    min_line_words: u32,
+    bands: u32,
+    rows: u32,
+    bits: u32,
+    slots: u32,
+    t: f32,
+) -> MatchRule {
+    let spec = RuleSpec {
+        shingling: Shingling {
+            width,
+            min_line_words,
+            ..Shingling::default()
+        },
+        minhash: MinHashConfig {
+            slots,
+            bands,
+            rows,
+            bits,
+        },
+        min_resemblance: t,
+        ..RuleSpec::default()
+    };
+    match MatchRule::new(spec) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bad rule: {e}");
+            std::process::exit(2)
+        }
+    }
+}
+
+enum AnyMatcher {
+    Rule(RuleMatcher),
+    Simhash(SimhashMatcher),
+    MinHash(MinHash128),
+    Jieba(JiebaTop10),
+}
+
+fn run_matcher(m: &AnyMatcher, lang: &Lang) -> MatchReport {
+    match m {
+        AnyMatcher::Rule(m) => evaluate_matcher(m, lang),
+        AnyMatcher::Simhash(m) => evaluate_matcher(m, lang),
+        AnyMatcher::MinHash(m) => evaluate_matcher(m, lang),
+        AnyMatcher::Jieba(m) => evaluate_matcher(m, lang),
+    }
+}
+
+/// The name of the new default rule in the matcher list.
+const DEFAULT_RULE: &str = "rule-default";
+
+fn matchers() -> Vec<(String, AnyMatcher)> {
+    let k3 = BlockLayout::default();
+    let mut out: Vec<(String, AnyMatcher)> = vec![
+        (
+            DEFAULT_RULE.into(),
+            AnyMatcher::Rule(RuleMatcher {
+                scheme: Scheme::default(),
+                rule: MatchRule::default(),
+            }),
+        ),
+        (
+            "today-simhash-k3".into(),
+            AnyMatcher::Simhash(SimhashMatcher {
+                candidate: Candidate::Scheme(Scheme::default()),
+                layout: k3.clone(),
+            }),
+        ),
+        (
+            "peer-py-simhash-k3".into(),
+            AnyMatcher::Simhash(SimhashMatcher {
+                candidate: Candidate::PySimhash,
+                layout: k3.clone(),
+            }),
+        ),
+        (
+            "peer-jieba-top10-k3".into(),
+            AnyMatcher::Jieba(JiebaTop10 { layout: k3 }),
+        ),
+        (
+            "peer-minhash128-j0.8".into(),
+            AnyMatcher::MinHash(MinHash128 { threshold: 0.8 }),
+        ),
+        (
+            "peer-minhash128-j0.5".into(),
+            AnyMatcher::MinHash(MinHash128 { threshold: 0.5 }),
+        ),
+    ];
+    // Variants of the rule: shingle width, chrome line threshold, bins and bands, threshold.
+    // The default is width 3, no chrome filter, 12 bands x 3 rows x 8 bits of 128 bins,
+    // t = 0.55; each variant changes one thing.
+    let variants: Vec<(String, MatchRule)> = vec![
+        ("rule-t0.45".into(), rule(3, 0, 12, 3, 8, 128, 0.45)),
+        ("rule-t0.5".into(), rule(3, 0, 12, 3, 8, 128, 0.5)),
+        ("rule-t0.6".into(), rule(3, 0, 12, 3, 8, 128, 0.6)),
+        ("rule-t0.65".into(), rule(3, 0, 12, 3, 8, 128, 0.65)),
+        ("rule-chrome-line8".into(), rule(3, 8, 12, 3, 8, 128, 0.55)),
+        ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 128, 0.65)),
+        ("rule-256bins".into(), rule(3, 0, 12, 3, 8, 256, 0.55)),
+        ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 128, 0.55)),
+        ("rule-16bands-4rows".into(), rule(3, 0, 16, 4, 8, 128, 0.55)),
+        ("rule-4bit-16x8rows".into(), rule(3, 0, 16, 8, 4, 128, 0.55)),
+    ];
+    for (n, r) in variants {
+        out.push((
+            n,
+            AnyMatcher::Rule(RuleMatcher {
+                scheme: Scheme::default(),
+                rule: r,
+            }),
+        ));
+    }
+    out
+}
+
+/// The figures `--summary-json` writes for one language.
+fn summary_value(r: &MatchReport) -> serde_json::Value {
+    let map = |rows: &[(String, usize, f64)]| -> serde_json::Map<String, serde_json::Value> {
+        rows.iter()
+            .map(|(l, _, v)| (l.clone(), serde_json::json!(v)))
+            .collect()
+    };
+    serde_json::json!({
+        "recall": map(&r.recall),
+        "hard_negative_fp": map(&r.hardneg),
+        "hard_negative_pairs": r.hardneg.iter().map(|(l, n, _)| (l.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+        "natural_precision": r.natural_precision,
+        "natural_precision_without_excluded": r.natural_precision_without_excluded,
+        "natural_matched_pairs": r.natural_matched_pairs,
+        "natural_false_positives": r.natural_false_positives,
+        "natural_recall_j08": r.natural_recall_j08,
+        "natural_recall_j09": r.natural_recall_j09,
+        "natural_recall_j08_without_excluded": r.natural_recall_j08_without_excluded,
+        "cross_script_recall_t2s_05": r.cross_script_recall,
+        "bytes_per_doc": r.bytes_per_doc,
+        "keys_per_doc": r.keys_per_doc,
+        "natural_hottest_key_docs": r.natural_hottest_key,
+    })
+}
+
+/// Checks the reimplemented truth shingles against the `jaccard` of the first pairs.
+fn check_truth_shingles(lang: &Lang) -> Res<()> {
+    let mut worst = 0f64;
+    for p in lang.synthetic.iter().chain(&lang.hardneg).take(200) {
+        let j = jaccard(&truth_shingles(&p.a.full()), &truth_shingles(&p.b.full()));
+        worst = worst.max((j - p.jaccard).abs());
+    }
+    eprintln!(
+        "truth shingles, {}: largest |jaccard - truth| over 200 pairs = {worst:.4}",
+        lang.name
+    );
+    if worst > 0.01 {
+        return Err(format!(
+            "the reimplemented truth shingles disagree with the truth files by {worst:.4} (> 0.01)"
+        )
+        .into());
     }
     Ok(())
 }

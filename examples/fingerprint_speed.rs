@@ -11,13 +11,15 @@
 //! about 4 KB. Each repetition (default 3) times the scheme's analyzer alone (every token
 //! stream consumed) and then full fingerprinting through one reused `Fingerprinter`; the best
 //! wall time of each is reported as MB/s (10^6 bytes per second), with the ratio
-//! fingerprint / analyzer. Goal: ratio >= 0.7.
+//! fingerprint / analyzer. Goal: ratio >= 0.7. It also times signing under the default
+//! [`MatchRule`] (fingerprint and MinHash sketch from the same analysis pass), with the ratio
+//! sign / fingerprint: what the second signature costs.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tantivy::tokenizer::TokenStream;
-use tantivy_simhash::Scheme;
+use tantivy_simhash::{MatchRule, Scheme};
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -70,17 +72,27 @@ fn main() {
     let scheme = Scheme::default();
     println!("scheme {}", scheme.id());
     let mut fingerprinter = scheme.fingerprinter();
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&scheme);
     let mut analyzer = scheme.text_analyzer();
     // Load jieba's dictionary before any measurement.
     black_box(fingerprinter.fingerprint("预热结巴分词词典"));
     println!(
-        "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7}",
-        "lang", "docs", "MB", "tokens", "analyzer MB/s", "fingerprint MB/s", "ratio"
+        "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>14}",
+        "lang",
+        "docs",
+        "MB",
+        "tokens",
+        "analyzer MB/s",
+        "fingerprint MB/s",
+        "ratio",
+        "sign MB/s",
+        "sign/fingerpr."
     );
     for lang in [Lang::En, Lang::Zh] {
         let corpus = load(&args.dir, lang, args.sample, None);
         eprintln!("{}: {}", lang.code(), corpus.origin);
-        let (mut best_a, mut best_f) = (Duration::MAX, Duration::MAX);
+        let (mut best_a, mut best_f, mut best_s) = (Duration::MAX, Duration::MAX, Duration::MAX);
         let mut tokens = 0usize;
         for _ in 0..args.reps {
             tokens = 0;
@@ -99,13 +111,20 @@ fn main() {
                 black_box(fingerprinter.fingerprint(doc));
             }
             best_f = best_f.min(t.elapsed());
+
+            let t = Instant::now();
+            for doc in &corpus.docs {
+                black_box(signer.sign(doc));
+            }
+            best_s = best_s.min(t.elapsed());
         }
+        let s = mb_per_s(corpus.bytes, best_s);
         let (a, f) = (
             mb_per_s(corpus.bytes, best_a),
             mb_per_s(corpus.bytes, best_f),
         );
         println!(
-            "{:<4} {:>6} {:>10.2} {:>10} {:>13.1} {:>16.1} {:>7.2}{}",
+            "{:<4} {:>6} {:>10.2} {:>10} {:>13.1} {:>16.1} {:>7.2} {:>9.1} {:>14.2}{}",
             lang.code(),
             corpus.docs.len(),
             corpus.bytes as f64 / 1e6,
@@ -113,6 +132,8 @@ fn main() {
             a,
             f,
             f / a,
+            s,
+            s / f,
             if f / a >= 0.7 { "" } else { "  (< 0.7 goal)" }
         );
     }

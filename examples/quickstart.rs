@@ -5,7 +5,6 @@
 //! cargo run --release --example quickstart
 //! ```
 
-use tantivy::collector::TopDocs;
 use tantivy::query::TermQuery;
 use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
@@ -39,7 +38,7 @@ fn main() -> tantivy_simhash::Result<()> {
         Term::from_field_text(body, "software"),
         IndexRecordOption::Basic,
     );
-    let collapse = NearDupCollapse::new(&index, 10, |n| TopDocs::with_limit(n).order_by_score());
+    let collapse = NearDupCollapse::by_score(&index, 10);
     let results = collapse.search(index.searcher()?.searcher(), &query)?;
     for group in results.groups() {
         println!(

@@ -1134,7 +1134,15 @@ impl Clusters {
         }
         todo.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
         let layout = &graph.layout;
-        let reserved = [graph.fingerprint_field, graph.keys_field, group_field];
+        // A re-added document keeps its place in the input order and the ids it replaced:
+        // both are read from the graph's snapshot, whatever the supplied document holds.
+        let fields = writer.index().fields();
+        let snapshot = NearDupSearcher::new(writer.index(), graph.searcher.clone())?;
+        let reserved: Vec<Field> = [graph.fingerprint_field, graph.keys_field, group_field]
+            .into_iter()
+            .chain(fields.sequence)
+            .chain(fields.replaced)
+            .collect();
         let mut i = 0;
         while i < todo.len() {
             let id = todo[i].0.clone();
@@ -1160,6 +1168,17 @@ impl Clusters {
                     doc.add_u64(graph.keys_field, key);
                 }
                 doc.add_text(group_field, group);
+                if let (Some(field), Some(sequence)) = (
+                    fields.sequence,
+                    snapshot.sequence_of(address.segment_ord, address.doc_id),
+                ) {
+                    doc.add_u64(field, sequence);
+                }
+                if let Some(field) = fields.replaced {
+                    for replaced in snapshot.replaced_ids_of(address.segment_ord, address.doc_id)? {
+                        doc.add_text(field, &replaced);
+                    }
+                }
                 writer.index_writer().add_document(doc)?;
                 written.rewritten += 1;
             }
@@ -1179,10 +1198,13 @@ impl Clusters {
         writer: &DedupWriter,
     ) -> Result<GroupsWritten> {
         let schema = graph.searcher.schema();
+        let fields = writer.index().fields();
         let reserved = [
             Some(graph.fingerprint_field),
             Some(graph.keys_field),
             graph.group_field,
+            fields.sequence,
+            fields.replaced,
         ];
         for (field, entry) in schema.fields() {
             if !reserved.contains(&Some(field)) && !entry.is_stored() {

@@ -74,7 +74,6 @@
 //! widening.
 //!
 //! ```
-//! use tantivy::collector::TopDocs;
 //! use tantivy::query::TermQuery;
 //! use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
 //! use tantivy::{doc, Index, Term};
@@ -98,9 +97,8 @@
 //! let searcher = index.searcher()?;
 //! let term = Term::from_field_text(body, "software");
 //! let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
-//! // 10 groups; the closure makes the inner collector for a given fetch size.
-//! let collapse =
-//!     NearDupCollapse::new(&index, 10, |fetch| TopDocs::with_limit(fetch).order_by_score());
+//! // 10 groups, ranked by score (the collapse makes the inner TopDocs for each fetch size).
+//! let collapse = NearDupCollapse::by_score(&index, 10);
 //! let results = collapse.search(searcher.searcher(), &query)?;
 //! assert_eq!(results.groups().len(), 2);
 //! let licence_group = results.groups().iter().find(|g| g.count == 2).unwrap();
@@ -119,9 +117,12 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::fmt::Debug;
-use tantivy::collector::{Collector, SegmentCollector};
+use std::sync::Arc;
+use tantivy::collector::sort_key::{Comparator, ComparatorEnum};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::fastfield::FastFieldReaders;
+use tantivy::fastfield::FastValue;
 use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query, Weight};
 use tantivy::schema::{Field, Schema};
 use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, SegmentReader, Term};
@@ -289,7 +290,6 @@ impl<K: RankKey> Collapsed<K> {
     /// was collected without `keep_window`.
     ///
     /// ```
-    /// # use tantivy::collector::TopDocs;
     /// # use tantivy::query::AllQuery;
     /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
     /// # use tantivy::{doc, Index, Order};
@@ -317,10 +317,8 @@ impl<K: RankKey> Collapsed<K> {
     ///     shard(&[("c", notice, 1)])?,
     /// ];
     /// // Each shard (leaf) collapses its own documents, keeping its whole window...
-    /// let collapse = NearDupCollapse::new(&shards[0], 10, |n| {
-    ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Desc)
-    /// })
-    /// .keep_window(true);
+    /// let collapse =
+    ///     NearDupCollapse::by_fast_field::<u64>(&shards[0], 10, "date", Order::Desc).keep_window(true);
     /// let mut parts = Vec::new();
     /// for index in &shards {
     ///     let part = index.searcher()?.searcher().search(&AllQuery, &collapse)?;
@@ -397,6 +395,25 @@ impl<K: RankKey> Collapsed<K> {
             cutoff,
             settings,
         })
+    }
+}
+
+/// Fails when the inner collector's hits are not ranked in `order`: the collapse was told
+/// another order than the collector ranks in, and every window, cutoff and group would be
+/// wrong.
+fn check_rank_order<K: RankKey>(ranked: &[(K, DocAddress)], order: Order) -> tantivy::Result<()> {
+    let misordered = ranked
+        .windows(2)
+        .position(|pair| pair[1].0.rank_cmp(&pair[0].0, order) == Ordering::Less);
+    match misordered {
+        None => Ok(()),
+        Some(i) => Err(tantivy::TantivyError::InvalidArgument(format!(
+            "NearDupCollapse was told the inner collector ranks in {order:?} order, but it \
+             ranked key {:?} before {:?}; give NearDupCollapse::with_top_docs the order its \
+             collector ranks in, or use by_score / by_fast_field, which state it once",
+            ranked[i].0,
+            ranked[i + 1].0
+        ))),
     }
 }
 
@@ -478,41 +495,106 @@ fn fold<K: RankKey>(
 /// Folds near-duplicate hits of an inner top-docs collector into groups. See the
 /// [module docs](self).
 ///
-/// `C` is the inner collector built by `top_docs(fetch)`, for example
-/// `|n| TopDocs::with_limit(n).order_by_score()` or
-/// `|n| TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Desc)` (then tell the
-/// collapse the order with [`order`](Self::order)). Do not use `and_offset`: page through
-/// groups instead by asking for more.
-pub struct NearDupCollapse<C, F> {
+/// Build it with [`by_score`](NearDupCollapse::by_score) or
+/// [`by_fast_field`](NearDupCollapse::by_fast_field), which make the inner `TopDocs` themselves
+/// (the rank order is stated once), or with [`with_top_docs`](NearDupCollapse::with_top_docs)
+/// for any other sort key. `C` is the inner collector's type. Page through groups by asking
+/// for more, not with `and_offset`.
+pub struct NearDupCollapse<C> {
     inner: C,
-    top_docs: F,
+    /// Makes the inner collector for a fetch size (widening asks for larger ones).
+    top_docs: Arc<dyn Fn(usize) -> C + Send + Sync>,
     settings: Settings,
     fingerprint_field: String,
     id_field: String,
     group_field: Option<String>,
 }
 
-impl<C, F> NearDupCollapse<C, F>
-where
-    F: Fn(usize) -> C,
-{
-    /// Collapses the hits of `index` into at most `limit` groups, ranking them with the
-    /// collector `top_docs(fetch)` makes. Defaults: `k` = the layout's
-    /// [`max_distance`](crate::BlockLayout::max_distance), fetch = 3 x `limit`, max fetch =
-    /// 64 x `limit`, order descending (as scores). Cost: nothing until searched.
-    pub fn new(index: &NearDupIndex, limit: usize, top_docs: F) -> Self {
+impl NearDupCollapse<()> {
+    /// Collapses the hits of `index` into at most `limit` groups, ranked by score (best
+    /// first), as `TopDocs::with_limit(fetch).order_by_score()` ranks them. Defaults: `k` = the
+    /// layout's [`max_distance`](crate::BlockLayout::max_distance), fetch = 3 x `limit`, max
+    /// fetch = 64 x `limit`. Cost: nothing until searched.
+    pub fn by_score(
+        index: &NearDupIndex,
+        limit: usize,
+    ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Score, DocAddress)>>> {
+        NearDupCollapse::with_top_docs(index, limit, Order::Desc, |fetch| {
+            TopDocs::with_limit(fetch).order_by_score()
+        })
+    }
+
+    /// Like [`by_score`](Self::by_score), ranked by the fast field `field` in `order`, as
+    /// `TopDocs::with_limit(fetch).order_by_fast_field::<T>(field, order)` ranks them
+    /// (documents without a value last). Errors at search time when `field` is not a fast
+    /// field of type `T`.
+    pub fn by_fast_field<T>(
+        index: &NearDupIndex,
+        limit: usize,
+        field: &str,
+        order: Order,
+    ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Option<T>, DocAddress)>>>
+    where
+        T: FastValue + Serialize + DeserializeOwned,
+        ComparatorEnum: Comparator<Option<T>>,
+    {
+        let field = field.to_string();
+        NearDupCollapse::with_top_docs(index, limit, order, move |fetch| {
+            TopDocs::with_limit(fetch).order_by_fast_field::<T>(field.clone(), order)
+        })
+    }
+}
+
+impl<C> NearDupCollapse<C> {
+    /// Collapses with the inner collector `top_docs(fetch)` makes, which must rank hits in
+    /// `order` (for any sort key `by_score` and `by_fast_field` do not cover, such as
+    /// `TopDocs::order_by` or `tweak_score`). A fruit that is not in `order` is an error at
+    /// search time ([`Error::Tantivy`] saying so), never a silently wrong result. Defaults as
+    /// in [`by_score`](NearDupCollapse::by_score).
+    ///
+    /// ```
+    /// # use tantivy::collector::TopDocs;
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index, Order};
+    /// # use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// # let date = builder.add_u64_field("date", FAST);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// # writer.add_document(doc!(id => "a", body => "the first text of the two", date => 1u64))?;
+    /// # writer.add_document(doc!(id => "b", body => "another text entirely here", date => 2u64))?;
+    /// # writer.commit()?;
+    /// # let searcher = index.searcher()?;
+    /// // Told descending, but the collector ranks ascending: an error, not wrong groups.
+    /// let confused = NearDupCollapse::with_top_docs(&index, 10, Order::Desc, |n| {
+    ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Asc)
+    /// });
+    /// assert!(confused.search(searcher.searcher(), &AllQuery).is_err());
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn with_top_docs(
+        index: &NearDupIndex,
+        limit: usize,
+        order: Order,
+        top_docs: impl Fn(usize) -> C + Send + Sync + 'static,
+    ) -> Self {
         let fields = index.fields();
         let schema = index.index().schema();
         let fetch = limit.saturating_mul(DEFAULT_OVERFETCH).max(1);
         NearDupCollapse {
             inner: top_docs(fetch),
-            top_docs,
+            top_docs: Arc::new(top_docs),
             settings: Settings {
                 limit,
                 fetch,
                 max_fetch: limit.saturating_mul(DEFAULT_MAX_OVERFETCH).max(fetch),
                 max_distance: index.layout().max_distance(),
-                order: Order::Desc,
+                order,
                 by_tag: false,
                 keep_window: false,
                 read_ids: true,
@@ -543,12 +625,6 @@ where
     /// are compared directly, not through keys).
     pub fn max_distance(mut self, max_distance: u32) -> Self {
         self.settings.max_distance = max_distance;
-        self
-    }
-
-    /// The order the inner collector ranks in (`Desc` for scores, the default).
-    pub fn order(mut self, order: Order) -> Self {
-        self.settings.order = order;
         self
     }
 
@@ -598,10 +674,10 @@ where
         self
     }
 
-    fn with_fetch(&self, fetch: usize) -> NearDupCollapse<C, &F> {
+    fn with_fetch(&self, fetch: usize) -> NearDupCollapse<C> {
         NearDupCollapse {
             inner: (self.top_docs)(fetch),
-            top_docs: &self.top_docs,
+            top_docs: self.top_docs.clone(),
             settings: Settings {
                 fetch,
                 ..self.settings
@@ -622,7 +698,6 @@ where
     pub fn search<K>(&self, searcher: &Searcher, query: &dyn Query) -> Result<Collapsed<K>>
     where
         C: Collector<Fruit = Vec<(K, DocAddress)>>,
-        F: Sync + Send,
         K: RankKey,
     {
         let mut result = self.widen(|collapse| Ok(searcher.search(query, collapse)?))?;
@@ -644,14 +719,13 @@ where
     pub fn search_shards<K>(&self, shards: &[&Searcher], query: &dyn Query) -> Result<Collapsed<K>>
     where
         C: Collector<Fruit = Vec<(K, DocAddress)>>,
-        F: Sync + Send,
         K: RankKey,
     {
         let statistics = ShardStatistics::new(shards.to_vec());
         self.widen(|collapse| {
             let collapse = NearDupCollapse {
                 inner: (collapse.top_docs)(collapse.settings.fetch),
-                top_docs: &collapse.top_docs,
+                top_docs: collapse.top_docs.clone(),
                 settings: Settings {
                     keep_window: true,
                     ..collapse.settings
@@ -765,7 +839,7 @@ where
 
     fn widen<K: RankKey>(
         &self,
-        mut run: impl FnMut(&NearDupCollapse<C, &F>) -> Result<Collapsed<K>>,
+        mut run: impl FnMut(&NearDupCollapse<C>) -> Result<Collapsed<K>>,
     ) -> Result<Collapsed<K>> {
         let mut fetch = self.settings.fetch;
         loop {
@@ -815,10 +889,9 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
     }
 }
 
-impl<C, F, K> Collector for NearDupCollapse<C, F>
+impl<C, K> Collector for NearDupCollapse<C>
 where
     C: Collector<Fruit = Vec<(K, DocAddress)>>,
-    F: Sync + Send,
     K: RankKey,
 {
     type Fruit = Collapsed<K>;
@@ -878,7 +951,7 @@ where
     }
 }
 
-impl<C, F> NearDupCollapse<C, F> {
+impl<C> NearDupCollapse<C> {
     fn fold_ranked<K: RankKey>(
         &self,
         ranked: Vec<(K, DocAddress)>,
@@ -886,6 +959,7 @@ impl<C, F> NearDupCollapse<C, F> {
     ) -> tantivy::Result<Collapsed<K>> {
         let settings = self.settings;
         let order = settings.order;
+        check_rank_order(&ranked, order)?;
         let mut fingerprints: Vec<Option<Column<u64>>> = vec![None; segments.len()];
         let mut window = Vec::with_capacity(ranked.len());
         for (key, address) in ranked {

@@ -76,6 +76,18 @@ use tantivy::{
 /// The name of the file that records the scheme and layout of an index.
 pub const RECORD_FILE: &str = ".tantivy-simhash.json";
 
+/// The field [`NearDupConfig::add_fields`] adds for each document's place in the order the
+/// writer added documents (a `u64` fast field). Near-duplicates at the same distance are ranked
+/// by it, so "the first" means the first added, whatever tantivy's threads and segments do.
+/// Indexes made without it still work; their ties follow segment order.
+pub const SEQUENCE_FIELD: &str = "simhash_seq";
+
+/// The field [`NearDupConfig::add_fields`] adds for the ids a document replaced under
+/// [`Policy::Replace`] (directly, or through the documents it replaced), a multi-valued
+/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`] reads it, so a rerun over the same
+/// input can skip the ids that were replaced. Indexes made without it do not record them.
+pub const REPLACED_FIELD: &str = "simhash_replaced";
+
 /// The format tag of the record (file and commit payload).
 const RECORD_FORMAT: &str = "tantivy-simhash/1";
 
@@ -160,12 +172,18 @@ impl NearDupConfig {
     /// The fingerprint is a `u64` fast field, the keys a multi-valued `u64` field indexed without
     /// fieldnorms (the `INDEXED` flag would turn them on), the group a `STRING | FAST` text field
     /// (so `TermQuery` can fetch a whole group and its column collapses results).
+    ///
+    /// It also adds [`SEQUENCE_FIELD`] (the order documents were added in, to break ties between
+    /// equally near near-duplicates by it) and [`REPLACED_FIELD`] (the ids each document
+    /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint_field, FAST);
         builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
         if let Some(group) = &self.group_field {
             builder.add_text_field(group, STRING | FAST);
         }
+        builder.add_u64_field(SEQUENCE_FIELD, FAST);
+        builder.add_text_field(REPLACED_FIELD, STRING | FAST);
     }
 
     fn record(&self) -> Record {
@@ -380,6 +398,10 @@ pub struct NearDupFields {
     pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
+    /// [`SEQUENCE_FIELD`] (`u64`, fast), if the schema has it.
+    pub sequence: Option<Field>,
+    /// [`REPLACED_FIELD`] (string, indexed and fast, multi-valued), if the schema has it.
+    pub replaced: Option<Field>,
 }
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
@@ -561,6 +583,39 @@ impl NearDupIndex {
                 }
             }
         };
+        // Optional: indexes made before these fields existed open without them.
+        let sequence = match schema.get_field(SEQUENCE_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::U64(o) if o.is_fast() => Some(f),
+                _ => {
+                    return Err(schema_err(
+                        SEQUENCE_FIELD,
+                        "this crate's sequence field must be a u64 fast field; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
+        let replaced = match schema.get_field(REPLACED_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::Str(o)
+                    if o.is_fast()
+                        && o.get_indexing_options()
+                            .is_some_and(|i| i.tokenizer() == "raw") =>
+                {
+                    Some(f)
+                }
+                _ => {
+                    return Err(schema_err(
+                        REPLACED_FIELD,
+                        "this crate's replaced-ids field must be STRING | FAST; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
         let mut text_fields = Vec::with_capacity(config.text_fields.len());
         for name in &config.text_fields {
             let f = lookup(name)?;
@@ -586,6 +641,8 @@ impl NearDupIndex {
                 fingerprint,
                 keys,
                 group,
+                sequence,
+                replaced,
             },
             text_fields: Arc::new(text_fields),
             reader: Arc::new(Mutex::new(None)),
@@ -731,6 +788,9 @@ struct SegmentColumns {
     fingerprints: Column<u64>,
     ids: Option<StrColumn>,
     groups: Option<StrColumn>,
+    sequences: Option<Column<u64>>,
+    replaced: Option<StrColumn>,
+    replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     keys: Arc<tantivy::InvertedIndexReader>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
 }
@@ -756,6 +816,18 @@ impl NearDupSearcher {
                 ids: ff.str(&cfg.id_field)?,
                 groups: match &cfg.group_field {
                     Some(g) => ff.str(g)?,
+                    None => None,
+                },
+                sequences: match f.sequence {
+                    Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
+                    None => None,
+                },
+                replaced: match f.replaced {
+                    Some(_) => ff.str(REPLACED_FIELD)?,
+                    None => None,
+                },
+                replaced_index: match f.replaced {
+                    Some(field) => Some(seg.inverted_index(field)?),
                     None => None,
                 },
                 keys: seg.inverted_index(f.keys)?,
@@ -877,6 +949,72 @@ impl NearDupSearcher {
         read_str(cols.ids.as_ref(), doc)
     }
 
+    /// Where a document was in the order its writer added documents ([`SEQUENCE_FIELD`]), or
+    /// `None` when the index has no sequence field.
+    pub fn sequence_of(&self, segment_ord: u32, doc: DocId) -> Option<u64> {
+        self.segments
+            .get(segment_ord as usize)?
+            .sequences
+            .as_ref()?
+            .first(doc)
+    }
+
+    /// Whether a live document records that it replaced `id` under [`Policy::Replace`]
+    /// (directly, or through a document it replaced): an input with this id was already
+    /// handled, and adding it again would bring back a copy a newer document replaced. Always
+    /// `false` on indexes without [`REPLACED_FIELD`]. Cost: one term lookup per segment.
+    pub fn is_replaced(&self, id: &str) -> Result<bool> {
+        let Some(field) = self.index.fields.replaced else {
+            return Ok(false);
+        };
+        let term = Term::from_field_text(field, id);
+        for (ord, cols) in self.segments.iter().enumerate() {
+            let Some(index) = &cols.replaced_index else {
+                continue;
+            };
+            let seg = self.searcher.segment_reader(ord as u32);
+            if let Some(mut postings) = index.read_postings(&term, IndexRecordOption::Basic)? {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !seg.is_deleted(doc) {
+                        return Ok(true);
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The ids a document records as replaced ([`REPLACED_FIELD`]).
+    pub(crate) fn replaced_ids_of(&self, segment_ord: u32, doc: DocId) -> Result<Vec<String>> {
+        let Some(col) = self
+            .segments
+            .get(segment_ord as usize)
+            .and_then(|c| c.replaced.as_ref())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut ids = Vec::new();
+        for ord in col.ords().values_for_doc(doc) {
+            let mut s = String::new();
+            if col.ord_to_str(ord, &mut s)? {
+                ids.push(s);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The largest sequence number of the searcher's documents, deleted ones included.
+    fn max_sequence(&self) -> Option<u64> {
+        self.segments
+            .iter()
+            .filter_map(|c| c.sequences.as_ref())
+            .filter(|c| c.num_docs() > 0)
+            .map(|c| c.max_value())
+            .max()
+    }
+
     /// The group of a document (under [`Policy::Tag`]), read from the group column.
     pub fn group_of(&self, segment_ord: u32, doc: DocId) -> Result<Option<String>> {
         let Some(cols) = self.segments.get(segment_ord as usize) else {
@@ -957,10 +1095,15 @@ pub enum Policy {
     /// Skip the document: it is not added.
     #[default]
     Reject,
-    /// Add it, and store in the group field the group of its nearest near-duplicate (a
-    /// document without near-duplicates starts a group named by its own id).
+    /// Add it, and store in the group field the group of its nearest near-duplicate (of
+    /// equally near ones, the one added first; a document without near-duplicates starts a
+    /// group named by its own id). Adding the same documents in the same order gives the same
+    /// groups, whatever the number of indexing threads and however they split the segments.
     Tag,
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
+    /// It records the ids it replaced (with those its victims had replaced) in
+    /// [`REPLACED_FIELD`], so a rerun over the same input can skip them
+    /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back.
     Replace,
 }
 
@@ -1025,6 +1168,8 @@ struct PendingDoc {
     fingerprint: Fingerprint,
     id: String,
     group: Option<String>,
+    /// The ids it replaced, directly or through the documents it replaced.
+    replaced: Vec<String>,
     alive: bool,
 }
 
@@ -1036,6 +1181,9 @@ struct Pending {
     /// Ids deleted since the last commit: committed documents with these ids are ignored.
     deleted: HashSet<String>,
     keys: Vec<u64>,
+    /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
+    /// commits, so it grows over the writer's life.
+    next_sequence: u64,
 }
 
 /// A match among committed or pending documents.
@@ -1043,6 +1191,8 @@ struct Found {
     id: String,
     group: Option<String>,
     distance: u32,
+    /// What it replaced (read only for [`Policy::Replace`]).
+    replaced: Vec<String>,
 }
 
 impl Pending {
@@ -1052,10 +1202,13 @@ impl Pending {
         self.deleted.clear();
     }
 
-    /// Live matches within `k`, committed and pending, nearest first (committed first among
-    /// equals). With `all == false` only the nearest is guaranteed: reading a committed id
-    /// decompresses a dictionary block, so ids of farther committed matches are not read.
-    /// Groups are read only when `groups` is set.
+    /// Live matches within `k`, committed and pending, nearest first; among equally near ones
+    /// the first added first (committed documents by their sequence number, then pending ones
+    /// in the order they were added), so the result does not depend on how tantivy's threads
+    /// split documents into segments. With `all == false` only the nearest is guaranteed:
+    /// reading a committed id decompresses a dictionary block, so ids of farther committed
+    /// matches are not read. Groups are read only when `groups` is set; what each match
+    /// replaced only when `all` is.
     fn matches(
         &mut self,
         layout: &BlockLayout,
@@ -1075,22 +1228,23 @@ impl Pending {
                 let p = &self.docs[i as usize];
                 let d = fp.distance(p.fingerprint);
                 if p.alive && d <= k && layout.first_shared_key(fp, p.fingerprint) == Some(combo) {
-                    pending.push(Found {
-                        id: p.id.clone(),
-                        group: p.group.clone(),
-                        distance: d,
-                    });
+                    pending.push((d, i));
                 }
             }
         }
-        let best_pending = pending.iter().map(|f| f.distance).min();
+        pending.sort_unstable();
+        let best_pending = pending.first().map(|&(d, _)| d);
 
         let mut committed = Vec::new();
-        self.searcher
-            .for_each_match(fp, k, |ord, doc, d, _| committed.push((d, ord, doc)))?;
+        let searcher = &self.searcher;
+        searcher.for_each_match(fp, k, |ord, doc, d, _| {
+            // Without a sequence field (an older index), ties follow segment order.
+            let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
+            committed.push((d, sequence, ord, doc));
+        })?;
         committed.sort_unstable();
         let mut found = Vec::new();
-        for (distance, ord, doc) in committed {
+        for (distance, _, ord, doc) in committed {
             if !all && (!found.is_empty() || best_pending.is_some_and(|b| distance > b)) {
                 break;
             }
@@ -1105,13 +1259,28 @@ impl Pending {
             } else {
                 None
             };
+            let replaced = if all {
+                self.searcher.replaced_ids_of(ord, doc)?
+            } else {
+                Vec::new()
+            };
             found.push(Found {
                 id,
                 group,
                 distance,
+                replaced,
             });
         }
-        found.append(&mut pending);
+        found.extend(pending.into_iter().map(|(distance, i)| {
+            let p = &self.docs[i as usize];
+            Found {
+                id: p.id.clone(),
+                group: p.group.clone(),
+                distance,
+                replaced: if all { p.replaced.clone() } else { Vec::new() },
+            }
+        }));
+        // Stable: committed documents (added earlier) stay before pending ones at one distance.
         found.sort_by_key(|f| f.distance);
         Ok(found)
     }
@@ -1177,6 +1346,7 @@ impl DedupWriter {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let searcher = NearDupSearcher::new(&index, reader.searcher())?;
+        let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         Ok(DedupWriter {
             max_distance: index.layout().max_distance(),
@@ -1190,6 +1360,7 @@ impl DedupWriter {
                 by_key: HashMap::new(),
                 deleted: HashSet::new(),
                 keys: Vec::new(),
+                next_sequence,
             }),
             fingerprinters: Mutex::new(Vec::new()),
             payload,
@@ -1273,11 +1444,17 @@ impl DedupWriter {
         let layout = self.index.layout();
         let fields = self.index.fields;
         self.index.add_fingerprint_to(&mut doc, fp);
+        let mut pending = lock(&self.pending);
+        // Numbered under the lock, so the numbers follow the order of the checks below.
+        if let Some(field) = fields.sequence {
+            doc.add_u64(field, pending.next_sequence);
+        }
+        pending.next_sequence += 1;
         if self.policy == Policy::Off {
+            drop(pending);
             self.writer.add_document(doc)?;
             return Ok(Outcome::Added { fingerprint: fp });
         }
-        let mut pending = lock(&self.pending);
         let found = pending.matches(
             layout,
             fp,
@@ -1291,7 +1468,14 @@ impl DedupWriter {
                 if let (Some(g), Some(field)) = (&group, fields.group) {
                     doc.add_text(field, g);
                 }
-                Outcome::Added { fingerprint: fp }.with_pending(&mut pending, layout, fp, id, group)
+                Outcome::Added { fingerprint: fp }.with_pending(
+                    &mut pending,
+                    layout,
+                    fp,
+                    id,
+                    group,
+                    Vec::new(),
+                )
             }
             (Policy::Reject, Some(best)) => {
                 return Ok(Outcome::Duplicate {
@@ -1311,7 +1495,7 @@ impl DedupWriter {
                     distance: best.distance,
                     fingerprint: fp,
                 };
-                outcome.with_pending(&mut pending, layout, fp, id, Some(group))
+                outcome.with_pending(&mut pending, layout, fp, id, Some(group), Vec::new())
             }
             (_, Some(best)) => {
                 // Replace: delete first, so the delete cannot touch the new document even if
@@ -1328,12 +1512,28 @@ impl DedupWriter {
                         .delete_term(Term::from_field_text(fields.id, old));
                     pending.delete_id(old);
                 }
+                // What the deleted documents had replaced is now this document's to remember,
+                // so a rerun skips every id of the chain, not only the last one.
+                let mut carried = replaced.clone();
+                for f in &found {
+                    for r in &f.replaced {
+                        if !carried.contains(r) {
+                            carried.push(r.clone());
+                        }
+                    }
+                }
+                carried.retain(|r| *r != id);
+                if let Some(field) = fields.replaced {
+                    for r in &carried {
+                        doc.add_text(field, r);
+                    }
+                }
                 Outcome::Replaced {
                     replaced,
                     distance,
                     fingerprint: fp,
                 }
-                .with_pending(&mut pending, layout, fp, id, None)
+                .with_pending(&mut pending, layout, fp, id, None, carried)
             }
         };
         self.writer.add_document(doc)?;
@@ -1438,7 +1638,13 @@ impl DedupWriter {
                 ))
             })?
             .to_string();
-        let reserved = [Some(fields.fingerprint), Some(fields.keys), fields.group];
+        let reserved = [
+            Some(fields.fingerprint),
+            Some(fields.keys),
+            fields.group,
+            fields.sequence,
+            fields.replaced,
+        ];
         for f in reserved.into_iter().flatten() {
             if doc.get_first(f).is_some() {
                 return Err(Error::Document(format!(
@@ -1460,6 +1666,7 @@ impl Outcome {
         fp: Fingerprint,
         id: String,
         group: Option<String>,
+        replaced: Vec<String>,
     ) -> Self {
         pending.insert(
             layout,
@@ -1467,6 +1674,7 @@ impl Outcome {
                 fingerprint: fp,
                 id,
                 group,
+                replaced,
                 alive: true,
             },
         );

@@ -56,6 +56,7 @@ pub mod index;
 pub mod layout;
 pub mod mirrors;
 pub mod query;
+pub mod signature;
 
 pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
@@ -77,3 +78,6 @@ pub use index::{
 pub use layout::BlockLayout;
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
+pub use signature::{
+    Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
+};

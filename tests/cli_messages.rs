@@ -119,10 +119,11 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
             .map(|i| doc_line(&format!("d{i}"), &text(i)))
             .collect::<Vec<_>>(),
     );
-    // The claim another run leaves while it creates the index (or left when killed doing so).
+    // The claim a run holds (locked) while it creates the index.
     let dir = tmp.path().join("ix");
     std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join(".neardup-creating"), "").unwrap();
+    let claim = std::fs::File::create(dir.join(".neardup-creating")).unwrap();
+    claim.lock().unwrap();
     for args in [
         vec!["index", p(&input), "--index", p(&dir), "-q"],
         vec!["stats", p(&dir)],
@@ -131,14 +132,28 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
         assert_eq!(code(&out), 1);
         let err = stderr(&out);
         assert!(
-            err.contains("is being created by another `neardup index`"),
-            "{err}"
-        );
-        assert!(
-            err.contains("killed while creating the index), delete"),
+            err.contains("is being created by another `neardup index` right now"),
             "{err}"
         );
     }
+    // The run dies (its lock goes) after tantivy made the index, before its record was written.
+    drop(claim);
+    let mut builder = Schema::builder();
+    builder.add_text_field("id", STRING);
+    Index::create_in_dir(&dir, builder.build()).unwrap();
+    let out = neardup(&["stats", p(&dir)]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("died before the index was complete; rerun `neardup index"),
+        "{err}"
+    );
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "a rerun creates the index: {}", stderr(&out));
+    assert!(!dir.join(".neardup-creating").exists());
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    let stats: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(stats["documents"], 3);
 
     // Real races: whoever loses says why, never "not empty and not a neardup index".
     for round in 0..4 {

@@ -274,11 +274,9 @@ fn by_score_matches_oracle_on_many_segments() {
         let all = || all_hits_by_score(&s, q.as_ref(), &fps);
         for (limit, fetch) in [(1, 1), (3, 5), (10, 40), (10, 13), (5, 5000)] {
             for k in [0, 3] {
-                let collapse = NearDupCollapse::new(&t.index, limit, |n| {
-                    TopDocs::with_limit(n).order_by_score()
-                })
-                .fetch(fetch)
-                .max_distance(k);
+                let collapse = NearDupCollapse::by_score(&t.index, limit)
+                    .fetch(fetch)
+                    .max_distance(k);
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
                 let want = oracle(all(), fetch, limit, k, Order::Desc, false);
                 assert_eq!(
@@ -302,11 +300,9 @@ fn by_fast_field_matches_oracle_both_orders() {
         let q = query(&t, text);
         for order in [Order::Desc, Order::Asc] {
             for (limit, fetch) in [(4, 16), (10, 40), (3, 2000)] {
-                let collapse = NearDupCollapse::new(&t.index, limit, |n| {
-                    TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", order)
-                })
-                .order(order)
-                .fetch(fetch);
+                let collapse =
+                    NearDupCollapse::by_fast_field::<u64>(&t.index, limit, "rank", order)
+                        .fetch(fetch);
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
                 let want = oracle(
                     all_hits_by_rank(&s, q.as_ref(), &fps, order),
@@ -351,8 +347,7 @@ fn widening_finds_enough_groups_within_the_bound() {
     let fps = fingerprints(&docs);
     let s = t.index.searcher().unwrap();
     let q = query(&t, "licence");
-    let collapse =
-        NearDupCollapse::new(&t.index, 5, |n| TopDocs::with_limit(n).order_by_score()).fetch(20);
+    let collapse = NearDupCollapse::by_score(&t.index, 5).fetch(20);
     // One search with fetch 20 sees only the copies: one group.
     let once = s.searcher().search(q.as_ref(), &collapse).unwrap();
     assert_eq!(once.fetch(), 20);
@@ -421,7 +416,7 @@ fn distance_k_joins_and_k_plus_one_does_not() {
         let t = build(&docs, 2, Policy::Off);
         let s = t.index.searcher().unwrap();
         let q = query(&t, "needle");
-        let got = NearDupCollapse::new(&t.index, 10, |n| TopDocs::with_limit(n).order_by_score())
+        let got = NearDupCollapse::by_score(&t.index, 10)
             .max_distance(k)
             .search(s.searcher(), q.as_ref())
             .unwrap();
@@ -474,7 +469,7 @@ proptest! {
         let q = query(&t, "needle");
         let fetch = n / 2 + 1;
         let collapse =
-            NearDupCollapse::new(&t.index, 4, |n| TopDocs::with_limit(n).order_by_score())
+            NearDupCollapse::by_score(&t.index, 4)
                 .max_distance(k)
                 .fetch(fetch);
         let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
@@ -495,11 +490,10 @@ fn tag_collapse_groups_by_stored_group_id() {
     for text in QUERIES {
         let q = query(&t, text);
         for (limit, fetch) in [(5, 20), (10, 400)] {
-            let collapse =
-                NearDupCollapse::new(&t.index, limit, |n| TopDocs::with_limit(n).order_by_score())
-                    .fetch(fetch)
-                    .by_tag()
-                    .unwrap();
+            let collapse = NearDupCollapse::by_score(&t.index, limit)
+                .fetch(fetch)
+                .by_tag()
+                .unwrap();
             let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
             let want = oracle(
                 all_hits_by_score(&s, q.as_ref(), &fps),
@@ -527,10 +521,7 @@ fn tag_collapse_needs_the_group_field() {
     builder.add_text_field("body", TEXT);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let err = NearDupCollapse::new(&index, 3, |n| TopDocs::with_limit(n).order_by_score())
-        .by_tag()
-        .err()
-        .unwrap();
+    let err = NearDupCollapse::by_score(&index, 3).by_tag().err().unwrap();
     assert!(err.to_string().contains("group"), "{err}");
 }
 
@@ -562,19 +553,16 @@ fn three_shards_merge_to_the_single_index_result() {
             // multi-term score can differ in its last bit between two indexes of the same
             // documents (seen here: 3.077274 vs 3.0772738), and such near-ties may swap.
             if !text.contains(' ') {
-                let collapse = NearDupCollapse::new(&single.index, limit, |n| {
-                    TopDocs::with_limit(n).order_by_score()
-                });
+                let collapse = NearDupCollapse::by_score(&single.index, limit);
                 let one = collapse.search(s1.searcher(), q.as_ref()).unwrap();
                 let merged = collapse.search_shards(&refs, q.as_ref()).unwrap();
                 assert_eq!(summary(&merged), summary(&one), "{text:?} limit {limit}");
                 assert_eq!(merged.fetch(), one.fetch());
             }
             // by a fast field, small fetch (ties at the cut-off)
-            let by_rank = NearDupCollapse::new(&single.index, limit, |n| {
-                TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
-            })
-            .fetch(limit + 3);
+            let by_rank =
+                NearDupCollapse::by_fast_field::<u64>(&single.index, limit, "rank", Order::Desc)
+                    .fetch(limit + 3);
             let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
             let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
             assert_eq!(
@@ -596,11 +584,9 @@ fn shard_results_serialize_and_merge() {
         .collect();
     let s1 = single.index.searcher().unwrap();
     let q = query(&single, "alpha beta");
-    let by_rank = NearDupCollapse::new(&single.index, 6, |n| {
-        TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
-    })
-    .fetch(30)
-    .keep_window(true);
+    let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc)
+        .fetch(30)
+        .keep_window(true);
     // Leaves: one search each, results shipped as JSON.
     let mut parts = Vec::new();
     for t in &shards {
@@ -624,10 +610,7 @@ fn shard_results_serialize_and_merge() {
         .searcher()
         .search(
             q.as_ref(),
-            &NearDupCollapse::new(&single.index, 6, |n| {
-                TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
-            })
-            .fetch(30),
+            &NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc).fetch(30),
         )
         .unwrap();
     assert!(Collapsed::merge(vec![without, parts[1].clone()]).is_err());
@@ -635,11 +618,9 @@ fn shard_results_serialize_and_merge() {
         .searcher()
         .search(
             q.as_ref(),
-            &NearDupCollapse::new(&single.index, 6, |n| {
-                TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
-            })
-            .fetch(31)
-            .keep_window(true),
+            &NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc)
+                .fetch(31)
+                .keep_window(true),
         )
         .unwrap();
     assert!(Collapsed::merge(vec![other_fetch, parts[1].clone()]).is_err());
@@ -707,7 +688,7 @@ fn collect_segment_is_delegated_so_pruning_is_kept() {
         pruning: Arc::new(AtomicUsize::new(0)),
         plain: Arc::new(AtomicUsize::new(0)),
     };
-    let collapse = NearDupCollapse::new(&t.index, 3, |n| TopDocs::with_limit(n).order_by_score());
+    let collapse = NearDupCollapse::by_score(&t.index, 3);
     s.searcher().search(&spy, &collapse).unwrap();
     assert_eq!(spy.pruning.load(AtomicOrdering::SeqCst), segments);
     assert_eq!(spy.plain.load(AtomicOrdering::SeqCst), 0);
@@ -751,10 +732,7 @@ fn exact_counts_count_every_hit() {
     for text in QUERIES {
         let q = query(&t, text);
         for by_tag in [false, true] {
-            let mut collapse =
-                NearDupCollapse::new(&t.index, 6, |n| TopDocs::with_limit(n).order_by_score())
-                    .fetch(9)
-                    .max_fetch(9);
+            let mut collapse = NearDupCollapse::by_score(&t.index, 6).fetch(9).max_fetch(9);
             if by_tag {
                 collapse = collapse.by_tag().unwrap();
             }
@@ -798,12 +776,10 @@ fn exact_counts_sum_over_shards() {
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     for text in QUERIES {
         let q = query(&single, text);
-        let by_rank = NearDupCollapse::new(&single.index, 5, |n| {
-            TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Desc)
-        })
-        .fetch(7)
-        .max_fetch(7)
-        .exact_counts(true);
+        let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, 5, "rank", Order::Desc)
+            .fetch(7)
+            .max_fetch(7)
+            .exact_counts(true);
         let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
         let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
         assert_eq!(summary(&merged), summary(&one), "{text:?}");
@@ -835,10 +811,7 @@ proptest! {
         let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
         for text in ["alpha", "omega sigma"] {
             let q = query(&single, text);
-            let by_rank = NearDupCollapse::new(&single.index, limit, |n| {
-                TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
-            })
-            .order(Order::Asc)
+            let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, limit, "rank", Order::Asc)
             .fetch(fetch)
             .keep_window(true);
             // One search per shard at this fetch, merged, against one search of the single index.
@@ -855,9 +828,7 @@ proptest! {
             let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
             prop_assert_eq!(summary(&merged), summary(&one));
             if !text.contains(' ') {
-                let by_score = NearDupCollapse::new(&single.index, limit, |n| {
-                    TopDocs::with_limit(n).order_by_score()
-                })
+                let by_score = NearDupCollapse::by_score(&single.index, limit)
                 .fetch(fetch);
                 let one = by_score.search(s1.searcher(), q.as_ref()).unwrap();
                 let merged = by_score.search_shards(&refs, q.as_ref()).unwrap();
@@ -865,4 +836,56 @@ proptest! {
             }
         }
     }
+}
+
+/// The trap of issue 12: an ascending inner collector under a descending collapse returned 0
+/// groups as a plain collector, and `search` widened and returned d19..d15 instead of d0..d4,
+/// without an error. The order is now stated once; a collector that disagrees is an error.
+#[test]
+fn the_rank_order_is_stated_once_and_a_disagreeing_collector_is_an_error() {
+    // 20 documents far apart (no two within k), ranked 0..19 by the `rank` field.
+    let mut rng = Rng(12);
+    let docs: Vec<DocSpec> = (0..20)
+        .map(|i| DocSpec {
+            id: format!("d{i}"),
+            body: "alpha beta".into(),
+            rank: Some(i),
+            fingerprint: Fingerprint(rng.next_u64()),
+        })
+        .collect();
+    for a in &docs {
+        for b in &docs {
+            assert!(a.id == b.id || a.fingerprint.distance(b.fingerprint) > 3);
+        }
+    }
+    let t = build(&docs, 7, Policy::Off);
+    let s = t.index.searcher().unwrap();
+    let q = query(&t, "alpha");
+    let leaders = |c: &Collapsed<Option<u64>>| -> Vec<String> {
+        c.groups().iter().map(|g| g.leader.id.clone()).collect()
+    };
+    let first_five: Vec<String> = (0..5).map(|i| format!("d{i}")).collect();
+
+    let ascending = NearDupCollapse::by_fast_field::<u64>(&t.index, 5, "rank", Order::Asc);
+    let plain = s.searcher().search(q.as_ref(), &ascending).unwrap();
+    assert_eq!(leaders(&plain), first_five);
+    let widened = ascending.search(s.searcher(), q.as_ref()).unwrap();
+    assert_eq!(leaders(&widened), first_five);
+
+    // The trap's shape: the collector ranks ascending, the collapse is told descending.
+    let confused = NearDupCollapse::with_top_docs(&t.index, 5, Order::Desc, |n| {
+        TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
+    });
+    let err = s.searcher().search(q.as_ref(), &confused).unwrap_err();
+    assert!(err.to_string().contains("ranks in Desc order"), "{err}");
+    let err = confused.search(s.searcher(), q.as_ref()).unwrap_err();
+    assert!(err.to_string().contains("by_fast_field"), "{err}");
+    // Told the order it ranks in, the same collector gives the right groups.
+    let agreeing = NearDupCollapse::with_top_docs(&t.index, 5, Order::Asc, |n| {
+        TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
+    });
+    assert_eq!(
+        leaders(&agreeing.search(s.searcher(), q.as_ref()).unwrap()),
+        first_five
+    );
 }

@@ -733,6 +733,9 @@ enum Analysis {
     Analyzer(TextAnalyzer),
 }
 
+/// Receives each token, its seeded hash and the 0-based line it starts on.
+pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u64, u32);
+
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
 const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
 const CHAR_TAG: u64 = 0x4348_0000_0000_0000;
@@ -753,6 +756,17 @@ impl Fingerprinter {
 
     /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
     pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
+        self.fingerprint_with_tokens(text, None)
+    }
+
+    /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
+    /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
+    /// per document).
+    pub(crate) fn fingerprint_with_tokens(
+        &mut self,
+        text: &str,
+        mut sink: Option<TokenSink<'_>>,
+    ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
         let seed = inner.seed;
         let features = inner.features;
@@ -780,8 +794,9 @@ impl Fingerprinter {
             } = self;
             let mut prev_han = false;
             let (mut line, mut scanned) = (0u32, 0usize);
+            let count_lines = damp > 0 || sink.is_some();
             let mut on_token = |t: &str, offset_from: usize| {
-                if damp > 0 {
+                if count_lines {
                     let at = offset_from.min(input.len());
                     if at > scanned {
                         let newlines = input.as_bytes()[scanned..at]
@@ -791,9 +806,15 @@ impl Fingerprinter {
                         line = line.saturating_add(newlines as u32);
                         scanned = at;
                     }
-                    token_lines.push(line);
+                    if damp > 0 {
+                        token_lines.push(line);
+                    }
                 }
-                token_hashes.push(xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG));
+                let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
+                token_hashes.push(hash);
+                if let Some(sink) = sink.as_mut() {
+                    sink(t, hash, line);
+                }
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
                     // Han tokens join without a space, like the text they came from.

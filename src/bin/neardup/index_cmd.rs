@@ -106,6 +106,9 @@ pub(crate) struct Summary {
     pub skipped_bad: u64,
     /// Documents skipped because their id is already in the index (or earlier in the input).
     pub skipped_existing_id: u64,
+    /// Documents skipped because a document of the index replaced their id (`replace`, in an
+    /// earlier run over the same input).
+    pub skipped_replaced_id: u64,
     /// Blank lines (ignored).
     pub blank: u64,
     /// Seconds spent.
@@ -444,6 +447,14 @@ impl Run<'_> {
             self.summary.skipped_existing_id += 1;
             return Ok(());
         }
+        // A rerun meets the ids a newer near-duplicate replaced: adding them again would bring
+        // the old copy back (and delete the newer one), unlike one uninterrupted run.
+        if let Some(s) = &self.existing {
+            if s.is_replaced(&doc.id)? {
+                self.summary.skipped_replaced_id += 1;
+                return Ok(());
+            }
+        }
         self.seen.insert(doc.id.clone());
         let f = self.store.fields;
         let mut d = TantivyDocument::default();
@@ -650,10 +661,11 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
         ))?;
     }
     out.line(format_args!(
-        "  skipped  {:>9}   (bad lines: {}, ids already indexed: {})",
-        s.skipped_bad + s.skipped_existing_id,
+        "  skipped  {:>9}   (bad lines: {}, ids already indexed: {}, ids replaced earlier: {})",
+        s.skipped_bad + s.skipped_existing_id + s.skipped_replaced_id,
         s.skipped_bad,
-        s.skipped_existing_id
+        s.skipped_existing_id,
+        s.skipped_replaced_id
     ))?;
     out.line(format_args!(
         "  index now holds {} in {}",

@@ -89,9 +89,11 @@ pub(crate) enum DedupPolicy {
     Off,
     /// Do not index it (counted as rejected).
     Reject,
-    /// Index it and record its group: the first document it is a near-duplicate of.
+    /// Index it and record its group: that of the nearest document already indexed (of equally
+    /// near ones, the first in input order), whatever the threads do.
     Tag,
-    /// Index it and delete its near-duplicates: the newest copy wins.
+    /// Index it and delete its near-duplicates: the newest copy wins. The ids it replaced are
+    /// recorded, so a rerun skips them instead of bringing old copies back.
     Replace,
 }
 

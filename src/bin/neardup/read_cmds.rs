@@ -134,10 +134,7 @@ fn print_collapsed(
 ) -> CliResult<()> {
     // Exact group sizes cost one more pass over the hits (docs/PERFORMANCE.md): worth it for
     // a person reading "N near-duplicates".
-    let collapse = NearDupCollapse::new(&store.index, limit, |fetch| {
-        TopDocs::with_limit(fetch).order_by_score()
-    })
-    .exact_counts(true);
+    let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
     let results = collapse.search(searcher, query)?;
     if results.groups().is_empty() && !out.is_json() {
         out.line("no document matches")?;

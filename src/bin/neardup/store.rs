@@ -6,6 +6,7 @@
 use super::input::FieldMap;
 use super::{CliResult, DedupPolicy, Failure};
 use serde::{Deserialize, Serialize};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
@@ -306,36 +307,125 @@ fn not_an_index(dir: &Path) -> Failure {
     })
 }
 
-/// Refuses a directory another run is creating an index in (see [`CREATING_FILE`]).
-fn check_not_being_created(dir: &Path) -> CliResult<()> {
-    if !dir.join(CREATING_FILE).exists() {
-        return Ok(());
-    }
-    Err(Failure::Message(format!(
-        "{} is being created by another `neardup index` right now; wait for that run to \
-         finish, then rerun this command. If no such run is left (it was killed while creating \
-         the index), delete {} and rerun",
-        dir.display(),
-        dir.display()
-    )))
+/// What the creation claim of a directory says.
+enum Claim {
+    /// No run is creating an index there.
+    Free,
+    /// A live run holds the claim: it is creating the index now.
+    Busy,
+    /// The run that claimed the directory died before the index was complete; the claim is
+    /// now held by this process (the file, locked).
+    Stale(File),
 }
 
-/// Claims an empty directory for creating an index: exactly one process can create
-/// [`CREATING_FILE`] in it.
-fn claim(dir: &Path) -> CliResult<()> {
-    match std::fs::File::create_new(dir.join(CREATING_FILE)) {
-        Ok(_) => Ok(()),
+/// Looks at the creation claim of `dir` ([`CREATING_FILE`], locked by the run creating the
+/// index for as long as it does).
+fn inspect_claim(dir: &Path) -> CliResult<Claim> {
+    let path = dir.join(CREATING_FILE);
+    let file = match File::options().read(true).write(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Claim::Free),
+        Err(e) => {
+            return Err(Failure::Message(format!(
+                "cannot open {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Ok(Claim::Busy),
+        Err(TryLockError::Error(e)) => {
+            return Err(Failure::Message(format!(
+                "cannot lock {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    // The creator removes the claim before it lets the lock go: a claim still there now was
+    // left by a run that died.
+    Ok(if path.exists() {
+        Claim::Stale(file)
+    } else {
+        Claim::Free
+    })
+}
+
+/// Whether `dir` holds the claim file of a run that is claiming it this very moment.
+fn being_claimed(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with(CREATING_FILE))
+    })
+}
+
+fn being_created(dir: &Path) -> Failure {
+    Failure::Message(format!(
+        "{} is being created by another `neardup index` right now; wait for that run to \
+         finish, then rerun this command",
+        dir.display()
+    ))
+}
+
+/// Claims an empty directory for creating an index: the claim file is made and locked under a
+/// name of this process's own, then linked to [`CREATING_FILE`], which succeeds for exactly one
+/// of several processes, and is locked from the moment it exists.
+fn claim(dir: &Path) -> CliResult<File> {
+    let own = dir.join(format!("{CREATING_FILE}.{}", std::process::id()));
+    let cannot = |e: std::io::Error| {
+        Failure::Message(format!(
+            "cannot create {}: {e}",
+            dir.join(CREATING_FILE).display()
+        ))
+    };
+    let file = File::create(&own).map_err(cannot)?;
+    file.lock().map_err(cannot)?;
+    let linked = std::fs::hard_link(&own, dir.join(CREATING_FILE));
+    std::fs::remove_file(&own).map_err(cannot)?;
+    match linked {
+        Ok(()) => Ok(file),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
             "{} was created by another process at the same time (another `neardup index` is \
              creating the index there); wait for that run to finish, then rerun this command \
              to add to the index",
             dir.display()
         ))),
-        Err(e) => Err(Failure::Message(format!(
-            "cannot create {}: {e}",
-            dir.join(CREATING_FILE).display()
-        ))),
+        Err(e) => Err(cannot(e)),
     }
+}
+
+/// Removes what a run that died while creating an index left in `dir`: the directory was empty
+/// when it was claimed, so everything in it but the claim is that run's.
+fn clear_stale_creation(dir: &Path) -> CliResult<()> {
+    let clear = || -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_name() == CREATING_FILE {
+                continue;
+            }
+            if entry.file_type()?.is_dir() {
+                std::fs::remove_dir_all(entry.path())?;
+            } else {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+        Ok(())
+    };
+    clear().map_err(|e| {
+        Failure::Message(format!(
+            "a run that was creating an index in {} died before it was complete, and what it \
+             left cannot be removed ({e}); delete the directory and rerun",
+            dir.display()
+        ))
+    })
+}
+
+/// Ends the creation: the claim is removed while still locked, then the lock is let go.
+fn release(dir: &Path, claim: File) -> CliResult<()> {
+    std::fs::remove_file(dir.join(CREATING_FILE))?;
+    drop(claim);
+    Ok(())
 }
 
 /// An index whose record names another scheme than this version computes for its settings:
@@ -390,7 +480,18 @@ fn open_with(
 /// Errors: the directory is not such an index, its record is damaged, or the index records
 /// another scheme or layout than the record's settings give (made by another version).
 pub(crate) fn open(dir: &Path) -> CliResult<Store> {
-    check_not_being_created(dir)?;
+    match inspect_claim(dir)? {
+        Claim::Free => {}
+        Claim::Busy => return Err(being_created(dir)),
+        Claim::Stale(_) => {
+            return Err(Failure::Message(format!(
+                "a run that was creating an index in {} died before the index was complete; \
+                 rerun `neardup index FILES --index {}` to create it",
+                dir.display(),
+                dir.display()
+            )))
+        }
+    }
     match read_record(dir)? {
         Some((index, library_record, record)) => open_with(dir, index, &library_record, record),
         None => Err(not_an_index(dir)),
@@ -420,11 +521,24 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         }
     };
     let defaults = FieldMap::default();
+    let mut stale_claim = None;
     if !empty {
-        check_not_being_created(dir)?;
+        match inspect_claim(dir)? {
+            Claim::Free => {}
+            Claim::Busy => return Err(being_created(dir)),
+            Claim::Stale(file) => {
+                clear_stale_creation(dir)?;
+                stale_claim = Some(file);
+            }
+        }
+    }
+    if stale_claim.is_none() && !empty {
         let Some((index, library_record, mut record)) = read_record(dir)? else {
             if dir.join("meta.json").exists() {
                 return Err(not_an_index(dir));
+            }
+            if being_claimed(dir) {
+                return Err(being_created(dir));
             }
             return Err(Failure::Message(format!(
                 "{} is not empty and is not a neardup index; neardup writes only into a new or \
@@ -479,14 +593,17 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let config = config_for(&record).map_err(Failure::Usage)?;
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::Message(format!("cannot create {}: {e}", dir.display())))?;
-    claim(dir)?;
+    let claim = match stale_claim {
+        Some(file) => file,
+        None => claim(dir)?,
+    };
     let schema = schema_for(&config);
     let index = Index::create_in_dir(dir, schema)?;
     let fields = doc_fields(&index.schema())?;
     let index = NearDupIndex::create(index, config)?;
     write_record(&index, &record)?;
     // The index and its record exist: other runs may open it now.
-    std::fs::remove_file(dir.join(CREATING_FILE))?;
+    release(dir, claim)?;
     Ok((
         Store {
             dir: dir.to_path_buf(),

@@ -1,0 +1,263 @@
+//! One-permutation MinHash with densification, its band keys and its b-bit sketch.
+//!
+//! One hash per shingle (Li, Owen and Zhang, NIPS 2012): the hash picks one of `slots` bins and
+//! the bin keeps the smallest value it sees. Empty bins borrow the value of a bin chosen by a
+//! fixed probe sequence (Shrivastava, ICML 2017, "optimal densification"), so every bin is
+//! filled and two documents agree in a bin with probability equal to their resemblance
+//! (Jaccard of shingle sets).
+//!
+//! - **Sketch**: the low `bits` bits of every bin, packed. Equal low bits happen with
+//!   probability `J + (1 - J) / 2^bits`; [`Sketch::resemblance`] undoes that bias.
+//! - **Band keys**: the first `bands * rows` bins are cut into `bands` bands of `rows`
+//!   consecutive bins; a band's key is its `rows * bits` sketch bits. Two documents share band
+//!   `i` with probability about `J^rows`, so at least one band with `1 - (1 - J^rows)^bands`.
+//!   Because a band is read from the sketch, whether two documents share a band is decided by
+//!   their sketches alone: every consumer can evaluate the rule from stored columns.
+
+use serde::{Deserialize, Serialize};
+
+/// The MinHash parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MinHashConfig {
+    /// Bins (one-permutation MinHash); a multiple of 64 / `bits`, at most 1024.
+    pub slots: u32,
+    /// Band keys per document; `bands * rows <= slots`.
+    pub bands: u32,
+    /// Bins per band.
+    pub rows: u32,
+    /// Bits per bin in the sketch: 1, 2, 4, 8 or 16.
+    pub bits: u32,
+}
+
+impl Default for MinHashConfig {
+    fn default() -> Self {
+        MinHashConfig {
+            slots: 128,
+            bands: 12,
+            rows: 3,
+            bits: 8,
+        }
+    }
+}
+
+impl MinHashConfig {
+    pub(crate) fn id(&self) -> String {
+        format!(
+            "oph{};bands{}x{};b{}",
+            self.slots, self.bands, self.rows, self.bits
+        )
+    }
+
+    /// `Err(reason)` when the parameters are not usable.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !matches!(self.bits, 1 | 2 | 4 | 8 | 16) {
+            return Err(format!(
+                "sketch bits = {}; expected 1, 2, 4, 8 or 16",
+                self.bits
+            ));
+        }
+        let per_word = 64 / self.bits;
+        if self.slots == 0 || self.slots > 1024 || !self.slots.is_multiple_of(per_word) {
+            return Err(format!(
+                "MinHash slots = {}; expected a multiple of {per_word} (64 / bits) in 1..=1024",
+                self.slots
+            ));
+        }
+        let key_bits = self.rows * self.bits;
+        if !(24..=48).contains(&key_bits) {
+            return Err(format!(
+                "a band key of {} rows x {} bits has {key_bits} bits; expected 24 to 48 \
+                 (fewer collide by chance, more do not fit a key)",
+                self.rows, self.bits
+            ));
+        }
+        if self.bands == 0 || self.bands * self.rows > self.slots {
+            return Err(format!(
+                "{} bands of {} rows need {} slots but there are {}; expected 1 <= bands * rows <= slots",
+                self.bands,
+                self.rows,
+                self.bands * self.rows,
+                self.slots
+            ));
+        }
+        if self.bands > 4096 {
+            return Err(format!("{} bands; expected at most 4096", self.bands));
+        }
+        Ok(())
+    }
+
+    /// Sketch size in 64-bit words.
+    pub fn sketch_words(&self) -> usize {
+        (self.slots * self.bits / 64) as usize
+    }
+
+    /// The probability that two documents of resemblance `j` share at least one band key.
+    pub fn band_probability(&self, j: f64) -> f64 {
+        1.0 - (1.0 - j.powi(self.rows as i32)).powi(self.bands as i32)
+    }
+}
+
+const EMPTY: u32 = u32::MAX;
+const VALUE_SEED: u64 = 0x6f70_6820_7365_6564;
+
+#[inline]
+fn mix(mut x: u64) -> u64 {
+    // splitmix64's finaliser: a bijection with full avalanche.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Fills `bins` (resized to `config.slots`) from the shingle hashes; `false` when there were
+/// no shingles (the bins are then meaningless).
+pub(crate) fn one_permutation(
+    config: &MinHashConfig,
+    shingles: &[u64],
+    bins: &mut Vec<u32>,
+) -> bool {
+    let n = config.slots as usize;
+    bins.clear();
+    bins.resize(n, EMPTY);
+    if shingles.is_empty() {
+        return false;
+    }
+    for &s in shingles {
+        let h = mix(s ^ VALUE_SEED);
+        let bin = (((h >> 32) * n as u64) >> 32) as usize;
+        // EMPTY is u32::MAX: a value equal to it never wins, which only matters for 1 in 2^32.
+        let v = h as u32;
+        if v < bins[bin] {
+            bins[bin] = v;
+        }
+    }
+    // Optimal densification: empty bin i probes bins by a sequence seeded by i (and the
+    // attempt) until it finds a filled one. Both documents use the same sequences.
+    // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
+    let mut filled = [0u64; 16];
+    for (i, &v) in bins.iter().enumerate() {
+        if v != EMPTY {
+            filled[i / 64] |= 1 << (i % 64);
+        }
+    }
+    let is_filled = |j: usize| filled[j / 64] >> (j % 64) & 1 == 1;
+    for i in 0..n {
+        if is_filled(i) {
+            continue;
+        }
+        let mut attempt = 0u64;
+        loop {
+            attempt += 1;
+            let j = (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize;
+            if is_filled(j) {
+                bins[i] = bins[j];
+                break;
+            }
+        }
+    }
+    true
+}
+
+/// A b-bit MinHash sketch: the low `bits` bits of every bin, packed into 64-bit words, bin 0 in
+/// the lowest bits of word 0. All zero for a document without tokens (a real sketch is all zero
+/// with probability 2^-(slots x bits)).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sketch {
+    /// The packed words ([`MinHashConfig::sketch_words`] of them).
+    pub words: Vec<u64>,
+}
+
+impl Sketch {
+    /// The sketch of a document without tokens.
+    pub fn empty(config: &MinHashConfig) -> Sketch {
+        Sketch {
+            words: vec![0; config.sketch_words()],
+        }
+    }
+
+    pub(crate) fn from_bins(config: &MinHashConfig, bins: &[u32]) -> Sketch {
+        let bits = config.bits as usize;
+        let mask = (1u64 << bits) - 1;
+        let mut words = vec![0u64; config.sketch_words()];
+        for (i, &v) in bins.iter().enumerate() {
+            let at = i * bits;
+            words[at / 64] |= (u64::from(v) & mask) << (at % 64);
+        }
+        Sketch { words }
+    }
+
+    /// Whether the document had no tokens (no band keys; the resemblance branch never fires).
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
+    /// The `rows * bits` bits of band `band` (bins `band * rows ..`).
+    pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
+        let width = (config.rows * config.bits) as usize;
+        let at = band as usize * width;
+        let mut v = 0u64;
+        let mut done = 0usize;
+        while done < width {
+            let bit = at + done;
+            let (w, off) = (bit / 64, bit % 64);
+            let take = (64 - off).min(width - done);
+            let chunk = self.words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
+            v |= chunk << done;
+            done += take;
+        }
+        v
+    }
+
+    /// The first band both sketches agree on, if any (never for an empty sketch).
+    pub fn first_shared_band(&self, other: &Sketch, config: &MinHashConfig) -> Option<u32> {
+        if self.is_empty() || other.is_empty() {
+            return None;
+        }
+        (0..config.bands).find(|&b| self.band(config, b) == other.band(config, b))
+    }
+
+    /// Bins whose low bits agree, and all bins.
+    pub fn agreeing_bins(&self, other: &Sketch, bits: u32) -> (u32, u32) {
+        if self.words.len() != other.words.len() || self.words.is_empty() {
+            return (0, 0);
+        }
+        let per_word = 64 / bits;
+        // One bit per bin, the bin's lowest: set when any bit of the bin differs.
+        let low: u64 = (0..per_word).fold(0, |m, i| m | (1u64 << (i * bits)));
+        let mut differing = 0u32;
+        for (&a, &b) in self.words.iter().zip(&other.words) {
+            let mut x = a ^ b;
+            let mut shift = 1;
+            while shift < bits {
+                x |= x >> shift;
+                shift <<= 1;
+            }
+            differing += (x & low).count_ones();
+        }
+        let total = per_word * self.words.len() as u32;
+        (total - differing, total)
+    }
+
+    /// The estimated resemblance (Jaccard of shingle sets), corrected for chance agreement of
+    /// `bits`-bit values and clamped to 0..=1; 0 when either sketch is empty. Cost: one pass
+    /// over the words (a few ns for 16 words).
+    pub fn resemblance(&self, other: &Sketch, bits: u32) -> f32 {
+        if self.is_empty() || other.is_empty() {
+            return 0.0;
+        }
+        let (agree, total) = self.agreeing_bins(other, bits);
+        if total == 0 {
+            return 0.0;
+        }
+        let chance = 1.0 / (1u64 << bits) as f64;
+        let raw = f64::from(agree) / f64::from(total);
+        (((raw - chance) / (1.0 - chance)).clamp(0.0, 1.0)) as f32
+    }
+}
+
+fn low_mask(width: usize) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}

@@ -1,0 +1,110 @@
+//! Signatures: more than one simhash per document, and one rule to match them.
+//!
+//! A document's [`Signature`] is its simhash [`Fingerprint`] plus a b-bit one-permutation
+//! MinHash [`Sketch`] of its chrome-aware word 3-shingles ([`Shingling`]), both from one pass
+//! of the scheme's own analysis (normalisation, script folding, tokens). [`MatchRule`] says
+//! when two signatures match and which `u64` keys find every match:
+//!
+//! - simhash block keys ([`crate::BlockLayout`]): pairs within `k`;
+//! - MinHash band keys: pairs that share a band, verified by the sketch's resemblance estimate.
+//!
+//! | part | bytes per document (default) |
+//! |---|---|
+//! | fingerprint (fast field) | 8 |
+//! | sketch, 128 bins x 8 bits (fast fields) | 128 |
+//! | keys: 4 simhash block + 12 band keys (postings) | 16 postings (~1-2 B each) |
+//!
+//! ```
+//! use tantivy_simhash::{MatchRule, Scheme};
+//!
+//! let rule = MatchRule::default();
+//! let mut signer = rule.signer(&Scheme::default());
+//! let a = signer.sign("One document, long enough to have shingles, about near-duplicate detection.");
+//! assert_eq!(rule.keys(&a).len(), rule.keys_per_document());
+//! assert!(rule.matches(&a, &a).is_some());
+//! ```
+
+mod minhash;
+mod pairs;
+mod rule;
+mod shingles;
+
+pub use minhash::{MinHashConfig, Sketch};
+pub use pairs::{pairs_in_memory, PairStats};
+pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
+pub use shingles::Shingling;
+
+use crate::fingerprint::{Fingerprint, FingerprintKind, Fingerprinter, Scheme};
+use serde::{Deserialize, Serialize};
+use shingles::ShingleCollector;
+
+/// What a document is matched by: its simhash and its MinHash sketch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Signature {
+    /// The simhash fingerprint.
+    pub fingerprint: Fingerprint,
+    /// The b-bit MinHash sketch (all zero for a document without tokens).
+    pub sketch: Sketch,
+}
+
+/// Computes [`Signature`]s for one scheme and rule, reusing buffers. One per thread.
+pub struct Signer {
+    fingerprinter: Fingerprinter,
+    shingling: Shingling,
+    minhash: MinHashConfig,
+    collector: ShingleCollector,
+    shingles: Vec<u64>,
+    bins: Vec<u32>,
+}
+
+impl Signer {
+    /// A signer for `scheme` under `rule`.
+    pub fn new(scheme: &Scheme, rule: &MatchRule) -> Signer {
+        Signer {
+            fingerprinter: scheme.fingerprinter(),
+            shingling: rule.spec().shingling,
+            minhash: *rule.minhash(),
+            collector: ShingleCollector::default(),
+            shingles: Vec::new(),
+            bins: Vec::new(),
+        }
+    }
+
+    /// The signature of `text`: one analysis of the text. Never panics, whatever the input.
+    pub fn sign(&mut self, text: &str) -> Signature {
+        self.sign_details(text).0
+    }
+
+    /// The signature and how the fingerprint was made.
+    pub fn sign_details(&mut self, text: &str) -> (Signature, FingerprintKind) {
+        let collector = &mut self.collector;
+        collector.clear();
+        let details = self.fingerprinter.fingerprint_with_tokens(
+            text,
+            Some(&mut |t: &str, hash, line| collector.token(t, hash, line)),
+        );
+        self.shingles.clear();
+        self.collector.shingles(&self.shingling, &mut self.shingles);
+        let sketch = if minhash::one_permutation(&self.minhash, &self.shingles, &mut self.bins) {
+            Sketch::from_bins(&self.minhash, &self.bins)
+        } else {
+            Sketch::empty(&self.minhash)
+        };
+        (
+            Signature {
+                fingerprint: details.fingerprint,
+                sketch,
+            },
+            details.kind,
+        )
+    }
+
+    /// The shingle hashes the sketch of `text` is made of (for evaluation and tests).
+    pub fn shingles(&mut self, text: &str) -> Vec<u64> {
+        self.sign(text);
+        self.shingles.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+//! The match rule: when two documents are near-duplicates, and the keys that find every match.
+
+use super::minhash::MinHashConfig;
+use super::shingles::Shingling;
+use super::Signature;
+use crate::error::{Error, Result};
+use crate::layout::BlockLayout;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Key tag of the band family: keys `(0x8000 | band) << 48 | band bits`. Simhash block keys use
+/// tags below 0x8000 (their combination index), so both families share one keys field.
+pub const BAND_KEY_TAG: u64 = 0x8000;
+const TAG_SHIFT: u32 = 48;
+
+/// The parameters of a [`MatchRule`], as indexes record them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuleSpec {
+    /// Simhash branch: any pair within `layout.max_distance()` matches (and shares a block key).
+    pub layout: BlockLayout,
+    /// Which shingles the MinHash sketch sees.
+    pub shingling: Shingling,
+    /// Sketch and band keys.
+    pub minhash: MinHashConfig,
+    /// Resemblance branch: a pair that shares a band matches when the sketches estimate at least
+    /// this resemblance.
+    pub min_resemblance: f32,
+    /// And, when set, when the simhash distance is at most this (a second, order-free vote).
+    pub band_max_distance: Option<u32>,
+}
+
+impl Default for RuleSpec {
+    fn default() -> Self {
+        RuleSpec {
+            layout: BlockLayout::default(),
+            shingling: Shingling::default(),
+            minhash: MinHashConfig::default(),
+            // 0.5 is where the truth's convention starts to call a pair a false positive; the
+            // 128-bin estimate has a standard deviation of ~0.044 there, so the threshold sits
+            // about one deviation above it (docs/QUALITY.md shows the curve).
+            min_resemblance: 0.55,
+            band_max_distance: None,
+        }
+    }
+}
+
+/// Why two documents match: the evidence [`MatchRule::matches`] found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Evidence {
+    /// Simhash fingerprints within the layout's distance.
+    Simhash {
+        /// Hamming distance.
+        distance: u32,
+    },
+    /// A shared MinHash band and enough estimated resemblance.
+    Resemblance {
+        /// The first band both share.
+        band: u32,
+        /// The sketches' estimate of the resemblance of the shingle sets.
+        resemblance: f32,
+        /// Hamming distance of the fingerprints.
+        distance: u32,
+    },
+}
+
+/// The one definition of a near-duplicate that every consumer uses:
+///
+/// > two documents match when their simhash fingerprints are within `k` (the layout's
+/// > distance), **or** when they share a MinHash band and their sketches estimate a
+/// > resemblance of at least `t` (and, when set, their fingerprints are within `k2`).
+///
+/// Both branches are guaranteed to share a key ([`MatchRule::keys`]): simhash pairs share a block
+/// key (pigeonhole), resemblance pairs share their band's key. So a lookup of a document's keys,
+/// verified by [`MatchRule::matches`], finds exactly the documents the rule matches.
+///
+/// ```
+/// use tantivy_simhash::{MatchRule, Scheme};
+///
+/// let rule = MatchRule::default();
+/// let mut signer = rule.signer(&Scheme::default());
+/// let body = "Simhash maps a weighted feature set to 64 bits, and near-duplicate documents get \
+///             fingerprints that differ in only a few bits. A crawler can therefore find them among \
+///             billions of pages with a handful of table lookups, as Manku and his colleagues showed.";
+/// let page = signer.sign(body);
+/// let copy = signer.sign(&format!("Daily Dev\nHome | Docs | Blog | Contact\n\n{body}\n\n© 2024 Daily Dev"));
+/// let other = signer.sign("The quarterly report shows revenue growth in every region, led by strong \
+///                          demand for cloud services and a recovery in hardware sales since spring.");
+/// assert!(rule.matches(&page, &copy).is_some());
+/// assert!(rule.matches(&page, &other).is_none());
+/// println!("{rule}");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MatchRule {
+    spec: RuleSpec,
+}
+
+impl TryFrom<RuleSpec> for MatchRule {
+    type Error = Error;
+    fn try_from(spec: RuleSpec) -> Result<Self> {
+        MatchRule::new(spec)
+    }
+}
+
+impl MatchRule {
+    /// A rule from its parameters. Errors when the MinHash parameters are unusable, the
+    /// resemblance threshold is not in 0..=1, or the layout has too many keys for the tags.
+    pub fn new(spec: RuleSpec) -> Result<MatchRule> {
+        spec.minhash
+            .check()
+            .map_err(|e| Error::InvalidConfig(format!("match rule: {e}")))?;
+        if !(spec.min_resemblance.is_finite() && (0.0..=1.0).contains(&spec.min_resemblance)) {
+            return Err(Error::InvalidConfig(format!(
+                "match rule: min_resemblance = {}; expected a number in 0..=1",
+                spec.min_resemblance
+            )));
+        }
+        if spec.layout.num_keys() as u64 >= BAND_KEY_TAG {
+            return Err(Error::InvalidConfig(format!(
+                "match rule: the layout has {} keys; expected fewer than {BAND_KEY_TAG}",
+                spec.layout.num_keys()
+            )));
+        }
+        if spec.shingling.width == 0 || spec.shingling.width > 8 {
+            return Err(Error::InvalidConfig(format!(
+                "match rule: shingle width {}; expected 1 to 8",
+                spec.shingling.width
+            )));
+        }
+        Ok(MatchRule { spec })
+    }
+
+    /// The parameters.
+    pub fn spec(&self) -> &RuleSpec {
+        &self.spec
+    }
+
+    /// The simhash block layout.
+    pub fn layout(&self) -> &BlockLayout {
+        &self.spec.layout
+    }
+
+    /// The MinHash parameters.
+    pub fn minhash(&self) -> &MinHashConfig {
+        &self.spec.minhash
+    }
+
+    /// A stable identifier of every parameter, recorded by indexes.
+    pub fn id(&self) -> String {
+        let s = &self.spec;
+        let vote = s
+            .band_max_distance
+            .map_or(String::new(), |k| format!(";vote<={k}"));
+        format!(
+            "rule-v1;{};{};{};t>={}{vote}",
+            s.layout.id(),
+            s.shingling.id(),
+            s.minhash.id(),
+            s.min_resemblance
+        )
+    }
+
+    /// Keys per document: simhash block keys plus band keys (none for an empty document).
+    pub fn keys_per_document(&self) -> usize {
+        self.spec.layout.num_keys() + self.spec.minhash.bands as usize
+    }
+
+    /// Appends the keys of `signature` to `out`: the layout's block keys, then one key per band.
+    pub fn keys_into(&self, signature: &Signature, out: &mut Vec<u64>) {
+        self.spec.layout.keys_into(signature.fingerprint, out);
+        if signature.sketch.is_empty() {
+            return;
+        }
+        for b in 0..self.spec.minhash.bands {
+            out.push(band_key(b, signature.sketch.band(&self.spec.minhash, b)));
+        }
+    }
+
+    /// The keys of `signature`.
+    pub fn keys(&self, signature: &Signature) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.keys_per_document());
+        self.keys_into(signature, &mut out);
+        out
+    }
+
+    /// Whether `key` is a band key (else a simhash block key).
+    pub fn is_band_key(key: u64) -> bool {
+        key >> TAG_SHIFT >= BAND_KEY_TAG
+    }
+
+    /// Whether `a` and `b` match, and why. The single definition every consumer uses. Cost: a
+    /// popcount, and for pairs beyond the simhash radius one pass over the sketches.
+    pub fn matches(&self, a: &Signature, b: &Signature) -> Option<Evidence> {
+        let distance = a.fingerprint.distance(b.fingerprint);
+        if distance <= self.spec.layout.max_distance() {
+            return Some(Evidence::Simhash { distance });
+        }
+        if self.spec.band_max_distance.is_some_and(|k| distance > k) {
+            return None;
+        }
+        let m = &self.spec.minhash;
+        let band = a.sketch.first_shared_band(&b.sketch, m)?;
+        let resemblance = a.sketch.resemblance(&b.sketch, m.bits);
+        (resemblance >= self.spec.min_resemblance).then_some(Evidence::Resemblance {
+            band,
+            resemblance,
+            distance,
+        })
+    }
+
+    /// Sketch bytes per document (the verifier), besides the 8-byte fingerprint.
+    pub fn sketch_bytes(&self) -> usize {
+        self.spec.minhash.sketch_words() * 8
+    }
+
+    /// A [`super::Signer`] for `scheme` under this rule.
+    pub fn signer(&self, scheme: &crate::Scheme) -> super::Signer {
+        super::Signer::new(scheme, self)
+    }
+}
+
+/// The key of band `band` with bits `bits`.
+pub(crate) fn band_key(band: u32, bits: u64) -> u64 {
+    ((BAND_KEY_TAG | u64::from(band)) << TAG_SHIFT) | (bits & ((1 << TAG_SHIFT) - 1))
+}
+
+impl fmt::Display for MatchRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.spec;
+        write!(
+            f,
+            "simhash within {}, or shares one of {} MinHash bands ({} rows of {} bits) and the \
+             {}-bin sketch estimates resemblance >= {}",
+            s.layout.max_distance(),
+            s.minhash.bands,
+            s.minhash.rows,
+            s.minhash.bits,
+            s.minhash.slots,
+            s.min_resemblance
+        )?;
+        if let Some(k) = s.band_max_distance {
+            write!(f, " and simhash within {k}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,319 @@
+use super::minhash::one_permutation;
+use super::*;
+use crate::fingerprint::Fingerprint;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+/// A small deterministic generator, so a proptest case is a seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const WORDS: [&str; 40] = [
+    "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
+    "reader", "writer", "schema", "fast", "column", "block", "key", "hash", "page", "site", "menu",
+    "footer", "header", "copy", "mirror", "crawler", "web", "text", "word", "line", "软件", "开发",
+    "过程", "需求", "分析", "设计", "编码", "测试", "维护", "方法",
+];
+
+/// Base documents and edited copies of them: pairs across the whole range of resemblance.
+fn corpus(seed: u64, docs: usize) -> Vec<String> {
+    let mut rng = Rng(seed | 1);
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    for _ in 0..docs {
+        if !out.is_empty() && rng.below(3) > 0 {
+            let mut d = out[rng.below(out.len())].clone();
+            for _ in 0..rng.below(d.len() / 4 + 1) {
+                let at = rng.below(d.len());
+                match rng.below(3) {
+                    0 => d[at] = WORDS[rng.below(WORDS.len())],
+                    1 => d.insert(at, WORDS[rng.below(WORDS.len())]),
+                    _ => {
+                        d.remove(at);
+                    }
+                }
+            }
+            if d.is_empty() {
+                d.push("word");
+            }
+            out.push(d);
+        } else {
+            let len = 1 + rng.below(80);
+            out.push((0..len).map(|_| WORDS[rng.below(WORDS.len())]).collect());
+        }
+    }
+    out.into_iter()
+        .map(|d| {
+            // Some lines, so chrome-aware variants see short and long lines.
+            d.chunks(1 + (d.len() % 9))
+                .map(|c| c.join(" "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+fn brute_force(rule: &MatchRule, sigs: &[Signature]) -> BTreeSet<(usize, usize)> {
+    let mut out = BTreeSet::new();
+    for i in 0..sigs.len() {
+        for j in i + 1..sigs.len() {
+            if rule.matches(&sigs[i], &sigs[j]).is_some() {
+                out.insert((i, j));
+            }
+        }
+    }
+    out
+}
+
+fn rules() -> Vec<MatchRule> {
+    let chrome = RuleSpec {
+        shingling: Shingling {
+            min_line_words: 6,
+            ..Shingling::default()
+        },
+        min_resemblance: 0.3,
+        ..RuleSpec::default()
+    };
+    let four_bit = RuleSpec {
+        minhash: MinHashConfig {
+            slots: 128,
+            bands: 16,
+            rows: 8,
+            bits: 4,
+        },
+        band_max_distance: Some(20),
+        ..RuleSpec::default()
+    };
+    vec![
+        MatchRule::default(),
+        MatchRule::new(chrome).unwrap(),
+        MatchRule::new(four_bit).unwrap(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The rule's promise: every pair it matches shares a key, so a lookup finds it; and the
+    /// in-memory join reports exactly the brute-force pairs.
+    #[test]
+    fn every_match_shares_a_key_and_the_join_is_exact(seed in any::<u64>()) {
+        let texts = corpus(seed, 60);
+        for rule in rules() {
+            let mut signer = rule.signer(&crate::Scheme::default());
+            let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
+            let oracle = brute_force(&rule, &sigs);
+            for &(i, j) in &oracle {
+                let (a, b): (BTreeSet<u64>, BTreeSet<u64>) =
+                    (rule.keys(&sigs[i]).into_iter().collect(), rule.keys(&sigs[j]).into_iter().collect());
+                prop_assert!(a.intersection(&b).next().is_some(), "pair {i},{j} matches without a shared key");
+            }
+            let mut found = Vec::new();
+            pairs_in_memory(&rule, &sigs, usize::MAX, |i, j, e| {
+                assert_eq!(rule.matches(&sigs[i], &sigs[j]), Some(e));
+                found.push((i, j));
+            });
+            let set: BTreeSet<_> = found.iter().copied().collect();
+            prop_assert_eq!(set.len(), found.len(), "a pair was reported twice");
+            prop_assert_eq!(set, oracle);
+        }
+    }
+
+    /// Sketch agreement counted with bit tricks equals a bin-by-bin count.
+    #[test]
+    fn agreeing_bins_counts_equal_bins(a in proptest::collection::vec(any::<u64>(), 1..300),
+                                       b in proptest::collection::vec(any::<u64>(), 1..300),
+                                       bits in prop_oneof![Just(4u32), Just(8), Just(16)]) {
+        let config = MinHashConfig { slots: 128, bands: 4, rows: 32 / bits, bits };
+        let (mut ba, mut bb) = (Vec::new(), Vec::new());
+        one_permutation(&config, &a, &mut ba);
+        one_permutation(&config, &b, &mut bb);
+        let (sa, sb) = (Sketch::from_bins(&config, &ba), Sketch::from_bins(&config, &bb));
+        let mask = (1u32 << bits) - 1;
+        let naive = ba.iter().zip(&bb).filter(|(x, y)| *x & mask == *y & mask).count() as u32;
+        prop_assert_eq!(sa.agreeing_bins(&sb, bits), (naive, 128));
+        for band in 0..config.bands {
+            let r = (band * config.rows) as usize..((band + 1) * config.rows) as usize;
+            let equal = ba[r.clone()].iter().zip(&bb[r]).all(|(x, y)| x & mask == y & mask);
+            prop_assert_eq!(sa.band(&config, band) == sb.band(&config, band), equal);
+        }
+    }
+}
+
+/// The sketch estimates the resemblance of the shingle sets it was made from.
+#[test]
+fn sketch_estimates_the_resemblance() {
+    let config = MinHashConfig::default();
+    let base: Vec<u64> = (0..2000u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .collect();
+    for shared in [200usize, 1000, 1600, 2000] {
+        // a = base[..], b = base[..shared] + fresh: J = shared / (4000 - shared).
+        let b: Vec<u64> = base[..shared]
+            .iter()
+            .copied()
+            .chain((0..(2000 - shared) as u64).map(|i| !i))
+            .collect();
+        let (mut ba, mut bb) = (Vec::new(), Vec::new());
+        one_permutation(&config, &base, &mut ba);
+        one_permutation(&config, &b, &mut bb);
+        let est = Sketch::from_bins(&config, &ba).resemblance(&Sketch::from_bins(&config, &bb), 8);
+        let truth = shared as f32 / (4000 - shared) as f32;
+        // Four standard deviations of a 128-bin estimate at worst.
+        assert!((est - truth).abs() < 0.18, "J = {truth}, estimated {est}");
+    }
+}
+
+#[test]
+fn formatting_only_copies_match_and_unrelated_texts_do_not() {
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&crate::Scheme::default());
+    let a = signer.sign("The quick brown fox jumps over the lazy dog near the river bank today,\nand then it runs home.");
+    let b = signer.sign("the QUICK brown fox  jumps over the lazy dog, near the river bank today! and then it runs home");
+    assert_eq!(
+        rule.matches(&a, &b),
+        Some(Evidence::Simhash { distance: 0 })
+    );
+    let c =
+        signer.sign("Quarterly revenue grew in every region, led by cloud services and hardware.");
+    assert_eq!(rule.matches(&a, &c), None);
+}
+
+#[test]
+fn empty_documents_have_no_band_keys_and_match_only_by_simhash() {
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&crate::Scheme::default());
+    let empty = signer.sign("  ... !!! ");
+    assert!(empty.sketch.is_empty());
+    assert_eq!(rule.keys(&empty).len(), rule.layout().num_keys());
+    let also_empty = signer.sign("");
+    assert!(rule.matches(&empty, &also_empty).is_some());
+    let text = signer.sign("a real sentence with several words in it");
+    assert!(!text.sketch.is_empty());
+    assert!(rule.matches(&empty, &text).is_none());
+}
+
+#[test]
+fn invalid_rules_are_refused_with_the_reason() {
+    for (spec, needle) in [
+        (
+            RuleSpec {
+                min_resemblance: 1.5,
+                ..RuleSpec::default()
+            },
+            "min_resemblance",
+        ),
+        (
+            RuleSpec {
+                minhash: MinHashConfig {
+                    slots: 100,
+                    bands: 16,
+                    rows: 4,
+                    bits: 8,
+                },
+                ..RuleSpec::default()
+            },
+            "slots",
+        ),
+        (
+            RuleSpec {
+                minhash: MinHashConfig {
+                    slots: 128,
+                    bands: 40,
+                    rows: 4,
+                    bits: 8,
+                },
+                ..RuleSpec::default()
+            },
+            "bands",
+        ),
+        (
+            RuleSpec {
+                minhash: MinHashConfig {
+                    slots: 128,
+                    bands: 16,
+                    rows: 2,
+                    bits: 8,
+                },
+                ..RuleSpec::default()
+            },
+            "band key",
+        ),
+    ] {
+        let err = MatchRule::new(spec).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+}
+
+/// 5,000 distinct documents behind one hot key: the work per key is bounded, every reported pair
+/// matches, and every matching pair with a non-hot shared key is still reported.
+#[test]
+fn a_hot_key_is_bounded() {
+    let rule = MatchRule::default();
+    let mut rng = Rng(7);
+    let n = 5000;
+    let cap = 64;
+    // Same low 16 bits (block key 0 is hot), random elsewhere; random sketches; every 10th
+    // document is a near copy (distance 1) of the previous one.
+    let mut sigs: Vec<Signature> = Vec::new();
+    for i in 0..n {
+        let fp = if i % 10 == 9 {
+            Fingerprint(sigs[i - 1].fingerprint.0 ^ (1 << 40))
+        } else {
+            Fingerprint((rng.next() & !0xffff) | 0x1234)
+        };
+        let words: Vec<u64> = (0..16).map(|_| rng.next()).collect();
+        sigs.push(Signature {
+            fingerprint: fp,
+            sketch: Sketch { words },
+        });
+    }
+    let oracle = brute_force(&rule, &sigs);
+    let mut found = BTreeSet::new();
+    let stats = pairs_in_memory(&rule, &sigs, cap, |i, j, _| {
+        assert!(rule.matches(&sigs[i], &sigs[j]).is_some());
+        assert!(found.insert((i, j)), "pair reported twice");
+    });
+    assert!(stats.hot_keys >= 1);
+    let keys = rule.keys_per_document() as u64;
+    assert!(
+        stats.comparisons <= n as u64 * cap as u64 * keys,
+        "{} comparisons",
+        stats.comparisons
+    );
+    // Quadratic would be n^2 / 2 = 12.5 M comparisons on the hot key alone.
+    assert!(stats.comparisons < (n * n / 20) as u64, "{stats:?}");
+    assert!(found.is_subset(&oracle));
+    // The near copies share keys besides the hot one (blocks 1..3 agree): none is lost.
+    assert_eq!(found, oracle);
+    assert_eq!(oracle.len(), n / 10);
+}
+
+/// The property test's corpus exercises both branches of the rule (it is not vacuous).
+#[test]
+fn the_test_corpus_has_matches_of_both_kinds() {
+    let texts = corpus(12345, 60);
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&crate::Scheme::default());
+    let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
+    let (mut simhash, mut resemblance) = (0, 0);
+    for i in 0..sigs.len() {
+        for j in i + 1..sigs.len() {
+            match rule.matches(&sigs[i], &sigs[j]) {
+                Some(Evidence::Simhash { .. }) => simhash += 1,
+                Some(Evidence::Resemblance { .. }) => resemblance += 1,
+                None => {}
+            }
+        }
+    }
+    assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
+}
