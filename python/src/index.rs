@@ -491,10 +491,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
         return Ok(hits);
     }
     // Exact group sizes, as the command line prints them: one more pass over the hits.
-    let collapse = NearDupCollapse::new(&store.index, limit, |fetch| {
-        TopDocs::with_limit(fetch).order_by_score()
-    })
-    .exact_counts(true);
+    let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
     let results = collapse.search(s, &parsed)?;
     for (rank, g) in results.groups().iter().enumerate() {
         let shown = load(store, s, g.leader.address)?;
