@@ -1349,6 +1349,7 @@ fn rule(
             bands,
             rows,
             bits,
+            key_bits: 20,
         },
         min_resemblance: t,
         ..RuleSpec::default()

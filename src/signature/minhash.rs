@@ -27,6 +27,11 @@ pub struct MinHashConfig {
     pub rows: u32,
     /// Bits per bin in the sketch: 1, 2, 4, 8 or 16.
     pub bits: u32,
+    /// Bits of a band kept in its key (16 to `rows * bits`, at most 48). Fewer bits mean fewer
+    /// distinct terms (a smaller term dictionary, faster indexing) and more chance candidates
+    /// per lookup (`bands * docs / 2^key_bits`); whether two documents share a band is still
+    /// decided on all `rows * bits` bits, so the rule does not change.
+    pub key_bits: u32,
 }
 
 impl Default for MinHashConfig {
@@ -36,6 +41,9 @@ impl Default for MinHashConfig {
             bands: 12,
             rows: 3,
             bits: 8,
+            // 12 x 1M / 2^20 = ~11 chance candidates per lookup at 1M documents; 24 bits would
+            // make ~12 M distinct terms there, 16 bits ~180 chance candidates.
+            key_bits: 20,
         }
     }
 }
@@ -43,8 +51,8 @@ impl Default for MinHashConfig {
 impl MinHashConfig {
     pub(crate) fn id(&self) -> String {
         format!(
-            "oph{};bands{}x{};b{}",
-            self.slots, self.bands, self.rows, self.bits
+            "oph{};bands{}x{};b{};key{}",
+            self.slots, self.bands, self.rows, self.bits, self.key_bits
         )
     }
 
@@ -69,6 +77,12 @@ impl MinHashConfig {
                 "a band key of {} rows x {} bits has {key_bits} bits; expected 24 to 48 \
                  (fewer collide by chance, more do not fit a key)",
                 self.rows, self.bits
+            ));
+        }
+        if !(16..=key_bits).contains(&self.key_bits) {
+            return Err(format!(
+                "band key bits = {}; expected 16 to rows x bits = {key_bits}",
+                self.key_bits
             ));
         }
         if self.bands == 0 || self.bands * self.rows > self.slots {
@@ -254,7 +268,7 @@ impl Sketch {
     }
 }
 
-fn low_mask(width: usize) -> u64 {
+pub(crate) fn low_mask(width: usize) -> u64 {
     if width >= 64 {
         u64::MAX
     } else {

@@ -28,6 +28,7 @@ mod minhash;
 mod pairs;
 mod rule;
 mod shingles;
+pub mod store;
 
 pub use minhash::{MinHashConfig, Sketch};
 pub use pairs::{pairs_in_memory, PairStats};

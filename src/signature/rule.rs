@@ -8,7 +8,7 @@ use crate::layout::BlockLayout;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Key tag of the band family: keys `(0x8000 | band) << 48 | band bits`. Simhash block keys use
+/// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash block keys use
 /// tags below 0x8000 (their combination index), so both families share one keys field.
 pub const BAND_KEY_TAG: u64 = 0x8000;
 const TAG_SHIFT: u32 = 48;
@@ -171,7 +171,8 @@ impl MatchRule {
             return;
         }
         for b in 0..self.spec.minhash.bands {
-            out.push(band_key(b, signature.sketch.band(&self.spec.minhash, b)));
+            let bits = signature.sketch.band(&self.spec.minhash, b);
+            out.push(band_key(b, bits, self.spec.minhash.key_bits));
         }
     }
 
@@ -218,9 +219,9 @@ impl MatchRule {
     }
 }
 
-/// The key of band `band` with bits `bits`.
-pub(crate) fn band_key(band: u32, bits: u64) -> u64 {
-    ((BAND_KEY_TAG | u64::from(band)) << TAG_SHIFT) | (bits & ((1 << TAG_SHIFT) - 1))
+/// The key of band `band` with bits `bits`, of which the low `key_bits` are kept.
+pub(crate) fn band_key(band: u32, bits: u64, key_bits: u32) -> u64 {
+    ((BAND_KEY_TAG | u64::from(band)) << TAG_SHIFT) | (bits & ((1u64 << key_bits) - 1))
 }
 
 impl fmt::Display for MatchRule {

@@ -89,6 +89,7 @@ fn rules() -> Vec<MatchRule> {
             bands: 16,
             rows: 8,
             bits: 4,
+            key_bits: 16,
         },
         band_max_distance: Some(20),
         ..RuleSpec::default()
@@ -133,7 +134,7 @@ proptest! {
     fn agreeing_bins_counts_equal_bins(a in proptest::collection::vec(any::<u64>(), 1..300),
                                        b in proptest::collection::vec(any::<u64>(), 1..300),
                                        bits in prop_oneof![Just(4u32), Just(8), Just(16)]) {
-        let config = MinHashConfig { slots: 128, bands: 4, rows: 32 / bits, bits };
+        let config = MinHashConfig { slots: 128, bands: 4, rows: 32 / bits, bits, key_bits: 32 };
         let (mut ba, mut bb) = (Vec::new(), Vec::new());
         one_permutation(&config, &a, &mut ba);
         one_permutation(&config, &b, &mut bb);
@@ -219,6 +220,7 @@ fn invalid_rules_are_refused_with_the_reason() {
                     bands: 16,
                     rows: 4,
                     bits: 8,
+                    key_bits: 20,
                 },
                 ..RuleSpec::default()
             },
@@ -231,6 +233,7 @@ fn invalid_rules_are_refused_with_the_reason() {
                     bands: 40,
                     rows: 4,
                     bits: 8,
+                    key_bits: 20,
                 },
                 ..RuleSpec::default()
             },
@@ -243,6 +246,7 @@ fn invalid_rules_are_refused_with_the_reason() {
                     bands: 16,
                     rows: 2,
                     bits: 8,
+                    key_bits: 16,
                 },
                 ..RuleSpec::default()
             },
@@ -316,4 +320,88 @@ fn the_test_corpus_has_matches_of_both_kinds() {
         }
     }
     assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
+}
+
+/// Lookups through the index (several segments, deletes) find exactly what brute force finds.
+#[test]
+fn index_lookup_equals_brute_force_across_segments_and_deletes() {
+    use super::store::{SignatureFields, SignatureReader};
+    use tantivy::indexer::NoMergePolicy;
+    use tantivy::schema::{Schema, FAST, INDEXED};
+    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+
+    for (seed, rule) in [(3u64, MatchRule::default()), (4, rules().remove(1))] {
+        let texts = corpus(seed, 150);
+        let mut signer = rule.signer(&crate::Scheme::default());
+        let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
+        let names = SignatureFields::new("fp", "keys", &rule);
+        let mut builder = Schema::builder();
+        let n_field = builder.add_u64_field("n", INDEXED | FAST);
+        names.add_to_schema(&mut builder);
+        let index = Index::create_in_ram(builder.build());
+        let fields = names.resolve(&index.schema()).unwrap();
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        for (i, sig) in sigs.iter().enumerate() {
+            let mut doc = TantivyDocument::default();
+            doc.add_u64(n_field, i as u64);
+            fields.add_to_document(&rule, sig, &mut doc);
+            writer.add_document(doc).unwrap();
+            if i % 50 == 49 {
+                writer.commit().unwrap();
+            }
+        }
+        // Deletes reach into committed segments.
+        let deleted: BTreeSet<usize> = (0..sigs.len()).filter(|i| i % 7 == 3).collect();
+        for &i in &deleted {
+            writer.delete_term(Term::from_field_u64(n_field, i as u64));
+        }
+        writer.commit().unwrap();
+        let reader = index.reader().unwrap();
+        let searcher = reader.searcher();
+        assert!(searcher.segment_readers().len() >= 3);
+        let lookups = SignatureReader::new(&searcher, &fields).unwrap();
+        let ids: Vec<_> = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| s.fast_fields().u64("n").unwrap())
+            .collect();
+        let (mut total, mut capped_total) = (0, 0);
+        for (q, query) in sigs.iter().enumerate() {
+            let oracle: BTreeSet<usize> = (0..sigs.len())
+                .filter(|i| !deleted.contains(i) && rule.matches(query, &sigs[*i]).is_some())
+                .collect();
+            let mut found = Vec::new();
+            lookups
+                .for_each_match(&rule, query, usize::MAX, |ord, doc, e, s| {
+                    let i = ids[ord as usize].first(doc).unwrap() as usize;
+                    assert_eq!(s, &sigs[i]);
+                    assert_eq!(rule.matches(query, s), Some(e));
+                    found.push(i);
+                })
+                .unwrap();
+            let set: BTreeSet<usize> = found.iter().copied().collect();
+            assert_eq!(
+                set.len(),
+                found.len(),
+                "query {q}: a document reported twice"
+            );
+            assert_eq!(set, oracle, "query {q}");
+            total += set.len();
+            // A bound of 1 posting per key still reports only true matches.
+            let mut capped = BTreeSet::new();
+            lookups
+                .for_each_match(&rule, query, 1, |ord, doc, _, _| {
+                    capped.insert(ids[ord as usize].first(doc).unwrap() as usize);
+                })
+                .unwrap();
+            assert!(capped.is_subset(&oracle));
+            capped_total += capped.len();
+        }
+        assert!(
+            total > sigs.len(),
+            "the corpus must have matches beyond self-matches"
+        );
+        assert!(capped_total <= total);
+    }
 }

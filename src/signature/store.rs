@@ -1,0 +1,308 @@
+//! Signatures in a tantivy index: the fields, reading them back per segment, and the lookup
+//! that every consumer builds on.
+//!
+//! A signature is stored as the fingerprint (one `u64` fast field), the sketch (one
+//! single-valued `u64` fast field per 64-bit word: `{fingerprint}_sketch0` ..; bit-packed
+//! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and
+//! the rule's keys (the multi-valued indexed `u64` keys field, block and band keys together).
+
+use super::minhash::low_mask;
+use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use std::collections::HashSet;
+use tantivy::columnar::Column;
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST,
+};
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+
+/// The names of the fields that hold signatures under a rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureFields {
+    /// The fingerprint fast field.
+    pub fingerprint: String,
+    /// The keys field (block and band keys).
+    pub keys: String,
+    /// The sketch fast fields, one per 64-bit word.
+    pub sketch: Vec<String>,
+}
+
+impl SignatureFields {
+    /// The field names for `rule`: `fingerprint`, `keys`, and `{fingerprint}_sketch{i}`.
+    pub fn new(fingerprint: &str, keys: &str, rule: &MatchRule) -> SignatureFields {
+        SignatureFields {
+            fingerprint: fingerprint.to_string(),
+            keys: keys.to_string(),
+            sketch: (0..rule.minhash().sketch_words())
+                .map(|i| format!("{fingerprint}_sketch{i}"))
+                .collect(),
+        }
+    }
+
+    /// Adds the fields to `builder`: the fingerprint and sketch words as `u64` fast fields, the
+    /// keys as a multi-valued `u64` field indexed without fieldnorms.
+    pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
+        builder.add_u64_field(&self.fingerprint, FAST);
+        builder.add_u64_field(&self.keys, NumericOptions::default().set_indexed());
+        for name in &self.sketch {
+            builder.add_u64_field(name, FAST);
+        }
+    }
+
+    /// The fields in `schema`; errors naming the first missing one.
+    pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
+        let get = |name: &str| {
+            schema.get_field(name).map_err(|_| {
+                Error::InvalidConfig(format!(
+                    "the schema has no field `{name}`; add the signature fields with \
+                     SignatureFields::add_to_schema (or rebuild the index with this version)"
+                ))
+            })
+        };
+        Ok(ResolvedSignatureFields {
+            names: self.clone(),
+            fingerprint: get(&self.fingerprint)?,
+            keys: get(&self.keys)?,
+            sketch: self.sketch.iter().map(|n| get(n)).collect::<Result<_>>()?,
+        })
+    }
+}
+
+/// [`SignatureFields`] resolved against a schema.
+#[derive(Clone, Debug)]
+pub struct ResolvedSignatureFields {
+    names: SignatureFields,
+    fingerprint: Field,
+    keys: Field,
+    sketch: Vec<Field>,
+}
+
+impl ResolvedSignatureFields {
+    /// The names.
+    pub fn names(&self) -> &SignatureFields {
+        &self.names
+    }
+
+    /// The keys field.
+    pub fn keys_field(&self) -> Field {
+        self.keys
+    }
+
+    /// Adds `signature` (fingerprint, sketch words, keys) to `doc`.
+    pub fn add_to_document(
+        &self,
+        rule: &MatchRule,
+        signature: &Signature,
+        doc: &mut TantivyDocument,
+    ) {
+        doc.add_u64(self.fingerprint, signature.fingerprint.0);
+        for (field, &word) in self.sketch.iter().zip(&signature.sketch.words) {
+            doc.add_u64(*field, word);
+        }
+        for key in rule.keys(signature) {
+            doc.add_u64(self.keys, key);
+        }
+    }
+}
+
+/// The signature columns of one segment.
+pub struct SegmentSignatures {
+    fingerprint: Column<u64>,
+    sketch: Vec<Column<u64>>,
+}
+
+impl SegmentSignatures {
+    /// Opens the columns of `fields` in `segment`.
+    pub fn open(segment: &SegmentReader, fields: &SignatureFields) -> Result<SegmentSignatures> {
+        let ff = segment.fast_fields();
+        Ok(SegmentSignatures {
+            fingerprint: ff.u64(&fields.fingerprint)?,
+            sketch: fields
+                .sketch
+                .iter()
+                .map(|n| ff.u64(n))
+                .collect::<tantivy::Result<_>>()?,
+        })
+    }
+
+    /// Reads the signature of `doc` into `out` (reusing its sketch buffer); `false` when the
+    /// document has no fingerprint (it was not added with a signature).
+    pub fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
+        let Some(fp) = self.fingerprint.first(doc) else {
+            return false;
+        };
+        out.fingerprint = Fingerprint(fp);
+        out.sketch.words.clear();
+        out.sketch
+            .words
+            .extend(self.sketch.iter().map(|c| c.first(doc).unwrap_or(0)));
+        true
+    }
+
+    /// The fingerprint of `doc`, if it has one.
+    pub fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
+        self.fingerprint.first(doc).map(Fingerprint)
+    }
+
+    /// The `rows * bits` bits of band `band` of `doc`'s sketch, reading only the one or two
+    /// words that hold them.
+    pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
+        let width = (config.rows * config.bits) as usize;
+        let at = band as usize * width;
+        let (mut v, mut done) = (0u64, 0usize);
+        while done < width {
+            let bit = at + done;
+            let (w, off) = (bit / 64, bit % 64);
+            let take = (64 - off).min(width - done);
+            let word = self.sketch.get(w).and_then(|c| c.first(doc)).unwrap_or(0);
+            v |= ((word >> off) & low_mask(take)) << done;
+            done += take;
+        }
+        v
+    }
+
+    /// The signature of `doc`, if it has one.
+    pub fn get(&self, doc: DocId) -> Option<Signature> {
+        let mut s = Signature {
+            fingerprint: Fingerprint(0),
+            sketch: Sketch::default(),
+        };
+        self.read_into(doc, &mut s).then_some(s)
+    }
+}
+
+/// A searcher's signature columns and key postings, opened once per segment; lookups reuse
+/// them (opening the columns costs more than a lookup).
+pub struct SignatureReader {
+    keys: Field,
+    segments: Vec<(
+        SegmentSignatures,
+        std::sync::Arc<tantivy::InvertedIndexReader>,
+    )>,
+    searcher: Searcher,
+}
+
+impl SignatureReader {
+    /// Opens the columns and the keys' inverted index of every segment of `searcher`.
+    pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
+        let mut segments = Vec::new();
+        for segment in searcher.segment_readers() {
+            segments.push((
+                SegmentSignatures::open(segment, fields.names())?,
+                segment.inverted_index(fields.keys)?,
+            ));
+        }
+        Ok(SignatureReader {
+            keys: fields.keys,
+            segments,
+            searcher: searcher.clone(),
+        })
+    }
+
+    /// The signature columns of segment `ord`.
+    pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
+        self.segments.get(ord as usize).map(|(s, _)| s)
+    }
+
+    /// Calls `f(segment_ord, doc, evidence, signature)` once for every live document that
+    /// `rule` matches with `query`: per segment, one term look-up and postings read per key of
+    /// `query`, one signature read and one [`MatchRule::matches`] per candidate (a document met
+    /// under several keys is verified and reported once: a per-segment set of the matches).
+    ///
+    /// Because every pair the rule matches shares a key, this finds exactly the documents a
+    /// brute-force scan with [`MatchRule::matches`] finds. **Hot keys**: a key whose postings
+    /// hold more than `max_postings_per_key` documents is read only up to that many (in doc id
+    /// order, per segment), so a lookup costs at most keys x `max_postings_per_key` candidates
+    /// per segment; a match is then missed only if every key it shares with `query` is cut that
+    /// way. `usize::MAX` reads everything.
+    pub fn for_each_match(
+        &self,
+        rule: &MatchRule,
+        query: &Signature,
+        max_postings_per_key: usize,
+        mut f: impl FnMut(u32, DocId, Evidence, &Signature),
+    ) -> Result<()> {
+        let terms: Vec<Term> = rule
+            .keys(query)
+            .into_iter()
+            .map(|k| Term::from_field_u64(self.keys, k))
+            .collect();
+        let mut candidate = Signature {
+            fingerprint: Fingerprint(0),
+            sketch: Sketch::default(),
+        };
+        let query_bands: Vec<u64> = (0..rule.minhash().bands)
+            .map(|b| query.sketch.band(rule.minhash(), b))
+            .collect();
+        let mut seen: HashSet<DocId> = HashSet::new();
+        for (ord, (columns, inverted)) in self.segments.iter().enumerate() {
+            let segment = self.searcher.segment_reader(ord as u32);
+            seen.clear();
+            for (position, term) in terms.iter().enumerate() {
+                let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)?
+                else {
+                    continue;
+                };
+                let mut doc = postings.doc();
+                let mut read = 0usize;
+                while doc != TERMINATED && read < max_postings_per_key {
+                    read += 1;
+                    if !seen.contains(&doc) && !segment.is_deleted(doc) {
+                        if let Some(evidence) = self.verify(
+                            rule,
+                            query,
+                            &query_bands,
+                            columns,
+                            doc,
+                            position,
+                            &mut candidate,
+                        ) {
+                            seen.insert(doc);
+                            f(ord as u32, doc, evidence, &candidate);
+                        }
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
+    /// little as that key's branch needs. Under a block key only the simhash branch is checked
+    /// (a resemblance match shares a band key and is verified there); under band `b`'s key the
+    /// fingerprint first, then band `b`'s one or two sketch words, and the whole sketch only
+    /// for a candidate that really shares the band.
+    #[allow(clippy::too_many_arguments)]
+    fn verify(
+        &self,
+        rule: &MatchRule,
+        query: &Signature,
+        query_bands: &[u64],
+        columns: &SegmentSignatures,
+        doc: DocId,
+        position: usize,
+        candidate: &mut Signature,
+    ) -> Option<Evidence> {
+        let fp = columns.fingerprint(doc)?;
+        let blocks = rule.layout().num_keys();
+        let distance = query.fingerprint.distance(fp);
+        if distance <= rule.layout().max_distance() {
+            return columns
+                .read_into(doc, candidate)
+                .then_some(Evidence::Simhash { distance });
+        }
+        if position < blocks {
+            return None;
+        }
+        let band = (position - blocks) as u32;
+        if columns.band(doc, rule.minhash(), band) != query_bands[band as usize] {
+            return None;
+        }
+        if !columns.read_into(doc, candidate) {
+            return None;
+        }
+        rule.matches(query, candidate)
+    }
+}
