@@ -236,7 +236,8 @@ fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>>
     })?;
     let record = IndexRecord::read(&index).map_err(|e| match e {
         tantivy_simhash::Error::Json(e) => Failure::Message(format!(
-            "{} is damaged ({e}); it records how the index was built: restore it or rebuild              the index",
+            "{} is damaged ({e}); it records how the index was built: restore it or rebuild \
+             the index",
             dir.join(RECORD_FILE).display()
         )),
         other => Failure::Error(other),

@@ -1,0 +1,231 @@
+"""Type stubs of tantivy_simhash (the extension module tantivy_simhash._native)."""
+
+import os
+from typing import Any, Callable, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
+
+Policy = Literal["tag", "reject", "replace", "off"]
+Status = Literal["added", "tagged", "replaced", "rejected", "skipped"]
+Document = Mapping[str, Any]
+"""A document: ``id`` (str or int), ``text`` (str), optionally ``title`` and ``host`` (str)."""
+
+class Error(Exception):
+    """An error of the index or the crate; the message says what was found and what to do."""
+
+class Scheme:
+    """How a text becomes a 64-bit fingerprint; fingerprints of two schemes cannot be compared.
+
+    ``language``: ``"auto"`` (words; Chinese segmented by jieba), ``"han-chars"`` or a stemming
+    language (``"english"``, ``"french"``, ...). Raises ``ValueError`` for an unknown language.
+    """
+
+    def __init__(self, language: str = "auto") -> None: ...
+    def fingerprint(self, text: str) -> int:
+        """The fingerprint of ``text``, an unsigned 64-bit int (GIL released)."""
+    def fingerprints(self, texts: Iterable[str]) -> List[int]:
+        """The fingerprints of many texts, computed in parallel with the GIL released."""
+    @property
+    def id(self) -> str:
+        """The scheme's stable identifier (what an index records)."""
+    @property
+    def language(self) -> str: ...
+
+def distance(a: int, b: int) -> int:
+    """The Hamming distance between two fingerprints (0 to 64). ``OverflowError`` outside u64."""
+
+class Outcome:
+    """What happened to a document given to :meth:`Writer.add`."""
+
+    @property
+    def status(self) -> Status:
+        """``"added"``, ``"tagged"`` (added in the group of a near-duplicate), ``"replaced"``
+        (added; its near-duplicates were deleted), ``"rejected"`` (not added) or ``"skipped"``
+        (not added: its id is already in the index)."""
+    @property
+    def id(self) -> str: ...
+    @property
+    def fingerprint(self) -> Optional[int]:
+        """None for a skipped document."""
+    @property
+    def of(self) -> Optional[str]:
+        """The nearest near-duplicate (tagged, rejected, replaced)."""
+    @property
+    def distance(self) -> Optional[int]: ...
+    @property
+    def group(self) -> Optional[str]:
+        """The group it joined (policy "tag"): the id of the group's first document."""
+    @property
+    def replaced(self) -> List[str]:
+        """The deleted near-duplicates, nearest first (policy "replace")."""
+    @property
+    def added(self) -> bool:
+        """Whether the document is now in the index."""
+
+class Summary:
+    """Counts of what :meth:`Writer.add_many` did."""
+
+    documents: int
+    added: int
+    tagged: int
+    replacing: int
+    replaced: int
+    rejected: int
+    skipped_existing_id: int
+    skipped_bad: int
+
+class Writer:
+    """Adds documents under a dedup policy; a context manager that commits on success and rolls
+    back on an exception. One writer per index at a time."""
+
+    def add(self, doc: Document) -> Outcome:
+        """Adds one document. ``TypeError``/``ValueError`` for a bad document, ``ValueError``
+        when the writer is closed."""
+    def add_many(
+        self,
+        docs: Union[Iterable[Document], Any],
+        *,
+        batch_size: int = 256,
+        progress: Union[None, bool, Callable[[int, Optional[int]], Any]] = None,
+        skip_bad: bool = False,
+    ) -> Summary:
+        """Adds every document of an iterable of dicts (or of a pyarrow Table / RecordBatch).
+        ``progress=True`` shows a tqdm bar; a callable gets ``(done, total)`` after each
+        batch."""
+    def commit(self) -> None:
+        """Makes every document added so far durable and visible to searches."""
+    def rollback(self) -> None:
+        """Discards every document added since the last commit."""
+    def close(self) -> None:
+        """Closes without committing; closing twice is allowed."""
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> "Writer": ...
+    def __exit__(self, exc_type: Any, exc_value: Any = None, traceback: Any = None) -> bool: ...
+
+class Member:
+    """A near-duplicate folded into a search result."""
+
+    id: str
+    score: float
+    distance: Optional[int]
+
+class Hit:
+    """A search result; with collapse, the near-duplicates folded into it."""
+
+    rank: int
+    score: float
+    id: str
+    title: str
+    host: str
+    text: str
+    group_size: int
+    group_size_exact: bool
+    members: List[Member]
+
+class Match:
+    """A near-duplicate found by :meth:`Index.similar`."""
+
+    id: str
+    distance: int
+    fingerprint: int
+    title: str
+    host: str
+
+class Cluster:
+    """Documents linked by chains of pairs within k; ``id`` is the smallest member id."""
+
+    id: str
+    members: List[str]
+    def __len__(self) -> int: ...
+
+class PairIterator(Iterator[Tuple[str, str, int]]):
+    """``(id_a, id_b, distance)`` with ``id_a < id_b``, computed as you iterate."""
+
+    def __iter__(self) -> "PairIterator": ...
+    def __next__(self) -> Tuple[str, str, int]: ...
+
+class PagePair(TypedDict):
+    page_a: str
+    page_b: str
+    distance: int
+
+class HostPair(TypedDict):
+    """A line of ``neardup mirrors --json``."""
+
+    host_a: str
+    host_b: str
+    pages_a: int
+    pages_b: int
+    shared_pages: int
+    matched_a: int
+    matched_b: int
+    share_a: float
+    share_b: float
+    score: float
+    is_mirror: bool
+    examples: List[PagePair]
+
+class Index:
+    """An index directory in the format of the ``neardup`` command line. A context manager;
+    a closed index raises ``ValueError`` on use."""
+
+    @staticmethod
+    def create(
+        path: Union[str, os.PathLike[str]],
+        *,
+        language: str = "auto",
+        k: int = 3,
+        policy: Policy = "tag",
+    ) -> "Index":
+        """Creates an index in a new or empty directory. ``k`` (0-9) and ``language`` are fixed
+        for the life of the index."""
+    @staticmethod
+    def open(path: Union[str, os.PathLike[str]]) -> "Index":
+        """Opens an index made by :meth:`create` or ``neardup index``; :class:`Error` when the
+        directory is not one, or records another scheme or layout."""
+    def writer(
+        self,
+        policy: Optional[Policy] = None,
+        *,
+        fields: Optional[Mapping[str, str]] = None,
+        memory_mb: int = 256,
+        threads: Optional[int] = None,
+    ) -> Writer:
+        """A writer; ``fields`` maps ``id``/``text``/``title``/``host`` to your dict keys."""
+    def search(self, query: str, limit: int = 10, collapse: bool = True) -> List[Hit]:
+        """The best results for ``query`` (tantivy syntax over title and text), one per group of
+        near-duplicates when ``collapse``."""
+    def similar(
+        self,
+        *,
+        id: Union[str, int, None] = None,
+        text: Optional[str] = None,
+        k: Optional[int] = None,
+        limit: int = 0,
+    ) -> List[Match]:
+        """Near-duplicates of a document (itself left out) or of a text, nearest first."""
+    def pairs(self, k: Optional[int] = None) -> PairIterator:
+        """Every pair within ``k`` (default: the index's k)."""
+    def clusters(self, k: Optional[int] = None, *, min_size: int = 2) -> List[Cluster]:
+        """Connected components of the pairs within ``k``, largest first."""
+    def mirrors(self, *, host: Optional[str] = None, all: bool = False) -> List[HostPair]:
+        """Host pairs that copy each other's pages, best first."""
+    def fingerprint_of(self, id: str) -> Optional[int]:
+        """The fingerprint of the document ``id``, or None."""
+    def __len__(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def language(self) -> str: ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def scheme(self) -> Scheme: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Index": ...
+    def __exit__(self, exc_type: Any = None, exc_value: Any = None, traceback: Any = None) -> bool: ...

@@ -1,0 +1,614 @@
+//! `Index`: an on-disk index, opened or created from Python, and its read operations
+//! (search, similar, pairs, clusters, mirrors) over the library's public API.
+
+use crate::cli::input::FieldMap;
+use crate::store::{self, Store};
+use crate::writer::Writer;
+use crate::{Failure, Scheme};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex, RwLock};
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::Value;
+use tantivy::{DocAddress, Searcher, TantivyDocument};
+use tantivy_simhash::batch::NearDupGraph;
+use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
+
+/// A near-duplicate folded into a search result.
+#[pyclass(module = "tantivy_simhash", frozen, get_all)]
+#[derive(Clone)]
+pub(crate) struct Member {
+    id: String,
+    score: f32,
+    /// The distance to the result's document (None when a fingerprint is missing).
+    distance: Option<u32>,
+}
+
+#[pymethods]
+impl Member {
+    fn __repr__(&self) -> String {
+        format!(
+            "Member(id={:?}, score={}, distance={:?})",
+            self.id, self.score, self.distance
+        )
+    }
+}
+
+/// A search result: a document and, when collapsed, the near-duplicates folded into it.
+#[pyclass(module = "tantivy_simhash", frozen, get_all)]
+#[derive(Clone)]
+pub(crate) struct Hit {
+    rank: usize,
+    score: f32,
+    id: String,
+    title: String,
+    host: String,
+    text: String,
+    /// The document and its near-duplicates among the matching documents (1 without collapse).
+    group_size: usize,
+    /// Whether ``group_size`` counts every matching document (else: at least).
+    group_size_exact: bool,
+    /// The near-duplicates found among the top hits, in rank order.
+    members: Vec<Member>,
+}
+
+#[pymethods]
+impl Hit {
+    fn __repr__(&self) -> String {
+        format!(
+            "Hit(rank={}, score={:.3}, id={:?}, title={:?}, group_size={})",
+            self.rank, self.score, self.id, self.title, self.group_size
+        )
+    }
+}
+
+/// A near-duplicate found by ``Index.similar``.
+#[pyclass(module = "tantivy_simhash", frozen, get_all)]
+#[derive(Clone)]
+pub(crate) struct Match {
+    id: String,
+    distance: u32,
+    fingerprint: u64,
+    title: String,
+    host: String,
+}
+
+#[pymethods]
+impl Match {
+    fn __repr__(&self) -> String {
+        format!(
+            "Match(id={:?}, distance={}, title={:?})",
+            self.id, self.distance, self.title
+        )
+    }
+}
+
+/// A cluster: documents linked by chains of pairs within k. ``id`` is its smallest member id.
+#[pyclass(module = "tantivy_simhash", frozen, get_all)]
+#[derive(Clone)]
+pub(crate) struct Cluster {
+    id: String,
+    /// Member ids, sorted.
+    members: Vec<String>,
+}
+
+#[pymethods]
+impl Cluster {
+    fn __len__(&self) -> usize {
+        self.members.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Cluster(id={:?}, size={})", self.id, self.members.len())
+    }
+}
+
+/// The stored fields of a document.
+struct Shown {
+    id: String,
+    title: String,
+    host: String,
+    text: String,
+}
+
+fn load(store: &Store, searcher: &Searcher, addr: DocAddress) -> Result<Shown, Failure> {
+    let doc: TantivyDocument = searcher.doc(addr)?;
+    let f = store.fields;
+    let get = |field| {
+        doc.get_first(field)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    Ok(Shown {
+        id: get(f.id),
+        title: get(f.title),
+        host: get(f.host),
+        text: get(f.text),
+    })
+}
+
+/// An index directory in the format of the ``neardup`` command line: documents with an id, a
+/// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.
+///
+/// ``Index.create(path, ...)`` makes one, ``Index.open(path)`` opens one (also one built by
+/// ``neardup index``). Use it as a context manager, or call ``close()``: a closed index raises
+/// ``ValueError`` on use.
+#[pyclass(module = "tantivy_simhash", frozen)]
+pub(crate) struct Index {
+    store: RwLock<Option<Arc<Store>>>,
+}
+
+impl Index {
+    fn store(&self) -> PyResult<Arc<Store>> {
+        let guard = self
+            .store
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        guard.clone().ok_or_else(|| {
+            PyValueError::new_err("the index is closed; open it again with Index.open(path)")
+        })
+    }
+
+    fn wrap(store: Store) -> Index {
+        Index {
+            store: RwLock::new(Some(Arc::new(store))),
+        }
+    }
+}
+
+/// A pair (id_a, id_b, distance), or the message of the error that stopped the pairs.
+type PairMessage = Result<(String, String, u32), String>;
+
+/// An iterator over the pairs within k, computed on a thread of their own.
+#[pyclass(module = "tantivy_simhash", frozen)]
+pub(crate) struct PairIterator {
+    rx: Mutex<Receiver<PairMessage>>,
+}
+
+#[pymethods]
+impl PairIterator {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(String, String, u32)>> {
+        let next = py.detach(|| {
+            let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+            rx.recv().ok()
+        });
+        match next {
+            None => Ok(None),
+            Some(Ok(pair)) => Ok(Some(pair)),
+            Some(Err(message)) => Err(crate::Error::new_err(message)),
+        }
+    }
+}
+
+#[pymethods]
+impl Index {
+    /// Creates an index in ``path`` (a new or empty directory).
+    ///
+    /// ``language``: ``"auto"`` (words; Chinese segmented by jieba), ``"han-chars"`` or a
+    /// stemming language (``"english"``, ``"french"``, ...). ``k``: the largest distance the
+    /// index guarantees to find (0 to 9; 3 by default). ``policy``: the default of
+    /// ``writer()``. Language and k are fixed for the life of the index.
+    #[staticmethod]
+    #[pyo3(signature = (path, *, language = "auto", k = 3, policy = "tag"))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        language: &str,
+        k: u32,
+        policy: &str,
+    ) -> PyResult<Index> {
+        let language = language.to_string();
+        let policy = policy.to_string();
+        let store = py.detach(|| store::create(&path, &language, k, &policy))?;
+        Ok(Index::wrap(store))
+    }
+
+    /// Opens an index made by ``Index.create`` or ``neardup index``.
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Index> {
+        let store = py.detach(|| store::open(&path))?;
+        Ok(Index::wrap(store))
+    }
+
+    /// A writer that adds documents under ``policy`` (``"tag"``, ``"reject"``, ``"replace"``
+    /// or ``"off"``; the index's recorded policy by default). ``fields`` maps the document keys
+    /// (``{"id": "url", "text": "body"}``: defaults are the recorded mapping, ``id``, ``text``,
+    /// ``title``, ``host`` for a new index). ``memory_mb`` is tantivy's indexing memory (at
+    /// least 15 per thread), ``threads`` its indexing threads.
+    #[pyo3(signature = (policy = None, *, fields = None, memory_mb = 256, threads = None))]
+    fn writer(
+        &self,
+        py: Python<'_>,
+        policy: Option<&str>,
+        fields: Option<&Bound<'_, PyDict>>,
+        memory_mb: usize,
+        threads: Option<usize>,
+    ) -> PyResult<Writer> {
+        let store = self.store()?;
+        let record = store.settings();
+        let policy_name = policy.unwrap_or(&record.policy).to_string();
+        let parsed = store::policy_named(&policy_name)?.to_policy();
+        let mut map: FieldMap = record.fields;
+        if let Some(fields) = fields {
+            for (key, value) in fields.iter() {
+                let key: String = key.extract()?;
+                let value: String = value.extract()?;
+                let slot = match key.as_str() {
+                    "id" => &mut map.id,
+                    "text" => &mut map.text,
+                    "title" => &mut map.title,
+                    "host" => &mut map.host,
+                    other => {
+                        return Err(PyValueError::new_err(format!(
+                            "unknown field `{other}` in fields; expected id, text, title or host"
+                        )))
+                    }
+                };
+                *slot = value;
+            }
+        }
+        let writer =
+            py.detach(|| Writer::open(store, &policy_name, parsed, map, memory_mb, threads))?;
+        Ok(writer)
+    }
+
+    /// The best ``limit`` results for ``query`` (tantivy's query syntax over title and text):
+    /// one result per group of near-duplicates when ``collapse``, with the group's size
+    /// (exact: one more pass over the matching documents), else single documents.
+    #[pyo3(signature = (query, limit = 10, collapse = true))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        limit: usize,
+        collapse: bool,
+    ) -> PyResult<Vec<Hit>> {
+        if limit == 0 {
+            return Err(PyValueError::new_err("limit must be at least 1"));
+        }
+        let store = self.store()?;
+        let query = query.to_string();
+        Ok(py.detach(|| search(&store, &query, limit, collapse))?)
+    }
+
+    /// The near-duplicates of the document ``id`` (itself left out) or of ``text``, within
+    /// ``k`` (the index's k by default), nearest first; ``limit`` > 0 keeps the first ones.
+    #[pyo3(signature = (*, id = None, text = None, k = None, limit = 0))]
+    fn similar(
+        &self,
+        py: Python<'_>,
+        id: Option<&Bound<'_, PyAny>>,
+        text: Option<&str>,
+        k: Option<u32>,
+        limit: usize,
+    ) -> PyResult<Vec<Match>> {
+        let id = match id {
+            None => None,
+            Some(v)
+                if v.is_instance_of::<pyo3::types::PyInt>()
+                    && !v.is_instance_of::<pyo3::types::PyBool>() =>
+            {
+                Some(v.str()?.to_string())
+            }
+            Some(v) => Some(v.extract::<String>()?),
+        };
+        let store = self.store()?;
+        let text = text.map(str::to_string);
+        Ok(py.detach(|| similar(&store, id.as_deref(), text.as_deref(), k, limit))?)
+    }
+
+    /// Every pair of documents within ``k`` (the index's k by default), as
+    /// ``(id_a, id_b, distance)`` with ``id_a < id_b``, in no particular order. The pairs are
+    /// computed on a thread of their own as you iterate (one pass over the index; the GIL is
+    /// free meanwhile).
+    #[pyo3(signature = (k = None))]
+    fn pairs(&self, k: Option<u32>) -> PyResult<PairIterator> {
+        let store = self.store()?;
+        let k = store.checked_k(k)?;
+        let (tx, rx) = sync_channel(4096);
+        std::thread::spawn(move || {
+            let run = || -> Result<(), Failure> {
+                let searcher = store.index.searcher()?;
+                let graph = NearDupGraph::with_max_distance(&searcher, k)?;
+                let mut receiver_gone = false;
+                graph.for_each_id_pair(|a, b, distance| {
+                    if receiver_gone {
+                        return;
+                    }
+                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                    let pair = (a.to_string(), b.to_string(), distance);
+                    receiver_gone = tx.send(Ok(pair)).is_err();
+                })?;
+                Ok(())
+            };
+            if let Err(e) = run() {
+                let _ = tx.send(Err(e.message()));
+            }
+        });
+        Ok(PairIterator { rx: Mutex::new(rx) })
+    }
+
+    /// The clusters (connected components of the pairs within ``k``) of at least
+    /// ``min_size`` documents, largest first (then by id). Cost: one pass over the index and the
+    /// all-pairs join.
+    #[pyo3(signature = (k = None, *, min_size = 2))]
+    fn clusters(&self, py: Python<'_>, k: Option<u32>, min_size: usize) -> PyResult<Vec<Cluster>> {
+        let store = self.store()?;
+        Ok(py.detach(|| clusters(&store, k, min_size))?)
+    }
+
+    /// Host pairs that copy each other's pages (the ``neardup mirrors`` report), best first,
+    /// each a dict like a line of ``neardup mirrors --json``. ``host``: only the hosts that
+    /// copy this one; ``all``: every host pair sharing a page, mirror or not.
+    #[pyo3(signature = (*, host = None, all = false))]
+    fn mirrors(&self, py: Python<'_>, host: Option<&str>, all: bool) -> PyResult<Vec<Py<PyAny>>> {
+        let store = self.store()?;
+        let host = host.map(str::to_string);
+        let lines = py.detach(|| mirrors(&store, host.as_deref(), all))?;
+        let json = py.import("json")?;
+        lines
+            .into_iter()
+            .map(|l| Ok(json.call_method1("loads", (l,))?.unbind()))
+            .collect()
+    }
+
+    /// The fingerprint of the document ``id``, or None when no document has it.
+    fn fingerprint_of(&self, py: Python<'_>, id: &str) -> PyResult<Option<u64>> {
+        let store = self.store()?;
+        let id = id.to_string();
+        let found = py.detach(|| -> Result<_, Failure> {
+            Ok(store.index.searcher()?.fingerprint_of_id(&id)?)
+        })?;
+        Ok(found.map(|f| f.0))
+    }
+
+    /// The number of documents as of the last commit.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let store = self.store()?;
+        let n = py.detach(|| -> Result<u64, Failure> {
+            Ok(store.index.searcher()?.searcher().num_docs())
+        })?;
+        Ok(n as usize)
+    }
+
+    /// The directory.
+    #[getter]
+    fn path(&self) -> PyResult<PathBuf> {
+        Ok(self.store()?.dir.clone())
+    }
+
+    /// The language the index was created with.
+    #[getter]
+    fn language(&self) -> PyResult<String> {
+        Ok(self.store()?.settings().language)
+    }
+
+    /// The largest distance the index guarantees to find.
+    #[getter]
+    fn k(&self) -> PyResult<u32> {
+        Ok(self.store()?.index.layout().max_distance())
+    }
+
+    /// The recorded dedup policy (the default of ``writer()``).
+    #[getter]
+    fn policy(&self) -> PyResult<String> {
+        Ok(self.store()?.settings().policy)
+    }
+
+    /// The index's scheme (fingerprints computed with it compare with the index's).
+    #[getter]
+    fn scheme(&self) -> PyResult<Scheme> {
+        let store = self.store()?;
+        Ok(Scheme {
+            scheme: store.index.scheme().clone(),
+            language: store.settings().language,
+        })
+    }
+
+    /// Whether the index is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.store
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_none()
+    }
+
+    /// Closes the index (a writer made from it stays usable until it is closed).
+    fn close(&self) {
+        let mut guard = self
+            .store
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *guard = None;
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type = None, _exc_value = None, _traceback = None))]
+    fn __exit__(
+        &self,
+        _exc_type: Option<&Bound<'_, PyAny>>,
+        _exc_value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        match self.store() {
+            Ok(s) => format!(
+                "Index({:?}, language={:?}, k={})",
+                s.dir.display().to_string(),
+                s.settings().language,
+                s.index.layout().max_distance()
+            ),
+            Err(_) => "Index(closed)".to_string(),
+        }
+    }
+}
+
+fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Vec<Hit>, Failure> {
+    let searcher = store.index.searcher()?;
+    let f = store.fields;
+    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
+    let parsed = parser.parse_query(query).map_err(|e| {
+        Failure::Value(format!(
+            "cannot parse the query `{query}`: {e}; use words, \"phrases\", +must, -not or \
+             title:word"
+        ))
+    })?;
+    let s = searcher.searcher();
+    let mut hits = Vec::new();
+    if !collapse {
+        let found = s.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
+        for (rank, (score, addr)) in found.into_iter().enumerate() {
+            let shown = load(store, s, addr)?;
+            hits.push(Hit {
+                rank: rank + 1,
+                score,
+                id: shown.id,
+                title: shown.title,
+                host: shown.host,
+                text: shown.text,
+                group_size: 1,
+                group_size_exact: true,
+                members: Vec::new(),
+            });
+        }
+        return Ok(hits);
+    }
+    // Exact group sizes, as the command line prints them: one more pass over the hits.
+    let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
+    let results = collapse.search(s, &parsed)?;
+    for (rank, g) in results.groups().iter().enumerate() {
+        let shown = load(store, s, g.leader.address)?;
+        hits.push(Hit {
+            rank: rank + 1,
+            score: g.leader.key,
+            id: shown.id,
+            title: shown.title,
+            host: shown.host,
+            text: shown.text,
+            group_size: g.count,
+            group_size_exact: g.count_exact,
+            members: g
+                .members
+                .iter()
+                .map(|m| Member {
+                    id: m.id.clone(),
+                    score: m.key,
+                    distance: m.distance,
+                })
+                .collect(),
+        });
+    }
+    Ok(hits)
+}
+
+fn similar(
+    store: &Store,
+    id: Option<&str>,
+    text: Option<&str>,
+    k: Option<u32>,
+    limit: usize,
+) -> Result<Vec<Match>, Failure> {
+    let k = store.checked_k(k)?;
+    let searcher = store.index.searcher()?;
+    let fp = match (id, text) {
+        (Some(id), None) => searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+            Failure::Value(format!(
+                "no document has id `{id}` in {}",
+                store.dir.display()
+            ))
+        })?,
+        (None, Some(text)) => store.index.scheme().fingerprint(text),
+        _ => {
+            return Err(Failure::Value(
+                "give exactly one of id= and text=".to_string(),
+            ))
+        }
+    };
+    let mut found = searcher.lookup_within(fp, k)?;
+    found.retain(|h| Some(h.id.as_str()) != id);
+    if limit > 0 {
+        found.truncate(limit);
+    }
+    found
+        .into_iter()
+        .map(|h| {
+            let shown = load(store, searcher.searcher(), h.address)?;
+            Ok(Match {
+                id: h.id,
+                distance: h.distance,
+                fingerprint: h.fingerprint.0,
+                title: shown.title,
+                host: shown.host,
+            })
+        })
+        .collect()
+}
+
+fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluster>, Failure> {
+    let k = store.checked_k(k)?;
+    let searcher = store.index.searcher()?;
+    let graph = NearDupGraph::with_max_distance(&searcher, k)?;
+    let all = graph.clusters()?;
+    let mut sorted: Vec<_> = all.iter().filter(|c| c.len() >= min_size.max(2)).collect();
+    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
+    Ok(sorted
+        .into_iter()
+        .map(|c| Cluster {
+            id: c.id.clone(),
+            members: c.members.iter().map(|m| m.id.clone()).collect(),
+        })
+        .collect())
+}
+
+/// The mirror report's host pairs as JSON lines (the command line's `--json` lines).
+fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Vec<String>, Failure> {
+    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
+    let report = finder.find_in_index(&store.index, "host")?;
+    let pairs: Vec<HostPair> = match host {
+        Some(h) => {
+            if !report.host_pages.contains_key(h) {
+                return Err(Failure::Value(format!(
+                    "no page of {} has host `{h}`",
+                    store.dir.display()
+                )));
+            }
+            report.copies_of(h)
+        }
+        None => report.pairs.clone(),
+    };
+    pairs
+        .iter()
+        .filter(|p| all || p.is_mirror)
+        .map(|p| {
+            serde_json::to_string(p)
+                .map_err(|e| Failure::Index(format!("cannot encode a host pair: {e}")))
+        })
+        .collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Index>()?;
+    m.add_class::<Hit>()?;
+    m.add_class::<Member>()?;
+    m.add_class::<Match>()?;
+    m.add_class::<Cluster>()?;
+    m.add_class::<PairIterator>()?;
+    Ok(())
+}

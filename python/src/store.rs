@@ -1,0 +1,111 @@
+//! Creating and opening the command line's indexes from Python, over the binary's own store
+//! module ([`crate::cli::store`]), and the settings a writer records as the next run's defaults
+//! (field mapping and policy, in the library's record, as `neardup index` does).
+
+use crate::cli::input::FieldMap;
+use crate::cli::store::{self as cli_store, CliRecord, Requested};
+use crate::cli::DedupPolicy;
+use crate::Failure;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// An open index: the command line's store and its current settings.
+pub(crate) struct Store {
+    inner: cli_store::Store,
+    /// Changes when a writer commits with another policy or field mapping.
+    settings: Mutex<CliRecord>,
+}
+
+impl std::ops::Deref for Store {
+    type Target = cli_store::Store;
+
+    fn deref(&self) -> &cli_store::Store {
+        &self.inner
+    }
+}
+
+impl From<cli_store::Store> for Store {
+    fn from(inner: cli_store::Store) -> Self {
+        let settings = Mutex::new(inner.record.clone());
+        Store { inner, settings }
+    }
+}
+
+/// The policy called `name`, or a message listing the names.
+pub(crate) fn policy_named(name: &str) -> Result<DedupPolicy, Failure> {
+    DedupPolicy::from_name(name).ok_or_else(|| {
+        Failure::Value(format!(
+            "unknown policy `{name}`; expected one of tag, reject, replace, off"
+        ))
+    })
+}
+
+impl Store {
+    /// `k` (the index's own by default), refused when the index's keys cannot guarantee it.
+    pub(crate) fn checked_k(&self, k: Option<u32>) -> Result<u32, Failure> {
+        Ok(self.inner.checked_k(k)?)
+    }
+
+    /// The current settings (language, k, field mapping, policy).
+    pub(crate) fn settings(&self) -> CliRecord {
+        self.settings
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Records `policy` and `fields` as the defaults of the next run when they changed.
+    pub(crate) fn remember(&self, policy: &str, fields: &FieldMap) -> Result<(), Failure> {
+        let mut settings = self
+            .settings
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if settings.policy == policy && settings.fields == *fields {
+            return Ok(());
+        }
+        settings.policy = policy.to_string();
+        settings.fields = fields.clone();
+        Ok(cli_store::write_record(&self.inner.index, &settings)?)
+    }
+}
+
+/// The scheme for a language name (the command line's `--language`), or why there is none.
+pub(crate) fn scheme_for(language: &str) -> Result<tantivy_simhash::Scheme, Failure> {
+    cli_store::scheme_for(language).map_err(Failure::Value)
+}
+
+/// Opens an index made by [`create`] or by `neardup index`.
+pub(crate) fn open(dir: &Path) -> Result<Store, Failure> {
+    Ok(cli_store::open(dir)?.into())
+}
+
+/// Creates an index in `dir`, which must be missing or empty.
+///
+/// Errors: `dir` is a file or a non-empty directory; an unknown language or policy; a k no
+/// layout supports.
+pub(crate) fn create(dir: &Path, language: &str, k: u32, policy: &str) -> Result<Store, Failure> {
+    let policy = policy_named(policy)?;
+    if dir.is_file() {
+        return Err(Failure::Value(format!(
+            "{} is a file; an index needs a directory",
+            dir.display()
+        )));
+    }
+    let not_empty = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
+    if not_empty {
+        let what = if dir.join("meta.json").exists() {
+            "already holds an index: open it with Index.open(path)"
+        } else {
+            "is not empty; create an index in a new or empty directory"
+        };
+        return Err(Failure::Value(format!("{} {what}", dir.display())));
+    }
+    let requested = Requested {
+        language: Some(language.to_string()),
+        k: Some(k),
+        policy: Some(policy),
+        ..Requested::default()
+    };
+    let (store, _created) = cli_store::open_or_create(dir, &requested)?;
+    Ok(store.into())
+}

@@ -1,0 +1,213 @@
+"""Index, writer and read operations against brute-force oracles over the demo corpus."""
+
+import threading
+
+import pytest
+
+from conftest import brute_force_pairs, components, document_text, popcount
+from tantivy_simhash import Index, Scheme
+
+
+@pytest.fixture(scope="module")
+def fingerprints(corpus):
+    texts = [document_text(d) for d in corpus]
+    return dict(zip((d["id"] for d in corpus), Scheme().fingerprints(texts)))
+
+
+def test_pairs_equal_brute_force(py_index_path, fingerprints):
+    with Index.open(py_index_path) as index:
+        assert len(index) == len(fingerprints)
+        for k in (0, 3):
+            found = list(index.pairs(k=k))
+            assert len(found) == len(set(found))
+            assert set(found) == brute_force_pairs(fingerprints, k)
+        assert set(index.pairs()) == brute_force_pairs(fingerprints, 3)
+
+
+def test_clusters_equal_connected_components_of_brute_force_pairs(py_index_path, fingerprints):
+    with Index.open(py_index_path) as index:
+        clusters = index.clusters()
+        oracle = components(fingerprints, brute_force_pairs(fingerprints, 3))
+        assert sorted(c.members for c in clusters) == oracle
+        assert all(c.id == c.members[0] and len(c) == len(c.members) for c in clusters)
+        sizes = [len(c) for c in clusters]
+        assert sizes == sorted(sizes, reverse=True)
+        big = index.clusters(min_size=5)
+        assert sorted(c.members for c in big) == [g for g in oracle if len(g) >= 5]
+
+
+def test_similar_equals_brute_force(py_index_path, fingerprints, corpus):
+    with Index.open(py_index_path) as index:
+        for doc in corpus[::97]:
+            fp = fingerprints[doc["id"]]
+            for k in (1, 3):
+                oracle = sorted(
+                    (popcount(fp ^ f), i)
+                    for i, f in fingerprints.items()
+                    if i != doc["id"] and popcount(fp ^ f) <= k
+                )
+                found = index.similar(id=doc["id"], k=k)
+                assert sorted((m.distance, m.id) for m in found) == oracle
+                assert [m.distance for m in found] == sorted(m.distance for m in found)
+                assert all(m.fingerprint == fingerprints[m.id] for m in found)
+            by_text = index.similar(text=document_text(doc))
+            assert doc["id"] in {m.id for m in by_text}
+        first = corpus[0]["id"]
+        assert len(index.similar(id=first, limit=1)) <= 1
+
+
+@pytest.mark.parametrize("query", ["text:google", "text:cloud", "text:软件"])
+def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
+    """Single-term queries: their scores do not depend on the order tantivy sums term scores in
+    (a multi-term BM25 score may differ in its last bits between two searches)."""
+    with Index.open(py_index_path) as index:
+        everything = index.search(query, limit=10_000, collapse=False)
+        fps = {h.id: index.fingerprint_of(h.id) for h in everything}
+        # Oracle: rank best first (ties by fingerprint, then id, as documented); a hit joins
+        # the first leader within k, else leads a group of its own.
+        everything.sort(key=lambda h: (-h.score, fps[h.id], h.id))
+        leaders, sizes = [], {}
+        for h in everything:
+            for leader in leaders:
+                if popcount(fps[leader] ^ fps[h.id]) <= index.k:
+                    sizes[leader] += 1
+                    break
+            else:
+                leaders.append(h.id)
+                sizes[h.id] = 1
+        hits = index.search(query, limit=8)
+        assert [h.id for h in hits] == leaders[:8]
+        assert [h.group_size for h in hits] == [sizes[i] for i in leaders[:8]]
+        assert all(h.group_size_exact for h in hits)
+        assert max(h.group_size for h in hits) > 1, "the query should fold near-duplicates"
+        for h in hits:
+            for m in h.members:
+                assert m.distance == popcount(fps[h.id] ^ fps[m.id]) <= index.k
+        plain = index.search(query, limit=8, collapse=False)
+        assert [h.score for h in plain] == [h.score for h in everything[:8]]
+        assert all(h.group_size == 1 and not h.members for h in plain)
+
+
+def test_reject_keeps_no_two_documents_within_k(corpus, tmp_path):
+    index = Index.create(tmp_path / "idx", policy="reject")
+    scheme = index.scheme
+    by_id = {d["id"]: d for d in corpus}
+    outcomes = []
+    with index.writer() as w:
+        for doc in corpus[:800]:
+            outcomes.append(w.add(doc))
+    kept = {o.id: o.fingerprint for o in outcomes if o.added}
+    assert {o.status for o in outcomes} <= {"added", "rejected"}
+    assert brute_force_pairs(kept, index.k) == set()
+    for o in outcomes:
+        assert o.fingerprint == scheme.fingerprint(document_text(by_id[o.id]))
+        if o.status == "rejected":
+            assert o.of in kept and o.distance == popcount(o.fingerprint ^ kept[o.of]) <= index.k
+    assert len(index) == len(kept)
+    assert any(o.status == "rejected" for o in outcomes)
+
+
+def test_tag_and_replace_outcomes(corpus, tmp_path):
+    docs = corpus[:800]
+    index = Index.create(tmp_path / "tag")
+    with index.writer(policy="tag") as w:
+        summary = w.add_many(docs)
+    assert summary.added == len(docs) == len(index)
+    assert summary.tagged > 0
+    replace = Index.create(tmp_path / "replace")
+    with replace.writer(policy="replace") as w:
+        outcomes = [w.add(d) for d in docs]
+    gone = {r for o in outcomes for r in o.replaced}
+    assert gone, "the corpus has near-duplicates to replace"
+    for o in outcomes:
+        if o.status == "replaced":
+            assert o.of == o.replaced[0]
+    for d in docs:
+        assert (replace.fingerprint_of(d["id"]) is None) == (d["id"] in gone)
+    assert len(replace) == len(docs) - len(gone)
+
+
+def test_ids_already_indexed_are_skipped_across_commits(tmp_path):
+    index = Index.create(tmp_path / "idx", policy="off")
+    with index.writer() as w:
+        assert w.add({"id": "a", "text": "alpha beta gamma"}).status == "added"
+        assert w.add({"id": "a", "text": "another text"}).status == "skipped"
+        w.commit()
+        assert w.add({"id": "a", "text": "yet another"}).status == "skipped"
+        assert w.add({"id": 7, "text": "an int id"}).id == "7"
+    with index.writer() as w:
+        s = w.add_many([{"id": "a", "text": "x"}, {"id": "7", "text": "y"}, {"id": "b", "text": "z"}])
+        assert (s.documents, s.added, s.skipped_existing_id) == (3, 1, 2)
+    assert len(index) == 3
+
+
+def test_an_exception_in_the_with_block_rolls_back(tmp_path):
+    index = Index.create(tmp_path / "idx")
+    with pytest.raises(RuntimeError):
+        with index.writer() as w:
+            w.add({"id": "a", "text": "alpha beta gamma"})
+            raise RuntimeError("stop")
+    assert len(index) == 0 and w.closed
+    with index.writer() as w:
+        w.add({"id": "a", "text": "alpha beta gamma"})
+        w.rollback()
+        w.add({"id": "b", "text": "delta"})
+    assert len(index) == 1 and index.fingerprint_of("b") is not None
+
+
+def test_threads_adding_at_once_under_reject(corpus, tmp_path):
+    """Several Python threads share one writer (the GIL is released while each adds)."""
+    index = Index.create(tmp_path / "idx", policy="reject")
+    docs = corpus[:600]
+    outcomes = []
+    lock = threading.Lock()
+    with index.writer() as w:
+
+        def work(part):
+            mine = [w.add(d) for d in part]
+            with lock:
+                outcomes.extend(mine)
+
+        threads = [threading.Thread(target=work, args=(docs[i::4],)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(outcomes) == len(docs)
+    kept = {o.id: o.fingerprint for o in outcomes if o.added}
+    assert brute_force_pairs(kept, index.k) == set()
+    assert len(index) == len(kept)
+
+
+def test_field_mapping_pyarrow_and_progress(corpus, tmp_path):
+    import pyarrow as pa
+
+    rows = [{"url": d["id"], "body": d["text"], "site": d["host"]} for d in corpus[:500]]
+    table = pa.Table.from_pylist(rows)
+    seen = []
+    a = Index.create(tmp_path / "a", policy="off")
+    with a.writer(fields={"id": "url", "text": "body", "host": "site"}) as w:
+        summary = w.add_many(table, batch_size=64, progress=lambda done, total: seen.append((done, total)))
+    assert summary.added == 500
+    assert seen[-1] == (500, 500) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    b = Index.create(tmp_path / "b", policy="off")
+    with b.writer(fields={"id": "url", "text": "body", "host": "site"}) as w:
+        w.add_many(iter(rows), progress=True)
+    assert set(a.pairs()) == set(b.pairs())
+    for r in rows[::50]:
+        assert a.fingerprint_of(r["url"]) == b.fingerprint_of(r["url"])
+    # The mapping is recorded as the default of the next writer (as `neardup index` does).
+    with Index.open(tmp_path / "a") as again, again.writer() as w:
+        assert w.add({"url": "new", "body": "a brand new text"}).status == "added"
+
+
+def test_mirrors_find_the_copied_hosts(py_index_path):
+    with Index.open(py_index_path) as index:
+        report = index.mirrors()
+        assert report, "the demo web has mirror sites"
+        for p in report:
+            assert p["is_mirror"] and p["host_a"] < p["host_b"] and p["score"] >= 1
+        host = report[0]["host_a"]
+        copies = index.mirrors(host=host, all=True)
+        assert all(p["host_a"] == host for p in copies)
+        assert report[0]["host_b"] in {p["host_b"] for p in copies}
