@@ -192,6 +192,43 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
 }
 
 #[test]
+fn a_run_killed_while_claiming_does_not_block_the_directory_forever() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("three.jsonl");
+    write_lines(
+        &input,
+        &(0..3)
+            .map(|i| doc_line(&format!("d{i}"), &text(i)))
+            .collect::<Vec<_>>(),
+    );
+    // A run killed after making its own claim file, before linking it into place: the file is
+    // left, unlocked (its process is gone).
+    let dir = tmp.path().join("ix");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::File::create(dir.join(".neardup-creating.4242")).unwrap();
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    let stats: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(stats["documents"], 3);
+    assert!(!dir.join(".neardup-creating.4242").exists());
+
+    // A live claimer's file (locked) is left alone: the directory is being created.
+    let dir = tmp.path().join("ix2");
+    std::fs::create_dir(&dir).unwrap();
+    let live = std::fs::File::create(dir.join(".neardup-creating.4243")).unwrap();
+    live.lock().unwrap();
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("is being created by another `neardup index` right now"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(dir.join(".neardup-creating.4243").exists());
+}
+
+#[test]
 fn a_plain_tantivy_index_is_named_and_no_impossible_command_suggested() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("plain");

@@ -360,6 +360,30 @@ fn being_claimed(dir: &Path) -> bool {
     })
 }
 
+/// Removes the per-process claim files (`.neardup-creating.PID`) of runs that died between
+/// making one and linking it into place: a live claimer holds its file's lock, so a file whose
+/// lock can be taken is left over. Without this a run killed in that window would leave the
+/// directory "being created" forever.
+fn clear_dead_claimers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("{CREATING_FILE}.");
+    for entry in entries.filter_map(|e| e.ok()) {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = File::options().read(true).write(true).open(&path) else {
+            continue;
+        };
+        if file.try_lock().is_ok() {
+            // Best effort: if it cannot be removed, the "being created" message still applies.
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 fn being_created(dir: &Path) -> Failure {
     Failure::Message(format!(
         "{} is being created by another `neardup index` right now; wait for that run to \
@@ -379,10 +403,26 @@ fn claim(dir: &Path) -> CliResult<File> {
             dir.join(CREATING_FILE).display()
         ))
     };
-    let file = File::create(&own).map_err(cannot)?;
-    file.lock().map_err(cannot)?;
-    let linked = std::fs::hard_link(&own, dir.join(CREATING_FILE));
-    std::fs::remove_file(&own).map_err(cannot)?;
+    // Another run's `clear_dead_claimers` may take our file for a dead run's in the instant
+    // between its creation and its lock, and remove it: then the link finds no file, and we
+    // make it again.
+    let mut attempts = 0;
+    let (file, linked) = loop {
+        attempts += 1;
+        let file = File::create(&own).map_err(cannot)?;
+        file.lock().map_err(cannot)?;
+        let linked = std::fs::hard_link(&own, dir.join(CREATING_FILE));
+        match &linked {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 5 => continue,
+            _ => {}
+        }
+        match std::fs::remove_file(&own) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(cannot(e)),
+        }
+        break (file, linked);
+    };
     match linked {
         Ok(()) => Ok(file),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
@@ -510,6 +550,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
             dir.display()
         )));
     }
+    clear_dead_claimers(dir);
     let empty = match std::fs::read_dir(dir) {
         Ok(mut entries) => entries.next().is_none(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
