@@ -137,6 +137,13 @@ impl NearDupSearcher {
         Ok(out)
     }
 
+    /// The stored signature of the document at `address`, if it has one.
+    pub fn signature_at(&self, address: DocAddress) -> Option<Signature> {
+        self.signatures
+            .segment(address.segment_ord)?
+            .get(address.doc_id)
+    }
+
     /// [`lookup_signature`](Self::lookup_signature) of `text`, signed with the index's scheme
     /// and rule (one analysis).
     pub fn lookup_text_by_rule(&self, text: &str) -> Result<Vec<(DocAddress, Evidence)>> {

@@ -635,7 +635,13 @@ impl DedupWriter {
             fields.sequence,
             fields.replaced,
         ];
-        for f in reserved.into_iter().flatten() {
+        let sketch = self
+            .index
+            .signature_fields()
+            .sketch_fields()
+            .iter()
+            .copied();
+        for f in reserved.into_iter().flatten().chain(sketch) {
             if doc.get_first(f).is_some() {
                 return Err(Error::Document(format!(
                     "document `{id}` already has a value in `{}`, a field the writer fills; \

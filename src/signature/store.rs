@@ -97,6 +97,11 @@ impl ResolvedSignatureFields {
         self.keys
     }
 
+    /// The sketch fields, one per 64-bit word.
+    pub fn sketch_fields(&self) -> &[Field] {
+        &self.sketch
+    }
+
     /// Adds `signature` (fingerprint, sketch words, keys) to `doc`.
     pub fn add_to_document(
         &self,
