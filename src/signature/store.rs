@@ -269,6 +269,36 @@ impl SignatureReader {
         Ok(())
     }
 
+    /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,
+    /// across all segments, `a < b` by address. The signatures of the live documents are read
+    /// into memory (8 + sketch bytes each, plus their keys during the join) and joined by
+    /// [`super::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
+    /// apply. Cost: one signature read per live document, then the join.
+    pub fn for_each_pair(
+        &self,
+        rule: &MatchRule,
+        max_postings_per_key: usize,
+        mut f: impl FnMut(tantivy::DocAddress, tantivy::DocAddress, Evidence),
+    ) -> Result<super::PairStats> {
+        let mut addresses = Vec::new();
+        let mut signatures = Vec::new();
+        for (ord, (columns, _)) in self.segments.iter().enumerate() {
+            let segment = self.searcher.segment_reader(ord as u32);
+            for doc in segment.doc_ids_alive() {
+                if let Some(sig) = columns.get(doc) {
+                    addresses.push(tantivy::DocAddress::new(ord as u32, doc));
+                    signatures.push(sig);
+                }
+            }
+        }
+        Ok(super::pairs_in_memory(
+            rule,
+            &signatures,
+            max_postings_per_key,
+            |i, j, e| f(addresses[i], addresses[j], e),
+        ))
+    }
+
     /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
     /// little as that key's branch needs. Under a block key only the simhash branch is checked
     /// (a resemblance match shares a band key and is verified there); under band `b`'s key the

@@ -527,4 +527,119 @@ mod tests {
             );
         }
     }
+
+    /// JSON-ish lines: objects with ids of every kind (integers of any length, fractions,
+    /// exponents, strings, nesting, escapes, duplicates), then arbitrary bytes mixed in.
+    fn jsonish_line() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let id = prop_oneof![
+            "-?[0-9]{1,40}",
+            "-?[0-9]{1,20}\\.[0-9]{1,5}([eE][+-]?[0-9]{1,3})?",
+            "\"[a-z0-9 \\\\\"]{0,10}\"",
+            Just("null".to_string()),
+            Just("{\"id\": 1}".to_string()),
+            Just("[1, \"}\"]".to_string()),
+        ];
+        let member = prop_oneof![
+            id.clone().prop_map(|v| format!("\"id\": {v}")),
+            "[a-z ]{0,30}".prop_map(|t| format!("\"text\": \"{t}\"")),
+            id.prop_map(|v| format!("\"\\u0069d\" : {v}")),
+            Just("\"title\": null".to_string()),
+            Just("\"host\": 5".to_string()),
+        ];
+        let object = proptest::collection::vec(member, 0..6)
+            .prop_map(|m| format!(" {{ {} }} ", m.join(" , ")).into_bytes());
+        prop_oneof![
+            4 => object,
+            1 => any::<Vec<u8>>(),
+            1 => (proptest::collection::vec(any::<u8>(), 0..8), "[ -~]{0,40}")
+                .prop_map(|(junk, text)| [junk, text.into_bytes()].concat()),
+        ]
+    }
+
+    /// Reads `bytes` as a file (plain, or gzip when it starts like gzip) and parses every line;
+    /// the checks hold for any input.
+    fn read_all(bytes: &[u8], dir: &Path) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prop_assert;
+        let path = dir.join("fuzz.jsonl");
+        std::fs::write(&path, bytes)
+            .map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        let Ok(mut reader) = JsonlReader::open(&path, 64, Arc::new(AtomicU64::new(0))) else {
+            return Ok(());
+        };
+        let mut lines = 0;
+        while let Ok(Some(line)) = reader.next_line() {
+            lines += 1;
+            if let RawLine::Line(line) = line {
+                prop_assert!(line.len() <= 64);
+                if let Ok(Parsed::Doc(doc)) = parse_line(line, &FieldMap::default()) {
+                    prop_assert!(!doc.id.trim().is_empty());
+                    // A numeric id is the integer's own text: its value round-trips.
+                    if let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(line) {
+                        if let Some(Value::Number(n)) = obj.get("id") {
+                            prop_assert!(doc
+                                .id
+                                .trim_start_matches('-')
+                                .bytes()
+                                .all(|b| b.is_ascii_digit()));
+                            if let Some(v) = n.as_u64() {
+                                prop_assert!(doc.id == v.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        prop_assert!(reader.line_number() == lines);
+        Ok(())
+    }
+
+    fn fuzz_reader(cases: u32) {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+        let dir = tempfile::tempdir().unwrap();
+        let file = proptest::collection::vec(jsonish_line(), 0..12).prop_flat_map(|lines| {
+            let joined = lines.join(&b"\n"[..]);
+            (Just(joined), any::<bool>(), any::<bool>())
+        });
+        let mut runner = TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        runner
+            .run(&file, |(bytes, bom, gzip)| {
+                let mut bytes = if bom {
+                    [UTF8_BOM, &bytes].concat()
+                } else {
+                    bytes
+                };
+                if gzip {
+                    let mut enc = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+                    enc.write_all(&bytes).unwrap();
+                    let mut gz = enc.finish().unwrap();
+                    // Damaged compression too: cut the stream short.
+                    gz.truncate(gz.len() - bytes.len() % 7);
+                    bytes = gz;
+                }
+                read_all(&bytes, dir.path())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn jsonl_reader_on_arbitrary_input() {
+        fuzz_reader(300);
+    }
+
+    /// The long run: `FUZZ_CASES=200000 cargo test --release --bin neardup -- --ignored`.
+    #[test]
+    #[ignore = "long: run with --ignored"]
+    fn jsonl_reader_on_arbitrary_input_long() {
+        let cases = std::env::var("FUZZ_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(200_000);
+        fuzz_reader(cases);
+    }
 }
