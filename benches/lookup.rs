@@ -35,7 +35,7 @@ fn docs() -> usize {
 
 /// An index of `fps` in `segments` segments.
 fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher {
-    let config = NearDupConfig::new("id", Vec::<String>::new()).group_field(None);
+    let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);

@@ -262,7 +262,7 @@ fn main() -> Res<()> {
         .index
         .clone()
         .unwrap_or_else(|| tmp.path().to_path_buf());
-    let config = NearDupConfig::new("id", Vec::<String>::new()).group_field(None);
+    let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);

@@ -133,7 +133,7 @@ fn stats(mut v: Vec<Duration>) -> Stats {
 }
 
 fn lookup_config() -> NearDupConfig {
-    NearDupConfig::new("id", Vec::<String>::new()).group_field(None)
+    NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None)
 }
 
 fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
@@ -410,7 +410,7 @@ fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
         config.add_fields(&mut builder);
     }
     let index = Index::create_in_dir(dir.path(), builder.build())?;
-    register_tokenizer(&index, config.get_scheme());
+    register_tokenizer(&index, config.scheme());
     let make = |d: &Doc| -> TantivyDocument {
         doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
     };

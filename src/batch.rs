@@ -64,8 +64,9 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::index::{DedupWriter, NearDupSearcher};
 use crate::layout::BlockLayout;
+use crate::lookup::NearDupSearcher;
+use crate::writer::DedupWriter;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use tantivy::columnar::StrColumn;

@@ -112,7 +112,7 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::index::NearDupIndex;
+use crate::schema::NearDupIndex;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;

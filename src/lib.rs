@@ -50,13 +50,16 @@
 
 pub mod batch;
 pub mod collapse;
+mod columns;
 mod error;
 pub mod fingerprint;
-pub mod index;
 pub mod layout;
+pub mod lookup;
 pub mod mirrors;
 pub mod query;
+pub mod schema;
 pub mod signature;
+pub mod writer;
 
 pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
@@ -71,13 +74,15 @@ pub use fingerprint::{
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
-pub use index::{
-    DedupWriter, IndexRecord, NearDup, NearDupConfig, NearDupFields, NearDupIndex, NearDupSearcher,
-    Outcome, Policy,
-};
 pub use layout::BlockLayout;
+pub use lookup::{NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
+pub use schema::{
+    IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, RECORD_FILE, REPLACED_FIELD,
+    SEQUENCE_FIELD,
+};
 pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
 };
+pub use writer::{DedupWriter, Outcome, Policy};

@@ -75,8 +75,8 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{is_han, Fingerprint, Scheme};
-use crate::index::NearDupIndex;
 use crate::layout::BlockLayout;
+use crate::schema::NearDupIndex;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -365,7 +365,7 @@ impl MirrorFinder {
         let host = stored(host_field)?;
         let text_fields = index
             .config()
-            .text_field_names()
+            .text_fields()
             .iter()
             .map(|n| stored(n))
             .collect::<Result<Vec<_>>>()?;

@@ -48,17 +48,19 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::columns::{fingerprint_column, for_each_posting};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::index::{fingerprint_column, NearDup, NearDupIndex, NearDupSearcher};
 use crate::layout::BlockLayout;
+use crate::lookup::{NearDup, NearDupSearcher};
+use crate::schema::NearDupIndex;
 use std::sync::Arc;
 use tantivy::columnar::Column;
 use tantivy::query::doc_predicate_query::{
     ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
 };
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::schema::Field;
 use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, Term, TERMINATED};
 
 /// Documents within Hamming distance `k` (inclusive) of a fingerprint. See the
@@ -83,7 +85,7 @@ impl NearDupQuery {
             max_distance: layout.max_distance(),
             layout_max_distance: layout.max_distance(),
             keys_field,
-            fingerprint_field: Arc::from(index.config_fingerprint_field()),
+            fingerprint_field: Arc::from(index.config().fingerprint_field()),
             terms: layout
                 .keys(fingerprint)
                 .into_iter()
@@ -147,6 +149,13 @@ impl NearDupQuery {
             terms: self.terms.clone(),
         }
         .into()
+    }
+}
+
+impl NearDupSearcher {
+    /// A [`NearDupQuery`] for `fp` on this searcher's index.
+    pub fn query(&self, fp: Fingerprint) -> NearDupQuery {
+        NearDupQuery::new(self.index(), fp)
     }
 }
 
@@ -224,13 +233,7 @@ impl DocPredicate for NearDupPredicate {
         let inverted = reader.inverted_index(self.keys_field)?;
         let mut docs = Vec::new();
         for term in &self.terms {
-            if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
-                let mut doc = postings.doc();
-                while doc != TERMINATED {
-                    docs.push(doc);
-                    doc = postings.advance();
-                }
-            }
+            for_each_posting(&inverted, term, |doc| docs.push(doc))?;
         }
         if docs.is_empty() {
             return Ok(ConstOrVariableSegmentPredicate::Const(false));

@@ -515,7 +515,7 @@ fn tag_collapse_groups_by_stored_group_id() {
 
 #[test]
 fn tag_collapse_needs_the_group_field() {
-    let config = NearDupConfig::new("id", ["body"]).group_field(None);
+    let config = NearDupConfig::new("id", ["body"]).with_group_field(None);
     let mut builder = Schema::builder();
     builder.add_text_field("id", STRING | FAST);
     builder.add_text_field("body", TEXT);

@@ -398,7 +398,8 @@ fn an_index_opened_with_another_scheme_or_layout_fails_clearly() {
         .build()
         .unwrap();
     assert_ne!(other.id(), Scheme::default().id());
-    let err = NearDupIndex::open(index.clone(), config.clone().scheme(other.clone())).unwrap_err();
+    let err =
+        NearDupIndex::open(index.clone(), config.clone().with_scheme(other.clone())).unwrap_err();
     match &err {
         Error::IndexMismatch {
             what,
@@ -419,11 +420,13 @@ fn an_index_opened_with_another_scheme_or_layout_fails_clearly() {
     assert!(msg.contains("rebuild"), "{msg}");
     // create() on an index that records another scheme fails the same way.
     assert!(matches!(
-        NearDupIndex::create(index.clone(), config.clone().scheme(other)),
+        NearDupIndex::create(index.clone(), config.clone().with_scheme(other)),
         Err(Error::IndexMismatch { what: "scheme", .. })
     ));
 
-    let wider = config.clone().layout(BlockLayout::for_distance(6).unwrap());
+    let wider = config
+        .clone()
+        .with_layout(BlockLayout::for_distance(6).unwrap());
     assert!(matches!(
         NearDupIndex::open(index.clone(), wider),
         Err(Error::IndexMismatch { what: "layout", .. })
@@ -479,7 +482,7 @@ fn missing_or_mistyped_fields_fail_clearly() {
         "{err}"
     );
     // Tag without a group field.
-    let no_group = config.clone().group_field(None);
+    let no_group = config.clone().with_group_field(None);
     let mut b = Schema::builder();
     b.add_text_field("id", STRING | FAST);
     b.add_text_field("body", TEXT);
@@ -516,19 +519,16 @@ fn the_record_survives_plain_commits_and_merges() {
     w.index_writer_mut().merge(&segs).wait().unwrap();
     w.commit().unwrap();
     w.wait_merging_threads().unwrap();
-    assert!(dir
-        .path()
-        .join(tantivy_simhash::index::RECORD_FILE)
-        .exists());
+    assert!(dir.path().join(tantivy_simhash::RECORD_FILE).exists());
     let reopened = Index::open_in_dir(dir.path()).unwrap();
     NearDupIndex::open(reopened.clone(), config.clone()).unwrap();
     let payload = reopened.load_metas().unwrap().payload.unwrap();
     assert!(payload.contains(Scheme::default().id()), "{payload}");
     // Without the file, the payload of the last commit still identifies the scheme.
-    std::fs::remove_file(dir.path().join(tantivy_simhash::index::RECORD_FILE)).unwrap();
+    std::fs::remove_file(dir.path().join(tantivy_simhash::RECORD_FILE)).unwrap();
     let reopened = Index::open_in_dir(dir.path()).unwrap();
     NearDupIndex::open(reopened.clone(), config.clone()).unwrap();
-    let other = config.layout(BlockLayout::for_distance(4).unwrap());
+    let other = config.with_layout(BlockLayout::for_distance(4).unwrap());
     assert!(matches!(
         NearDupIndex::open(reopened, other),
         Err(Error::IndexMismatch { what: "layout", .. })
@@ -553,10 +553,10 @@ fn the_record_rebuilds_the_configuration() {
         .build()
         .unwrap();
     let config = NearDupConfig::new("id", ["body", "title"])
-        .scheme(scheme.clone())
-        .layout(BlockLayout::for_distance(5).unwrap())
-        .field_names("fp", "fp_keys")
-        .group_field(None);
+        .with_scheme(scheme.clone())
+        .with_layout(BlockLayout::for_distance(5).unwrap())
+        .with_field_names("fp", "fp_keys")
+        .with_group_field(None);
     let index = Index::create_in_ram(schema_with(&config));
     NearDupIndex::create(index.clone(), config.clone()).unwrap();
     let reopened = NearDupIndex::open_recorded(index.clone()).unwrap();
@@ -592,7 +592,7 @@ fn the_record_rebuilds_the_configuration() {
         .analyzer("lower", analyzer())
         .build()
         .unwrap();
-    let config = NearDupConfig::new("id", ["body"]).scheme(custom.clone());
+    let config = NearDupConfig::new("id", ["body"]).with_scheme(custom.clone());
     let index = Index::create_in_ram(schema_with(&config));
     NearDupIndex::create(index.clone(), config).unwrap();
     assert!(matches!(
@@ -601,7 +601,7 @@ fn the_record_rebuilds_the_configuration() {
     ));
     let record = IndexRecord::read(&index).unwrap().unwrap();
     let rebuilt = record.config(Some(analyzer()), None).unwrap();
-    assert_eq!(rebuilt.get_scheme().id(), custom.id());
+    assert_eq!(rebuilt.scheme().id(), custom.id());
     // The scheme's analysis is registered for the user analyzer too.
     assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
 
@@ -630,7 +630,7 @@ fn a_record_without_parameters_still_opens_with_its_configuration() {
     let index = Index::create_in_dir(dir.path(), schema_with(&config)).unwrap();
     NearDupIndex::create(index.clone(), config.clone()).unwrap();
     // An older release wrote only the ids and field names.
-    let path = dir.path().join(tantivy_simhash::index::RECORD_FILE);
+    let path = dir.path().join(tantivy_simhash::RECORD_FILE);
     let mut record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     record.as_object_mut().unwrap().remove("settings").unwrap();

@@ -40,7 +40,7 @@ pub struct TestIndex {
 }
 
 pub fn config(layout: BlockLayout) -> NearDupConfig {
-    NearDupConfig::new("id", ["title", "body"]).layout(layout)
+    NearDupConfig::new("id", ["title", "body"]).with_layout(layout)
 }
 
 pub fn schema(config: &NearDupConfig) -> (Schema, Field, Field, Field) {

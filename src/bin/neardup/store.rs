@@ -15,7 +15,7 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
 use tantivy::Index;
-use tantivy_simhash::index::RECORD_FILE;
+use tantivy_simhash::RECORD_FILE;
 use tantivy_simhash::{
     BlockLayout, HanSegmentation, IndexRecord, NearDupConfig, NearDupIndex, Scheme,
     TokenizationParameters, SIMHASH_TOKENIZER_NAME,
@@ -187,8 +187,8 @@ fn config_for(record: &CliRecord) -> Result<NearDupConfig, String> {
     let scheme = scheme_for(&record.language)?;
     let layout = BlockLayout::for_distance(record.k).map_err(|e| e.to_string())?;
     Ok(NearDupConfig::new("id", ["title", "text"])
-        .scheme(scheme)
-        .layout(layout))
+        .with_scheme(scheme)
+        .with_layout(layout))
 }
 
 fn schema_for(config: &NearDupConfig) -> Schema {

@@ -1,0 +1,740 @@
+//! The near-duplicate index: its configuration, the fields it adds to a schema, the record of
+//! how it was built, and [`NearDupIndex`], the handle the other modules take.
+//!
+//! Every document carries three things next to the user's own fields:
+//!
+//! - its [`Fingerprint`] as a single-valued `u64` **fast** field (not stored: the column is
+//!   enough), 8 bytes per document before compression;
+//! - the keys of its [`BlockLayout`] as a multi-valued `u64` **indexed** field without
+//!   fieldnorms, so a lookup reads a few short postings lists;
+//! - optionally, under [`Policy::Tag`], the id of the first document of its near-duplicate group
+//!   in a string fast field, so results can be collapsed exactly.
+//!
+//! The user's **id field** must be a text field indexed with the `raw` tokenizer and fast:
+//! `STRING | FAST` (add `STORED` if you want it back from the doc store). Lookups return ids read
+//! from its column, [`Policy::Replace`] deletes by it, and [`NearDupQuery::from_id`] finds a
+//! document by it.
+//!
+//! Which [`Scheme`] and [`BlockLayout`] built an index ([`IndexRecord`]: their ids and
+//! parameters, and the field names, so [`NearDupIndex::open_recorded`] needs nothing else) is
+//! recorded twice: in a small file
+//! (`.tantivy-simhash.json`; tantivy's garbage collection never deletes names starting with a dot)
+//! written by [`NearDupIndex::create`], and in the payload of every commit made through
+//! [`DedupWriter::commit`]. [`NearDupIndex::open`] checks the record against what the caller
+//! asks for: fingerprints of two schemes cannot be compared, so a mismatch is an error
+//! ([`Error::IndexMismatch`]), and so is a missing or mistyped field ([`Error::Schema`]).
+//!
+//! ```
+//! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+//! use tantivy::{doc, Index};
+//! use tantivy_simhash::{DedupWriter, NearDupConfig, NearDupIndex, Outcome, Policy};
+//!
+//! let config = NearDupConfig::new("id", ["body"]);
+//! let mut builder = Schema::builder();
+//! let id = builder.add_text_field("id", STRING | FAST | STORED);
+//! let body = builder.add_text_field("body", TEXT);
+//! config.add_fields(&mut builder);
+//! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//!
+//! let mut writer = index.writer(50_000_000, Policy::Reject)?;
+//! let text = "Simhash maps a weighted feature set to 64 bits, so that near-duplicate \
+//!             documents get fingerprints that differ in only a few bits.";
+//! assert!(matches!(writer.add_document(doc!(id => "a", body => text))?, Outcome::Added { .. }));
+//! // The writer sees its own uncommitted documents:
+//! let again = writer.add_document(doc!(id => "b", body => text))?;
+//! assert!(matches!(again, Outcome::Duplicate { ref of, distance: 0, .. } if of == "a"));
+//! writer.commit()?;
+//!
+//! let searcher = index.searcher()?;
+//! // Formatting-only changes give the same fingerprint:
+//! let hits = searcher.lookup_text(&text.to_uppercase())?;
+//! assert_eq!(hits[0].id, "a");
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{
+    register_tokenizer, Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME,
+};
+use crate::layout::BlockLayout;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tantivy::schema::{Field, FieldType, NumericOptions, SchemaBuilder, Value, FAST, STRING};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{Directory, Index, IndexReader, TantivyDocument};
+
+/// The name of the file that records the scheme and layout of an index.
+pub const RECORD_FILE: &str = ".tantivy-simhash.json";
+
+/// The field [`NearDupConfig::add_fields`] adds for each document's place in the order the
+/// writer added documents (a `u64` fast field). Near-duplicates at the same distance are ranked
+/// by it, so "the first" means the first added, whatever tantivy's threads and segments do.
+/// Indexes made without it still work; their ties follow segment order.
+pub const SEQUENCE_FIELD: &str = "simhash_seq";
+
+/// The field [`NearDupConfig::add_fields`] adds for the ids a document replaced under
+/// [`Policy::Replace`] (directly, or through the documents it replaced), a multi-valued
+/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`] reads it, so a rerun over the same
+/// input can skip the ids that were replaced. Indexes made without it do not record them.
+pub const REPLACED_FIELD: &str = "simhash_replaced";
+
+/// The format tag of the record (file and commit payload).
+const RECORD_FORMAT: &str = "tantivy-simhash/1";
+
+/// How an index uses fingerprints: the scheme, the layout and the field names.
+///
+/// Defaults: [`Scheme::default`], [`BlockLayout::default`] (4 x 16, k <= 3), fields `simhash`
+/// (fingerprint), `simhash_keys` (keys) and `simhash_group` (group, for [`Policy::Tag`]).
+#[derive(Clone, Debug)]
+pub struct NearDupConfig {
+    scheme: Scheme,
+    layout: BlockLayout,
+    id_field: String,
+    text_fields: Vec<String>,
+    fingerprint_field: String,
+    keys_field: String,
+    group_field: Option<String>,
+}
+
+impl NearDupConfig {
+    /// A configuration whose documents are identified by `id_field` (a `STRING | FAST` text
+    /// field) and fingerprinted from `text_fields` (their values joined by a line break, in the
+    /// order given).
+    pub fn new<S: Into<String>>(
+        id_field: impl Into<String>,
+        text_fields: impl IntoIterator<Item = S>,
+    ) -> Self {
+        NearDupConfig {
+            scheme: Scheme::default(),
+            layout: BlockLayout::default(),
+            id_field: id_field.into(),
+            text_fields: text_fields.into_iter().map(Into::into).collect(),
+            fingerprint_field: "simhash".into(),
+            keys_field: "simhash_keys".into(),
+            group_field: Some("simhash_group".into()),
+        }
+    }
+
+    /// Uses `scheme` to fingerprint text.
+    pub fn with_scheme(mut self, scheme: Scheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// Uses `layout` for the keys; its [`BlockLayout::max_distance`] is the default `k` of
+    /// lookups and of [`DedupWriter`](crate::DedupWriter).
+    pub fn with_layout(mut self, layout: BlockLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// Renames the fingerprint and key fields.
+    pub fn with_field_names(
+        mut self,
+        fingerprint: impl Into<String>,
+        keys: impl Into<String>,
+    ) -> Self {
+        self.fingerprint_field = fingerprint.into();
+        self.keys_field = keys.into();
+        self
+    }
+
+    /// Renames the group field, or (with `None`) leaves it out;
+    /// [`Policy::Tag`](crate::Policy::Tag) needs it.
+    pub fn with_group_field(mut self, name: Option<&str>) -> Self {
+        self.group_field = name.map(str::to_string);
+        self
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> &Scheme {
+        &self.scheme
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &BlockLayout {
+        &self.layout
+    }
+
+    /// The name of the id field.
+    pub fn id_field(&self) -> &str {
+        &self.id_field
+    }
+
+    /// The names of the text fields that are fingerprinted, in order.
+    pub fn text_fields(&self) -> &[String] {
+        &self.text_fields
+    }
+
+    /// The name of the fingerprint field.
+    pub fn fingerprint_field(&self) -> &str {
+        &self.fingerprint_field
+    }
+
+    /// The name of the keys field.
+    pub fn keys_field(&self) -> &str {
+        &self.keys_field
+    }
+
+    /// The name of the group field, if there is one.
+    pub fn group_field(&self) -> Option<&str> {
+        self.group_field.as_deref()
+    }
+
+    /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
+    /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
+    ///
+    /// The fingerprint is a `u64` fast field, the keys a multi-valued `u64` field indexed without
+    /// fieldnorms (the `INDEXED` flag would turn them on), the group a `STRING | FAST` text field
+    /// (so `TermQuery` can fetch a whole group and its column collapses results).
+    ///
+    /// It also adds [`SEQUENCE_FIELD`] (the order documents were added in, to break ties between
+    /// equally near near-duplicates by it) and [`REPLACED_FIELD`] (the ids each document
+    /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
+    pub fn add_fields(&self, builder: &mut SchemaBuilder) {
+        builder.add_u64_field(&self.fingerprint_field, FAST);
+        builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
+        if let Some(group) = &self.group_field {
+            builder.add_text_field(group, STRING | FAST);
+        }
+        builder.add_u64_field(SEQUENCE_FIELD, FAST);
+        builder.add_text_field(REPLACED_FIELD, STRING | FAST);
+    }
+
+    pub(crate) fn record(&self) -> Record {
+        Record {
+            format: RECORD_FORMAT.to_string(),
+            scheme: self.scheme.id().to_string(),
+            layout: self.layout.id(),
+            fingerprint_field: self.fingerprint_field.clone(),
+            keys_field: self.keys_field.clone(),
+            settings: Some(RecordedSettings {
+                scheme: self.scheme.parameters(),
+                layout: self.layout.clone(),
+                id_field: self.id_field.clone(),
+                text_fields: self.text_fields.clone(),
+                group_field: self.group_field.clone(),
+            }),
+            application: None,
+        }
+    }
+}
+
+/// What an index records about how it was built: the scheme and layout (their ids, to check,
+/// and their parameters, to rebuild them), the field names, and data an application stores
+/// beside them ([`NearDupIndex::set_application_data`]).
+///
+/// It lives in a small file ([`RECORD_FILE`]) written by [`NearDupIndex::create`] and in the
+/// payload of every commit made through [`DedupWriter::commit`].
+///
+/// ```
+/// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+/// # use tantivy::Index;
+/// use tantivy_simhash::{IndexRecord, NearDupConfig, NearDupIndex};
+/// # let config = NearDupConfig::new("id", ["body"]);
+/// # let mut builder = Schema::builder();
+/// # builder.add_text_field("id", STRING | FAST);
+/// # builder.add_text_field("body", TEXT);
+/// # config.add_fields(&mut builder);
+/// # let tantivy_index = Index::create_in_ram(builder.build());
+/// NearDupIndex::create(tantivy_index.clone(), config)?;
+/// // Later, with nothing but the index: the record rebuilds the configuration.
+/// let index = NearDupIndex::open_recorded(tantivy_index.clone())?;
+/// index.set_application_data(serde_json::json!({"owner": "crawler"}))?;
+/// let record = IndexRecord::read(&tantivy_index)?.expect("a record");
+/// assert_eq!(record.application().unwrap()["owner"], "crawler");
+/// assert_eq!(record.layout().unwrap().max_distance(), 3);
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexRecord {
+    format: String,
+    scheme: String,
+    layout: String,
+    fingerprint_field: String,
+    keys_field: String,
+    /// Absent in records written before parameters were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settings: Option<RecordedSettings>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    application: Option<serde_json::Value>,
+}
+
+type Record = IndexRecord;
+
+/// The parameters that rebuild a [`NearDupConfig`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct RecordedSettings {
+    scheme: SchemeParameters,
+    layout: BlockLayout,
+    id_field: String,
+    text_fields: Vec<String>,
+    group_field: Option<String>,
+}
+
+impl IndexRecord {
+    /// Reads the record of `index`: the record file, else the last commit's payload; `None`
+    /// when the index has neither (it was not built by [`NearDupIndex::create`]).
+    ///
+    /// Errors: [`Error::Json`] when the file is damaged; [`Error::RecordConflict`] when the file
+    /// and the payload disagree (one of them was rewritten); I/O errors. Cost: one small file
+    /// read and tantivy's `meta.json`.
+    pub fn read(index: &Index) -> Result<Option<IndexRecord>> {
+        let dir = index.directory();
+        let path = Path::new(RECORD_FILE);
+        if dir.exists(path).map_err(tantivy::TantivyError::from)? {
+            let bytes = dir.atomic_read(path).map_err(tantivy::TantivyError::from)?;
+            let record: Record = serde_json::from_slice(&bytes)?;
+            if let Some(p) = payload_record(index)? {
+                // Both exist: they must agree, or someone rewrote one of them.
+                if let Err(Error::IndexMismatch {
+                    what,
+                    found,
+                    expected,
+                }) = p.check(&record)
+                {
+                    return Err(Error::RecordConflict {
+                        what,
+                        file: expected,
+                        payload: found,
+                    });
+                }
+            }
+            return Ok(Some(record));
+        }
+        payload_record(index)
+    }
+
+    /// The scheme's id.
+    pub fn scheme_id(&self) -> &str {
+        &self.scheme
+    }
+
+    /// The scheme's parameters; `None` in records written before they were recorded.
+    pub fn scheme_parameters(&self) -> Option<&SchemeParameters> {
+        self.settings.as_ref().map(|s| &s.scheme)
+    }
+
+    /// The layout; `None` in records written before it was recorded.
+    pub fn layout(&self) -> Option<&BlockLayout> {
+        self.settings.as_ref().map(|s| &s.layout)
+    }
+
+    /// What the application stored with [`NearDupIndex::set_application_data`].
+    pub fn application(&self) -> Option<&serde_json::Value> {
+        self.application.as_ref()
+    }
+
+    /// The configuration that built the index. `analyzer` and `idf` are needed only for a
+    /// scheme that used a user analyzer or an IDF table (see [`SchemeParameters::to_builder`]).
+    ///
+    /// Errors: [`Error::InvalidConfig`] when the record has no parameters (written by an older
+    /// release: open with [`NearDupIndex::open`] and the configuration), when an analyzer or
+    /// table is missing, or when the rebuilt scheme's id differs from the recorded one.
+    pub fn config(
+        &self,
+        analyzer: Option<TextAnalyzer>,
+        idf: Option<IdfTable>,
+    ) -> Result<NearDupConfig> {
+        let settings = self.settings.as_ref().ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "the index records scheme `{}` but not its parameters (an older release wrote \
+                 the record); open it with NearDupIndex::open and the configuration it was \
+                 built with",
+                self.scheme
+            ))
+        })?;
+        let scheme = settings.scheme.to_builder(analyzer, idf)?.build()?;
+        if scheme.id() != self.scheme {
+            return Err(Error::InvalidConfig(format!(
+                "the recorded parameters rebuild scheme `{}`, but the index records `{}`; \
+                 pass the analyzer the index was built with",
+                scheme.id(),
+                self.scheme
+            )));
+        }
+        Ok(NearDupConfig {
+            scheme,
+            layout: settings.layout.clone(),
+            id_field: settings.id_field.clone(),
+            text_fields: settings.text_fields.clone(),
+            fingerprint_field: self.fingerprint_field.clone(),
+            keys_field: self.keys_field.clone(),
+            group_field: settings.group_field.clone(),
+        })
+    }
+
+    pub(crate) fn to_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(self)?)
+    }
+
+    /// Compares what the index records (`self`) with what the caller asks for.
+    fn check(&self, expected: &Record) -> Result<()> {
+        let pairs: [(&'static str, &String, &String); 4] = [
+            ("scheme", &self.scheme, &expected.scheme),
+            ("layout", &self.layout, &expected.layout),
+            (
+                "fingerprint field",
+                &self.fingerprint_field,
+                &expected.fingerprint_field,
+            ),
+            ("keys field", &self.keys_field, &expected.keys_field),
+        ];
+        for (what, found, wanted) in pairs {
+            if found != wanted {
+                return Err(Error::IndexMismatch {
+                    what,
+                    found: found.clone(),
+                    expected: wanted.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn payload_record(index: &Index) -> Result<Option<Record>> {
+    let metas = index.load_metas()?;
+    Ok(metas
+        .payload
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Record>(p).ok())
+        .filter(|r| r.format == RECORD_FORMAT))
+}
+
+/// The resolved fields of a near-duplicate index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NearDupFields {
+    /// The user's id field (`STRING | FAST`).
+    pub id: Field,
+    /// The fingerprint (`u64`, fast).
+    pub fingerprint: Field,
+    /// The keys (`u64`, indexed, multi-valued).
+    pub keys: Field,
+    /// The group id (string, fast), if configured.
+    pub group: Option<Field>,
+    /// [`SEQUENCE_FIELD`] (`u64`, fast), if the schema has it.
+    pub sequence: Option<Field>,
+    /// [`REPLACED_FIELD`] (string, indexed and fast, multi-valued), if the schema has it.
+    pub replaced: Option<Field>,
+}
+
+/// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
+///
+/// Cheap to clone (the index and scheme are shared).
+#[derive(Clone)]
+pub struct NearDupIndex {
+    pub(crate) index: Index,
+    pub(crate) config: Arc<NearDupConfig>,
+    pub(crate) fields: NearDupFields,
+    pub(crate) text_fields: Arc<Vec<Field>>,
+    /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
+    pub(crate) reader: Arc<Mutex<Option<IndexReader>>>,
+}
+
+impl std::fmt::Debug for NearDupIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NearDupIndex")
+            .field("scheme", &self.config.scheme.id())
+            .field("layout", &self.config.layout.id())
+            .field("fields", &self.fields)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NearDupIndex {
+    /// Starts using `index` with `config`: checks the schema, then records the scheme, layout and
+    /// field names (the record file, [`IndexRecord`]), or checks them if the index already has
+    /// a record. Registers the scheme's analysis under [`SIMHASH_TOKENIZER_NAME`] unless a
+    /// tokenizer is already registered under that name (as [`NearDupIndex::open`] does).
+    ///
+    /// Errors: [`Error::Schema`] when a field is missing or has the wrong type or options;
+    /// [`Error::IndexMismatch`] when the index already records another scheme or layout, or has
+    /// documents but no record (it was not built by this crate: rebuild it).
+    pub fn create(index: Index, config: NearDupConfig) -> Result<Self> {
+        let this = NearDupIndex::resolve(index, config)?;
+        let wanted = this.config.record();
+        match IndexRecord::read(&this.index)? {
+            Some(found) => found.check(&wanted)?,
+            None => {
+                let has_docs = !this.index.searchable_segment_metas()?.is_empty();
+                if has_docs {
+                    return Err(no_record(&wanted.scheme));
+                }
+                let json = wanted.to_json()?;
+                this.index
+                    .directory()
+                    .atomic_write(Path::new(RECORD_FILE), json.as_bytes())?;
+            }
+        }
+        Ok(this)
+    }
+
+    /// Opens an index built by [`NearDupIndex::create`], checking that it records the scheme and
+    /// layout of `config` and that its schema has the fields `config` names.
+    ///
+    /// Errors: [`Error::IndexMismatch`] when the index records another scheme, layout or field
+    /// names, or records nothing; [`Error::Schema`] when a field is missing or mistyped.
+    ///
+    /// ```
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::Index;
+    /// use tantivy_simhash::{BlockLayout, Error, NearDupConfig, NearDupIndex};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # builder.add_text_field("id", STRING | FAST);
+    /// # builder.add_text_field("body", TEXT);
+    /// # config.add_fields(&mut builder);
+    /// # let tantivy_index = Index::create_in_ram(builder.build());
+    /// NearDupIndex::create(tantivy_index.clone(), config.clone())?;
+    /// let wider = config.with_layout(BlockLayout::for_distance(6)?);
+    /// let err = NearDupIndex::open(tantivy_index, wider).unwrap_err();
+    /// assert!(matches!(err, Error::IndexMismatch { what: "layout", .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn open(index: Index, config: NearDupConfig) -> Result<Self> {
+        let this = NearDupIndex::resolve(index, config)?;
+        let wanted = this.config.record();
+        match IndexRecord::read(&this.index)? {
+            Some(found) => found.check(&wanted)?,
+            None => return Err(no_record(&wanted.scheme)),
+        }
+        Ok(this)
+    }
+
+    /// Opens an index with the configuration its record holds ([`IndexRecord::config`]): no
+    /// need to know how it was built. For a scheme with a user analyzer or an IDF table, read
+    /// the record and pass them to [`IndexRecord::config`], then [`NearDupIndex::open`].
+    ///
+    /// Errors: [`Error::IndexMismatch`] when the index has no record; the errors of
+    /// [`IndexRecord::config`] and [`NearDupIndex::open`].
+    pub fn open_recorded(index: Index) -> Result<Self> {
+        let Some(record) = IndexRecord::read(&index)? else {
+            return Err(no_record("(unknown: opened from its record)"));
+        };
+        let config = record.config(None, None)?;
+        NearDupIndex::open(index, config)
+    }
+
+    /// Stores `data` in the record file beside the scheme and layout (replacing what was stored
+    /// before), for settings an application wants to find again with the index
+    /// ([`IndexRecord::application`]). The file is rewritten atomically.
+    ///
+    /// Errors: I/O errors; the errors of [`IndexRecord::read`].
+    pub fn set_application_data(&self, data: serde_json::Value) -> Result<()> {
+        let mut record = match IndexRecord::read(&self.index)? {
+            Some(r) => r,
+            None => self.config.record(),
+        };
+        record.application = Some(data);
+        self.index
+            .directory()
+            .atomic_write(Path::new(RECORD_FILE), record.to_json()?.as_bytes())?;
+        Ok(())
+    }
+
+    fn resolve(index: Index, config: NearDupConfig) -> Result<Self> {
+        let schema = index.schema();
+        let lookup = |name: &str| {
+            schema.get_field(name).map_err(|_| Error::Schema {
+                field: name.to_string(),
+                problem: "not in the schema; add it (NearDupConfig::add_fields adds the \
+                          fingerprint, key and group fields; the id field is yours, as \
+                          STRING | FAST)"
+                    .into(),
+            })
+        };
+        let schema_err = |name: &str, problem: &str| Error::Schema {
+            field: name.to_string(),
+            problem: problem.to_string(),
+        };
+
+        let id = lookup(&config.id_field)?;
+        match schema.get_field_entry(id).field_type() {
+            FieldType::Str(o)
+                if o.is_fast()
+                    && o.get_indexing_options()
+                        .is_some_and(|i| i.tokenizer() == "raw") => {}
+            _ => {
+                return Err(schema_err(
+                    &config.id_field,
+                    "the id field must be a text field indexed with the `raw` tokenizer and \
+                     fast: declare it as STRING | FAST (and STORED if you want it back)",
+                ))
+            }
+        }
+        let fingerprint = lookup(&config.fingerprint_field)?;
+        match schema.get_field_entry(fingerprint).field_type() {
+            FieldType::U64(o) if o.is_fast() => {}
+            _ => {
+                return Err(schema_err(
+                    &config.fingerprint_field,
+                    "the fingerprint field must be a u64 fast field; use NearDupConfig::add_fields",
+                ))
+            }
+        }
+        let keys = lookup(&config.keys_field)?;
+        match schema.get_field_entry(keys).field_type() {
+            FieldType::U64(o) if o.is_indexed() => {}
+            _ => {
+                return Err(schema_err(
+                    &config.keys_field,
+                    "the keys field must be an indexed u64 field; use NearDupConfig::add_fields",
+                ))
+            }
+        }
+        let group = match &config.group_field {
+            None => None,
+            Some(name) => {
+                let f = lookup(name)?;
+                match schema.get_field_entry(f).field_type() {
+                    FieldType::Str(o) if o.is_fast() => Some(f),
+                    _ => {
+                        return Err(schema_err(
+                            name,
+                            "the group field must be a fast text field; use \
+                             NearDupConfig::add_fields",
+                        ))
+                    }
+                }
+            }
+        };
+        // Optional: indexes made before these fields existed open without them.
+        let sequence = match schema.get_field(SEQUENCE_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::U64(o) if o.is_fast() => Some(f),
+                _ => {
+                    return Err(schema_err(
+                        SEQUENCE_FIELD,
+                        "this crate's sequence field must be a u64 fast field; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
+        let replaced = match schema.get_field(REPLACED_FIELD) {
+            Err(_) => None,
+            Ok(f) => match schema.get_field_entry(f).field_type() {
+                FieldType::Str(o)
+                    if o.is_fast()
+                        && o.get_indexing_options()
+                            .is_some_and(|i| i.tokenizer() == "raw") =>
+                {
+                    Some(f)
+                }
+                _ => {
+                    return Err(schema_err(
+                        REPLACED_FIELD,
+                        "this crate's replaced-ids field must be STRING | FAST; use \
+                         NearDupConfig::add_fields",
+                    ))
+                }
+            },
+        };
+        let mut text_fields = Vec::with_capacity(config.text_fields.len());
+        for name in &config.text_fields {
+            let f = lookup(name)?;
+            if !matches!(schema.get_field_entry(f).field_type(), FieldType::Str(_)) {
+                return Err(schema_err(
+                    name,
+                    "text fields to fingerprint must be text fields",
+                ));
+            }
+            text_fields.push(f);
+        }
+        // Text fields that name the tokenizer must be analysed by this very scheme, or search
+        // and fingerprints would disagree on what a word is; a tokenizer the user registered
+        // under that name is theirs and stays.
+        if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
+            register_tokenizer(&index, &config.scheme);
+        }
+        Ok(NearDupIndex {
+            index,
+            config: Arc::new(config),
+            fields: NearDupFields {
+                id,
+                fingerprint,
+                keys,
+                group,
+                sequence,
+                replaced,
+            },
+            text_fields: Arc::new(text_fields),
+            reader: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// The tantivy index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The scheme.
+    pub fn scheme(&self) -> &Scheme {
+        &self.config.scheme
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &BlockLayout {
+        &self.config.layout
+    }
+
+    /// The resolved fields.
+    pub fn fields(&self) -> NearDupFields {
+        self.fields
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NearDupConfig {
+        &self.config
+    }
+
+    /// The fingerprint of a document: the values of the configured text fields joined by line
+    /// breaks, through the scheme. Cost: one analysis of the text.
+    pub fn fingerprint_document(&self, doc: &TantivyDocument) -> Fingerprint {
+        let text = document_text(doc, &self.text_fields);
+        self.config.scheme.fingerprint(&text)
+    }
+
+    /// Adds the fingerprint field and the keys of `fp` to `doc`.
+    pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
+        doc.add_u64(self.fields.fingerprint, fp.0);
+        for key in self.config.layout.keys(fp) {
+            doc.add_u64(self.fields.keys, key);
+        }
+    }
+}
+
+fn no_record(expected_scheme: &str) -> Error {
+    Error::IndexMismatch {
+        what: "scheme",
+        found: format!(
+            "nothing (no {RECORD_FILE}, no commit payload from this crate: the index was not \
+             built by NearDupIndex::create)"
+        ),
+        expected: expected_scheme.to_string(),
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the protected data half-updated in a way
+    // that matters more than losing the lock altogether: recover the guard.
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
+    let mut text = String::new();
+    for &f in fields {
+        for v in doc.get_all(f) {
+            if let Some(s) = v.as_str() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(s);
+            }
+        }
+    }
+    text
+}
