@@ -30,7 +30,8 @@
 //! sharing one key (boilerplate with small variations) is compared pairwise, `b * b / 2`
 //! popcounts for a bucket of `b`; everything is in memory on one machine (about 36 bytes per
 //! live document at the peak, beyond the index pages it reads; at most `u32::MAX` documents).
-//! Across machines the same join partitions by key (DESIGN.md, section 6).
+//! Across machines the same join would partition by key (each key's bucket is independent),
+//! which this crate does not implement.
 //!
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
@@ -158,14 +159,7 @@ pub fn pairs_in_memory(
 }
 
 fn check_distance(layout: &BlockLayout, max_distance: u32) -> Result<()> {
-    if max_distance > layout.max_distance() {
-        return Err(Error::InvalidConfig(format!(
-            "distance {max_distance} is beyond what the layout guarantees ({}); use \
-             BlockLayout::for_distance({max_distance}) (and an index built with it)",
-            layout.max_distance()
-        )));
-    }
-    Ok(())
+    crate::layout::check_distance(layout.max_distance(), max_distance)
 }
 
 fn too_many(n: usize) -> Error {

@@ -18,7 +18,9 @@
 //!
 //! A key is one `u64` term: the combination's index in the top 16 bits, then the combined
 //! block bits. All keys of one combination therefore form one contiguous numeric range
-//! ([`BlockLayout::key_range`]), which batch jobs stream from the term dictionary.
+//! ([`BlockLayout::key_range`]), which a range query or a term-dictionary scan can read; the
+//! crate's batch jobs do not (they read the fingerprint column instead, see
+//! [`batch`](crate::batch)).
 //!
 //! ```
 //! use tantivy_simhash::{BlockLayout, Fingerprint};
@@ -285,6 +287,20 @@ fn combinations(n: u32, k: u32, start: u32, current: &mut Vec<u32>, out: &mut Ve
         combinations(n, k, i + 1, current, out);
         current.pop();
     }
+}
+
+/// Fails when `max_distance` exceeds `layout_k`, the largest distance the keys guarantee to
+/// find: a lookup there could miss matches. The one check behind every distance a caller asks
+/// for (lookups, queries, the writer, the all-pairs join).
+pub(crate) fn check_distance(layout_k: u32, max_distance: u32) -> Result<()> {
+    if max_distance > layout_k {
+        return Err(Error::InvalidConfig(format!(
+            "distance {max_distance} is beyond what the index layout guarantees to find \
+             ({layout_k}); ask for at most {layout_k}, or rebuild the index with \
+             BlockLayout::for_distance({max_distance})"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -45,6 +45,110 @@
 //! assert_eq!(a.distance(b), 3);
 //! assert!(layout.first_shared_key(a, b).is_some());
 //! ```
+//!
+//! ## The four tasks
+//!
+//! Every feature starts from the [`NearDupIndex`] (a tantivy [`Index`](tantivy::Index) with
+//! its checked record); lookups and the all-pairs join read a [`NearDupSearcher`] made from
+//! it, the collapse searches tantivy's own [`Searcher`](tantivy::Searcher). The setup lines
+//! are hidden; each example runs.
+//!
+//! **1. Add the fields to a schema.** [`NearDupConfig::add_fields`] adds the fingerprint, its
+//! keys and the group; the id (`STRING | FAST`) and text fields are yours.
+//!
+//! ```
+//! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+//! use tantivy::Index;
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex};
+//!
+//! let config = NearDupConfig::new("id", ["title", "body"]); // fingerprint title + body
+//! let mut builder = Schema::builder();
+//! builder.add_text_field("id", STRING | FAST | STORED);
+//! builder.add_text_field("title", TEXT);
+//! builder.add_text_field("body", TEXT);
+//! config.add_fields(&mut builder);
+//! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! assert!(index.fields().group.is_some());
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+//!
+//! **2. Dedup while indexing.** [`DedupWriter`] fingerprints each document and applies a
+//! [`Policy`]; it sees its own uncommitted documents.
+//!
+//! ```
+//! # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+//! # use tantivy::{doc, Index};
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex, Outcome, Policy};
+//! # let config = NearDupConfig::new("id", ["body"]);
+//! # let mut builder = Schema::builder();
+//! # let id = builder.add_text_field("id", STRING | FAST);
+//! # let body = builder.add_text_field("body", TEXT);
+//! # config.add_fields(&mut builder);
+//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
+//!             of this software, to deal in it without restriction.";
+//! let mut writer = index.writer(15_000_000, Policy::Reject)?;
+//! writer.add_document(doc!(id => "a", body => text))?;
+//! let again = writer.add_document(doc!(id => "b", body => text.to_uppercase()))?;
+//! assert!(matches!(again, Outcome::Duplicate { ref of, .. } if of == "a"));
+//! writer.commit()?;
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+//!
+//! **3. Collapse any query.** [`NearDupCollapse`] returns one hit per near-duplicate group,
+//! keeping tantivy's pruning.
+//!
+//! ```
+//! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+//! # use tantivy::{doc, Index};
+//! use tantivy::query::AllQuery;
+//! use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+//! # let config = NearDupConfig::new("id", ["body"]);
+//! # let mut builder = Schema::builder();
+//! # let id = builder.add_text_field("id", STRING | FAST | STORED);
+//! # let body = builder.add_text_field("body", TEXT);
+//! # config.add_fields(&mut builder);
+//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let mut writer = index.writer(15_000_000, Policy::Off)?;
+//! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
+//! #             of this software, to deal in it without restriction.";
+//! # writer.add_document(doc!(id => "a", body => text))?;
+//! # writer.add_document(doc!(id => "b", body => text.to_uppercase()))?;
+//! # writer.add_document(doc!(id => "c", body => "Release notes for the second version."))?;
+//! # writer.commit()?;
+//! let searcher = index.searcher()?;
+//! let collapse = NearDupCollapse::by_score(&index, 10);
+//! let results = collapse.search(searcher.searcher(), &AllQuery)?;
+//! assert_eq!(results.groups().len(), 2); // {a, b} and {c}
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+//!
+//! **4. All pairs.** [`NearDupGraph`] finds every pair within `k` over the whole index, and
+//! its clusters.
+//!
+//! ```
+//! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
+//! # use tantivy::{doc, Index};
+//! use tantivy_simhash::{NearDupConfig, NearDupGraph, NearDupIndex, Policy};
+//! # let config = NearDupConfig::new("id", ["body"]);
+//! # let mut builder = Schema::builder();
+//! # let id = builder.add_text_field("id", STRING | FAST | STORED);
+//! # let body = builder.add_text_field("body", TEXT);
+//! # config.add_fields(&mut builder);
+//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let mut writer = index.writer(15_000_000, Policy::Off)?;
+//! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
+//! #             of this software, to deal in it without restriction.";
+//! # writer.add_document(doc!(id => "a", body => text))?;
+//! # writer.add_document(doc!(id => "b", body => text.to_uppercase()))?;
+//! # writer.add_document(doc!(id => "c", body => "Release notes for the second version."))?;
+//! # writer.commit()?;
+//! let graph = NearDupGraph::new(&index.searcher()?)?;
+//! let clusters = graph.clusters()?;
+//! assert_eq!(clusters.len(), 1); // {a, b}; c stands alone
+//! assert_eq!(clusters.iter().next().map(|c| c.members.len()), Some(2));
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

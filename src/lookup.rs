@@ -4,6 +4,7 @@
 use crate::columns::{for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::layout::check_distance;
 use crate::schema::{lock, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use std::sync::Arc;
 use tantivy::columnar::{Column, StrColumn};
@@ -283,13 +284,7 @@ impl NearDupSearcher {
         mut f: impl FnMut(u32, DocId, u32, Fingerprint),
     ) -> Result<()> {
         let layout = self.index.layout();
-        if max_distance > layout.max_distance() {
-            return Err(Error::InvalidConfig(format!(
-                "distance {max_distance} is beyond what the index layout guarantees ({}); \
-                 rebuild the index with BlockLayout::for_distance({max_distance})",
-                layout.max_distance()
-            )));
-        }
+        check_distance(layout.max_distance(), max_distance)?;
         let keys_field = self.index.fields.keys;
         let terms: Vec<Term> = layout
             .keys(fp)

@@ -51,6 +51,7 @@
 use crate::columns::{fingerprint_column, for_each_posting};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::layout::check_distance;
 use crate::layout::BlockLayout;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::NearDupIndex;
@@ -113,13 +114,7 @@ impl NearDupQuery {
     /// [`Error::InvalidConfig`] when it exceeds the layout's `k`, which the keys could not
     /// guarantee to find.
     pub fn with_max_distance(mut self, max_distance: u32) -> Result<Self> {
-        if max_distance > self.layout_max_distance {
-            return Err(Error::InvalidConfig(format!(
-                "distance {max_distance} is beyond what the index layout guarantees ({}); \
-                 rebuild the index with BlockLayout::for_distance({max_distance})",
-                self.layout_max_distance
-            )));
-        }
+        check_distance(self.layout_max_distance, max_distance)?;
         self.max_distance = max_distance;
         Ok(self)
     }

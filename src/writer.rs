@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
+use crate::layout::check_distance;
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, lock, NearDupIndex};
@@ -342,12 +343,7 @@ impl DedupWriter {
     /// Sets the distance up to which documents count as near-duplicates (inclusive). Errors if
     /// it exceeds the layout's `k`.
     pub fn set_max_distance(&mut self, max_distance: u32) -> Result<()> {
-        let k = self.index.layout().max_distance();
-        if max_distance > k {
-            return Err(Error::InvalidConfig(format!(
-                "distance {max_distance} is beyond what the index layout guarantees ({k})"
-            )));
-        }
+        check_distance(self.index.layout().max_distance(), max_distance)?;
         self.max_distance = max_distance;
         Ok(())
     }
