@@ -1137,6 +1137,14 @@ impl Clusters {
             .into_iter()
             .chain(fields.sequence)
             .chain(fields.replaced)
+            .chain(
+                writer
+                    .index()
+                    .signature_fields()
+                    .sketch_fields()
+                    .iter()
+                    .copied(),
+            )
             .collect();
         let mut i = 0;
         while i < todo.len() {
@@ -1158,9 +1166,15 @@ impl Clusters {
                          document with that id"
                     )));
                 }
-                doc.add_u64(graph.fingerprint_field, fp.0);
-                for key in layout.keys(*fp) {
-                    doc.add_u64(graph.keys_field, key);
+                // The stored signature (fingerprint, sketch, the rule's keys) goes back as it was.
+                match snapshot.signature_at(*address) {
+                    Some(sig) => writer.index().add_signature_to(&mut doc, &sig),
+                    None => {
+                        doc.add_u64(graph.fingerprint_field, fp.0);
+                        for key in layout.keys(*fp) {
+                            doc.add_u64(graph.keys_field, key);
+                        }
+                    }
                 }
                 doc.add_text(group_field, group);
                 if let (Some(field), Some(sequence)) = (
@@ -1201,8 +1215,9 @@ impl Clusters {
             fields.sequence,
             fields.replaced,
         ];
+        let sketch = writer.index().signature_fields().sketch_fields();
         for (field, entry) in schema.fields() {
-            if !reserved.contains(&Some(field)) && !entry.is_stored() {
+            if !reserved.contains(&Some(field)) && !sketch.contains(&field) && !entry.is_stored() {
                 return Err(Error::Schema {
                     field: entry.name().to_string(),
                     problem: "not STORED, so re-adding documents from the doc store would lose \

@@ -6,6 +6,8 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
+use crate::signature::store::SignatureReader;
+use crate::signature::{Evidence, Signature};
 use std::sync::Arc;
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocAddress, DocId, IndexReader, ReloadPolicy, Searcher, Term};
@@ -67,6 +69,7 @@ pub struct NearDupSearcher {
     index: NearDupIndex,
     searcher: Searcher,
     segments: Vec<SegmentColumns>,
+    signatures: SignatureReader,
 }
 
 impl NearDupSearcher {
@@ -100,11 +103,53 @@ impl NearDupSearcher {
                 ids_index: seg.inverted_index(f.id)?,
             });
         }
+        let signatures = SignatureReader::new(&searcher, &index.signature_fields)?;
         Ok(NearDupSearcher {
             index: index.clone(),
             searcher,
             segments,
+            signatures,
         })
+    }
+
+    /// Every live document that the index's [`MatchRule`](crate::MatchRule) matches with
+    /// `signature`, with the evidence: simhash matches first (nearest first), then resemblance
+    /// matches (most resembling first), ties by address. Exactly the documents a brute-force
+    /// scan with [`MatchRule::matches`](crate::MatchRule::matches) finds (every match shares a
+    /// key). Cost: per segment one term look-up per key of the rule (16 by default), one
+    /// fingerprint read per candidate, sketch reads only for candidates that share a band
+    /// (docs/QUALITY.md, "Storage and lookup cost").
+    pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<(DocAddress, Evidence)>> {
+        let mut out = Vec::new();
+        self.signatures.for_each_match(
+            self.index.rule(),
+            signature,
+            usize::MAX,
+            |ord, doc, e, _| out.push((DocAddress::new(ord, doc), e)),
+        )?;
+        let rank = |e: &Evidence| match *e {
+            Evidence::Simhash { distance } => (0u8, distance as f32),
+            Evidence::Resemblance { resemblance, .. } => (1, -resemblance),
+        };
+        out.sort_by(|a, b| {
+            let (x, y) = (rank(&a.1), rank(&b.1));
+            x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)).then(a.0.cmp(&b.0))
+        });
+        Ok(out)
+    }
+
+    /// The stored signature of the document at `address`, if it has one.
+    pub fn signature_at(&self, address: DocAddress) -> Option<Signature> {
+        self.signatures
+            .segment(address.segment_ord)?
+            .get(address.doc_id)
+    }
+
+    /// [`lookup_signature`](Self::lookup_signature) of `text`, signed with the index's scheme
+    /// and rule (one analysis).
+    pub fn lookup_text_by_rule(&self, text: &str) -> Result<Vec<(DocAddress, Evidence)>> {
+        let signature = self.index.rule().signer(self.index.scheme()).sign(text);
+        self.lookup_signature(&signature)
     }
 
     /// The tantivy searcher.

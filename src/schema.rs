@@ -57,6 +57,8 @@ use crate::fingerprint::{
     register_tokenizer, Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME,
 };
 use crate::layout::BlockLayout;
+use crate::signature::store::{ResolvedSignatureFields, SignatureFields};
+use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -80,7 +82,10 @@ pub const SEQUENCE_FIELD: &str = "simhash_seq";
 pub const REPLACED_FIELD: &str = "simhash_replaced";
 
 /// The format tag of the record (file and commit payload).
-const RECORD_FORMAT: &str = "tantivy-simhash/1";
+/// Version 2: documents carry signatures (sketch fields and the rule's keys).
+const RECORD_FORMAT: &str = "tantivy-simhash/2";
+/// Formats this version refuses, with a message to rebuild.
+const OLD_RECORD_FORMATS: [&str; 1] = ["tantivy-simhash/1"];
 
 /// How an index uses fingerprints: the scheme, the layout and the field names.
 ///
@@ -90,6 +95,8 @@ const RECORD_FORMAT: &str = "tantivy-simhash/1";
 pub struct NearDupConfig {
     scheme: Scheme,
     layout: BlockLayout,
+    /// The match rule's parameters; its layout is kept equal to `layout`.
+    rule: RuleSpec,
     id_field: String,
     text_fields: Vec<String>,
     fingerprint_field: String,
@@ -108,6 +115,7 @@ impl NearDupConfig {
         NearDupConfig {
             scheme: Scheme::default(),
             layout: BlockLayout::default(),
+            rule: RuleSpec::default(),
             id_field: id_field.into(),
             text_fields: text_fields.into_iter().map(Into::into).collect(),
             fingerprint_field: "simhash".into(),
@@ -125,8 +133,35 @@ impl NearDupConfig {
     /// Uses `layout` for the keys; its [`BlockLayout::max_distance`] is the default `k` of
     /// lookups and of [`DedupWriter`](crate::DedupWriter).
     pub fn with_layout(mut self, layout: BlockLayout) -> Self {
+        self.rule.layout = layout.clone();
         self.layout = layout;
         self
+    }
+
+    /// Uses `rule` to match documents (its layout becomes the layout). The writer stores every
+    /// document's [`Signature`](crate::Signature) (fingerprint, sketch, the rule's keys), and
+    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature) finds
+    /// the documents the rule matches.
+    pub fn with_rule(mut self, rule: MatchRule) -> Self {
+        self.layout = rule.layout().clone();
+        self.rule = rule.spec().clone();
+        self
+    }
+
+    /// The match rule. Errors when its parameters are invalid (they come from
+    /// [`MatchRule`], so only a hand-edited record can make them so).
+    pub fn rule(&self) -> Result<MatchRule> {
+        MatchRule::new(self.rule.clone())
+    }
+
+    /// The names of the signature fields (fingerprint, keys, sketch words).
+    pub fn signature_fields(&self) -> SignatureFields {
+        SignatureFields::new(
+            &self.fingerprint_field,
+            &self.keys_field,
+            &MatchRule::default(),
+        )
+        .with_sketch_words(self.rule.minhash.sketch_words())
     }
 
     /// Renames the fingerprint and key fields.
@@ -195,6 +230,9 @@ impl NearDupConfig {
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint_field, FAST);
         builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
+        for name in &self.signature_fields().sketch {
+            builder.add_u64_field(name, FAST);
+        }
         if let Some(group) = &self.group_field {
             builder.add_text_field(group, STRING | FAST);
         }
@@ -209,12 +247,14 @@ impl NearDupConfig {
             layout: self.layout.id(),
             fingerprint_field: self.fingerprint_field.clone(),
             keys_field: self.keys_field.clone(),
+            rule: self.rule().map(|r| r.id()).unwrap_or_default(),
             settings: Some(RecordedSettings {
                 scheme: self.scheme.parameters(),
                 layout: self.layout.clone(),
                 id_field: self.id_field.clone(),
                 text_fields: self.text_fields.clone(),
                 group_field: self.group_field.clone(),
+                rule: Some(self.rule.clone()),
             }),
             application: None,
         }
@@ -254,6 +294,9 @@ pub struct IndexRecord {
     layout: String,
     fingerprint_field: String,
     keys_field: String,
+    /// The match rule's id ([`MatchRule::id`]); empty in records of format 1.
+    #[serde(default)]
+    rule: String,
     /// Absent in records written before parameters were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settings: Option<RecordedSettings>,
@@ -271,6 +314,9 @@ struct RecordedSettings {
     id_field: String,
     text_fields: Vec<String>,
     group_field: Option<String>,
+    /// The match rule's parameters (absent in records of format 1).
+    #[serde(default)]
+    rule: Option<RuleSpec>,
 }
 
 impl IndexRecord {
@@ -286,6 +332,7 @@ impl IndexRecord {
         if dir.exists(path).map_err(tantivy::TantivyError::from)? {
             let bytes = dir.atomic_read(path).map_err(tantivy::TantivyError::from)?;
             let record: Record = serde_json::from_slice(&bytes)?;
+            refuse_old_format(&record.format)?;
             if let Some(p) = payload_record(index)? {
                 // Both exist: they must agree, or someone rewrote one of them.
                 if let Err(Error::IndexMismatch {
@@ -354,9 +401,12 @@ impl IndexRecord {
                 self.scheme
             )));
         }
+        let mut rule = settings.rule.clone().unwrap_or_default();
+        rule.layout = settings.layout.clone();
         Ok(NearDupConfig {
             scheme,
             layout: settings.layout.clone(),
+            rule,
             id_field: settings.id_field.clone(),
             text_fields: settings.text_fields.clone(),
             fingerprint_field: self.fingerprint_field.clone(),
@@ -371,7 +421,7 @@ impl IndexRecord {
 
     /// Compares what the index records (`self`) with what the caller asks for.
     fn check(&self, expected: &Record) -> Result<()> {
-        let pairs: [(&'static str, &String, &String); 4] = [
+        let pairs: [(&'static str, &String, &String); 5] = [
             ("scheme", &self.scheme, &expected.scheme),
             ("layout", &self.layout, &expected.layout),
             (
@@ -380,6 +430,7 @@ impl IndexRecord {
                 &expected.fingerprint_field,
             ),
             ("keys field", &self.keys_field, &expected.keys_field),
+            ("match rule", &self.rule, &expected.rule),
         ];
         for (what, found, wanted) in pairs {
             if found != wanted {
@@ -394,13 +445,31 @@ impl IndexRecord {
     }
 }
 
+/// An index written by an older version has no signatures: say so, and how to fix it.
+fn refuse_old_format(format: &str) -> Result<()> {
+    if OLD_RECORD_FORMATS.contains(&format) {
+        return Err(Error::IndexMismatch {
+            what: "record format",
+            found: format!("{format} (built by an older tantivy-simhash, without signatures)"),
+            expected: format!(
+                "{RECORD_FORMAT}: rebuild the index with this version (re-add the documents)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn payload_record(index: &Index) -> Result<Option<Record>> {
     let metas = index.load_metas()?;
-    Ok(metas
+    let Some(record) = metas
         .payload
         .as_deref()
         .and_then(|p| serde_json::from_str::<Record>(p).ok())
-        .filter(|r| r.format == RECORD_FORMAT))
+    else {
+        return Ok(None);
+    };
+    refuse_old_format(&record.format)?;
+    Ok((record.format == RECORD_FORMAT).then_some(record))
 }
 
 /// The resolved fields of a near-duplicate index.
@@ -429,6 +498,9 @@ pub struct NearDupIndex {
     pub(crate) config: Arc<NearDupConfig>,
     pub(crate) fields: NearDupFields,
     pub(crate) text_fields: Arc<Vec<Field>>,
+    /// The match rule, and where signatures are stored.
+    pub(crate) rule: Arc<MatchRule>,
+    pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
     /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
     pub(crate) reader: Arc<Mutex<Option<IndexReader>>>,
 }
@@ -650,8 +722,20 @@ impl NearDupIndex {
         if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
             register_tokenizer(&index, &config.scheme);
         }
+        let rule = config.rule()?;
+        let signature_fields = config.signature_fields().resolve(&schema).map_err(|e| {
+            schema_err(
+                &format!("{}_sketch0", config.fingerprint_field),
+                &format!(
+                    "{e}; an index made by an older version has no signature fields: \
+                         rebuild it, with NearDupConfig::add_fields"
+                ),
+            )
+        })?;
         Ok(NearDupIndex {
             index,
+            rule: Arc::new(rule),
+            signature_fields: Arc::new(signature_fields),
             config: Arc::new(config),
             fields: NearDupFields {
                 id,
@@ -699,6 +783,24 @@ impl NearDupIndex {
     }
 
     /// Adds the fingerprint field and the keys of `fp` to `doc`.
+    /// The match rule.
+    pub fn rule(&self) -> &MatchRule {
+        &self.rule
+    }
+
+    /// Where signatures are stored.
+    pub fn signature_fields(&self) -> &ResolvedSignatureFields {
+        &self.signature_fields
+    }
+
+    /// Adds `signature` (fingerprint, sketch words, the rule's keys) to `doc`.
+    pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
+        self.signature_fields
+            .add_to_document(&self.rule, signature, doc);
+    }
+
+    /// Adds the fingerprint and its block keys to `doc`, without a sketch: such a document
+    /// matches others only through the rule's simhash branch (its sketch reads as empty).
     pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
         doc.add_u64(self.fields.fingerprint, fp.0);
         for key in self.config.layout.keys(fp) {

@@ -7,6 +7,7 @@ use crate::layout::check_distance;
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, lock, NearDupIndex};
+use crate::signature::{Signature, Signer};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -275,6 +276,7 @@ pub struct DedupWriter {
     reader: IndexReader,
     pending: Mutex<Pending>,
     fingerprinters: Mutex<Vec<Fingerprinter>>,
+    signers: Mutex<Vec<Signer>>,
     payload: String,
 }
 
@@ -312,6 +314,7 @@ impl DedupWriter {
                 next_sequence,
             }),
             fingerprinters: Mutex::new(Vec::new()),
+            signers: Mutex::new(Vec::new()),
             payload,
         })
     }
@@ -373,21 +376,48 @@ impl DedupWriter {
     /// (docs/PERFORMANCE.md measures the cost, and why tantivy's pre-tokenized text does not
     /// avoid it).
     pub fn add_document(&self, doc: TantivyDocument) -> Result<Outcome> {
-        let fp = self.fingerprint(&doc);
-        self.add_document_with_fingerprint(doc, fp)
+        let signature = self.signature(&doc);
+        self.add_document_with_signature(doc, signature)
+    }
+
+    /// Adds `doc` with a signature computed elsewhere (with the index's scheme and rule, for
+    /// example by [`Signer`]s in parallel): its fingerprint, sketch and the rule's keys are
+    /// stored. The policy still decides by the fingerprint within the writer's `k`.
+    pub fn add_document_with_signature(
+        &self,
+        doc: TantivyDocument,
+        signature: Signature,
+    ) -> Result<Outcome> {
+        self.add_prepared(doc, signature.fingerprint, Some(&signature))
     }
 
     /// Adds `doc` with a fingerprint computed elsewhere (for example by a batch job with the
     /// same scheme). See [`add_document`](Self::add_document).
+    ///
+    /// Without a signature the document gets no sketch and no band keys: the match rule's
+    /// resemblance branch never matches it (use
+    /// [`add_document_with_signature`](Self::add_document_with_signature)).
     pub fn add_document_with_fingerprint(
+        &self,
+        doc: TantivyDocument,
+        fp: Fingerprint,
+    ) -> Result<Outcome> {
+        self.add_prepared(doc, fp, None)
+    }
+
+    fn add_prepared(
         &self,
         mut doc: TantivyDocument,
         fp: Fingerprint,
+        signature: Option<&Signature>,
     ) -> Result<Outcome> {
         let id = self.prepare(&doc)?;
         let layout = self.index.layout();
         let fields = self.index.fields;
-        self.index.add_fingerprint_to(&mut doc, fp);
+        match signature {
+            Some(sig) => self.index.add_signature_to(&mut doc, sig),
+            None => self.index.add_fingerprint_to(&mut doc, fp),
+        }
         let mut pending = lock(&self.pending);
         // Numbered under the lock, so the numbers follow the order of the checks below.
         if let Some(field) = fields.sequence {
@@ -490,17 +520,18 @@ impl DedupWriter {
     /// document wins). Stops at the first error; documents before it are added.
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
         let scheme = self.index.scheme();
+        let rule = self.index.rule();
         let text_fields = &self.index.text_fields;
-        let fps: Vec<Fingerprint> = docs
+        let sigs: Vec<Signature> = docs
             .par_iter()
             .map_init(
-                || scheme.fingerprinter(),
-                |fpr, doc| fpr.fingerprint(&document_text(doc, text_fields)),
+                || rule.signer(scheme),
+                |signer, doc| signer.sign(&document_text(doc, text_fields)),
             )
             .collect();
         docs.into_iter()
-            .zip(fps)
-            .map(|(doc, fp)| self.add_document_with_fingerprint(doc, fp))
+            .zip(sigs)
+            .map(|(doc, sig)| self.add_document_with_signature(doc, sig))
             .collect()
     }
 
@@ -559,6 +590,17 @@ impl DedupWriter {
         lock(&self.pending).docs.len()
     }
 
+    /// The signature of `doc` from the configured text fields, with a pooled signer (one
+    /// analysis pass gives the fingerprint and the sketch).
+    pub fn signature(&self, doc: &TantivyDocument) -> Signature {
+        let text = document_text(doc, &self.index.text_fields);
+        let pooled = lock(&self.signers).pop();
+        let mut signer = pooled.unwrap_or_else(|| self.index.rule().signer(self.index.scheme()));
+        let sig = signer.sign(&text);
+        lock(&self.signers).push(signer);
+        sig
+    }
+
     /// The fingerprint of `doc` from the configured text fields, with a pooled fingerprinter.
     pub fn fingerprint(&self, doc: &TantivyDocument) -> Fingerprint {
         let text = document_text(doc, &self.index.text_fields);
@@ -589,7 +631,13 @@ impl DedupWriter {
             fields.sequence,
             fields.replaced,
         ];
-        for f in reserved.into_iter().flatten() {
+        let sketch = self
+            .index
+            .signature_fields()
+            .sketch_fields()
+            .iter()
+            .copied();
+        for f in reserved.into_iter().flatten().chain(sketch) {
             if doc.get_first(f).is_some() {
                 return Err(Error::Document(format!(
                     "document `{id}` already has a value in `{}`, a field the writer fills; \

@@ -136,7 +136,8 @@ fn load(store: &Store, searcher: &Searcher, addr: DocAddress) -> Result<Shown, F
 /// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.
 ///
 /// ``Index.create(path, ...)`` makes one, ``Index.open(path)`` opens one (also one built by
-/// ``neardup index``). Use it as a context manager, or call ``close()``: a closed index raises
+/// ``neardup index``). A document's fingerprint is taken from its title and text, joined by a
+/// line break. Use it as a context manager, or call ``close()``: a closed index raises
 /// ``ValueError`` on use.
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Index {

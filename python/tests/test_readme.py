@@ -1,6 +1,9 @@
-"""The README's Python example runs as written."""
+"""The README's Python example and the package's docstring examples run as written."""
 
+import doctest
 import re
+
+import tantivy_simhash
 
 from conftest import REPO
 
@@ -15,3 +18,8 @@ def test_readme_python_example_runs(capsys):
         'Outcome(status="added", id="a")',
         'Outcome(status="tagged", id="b", of="a", distance=0, group="a")',
     ]
+
+
+def test_package_docstring_examples_run():
+    failed, attempted = doctest.testmod(tantivy_simhash)
+    assert failed == 0 and attempted > 0

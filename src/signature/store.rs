@@ -40,6 +40,14 @@ impl SignatureFields {
         }
     }
 
+    /// The same names with `words` sketch fields.
+    pub fn with_sketch_words(mut self, words: usize) -> SignatureFields {
+        self.sketch = (0..words)
+            .map(|i| format!("{}_sketch{i}", self.fingerprint))
+            .collect();
+        self
+    }
+
     /// Adds the fields to `builder`: the fingerprint and sketch words as `u64` fast fields, the
     /// keys as a multi-valued `u64` field indexed without fieldnorms.
     pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
@@ -87,6 +95,11 @@ impl ResolvedSignatureFields {
     /// The keys field.
     pub fn keys_field(&self) -> Field {
         self.keys
+    }
+
+    /// The sketch fields, one per 64-bit word.
+    pub fn sketch_fields(&self) -> &[Field] {
+        &self.sketch
     }
 
     /// Adds `signature` (fingerprint, sketch words, keys) to `doc`.

@@ -1,6 +1,7 @@
 """Type stubs of tantivy_simhash (the extension module tantivy_simhash._native)."""
 
 import os
+import pathlib
 from typing import Any, Callable, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
 
 Policy = Literal["tag", "reject", "replace", "off"]
@@ -168,7 +169,8 @@ class HostPair(TypedDict):
 
 class Index:
     """An index directory in the format of the ``neardup`` command line. A context manager;
-    a closed index raises ``ValueError`` on use."""
+    a closed index raises ``ValueError`` on use. A document's fingerprint is taken from its
+    title and text joined by a line break."""
 
     @staticmethod
     def create(
@@ -215,7 +217,7 @@ class Index:
         """The fingerprint of the document ``id``, or None."""
     def __len__(self) -> int: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     @property
     def language(self) -> str: ...
     @property
