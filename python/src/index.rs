@@ -13,8 +13,6 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::Value;
-use tantivy::{DocAddress, Searcher, TantivyDocument};
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
 
@@ -105,31 +103,6 @@ impl Cluster {
     fn __repr__(&self) -> String {
         format!("Cluster(id={:?}, size={})", self.id, self.members.len())
     }
-}
-
-/// The stored fields of a document.
-struct Shown {
-    id: String,
-    title: String,
-    host: String,
-    text: String,
-}
-
-fn load(store: &Store, searcher: &Searcher, addr: DocAddress) -> Result<Shown, Failure> {
-    let doc: TantivyDocument = searcher.doc(addr)?;
-    let f = store.fields;
-    let get = |field| {
-        doc.get_first(field)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
-    Ok(Shown {
-        id: get(f.id),
-        title: get(f.title),
-        host: get(f.host),
-        text: get(f.text),
-    })
 }
 
 /// An index directory in the format of the ``neardup`` command line: documents with an id, a
@@ -476,7 +449,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
     if !collapse {
         let found = s.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
         for (rank, (score, addr)) in found.into_iter().enumerate() {
-            let shown = load(store, s, addr)?;
+            let shown = store.load_doc(s, addr)?;
             hits.push(Hit {
                 rank: rank + 1,
                 score,
@@ -495,7 +468,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
     let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
     let results = collapse.search(s, &parsed)?;
     for (rank, g) in results.groups().iter().enumerate() {
-        let shown = load(store, s, g.leader.address)?;
+        let shown = store.load_doc(s, g.leader.address)?;
         hits.push(Hit {
             rank: rank + 1,
             score: g.leader.key,
@@ -550,7 +523,7 @@ fn similar(
     found
         .into_iter()
         .map(|h| {
-            let shown = load(store, searcher.searcher(), h.address)?;
+            let shown = store.load_doc(searcher.searcher(), h.address)?;
             Ok(Match {
                 id: h.id,
                 distance: h.distance,

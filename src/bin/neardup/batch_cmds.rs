@@ -2,7 +2,6 @@
 //! ([`NearDupGraph`](tantivy_simhash::batch::NearDupGraph)).
 
 use super::output::{count, one_line};
-use super::read_cmds::load;
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
 use serde::Serialize;
@@ -130,7 +129,7 @@ pub(crate) fn clusters_in(
             })?;
             continue;
         }
-        let first = load(store, searcher, c.members[0].address)?;
+        let first = store.load_doc(searcher, c.members[0].address)?;
         out.line(format_args!(
             "{:>6}  {}  {}",
             c.len(),
@@ -138,7 +137,7 @@ pub(crate) fn clusters_in(
             one_line(&first.title, 60)
         ))?;
         for m in c.members.iter().skip(1).take(members) {
-            let shown = load(store, searcher, m.address)?;
+            let shown = store.load_doc(searcher, m.address)?;
             out.line(format_args!(
                 "          {}  {}",
                 m.id,

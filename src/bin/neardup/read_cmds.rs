@@ -1,45 +1,14 @@
 //! The commands that read an index: `search`, `similar`, `stats`.
 
 use super::output::{count, one_line};
-use super::store::{self, Store};
+use super::store::{self, Store, StoredDoc};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::Value;
-use tantivy::{DocAddress, TantivyDocument};
 use tantivy_simhash::NearDupCollapse;
-
-/// The stored fields of a result.
-pub(crate) struct Shown {
-    pub id: String,
-    pub title: String,
-    pub host: String,
-    pub text: String,
-}
-
-pub(crate) fn load(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    addr: DocAddress,
-) -> CliResult<Shown> {
-    let doc: TantivyDocument = searcher.doc(addr)?;
-    let f = store.fields;
-    let get = |field| {
-        doc.get_first(field)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
-    Ok(Shown {
-        id: get(f.id),
-        title: get(f.title),
-        host: get(f.host),
-        text: get(f.text),
-    })
-}
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -88,7 +57,7 @@ pub(crate) fn search_in(
         out.line(format_args!("no document matches `{query}`"))?;
     }
     for (rank, (score, addr)) in hits.into_iter().enumerate() {
-        let shown = load(store, tantivy_searcher, addr)?;
+        let shown = store.load_doc(tantivy_searcher, addr)?;
         if out.is_json() {
             out.json_line(&SearchHit {
                 rank: rank + 1,
@@ -140,7 +109,7 @@ fn print_collapsed(
         out.line("no document matches")?;
     }
     for (rank, g) in results.groups().iter().enumerate() {
-        let shown = load(store, searcher, g.leader.address)?;
+        let shown = store.load_doc(searcher, g.leader.address)?;
         if out.is_json() {
             out.json_line(&CollapsedLine {
                 rank: rank + 1,
@@ -193,7 +162,7 @@ fn print_collapsed(
     Ok(())
 }
 
-fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &Shown) -> CliResult<()> {
+fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliResult<()> {
     let host = if shown.host.is_empty() {
         String::new()
     } else {
@@ -285,7 +254,7 @@ pub(crate) fn similar_in(
         ))?;
     }
     for hit in &hits {
-        let shown = load(store, searcher.searcher(), hit.address)?;
+        let shown = store.load_doc(searcher.searcher(), hit.address)?;
         if out.is_json() {
             out.json_line(&SimilarHit {
                 id: &hit.id,

@@ -103,6 +103,40 @@ impl Store {
     }
 }
 
+/// The stored fields of a document, as `search`, `similar` and `clusters` show them.
+pub(crate) struct StoredDoc {
+    pub id: String,
+    pub title: String,
+    pub host: String,
+    pub text: String,
+}
+
+impl Store {
+    /// Reads the stored id, title, host and text of `addr` (one doc-store block read; a field
+    /// the document lacks is empty).
+    pub(crate) fn load_doc(
+        &self,
+        searcher: &tantivy::Searcher,
+        addr: tantivy::DocAddress,
+    ) -> CliResult<StoredDoc> {
+        use tantivy::schema::Value;
+        let doc: tantivy::TantivyDocument = searcher.doc(addr)?;
+        let f = self.fields;
+        let get = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        Ok(StoredDoc {
+            id: get(f.id),
+            title: get(f.title),
+            host: get(f.host),
+            text: get(f.text),
+        })
+    }
+}
+
 /// The largest k of an index (the widest layout [`BlockLayout::for_distance`] builds).
 pub(crate) const MAX_K: u32 = 9;
 
