@@ -62,8 +62,8 @@ fn text(i: usize) -> String {
         + &format!(" number {i}")
 }
 
-/// An index of three documents in `dir`.
-fn small_index(tmp: &Path, dir: &Path) {
+/// A JSONL file `three.jsonl` in `tmp` with the documents d0, d1 and d2.
+fn three_docs(tmp: &Path) -> PathBuf {
     let input = tmp.join("three.jsonl");
     write_lines(
         &input,
@@ -71,6 +71,12 @@ fn small_index(tmp: &Path, dir: &Path) {
             .map(|i| doc_line(&format!("d{i}"), &text(i)))
             .collect::<Vec<_>>(),
     );
+    input
+}
+
+/// An index of three documents in `dir`.
+fn small_index(tmp: &Path, dir: &Path) {
+    let input = three_docs(tmp);
     let out = neardup(&["index", p(&input), "--index", p(dir), "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
@@ -112,13 +118,7 @@ fn a_second_writer_is_told_another_run_is_writing() {
 #[test]
 fn a_directory_another_run_is_creating_is_named_as_such() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("three.jsonl");
-    write_lines(
-        &input,
-        &(0..3)
-            .map(|i| doc_line(&format!("d{i}"), &text(i)))
-            .collect::<Vec<_>>(),
-    );
+    let input = three_docs(tmp.path());
     // The claim a run holds (locked) while it creates the index.
     let dir = tmp.path().join("ix");
     std::fs::create_dir(&dir).unwrap();
@@ -194,13 +194,7 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
 #[test]
 fn a_run_killed_while_claiming_does_not_block_the_directory_forever() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("three.jsonl");
-    write_lines(
-        &input,
-        &(0..3)
-            .map(|i| doc_line(&format!("d{i}"), &text(i)))
-            .collect::<Vec<_>>(),
-    );
+    let input = three_docs(tmp.path());
     // A run killed after making its own claim file, before linking it into place: the file is
     // left, unlocked (its process is gone).
     let dir = tmp.path().join("ix");
