@@ -188,5 +188,6 @@ pub use schema::{
 };
 pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
+    DEFAULT_MAX_POSTINGS_PER_KEY,
 };
 pub use writer::{DedupWriter, Outcome, Policy};

@@ -1,5 +1,10 @@
-//! Lookups: [`NearDupSearcher`] finds every live document within `k` of a fingerprint through
-//! the key postings of each segment.
+//! Lookups: [`NearDupSearcher`] finds the live documents that the index's
+//! [`MatchRule`](crate::MatchRule) matches with a text, a stored document or a signature
+//! ([`lookup_text`](NearDupSearcher::lookup_text), [`lookup_id`](NearDupSearcher::lookup_id),
+//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through the key postings of each
+//! segment. A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
+//! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
+//! document within `k` bits.
 
 use crate::columns::{for_each_posting, read_str};
 use crate::error::{Error, Result};
@@ -7,7 +12,7 @@ use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
-use crate::signature::{Evidence, Signature};
+use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocAddress, DocId, IndexReader, ReloadPolicy, Searcher, Term};
@@ -39,12 +44,16 @@ impl NearDupIndex {
 }
 
 /// A near-duplicate found by a lookup.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct NearDup {
     /// The document's id (the id field's value).
     pub id: String,
-    /// The Hamming distance to the query fingerprint.
+    /// The Hamming distance to the query fingerprint (also in `evidence`).
     pub distance: u32,
+    /// Why it matches: [`Evidence::Simhash`] within the layout's `k`, or
+    /// [`Evidence::Resemblance`] with the sketches' resemblance estimate. Simhash-only lookups
+    /// ([`NearDupSearcher::lookup_within`]) always give [`Evidence::Simhash`].
+    pub evidence: Evidence,
     /// The document's fingerprint.
     pub fingerprint: Fingerprint,
     /// Where the document is in the searcher it was found with.
@@ -70,6 +79,7 @@ pub struct NearDupSearcher {
     searcher: Searcher,
     segments: Vec<SegmentColumns>,
     signatures: SignatureReader,
+    max_postings_per_key: usize,
 }
 
 impl NearDupSearcher {
@@ -109,32 +119,79 @@ impl NearDupSearcher {
             searcher,
             segments,
             signatures,
+            max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
         })
     }
 
+    /// Sets the bound on candidates read per key and segment by the rule's lookups
+    /// ([`DEFAULT_MAX_POSTINGS_PER_KEY`] unless set; at least 1; `usize::MAX` is exact). Its
+    /// documentation says what it costs in recall on hot keys.
+    pub fn with_max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
+        self.max_postings_per_key = max_postings_per_key.max(1);
+        self
+    }
+
+    /// The bound on candidates read per key and segment by the rule's lookups.
+    pub fn max_postings_per_key(&self) -> usize {
+        self.max_postings_per_key
+    }
+
+    /// The signature columns and key postings of every segment.
+    pub(crate) fn signature_reader(&self) -> &SignatureReader {
+        &self.signatures
+    }
+
     /// Every live document that the index's [`MatchRule`](crate::MatchRule) matches with
-    /// `signature`, with the evidence: simhash matches first (nearest first), then resemblance
-    /// matches (most resembling first), ties by address. Exactly the documents a brute-force
-    /// scan with [`MatchRule::matches`](crate::MatchRule::matches) finds (every match shares a
-    /// key). Cost: per segment one term look-up per key of the rule (16 by default), one
-    /// fingerprint read per candidate, sketch reads only for candidates that share a band
-    /// (docs/QUALITY.md, "Storage and lookup cost").
-    pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<(DocAddress, Evidence)>> {
+    /// `signature`, strongest evidence first ([`Evidence::cmp_strength`]: simhash matches
+    /// nearest first, then resemblance matches most resembling first), ties by id. Exactly the
+    /// documents a brute-force scan with [`MatchRule::matches`](crate::MatchRule::matches)
+    /// finds (every match shares a key), unless a key is hot
+    /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment one
+    /// term look-up per key of the rule (16 by default), one fingerprint read per candidate,
+    /// sketch reads only for candidates that share a band; then one id read per match (see
+    /// [`lookup_signature_addresses`](Self::lookup_signature_addresses) to skip it).
+    pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<NearDup>> {
+        let mut found = Vec::new();
+        self.signatures.for_each_match(
+            self.index.rule(),
+            signature,
+            self.max_postings_per_key,
+            |ord, doc, e, s| found.push((DocAddress::new(ord, doc), e, s.fingerprint)),
+        )?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (address, evidence, fingerprint) in found {
+            hits.push(NearDup {
+                id: self
+                    .id_of(address.segment_ord, address.doc_id)?
+                    .unwrap_or_default(),
+                distance: evidence.distance(),
+                evidence,
+                fingerprint,
+                address,
+            });
+        }
+        hits.sort_by(|a, b| {
+            a.evidence
+                .cmp_strength(&b.evidence)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(hits)
+    }
+
+    /// Like [`lookup_signature`](Self::lookup_signature) without reading ids:
+    /// `(address, evidence)`, strongest first, ties by address.
+    pub fn lookup_signature_addresses(
+        &self,
+        signature: &Signature,
+    ) -> Result<Vec<(DocAddress, Evidence)>> {
         let mut out = Vec::new();
         self.signatures.for_each_match(
             self.index.rule(),
             signature,
-            usize::MAX,
+            self.max_postings_per_key,
             |ord, doc, e, _| out.push((DocAddress::new(ord, doc), e)),
         )?;
-        let rank = |e: &Evidence| match *e {
-            Evidence::Simhash { distance } => (0u8, distance as f32),
-            Evidence::Resemblance { resemblance, .. } => (1, -resemblance),
-        };
-        out.sort_by(|a, b| {
-            let (x, y) = (rank(&a.1), rank(&b.1));
-            x.0.cmp(&y.0).then(x.1.total_cmp(&y.1)).then(a.0.cmp(&b.0))
-        });
+        out.sort_by(|a, b| a.1.cmp_strength(&b.1).then(a.0.cmp(&b.0)));
         Ok(out)
     }
 
@@ -145,11 +202,9 @@ impl NearDupSearcher {
             .get(address.doc_id)
     }
 
-    /// [`lookup_signature`](Self::lookup_signature) of `text`, signed with the index's scheme
-    /// and rule (one analysis).
-    pub fn lookup_text_by_rule(&self, text: &str) -> Result<Vec<(DocAddress, Evidence)>> {
-        let signature = self.index.rule().signer(self.index.scheme()).sign(text);
-        self.lookup_signature(&signature)
+    /// The signature of `text` under the index's scheme and rule (one analysis).
+    pub fn sign(&self, text: &str) -> Signature {
+        self.index.rule().signer(self.index.scheme()).sign(text)
     }
 
     /// The tantivy searcher.
@@ -162,8 +217,11 @@ impl NearDupSearcher {
         &self.index
     }
 
-    /// Every live document within the layout's `k` of `fp` (inclusive), nearest first (ties by
-    /// id). Cost: per segment, one term look-up and postings read per key, one column read per
+    /// **Simhash-only**: every live document within the layout's `k` of `fp` (inclusive),
+    /// nearest first (ties by id). A fingerprint has no sketch, so the rule's resemblance branch
+    /// cannot be evaluated: use [`lookup_text`](Self::lookup_text),
+    /// [`lookup_id`](Self::lookup_id) or [`lookup_signature`](Self::lookup_signature) for the
+    /// rule. No bound on hot keys applies (every posting is read). Cost: per segment, one term look-up and postings read per key, one column read per
     /// candidate; then one id read per match, which decompresses a block of the id column's
     /// dictionary (see [`lookup_addresses`](Self::lookup_addresses) to skip it). Measured in
     /// docs/PERFORMANCE.md.
@@ -185,6 +243,7 @@ impl NearDupSearcher {
             hits.push(NearDup {
                 id: self.id_of(ord, doc)?.unwrap_or_default(),
                 distance,
+                evidence: Evidence::Simhash { distance },
                 fingerprint,
                 address: DocAddress::new(ord, doc),
             });
@@ -210,18 +269,49 @@ impl NearDupSearcher {
         Ok(out)
     }
 
-    /// Near-duplicates of `text`, fingerprinted with the index's scheme.
+    /// The documents the index's rule matches with `text`, signed with the index's scheme and
+    /// rule (one analysis), strongest evidence first: see
+    /// [`lookup_signature`](Self::lookup_signature).
     pub fn lookup_text(&self, text: &str) -> Result<Vec<NearDup>> {
-        self.lookup(self.index.scheme().fingerprint(text))
+        self.lookup_signature(&self.sign(text))
     }
 
-    /// Near-duplicates of the live document with id `id` (itself included, at distance 0).
-    /// Errors with [`Error::Document`] when no live document has that id.
+    /// The documents the index's rule matches with the live document with id `id` (itself
+    /// included, at distance 0), by its stored signature: see
+    /// [`lookup_signature`](Self::lookup_signature). A document added with only a fingerprint
+    /// (no sketch) matches by the simhash branch only. Errors with [`Error::Document`] when no
+    /// live document has that id.
     pub fn lookup_id(&self, id: &str) -> Result<Vec<NearDup>> {
-        let fp = self.fingerprint_of_id(id)?.ok_or_else(|| {
+        let signature = self.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
         })?;
-        self.lookup(fp)
+        self.lookup_signature(&signature)
+    }
+
+    /// The stored signature of the first live document with id `id`, if any.
+    pub fn signature_of_id(&self, id: &str) -> Result<Option<Signature>> {
+        Ok(self
+            .address_of_id(id)?
+            .and_then(|address| self.signature_at(address)))
+    }
+
+    /// The address of the first live document with id `id` (with a fingerprint), if any.
+    pub fn address_of_id(&self, id: &str) -> Result<Option<DocAddress>> {
+        let term = Term::from_field_text(self.index.fields.id, id);
+        for (ord, cols) in self.segments.iter().enumerate() {
+            let seg = self.searcher.segment_reader(ord as u32);
+            let mut found = None;
+            for_each_posting(&cols.ids_index, &term, |doc| {
+                if found.is_none() && !seg.is_deleted(doc) && cols.fingerprints.first(doc).is_some()
+                {
+                    found = Some(doc);
+                }
+            })?;
+            if let Some(doc) = found {
+                return Ok(Some(DocAddress::new(ord as u32, doc)));
+            }
+        }
+        Ok(None)
     }
 
     /// The fingerprint of the first live document with id `id`, if any.

@@ -1,16 +1,20 @@
-//! [`NearDupQuery`]: every document within Hamming distance `k` of a fingerprint, as a tantivy
-//! [`Query`].
+//! [`NearDupQuery`]: the documents the index's [`MatchRule`] matches with a signature, as a
+//! tantivy [`Query`].
 //!
-//! Per segment, the candidates are the union of the postings of the fingerprint's keys (the
-//! pigeonhole guarantees every document within the layout's `k` shares a key); a candidate
-//! matches when the exact Hamming distance read from the fingerprint column is `<= k`
-//! (**inclusive**: distance `k` matches, `k + 1` does not). It is built on tantivy's
-//! [`DocPredicateQuery`] (candidates = its necessary condition, distance = its predicate), so it
-//! composes inside a [`BooleanQuery`](tantivy::query::BooleanQuery) with any other query, and
-//! deleted documents are skipped by tantivy's collectors as for every query. Its score is a
-//! constant (1.0 times the boost): wrap it in
+//! Per segment, the candidates are the union of the postings of the query's keys (simhash block
+//! keys and MinHash band keys; every pair the rule matches shares one), each read up to a bound
+//! ([`NearDupQuery::with_max_postings_per_key`], hot keys); a candidate matches when
+//! [`MatchRule::matches`] holds on its signature read from the segment's columns (fingerprint,
+//! then the sketch only for candidates that share a band). It is built on tantivy's
+//! [`DocPredicateQuery`] (candidates = its necessary condition, the rule = its predicate), so it
+//! composes inside a [`BooleanQuery`](tantivy::query::BooleanQuery) with any other query and
+//! runs under any collector; deleted documents are skipped by tantivy's collectors as for every
+//! query. Its score is a constant (1.0 times the boost): wrap it in
 //! [`ConstScoreQuery::new(q, 0.0)`](tantivy::query::ConstScoreQuery) to filter a text query
 //! without changing its scores.
+//!
+//! [`NearDupQuery::with_max_distance`] is the explicit simhash-only alternative: every document
+//! within `k` bits (inclusive) of the fingerprint, without the resemblance branch.
 //!
 //! ```
 //! use tantivy::collector::Count;
@@ -42,113 +46,173 @@
 //!     (Occur::Must, Box::new(on_host)),
 //! ]);
 //! assert_eq!(searcher.searcher().search(&q, &Count)?, 1);
-//! // The convenience form: (id, distance), nearest first.
+//! // The convenience form: ids and evidence, strongest first.
 //! let hits = near.search(&searcher)?;
 //! assert_eq!((hits[0].id.as_str(), hits[0].distance), ("a", 0));
+//! // The same page under another site's menu and footer matches by resemblance:
+//! let framed = format!("Home | Docs | Blog | Contact\n\n{text}\n\n(c) 2024 Example Ltd, all rights reserved");
+//! let q = NearDupQuery::from_text(&index, &framed);
+//! assert_eq!(searcher.searcher().search(&q, &Count)?, 2);
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
-use crate::columns::{fingerprint_column, for_each_posting};
+use crate::columns::fingerprint_column;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
-use crate::layout::BlockLayout;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::NearDupIndex;
+use crate::signature::store::{SegmentSignatures, SignatureFields};
+use crate::signature::{MatchRule, Signature, Sketch, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
-use tantivy::columnar::Column;
 use tantivy::query::doc_predicate_query::{
     ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
 };
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::schema::Field;
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, Term, TERMINATED};
 
-/// Documents within Hamming distance `k` (inclusive) of a fingerprint. See the
-/// [module docs](self).
+/// What a candidate must satisfy.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Test {
+    /// The index's rule.
+    Rule,
+    /// Simhash only: within this distance (inclusive).
+    Within(u32),
+}
+
+/// The documents the index's rule matches with a signature (or, with
+/// [`with_max_distance`](Self::with_max_distance), every document within a simhash radius).
+/// See the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct NearDupQuery {
-    fingerprint: Fingerprint,
-    max_distance: u32,
-    layout_max_distance: u32,
+    shared: Arc<Shared>,
+    test: Test,
+    max_postings_per_key: usize,
+}
+
+/// What every clone and every segment's predicate share.
+#[derive(Debug)]
+struct Shared {
+    signature: Signature,
+    rule: MatchRule,
+    fields: SignatureFields,
     keys_field: Field,
-    fingerprint_field: Arc<str>,
     terms: Vec<Term>,
 }
 
 impl NearDupQuery {
-    /// Documents of `index` within the layout's `k` of `fingerprint`.
-    pub fn new(index: &NearDupIndex, fingerprint: Fingerprint) -> Self {
-        let layout: &BlockLayout = index.layout();
+    /// The documents of `index` that its rule matches with `signature` (made with the index's
+    /// scheme and rule, for example by [`NearDupSearcher::sign`]).
+    pub fn from_signature(index: &NearDupIndex, signature: Signature) -> Self {
         let keys_field = index.fields().keys;
+        let rule = index.rule().clone();
+        let terms = rule
+            .keys(&signature)
+            .into_iter()
+            .map(|k| Term::from_field_u64(keys_field, k))
+            .collect();
         NearDupQuery {
-            fingerprint,
-            max_distance: layout.max_distance(),
-            layout_max_distance: layout.max_distance(),
-            keys_field,
-            fingerprint_field: Arc::from(index.config().fingerprint_field()),
-            terms: layout
-                .keys(fingerprint)
-                .into_iter()
-                .map(|k| Term::from_field_u64(keys_field, k))
-                .collect(),
+            shared: Arc::new(Shared {
+                signature,
+                rule,
+                fields: index.signature_fields().names().clone(),
+                keys_field,
+                terms,
+            }),
+            test: Test::Rule,
+            max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
         }
     }
 
-    /// Documents of `index` within the layout's `k` of the fingerprint of `text` (through the
-    /// index's scheme). Cost: one analysis of `text`.
-    pub fn from_text(index: &NearDupIndex, text: &str) -> Self {
-        NearDupQuery::new(index, index.scheme().fingerprint(text))
+    /// The documents of `index` that its rule matches with a bare fingerprint: without a
+    /// sketch only the simhash branch can fire, so these are the documents within the layout's
+    /// `k` of `fingerprint`.
+    pub fn new(index: &NearDupIndex, fingerprint: Fingerprint) -> Self {
+        let signature = Signature {
+            fingerprint,
+            sketch: Sketch::empty(index.rule().minhash()),
+        };
+        NearDupQuery::from_signature(index, signature)
     }
 
-    /// Documents within the layout's `k` of the live document with id `id` (which matches
-    /// itself). Errors with [`Error::Document`] when no live document has that id.
+    /// The documents of `index` that its rule matches with `text`, signed with the index's
+    /// scheme and rule. Cost: one analysis of `text`.
+    pub fn from_text(index: &NearDupIndex, text: &str) -> Self {
+        let signature = index.rule().signer(index.scheme()).sign(text);
+        NearDupQuery::from_signature(index, signature)
+    }
+
+    /// The documents the rule matches with the live document with id `id` (which matches
+    /// itself), by its stored signature. Errors with [`Error::Document`] when no live document
+    /// has that id.
     pub fn from_id(searcher: &NearDupSearcher, id: &str) -> Result<Self> {
-        let fp = searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+        let signature = searcher.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
         })?;
-        Ok(NearDupQuery::new(searcher.index(), fp))
+        Ok(NearDupQuery::from_signature(searcher.index(), signature))
     }
 
-    /// Narrows the distance to `max_distance` (inclusive). Errors with
+    /// **Simhash-only**: every document within `max_distance` (inclusive) of the query's
+    /// fingerprint, instead of the rule (the resemblance branch is dropped). Errors with
     /// [`Error::InvalidConfig`] when it exceeds the layout's `k`, which the keys could not
     /// guarantee to find.
     pub fn with_max_distance(mut self, max_distance: u32) -> Result<Self> {
-        check_distance(self.layout_max_distance, max_distance)?;
-        self.max_distance = max_distance;
+        check_distance(self.shared.rule.layout().max_distance(), max_distance)?;
+        self.test = Test::Within(max_distance);
         Ok(self)
+    }
+
+    /// Sets the bound on candidates read per key and segment (default
+    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`], whose documentation says what it costs in recall on
+    /// hot keys; at least 1; `usize::MAX` is exact).
+    pub fn with_max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
+        self.max_postings_per_key = max_postings_per_key.max(1);
+        self
     }
 
     /// The query fingerprint.
     pub fn fingerprint(&self) -> Fingerprint {
-        self.fingerprint
+        self.shared.signature.fingerprint
     }
 
-    /// The largest distance that matches (inclusive).
-    pub fn max_distance(&self) -> u32 {
-        self.max_distance
+    /// The query signature.
+    pub fn signature(&self) -> &Signature {
+        &self.shared.signature
     }
 
-    /// The matches as (id, distance, ...), nearest first (ties by id), through the per-segment
-    /// fast path of [`NearDupSearcher::lookup_within`] (same result as running the query).
+    /// The simhash radius of a [`with_max_distance`](Self::with_max_distance) query; `None`
+    /// for the rule.
+    pub fn max_distance(&self) -> Option<u32> {
+        match self.test {
+            Test::Rule => None,
+            Test::Within(k) => Some(k),
+        }
+    }
+
+    /// The matches with ids and evidence, strongest first (ties by id), through the
+    /// per-segment fast path of [`NearDupSearcher`] (the same documents as running the query,
+    /// with the searcher's own bound on hot keys).
     pub fn search(&self, searcher: &NearDupSearcher) -> Result<Vec<NearDup>> {
-        searcher.lookup_within(self.fingerprint, self.max_distance)
+        match self.test {
+            Test::Rule => searcher.lookup_signature(&self.shared.signature),
+            Test::Within(k) => searcher.lookup_within(self.shared.signature.fingerprint, k),
+        }
     }
 
     fn predicate(&self) -> DocPredicateQuery {
-        NearDupPredicate {
-            fingerprint: self.fingerprint.0,
-            max_distance: self.max_distance,
-            keys_field: self.keys_field,
-            fingerprint_field: Arc::clone(&self.fingerprint_field),
-            terms: self.terms.clone(),
+        RulePredicate {
+            shared: Arc::clone(&self.shared),
+            test: self.test,
+            max_postings_per_key: self.max_postings_per_key,
         }
         .into()
     }
 }
 
 impl NearDupSearcher {
-    /// A [`NearDupQuery`] for `fp` on this searcher's index.
+    /// A [`NearDupQuery`] for `fp` on this searcher's index (simhash within `k`: a bare
+    /// fingerprint has no sketch).
     pub fn query(&self, fp: Fingerprint) -> NearDupQuery {
         NearDupQuery::new(self.index(), fp)
     }
@@ -158,25 +222,23 @@ impl Query for NearDupQuery {
     fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
         Ok(Box::new(NearDupWeight {
             inner: self.predicate(),
-            fingerprint: self.fingerprint.0,
-            max_distance: self.max_distance,
-            fingerprint_field: Arc::clone(&self.fingerprint_field),
+            shared: Arc::clone(&self.shared),
+            test: self.test,
         }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
-        for t in &self.terms {
+        for t in &self.shared.terms {
             visitor(t, false);
         }
     }
 }
 
-/// The weight: tantivy's predicate machinery, with an explanation that gives the distance.
+/// The weight: tantivy's predicate machinery, with an explanation that gives the evidence.
 struct NearDupWeight {
     inner: DocPredicateQuery,
-    fingerprint: u64,
-    max_distance: u32,
-    fingerprint_field: Arc<str>,
+    shared: Arc<Shared>,
+    test: Test,
 }
 
 impl Weight for NearDupWeight {
@@ -196,72 +258,114 @@ impl Weight for NearDupWeight {
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
         // Errors (as tantivy does) when the document does not match.
         Weight::explain(&self.inner, reader, doc)?;
-        let column = fingerprint_column(reader, &self.fingerprint_field)?;
+        let query = self.shared.signature.fingerprint.0;
         let mut e = Explanation::new("NearDupQuery (constant score)", 1.0);
-        if let Some(v) = column.first(doc) {
-            let d = (v ^ self.fingerprint).count_ones();
-            e.add_context(format!(
-                "fingerprint {v:016x} is at Hamming distance {d} <= {} from {:016x}",
-                self.max_distance, self.fingerprint
-            ));
+        match self.test {
+            Test::Within(k) => {
+                let column = fingerprint_column(reader, &self.shared.fields.fingerprint)?;
+                if let Some(v) = column.first(doc) {
+                    let d = (v ^ query).count_ones();
+                    e.add_context(format!(
+                        "fingerprint {v:016x} is at Hamming distance {d} <= {k} from {query:016x}"
+                    ));
+                }
+            }
+            Test::Rule => {
+                let columns = SegmentSignatures::open(reader, &self.shared.fields)
+                    .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+                if let Some(evidence) = columns
+                    .get(doc)
+                    .and_then(|s| self.shared.rule.matches(&self.shared.signature, &s))
+                {
+                    e.add_context(format!(
+                        "matched by the rule ({}): {evidence}",
+                        self.shared.rule
+                    ));
+                }
+            }
         }
         Ok(e)
     }
 }
 
 #[derive(Debug)]
-struct NearDupPredicate {
-    fingerprint: u64,
-    max_distance: u32,
-    keys_field: Field,
-    fingerprint_field: Arc<str>,
-    terms: Vec<Term>,
+struct RulePredicate {
+    shared: Arc<Shared>,
+    test: Test,
+    max_postings_per_key: usize,
 }
 
-impl DocPredicate for NearDupPredicate {
-    type SegmentDocPredicate = WithinDistance;
+impl DocPredicate for RulePredicate {
+    type SegmentDocPredicate = Verify;
 
     fn doc_predicate(
         &self,
         reader: &SegmentReader,
-    ) -> tantivy::Result<ConstOrVariableSegmentPredicate<WithinDistance>> {
-        let inverted = reader.inverted_index(self.keys_field)?;
+    ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
+        let inverted = reader.inverted_index(self.shared.keys_field)?;
         let mut docs = Vec::new();
-        for term in &self.terms {
-            for_each_posting(&inverted, term, |doc| docs.push(doc))?;
+        for term in &self.shared.terms {
+            if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
+                let mut doc = postings.doc();
+                let mut read = 0usize;
+                while doc != TERMINATED && read < self.max_postings_per_key {
+                    docs.push(doc);
+                    read += 1;
+                    doc = postings.advance();
+                }
+            }
         }
         if docs.is_empty() {
             return Ok(ConstOrVariableSegmentPredicate::Const(false));
         }
         docs.sort_unstable();
         docs.dedup();
+        let columns = SegmentSignatures::open(reader, &self.shared.fields)
+            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
         Ok(ConstOrVariableSegmentPredicate::Variable {
-            predicate: WithinDistance {
-                column: fingerprint_column(reader, &self.fingerprint_field)?,
-                fingerprint: self.fingerprint,
-                max_distance: self.max_distance,
+            predicate: Verify {
+                shared: Arc::clone(&self.shared),
+                test: self.test,
+                columns,
+                candidate: Signature {
+                    fingerprint: Fingerprint(0),
+                    sketch: Sketch::default(),
+                },
             },
             necessary_condition: Box::new(SortedDocs { docs, cursor: 0 }),
         })
     }
 }
 
-/// Per segment: the Hamming distance on the fingerprint column.
-struct WithinDistance {
-    column: Column<u64>,
-    fingerprint: u64,
-    max_distance: u32,
+/// Per segment: the rule (or the simhash radius) on the signature columns.
+struct Verify {
+    shared: Arc<Shared>,
+    test: Test,
+    columns: SegmentSignatures,
+    candidate: Signature,
 }
 
-impl SegmentDocPredicate for WithinDistance {
+impl SegmentDocPredicate for Verify {
     fn eval(&mut self, doc: DocId) -> bool {
-        self.column
-            .first(doc)
-            .is_some_and(|v| (v ^ self.fingerprint).count_ones() <= self.max_distance)
+        let query = &self.shared.signature;
+        let Some(fp) = self.columns.fingerprint(doc) else {
+            return false;
+        };
+        let distance = query.fingerprint.distance(fp);
+        let rule = &self.shared.rule;
+        match self.test {
+            Test::Within(k) => distance <= k,
+            Test::Rule if distance <= rule.layout().max_distance() => true,
+            Test::Rule => {
+                // Beyond the radius only the resemblance branch can match: read the sketch.
+                self.columns.read_into(doc, &mut self.candidate)
+                    && rule.matches(query, &self.candidate).is_some()
+            }
+        }
     }
 
     fn cost(&self) -> u64 {
-        // One column read and a popcount: a couple of postings advances.
+        // One column read and a popcount; the sketch only beyond the simhash radius.
         2
     }
 }

@@ -42,7 +42,8 @@
 //! assert!(matches!(writer.add_document(doc!(id => "a", body => text))?, Outcome::Added { .. }));
 //! // The writer sees its own uncommitted documents:
 //! let again = writer.add_document(doc!(id => "b", body => text))?;
-//! assert!(matches!(again, Outcome::Duplicate { ref of, distance: 0, .. } if of == "a"));
+//! assert!(matches!(again, Outcome::Duplicate { ref of, .. } if of == "a"));
+//! assert_eq!(again.evidence().map(|e| e.distance()), Some(0));
 //! writer.commit()?;
 //!
 //! let searcher = index.searcher()?;

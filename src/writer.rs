@@ -3,11 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
-use crate::layout::check_distance;
-use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, lock, NearDupIndex};
-use crate::signature::{Signature, Signer};
+use crate::signature::{Evidence, MatchRule, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -36,19 +34,26 @@ impl NearDupIndex {
     }
 }
 
-/// What [`DedupWriter`] does with a document that has a near-duplicate (within the layout's
-/// `k`, inclusive) among the committed documents or its own uncommitted ones.
+/// What [`DedupWriter`] does with a document that has a near-duplicate among the committed
+/// documents or its own uncommitted ones: a document the index's
+/// [`MatchRule`](crate::MatchRule) matches (simhash within `k`, or a shared MinHash band and
+/// enough estimated resemblance).
+///
+/// "The nearest" near-duplicate is the one with the strongest [`Evidence`]
+/// ([`Evidence::cmp_strength`]: simhash matches by distance, then resemblance matches by
+/// estimate), and of equally strong ones the one added first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
-    /// Only store fingerprints and keys; no lookup. The fastest.
+    /// Only store signatures and keys; no lookup. The fastest.
     Off,
     /// Skip the document: it is not added.
     #[default]
     Reject,
-    /// Add it, and store in the group field the group of its nearest near-duplicate (of
-    /// equally near ones, the one added first; a document without near-duplicates starts a
-    /// group named by its own id). Adding the same documents in the same order gives the same
-    /// groups, whatever the number of indexing threads and however they split the segments.
+    /// Add it, and store in the group field the group of its nearest near-duplicate (a
+    /// document without near-duplicates starts a group named by its own id). Adding the same
+    /// documents in the same order gives the same groups, whatever the number of indexing
+    /// threads and however they split the segments (as long as no key is hot: see
+    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`]).
     Tag,
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
     /// It records the ids it replaced (with those its victims had replaced) in
@@ -58,7 +63,7 @@ pub enum Policy {
 }
 
 /// What happened to a document given to [`DedupWriter`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Added; no near-duplicate (or [`Policy::Off`]).
     Added {
@@ -69,8 +74,8 @@ pub enum Outcome {
     Duplicate {
         /// The id of the nearest near-duplicate.
         of: String,
-        /// The distance to it.
-        distance: u32,
+        /// Why it matches: the simhash distance, and for a resemblance match the estimate.
+        evidence: Evidence,
         /// The rejected document's fingerprint.
         fingerprint: Fingerprint,
     },
@@ -80,8 +85,8 @@ pub enum Outcome {
         group: String,
         /// The id of the nearest near-duplicate.
         of: String,
-        /// The distance to it.
-        distance: u32,
+        /// Why it matches the nearest.
+        evidence: Evidence,
         /// The document's fingerprint.
         fingerprint: Fingerprint,
     },
@@ -89,8 +94,8 @@ pub enum Outcome {
     Replaced {
         /// The ids of the deleted documents, nearest first.
         replaced: Vec<String>,
-        /// The distance to the nearest.
-        distance: u32,
+        /// Why the nearest matches.
+        evidence: Evidence,
         /// The document's fingerprint.
         fingerprint: Fingerprint,
     },
@@ -107,6 +112,16 @@ impl Outcome {
         }
     }
 
+    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`].
+    pub fn evidence(&self) -> Option<Evidence> {
+        match self {
+            Outcome::Added { .. } => None,
+            Outcome::Duplicate { evidence, .. }
+            | Outcome::Tagged { evidence, .. }
+            | Outcome::Replaced { evidence, .. } => Some(*evidence),
+        }
+    }
+
     /// Whether the document was added to the index.
     pub fn is_added(&self) -> bool {
         !matches!(self, Outcome::Duplicate { .. })
@@ -115,7 +130,7 @@ impl Outcome {
 
 /// An uncommitted document, as the writer remembers it.
 struct PendingDoc {
-    fingerprint: Fingerprint,
+    signature: Signature,
     id: String,
     group: Option<String>,
     /// The ids it replaced, directly or through the documents it replaced.
@@ -127,20 +142,27 @@ struct PendingDoc {
 struct Pending {
     searcher: NearDupSearcher,
     docs: Vec<PendingDoc>,
+    /// The rule's keys (block and band keys) of the pending documents; each list holds at most
+    /// `max_postings_per_key` documents (the first added), as the committed postings are read.
     by_key: HashMap<u64, Vec<u32>>,
     /// Ids deleted since the last commit: committed documents with these ids are ignored.
     deleted: HashSet<String>,
     keys: Vec<u64>,
+    candidates: Vec<u32>,
     /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
     /// commits, so it grows over the writer's life.
     next_sequence: u64,
+    max_postings_per_key: usize,
+    /// Candidates verified by the near-duplicate checks, committed and pending, over the
+    /// writer's life.
+    verified: u64,
 }
 
 /// A match among committed or pending documents.
 struct Found {
     id: String,
     group: Option<String>,
-    distance: u32,
+    evidence: Evidence,
     /// What it replaced (read only for [`Policy::Replace`]).
     replaced: Vec<String>,
 }
@@ -152,50 +174,68 @@ impl Pending {
         self.deleted.clear();
     }
 
-    /// Live matches within `k`, committed and pending, nearest first; among equally near ones
-    /// the first added first (committed documents by their sequence number, then pending ones
-    /// in the order they were added), so the result does not depend on how tantivy's threads
-    /// split documents into segments. With `all == false` only the nearest is guaranteed:
-    /// reading a committed id decompresses a dictionary block, so ids of farther committed
-    /// matches are not read. Groups are read only when `groups` is set; what each match
-    /// replaced only when `all` is.
+    /// Live matches of `signature` by `rule`, committed and pending, strongest evidence first;
+    /// among equally strong ones the first added first (committed documents by their sequence
+    /// number, then pending ones in the order they were added), so the result does not depend
+    /// on how tantivy's threads split documents into segments. With `all == false` only the
+    /// strongest is guaranteed: reading a committed id decompresses a dictionary block, so ids
+    /// of weaker committed matches are not read. Groups are read only when `groups` is set;
+    /// what each match replaced only when `all` is.
     fn matches(
         &mut self,
-        layout: &BlockLayout,
-        fp: Fingerprint,
-        k: u32,
+        rule: &MatchRule,
+        signature: &Signature,
         all: bool,
         groups: bool,
     ) -> Result<Vec<Found>> {
-        let mut pending = Vec::new();
+        // Pending: the union of the key lists (each bounded), verified once per document.
         self.keys.clear();
-        layout.keys_into(fp, &mut self.keys);
-        for (combo, key) in self.keys.iter().enumerate() {
-            let Some(list) = self.by_key.get(key) else {
-                continue;
-            };
-            for &i in list {
-                let p = &self.docs[i as usize];
-                let d = fp.distance(p.fingerprint);
-                if p.alive && d <= k && layout.first_shared_key(fp, p.fingerprint) == Some(combo) {
-                    pending.push((d, i));
-                }
+        rule.keys_into(signature, &mut self.keys);
+        self.candidates.clear();
+        for key in &self.keys {
+            if let Some(list) = self.by_key.get(key) {
+                self.candidates.extend_from_slice(list);
             }
         }
-        pending.sort_unstable();
-        let best_pending = pending.first().map(|&(d, _)| d);
+        self.candidates.sort_unstable();
+        self.candidates.dedup();
+        let mut pending = Vec::new();
+        for &i in &self.candidates {
+            let p = &self.docs[i as usize];
+            if !p.alive {
+                continue;
+            }
+            self.verified += 1;
+            if let Some(e) = rule.matches(signature, &p.signature) {
+                pending.push((e, i));
+            }
+        }
+        // Stable: equally strong pending documents stay in the order they were added.
+        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
+        let best_pending = pending.first().map(|&(e, _)| e);
 
         let mut committed = Vec::new();
         let searcher = &self.searcher;
-        searcher.for_each_match(fp, k, |ord, doc, d, _| {
-            // Without a sequence field (an older index), ties follow segment order.
-            let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
-            committed.push((d, sequence, ord, doc));
-        })?;
-        committed.sort_unstable();
+        self.verified += searcher.signature_reader().for_each_match(
+            rule,
+            signature,
+            self.max_postings_per_key,
+            |ord, doc, e, _| {
+                // Without a sequence field (an older index), ties follow segment order.
+                let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
+                committed.push((e, sequence, ord, doc));
+            },
+        )?;
+        committed.sort_by(|a, b| {
+            a.0.cmp_strength(&b.0)
+                .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
+        });
         let mut found = Vec::new();
-        for (distance, _, ord, doc) in committed {
-            if !all && (!found.is_empty() || best_pending.is_some_and(|b| distance > b)) {
+        for (evidence, _, ord, doc) in committed {
+            // Committed documents were added before pending ones: at equal strength they win.
+            let weaker_than_pending =
+                best_pending.is_some_and(|b| evidence.cmp_strength(&b).is_gt());
+            if !all && (!found.is_empty() || weaker_than_pending) {
                 break;
             }
             let Some(id) = self.searcher.id_of(ord, doc)? else {
@@ -217,30 +257,35 @@ impl Pending {
             found.push(Found {
                 id,
                 group,
-                distance,
+                evidence,
                 replaced,
             });
         }
-        found.extend(pending.into_iter().map(|(distance, i)| {
+        found.extend(pending.into_iter().map(|(evidence, i)| {
             let p = &self.docs[i as usize];
             Found {
                 id: p.id.clone(),
                 group: p.group.clone(),
-                distance,
+                evidence,
                 replaced: if all { p.replaced.clone() } else { Vec::new() },
             }
         }));
-        // Stable: committed documents (added earlier) stay before pending ones at one distance.
-        found.sort_by_key(|f| f.distance);
+        // Stable: committed documents (added earlier) stay before pending ones at one strength.
+        found.sort_by(|a, b| a.evidence.cmp_strength(&b.evidence));
         Ok(found)
     }
 
-    fn insert(&mut self, layout: &BlockLayout, doc: PendingDoc) {
+    fn insert(&mut self, rule: &MatchRule, doc: PendingDoc) {
         let i = self.docs.len() as u32;
         self.keys.clear();
-        layout.keys_into(doc.fingerprint, &mut self.keys);
+        rule.keys_into(&doc.signature, &mut self.keys);
         for &key in &self.keys {
-            self.by_key.entry(key).or_default().push(i);
+            let list = self.by_key.entry(key).or_default();
+            // A hot key keeps its first documents only, so a check costs at most
+            // keys x max_postings_per_key verifications.
+            if list.len() < self.max_postings_per_key {
+                list.push(i);
+            }
         }
         self.docs.push(doc);
     }
@@ -255,14 +300,22 @@ impl Pending {
     }
 }
 
-/// Wraps tantivy's [`IndexWriter`]: fingerprints each document, adds its fingerprint and keys,
-/// and applies a [`Policy`] to near-duplicates, with tantivy's method names.
+/// Wraps tantivy's [`IndexWriter`]: signs each document (fingerprint and sketch), adds its
+/// signature and the rule's keys, and applies a [`Policy`] to the documents the index's
+/// [`MatchRule`] matches, with tantivy's method names.
 ///
 /// It sees the committed index (as of its last commit) and its own uncommitted documents (a
-/// pending table), so a near-duplicate of a document added a moment ago is caught before any
-/// commit. The check and the insertion are one atomic step under a lock: with several threads
-/// adding at once under [`Policy::Reject`], no two stored documents are within `k`. The
-/// fingerprinting itself (the expensive part) runs outside the lock.
+/// pending table indexed by the rule's keys, holding their signatures), so a near-duplicate of
+/// a document added a moment ago is caught before any commit. The check and the insertion are
+/// one atomic step under a lock: with several threads adding at once under [`Policy::Reject`],
+/// no two stored documents match. The signing itself (the expensive part) runs outside the
+/// lock.
+///
+/// **Cost per check**: the rule's keys (16 by default) looked up per committed segment and in
+/// the pending table, each read up to [`max_postings_per_key`](Self::max_postings_per_key)
+/// candidates (hot keys: see [`DEFAULT_MAX_POSTINGS_PER_KEY`], which also says what the bound
+/// costs in recall); one fingerprint read per candidate, sketch reads only for candidates that
+/// share a band. [`candidates_verified`](Self::candidates_verified) counts the work.
 ///
 /// Documents deleted through [`DedupWriter::delete_term`] on the id field stop matching at
 /// once; deletes on other fields (or through the inner writer) are seen after the next commit.
@@ -272,7 +325,6 @@ pub struct DedupWriter {
     index: NearDupIndex,
     writer: IndexWriter,
     policy: Policy,
-    max_distance: u32,
     reader: IndexReader,
     pending: Mutex<Pending>,
     fingerprinters: Mutex<Vec<Fingerprinter>>,
@@ -300,7 +352,6 @@ impl DedupWriter {
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         Ok(DedupWriter {
-            max_distance: index.layout().max_distance(),
             index,
             writer,
             policy,
@@ -311,7 +362,10 @@ impl DedupWriter {
                 by_key: HashMap::new(),
                 deleted: HashSet::new(),
                 keys: Vec::new(),
+                candidates: Vec::new(),
                 next_sequence,
+                max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
+                verified: 0,
             }),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
@@ -337,18 +391,25 @@ impl DedupWriter {
         Ok(())
     }
 
-    /// The distance up to which documents count as near-duplicates (inclusive); defaults to the
-    /// layout's `k`.
-    pub fn max_distance(&self) -> u32 {
-        self.max_distance
+    /// The bound on candidates read per key in each check (per committed segment and in the
+    /// pending table); [`DEFAULT_MAX_POSTINGS_PER_KEY`] unless set.
+    pub fn max_postings_per_key(&self) -> usize {
+        lock(&self.pending).max_postings_per_key
     }
 
-    /// Sets the distance up to which documents count as near-duplicates (inclusive). Errors if
-    /// it exceeds the layout's `k`.
-    pub fn set_max_distance(&mut self, max_distance: u32) -> Result<()> {
-        check_distance(self.index.layout().max_distance(), max_distance)?;
-        self.max_distance = max_distance;
-        Ok(())
+    /// Sets the bound on candidates read per key (at least 1; `usize::MAX` is exact: every
+    /// match the rule finds, at a cost that grows with the largest postings list). It applies
+    /// to the checks from now on; the pending table's lists keep what they hold, and grow up to
+    /// the new bound.
+    pub fn set_max_postings_per_key(&mut self, max_postings_per_key: usize) {
+        lock(&self.pending).max_postings_per_key = max_postings_per_key.max(1);
+    }
+
+    /// Candidates verified by the near-duplicate checks so far (committed and pending), over
+    /// the writer's life: the work [`max_postings_per_key`](Self::max_postings_per_key) bounds
+    /// (at most keys x bound x (committed segments + 1) per check).
+    pub fn candidates_verified(&self) -> u64 {
+        lock(&self.pending).verified
     }
 
     /// The near-duplicate index.
@@ -367,10 +428,11 @@ impl DedupWriter {
         &mut self.writer
     }
 
-    /// Fingerprints `doc` from the configured text fields, then adds it under the policy.
+    /// Signs `doc` from the configured text fields, then adds it under the policy, which
+    /// decides by the index's [`MatchRule`].
     ///
-    /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint
-    /// or key values; tantivy errors from the lookup or the writer.
+    /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint,
+    /// sketch or key values; tantivy errors from the lookup or the writer.
     ///
     /// The text is analysed twice: here for the fingerprint, and by tantivy for the text fields
     /// (docs/PERFORMANCE.md measures the cost, and why tantivy's pre-tokenized text does not
@@ -382,41 +444,50 @@ impl DedupWriter {
 
     /// Adds `doc` with a signature computed elsewhere (with the index's scheme and rule, for
     /// example by [`Signer`]s in parallel): its fingerprint, sketch and the rule's keys are
-    /// stored. The policy still decides by the fingerprint within the writer's `k`.
+    /// stored, and the policy decides by the rule, as for
+    /// [`add_document`](Self::add_document). A signature made with another scheme or rule
+    /// gives meaningless matches (it cannot be detected).
     pub fn add_document_with_signature(
         &self,
         doc: TantivyDocument,
         signature: Signature,
     ) -> Result<Outcome> {
-        self.add_prepared(doc, signature.fingerprint, Some(&signature))
+        self.add_prepared(doc, signature, true)
     }
 
-    /// Adds `doc` with a fingerprint computed elsewhere (for example by a batch job with the
-    /// same scheme). See [`add_document`](Self::add_document).
-    ///
-    /// Without a signature the document gets no sketch and no band keys: the match rule's
-    /// resemblance branch never matches it (use
-    /// [`add_document_with_signature`](Self::add_document_with_signature)).
+    /// Adds `doc` with only a fingerprint computed elsewhere (for example by a batch job with
+    /// the same scheme). **Simhash-only**: the document is stored without a sketch (no band
+    /// keys), so under the rule it matches, and is matched by, other documents only through the
+    /// simhash branch (fingerprints within the layout's `k`); the resemblance branch never
+    /// fires for it, in this check or in any later lookup. Use
+    /// [`add_document_with_signature`](Self::add_document_with_signature) (or
+    /// [`add_document`](Self::add_document)) for the full rule.
     pub fn add_document_with_fingerprint(
         &self,
         doc: TantivyDocument,
         fp: Fingerprint,
     ) -> Result<Outcome> {
-        self.add_prepared(doc, fp, None)
+        let signature = Signature {
+            fingerprint: fp,
+            sketch: crate::signature::Sketch::empty(self.index.rule().minhash()),
+        };
+        self.add_prepared(doc, signature, false)
     }
 
     fn add_prepared(
         &self,
         mut doc: TantivyDocument,
-        fp: Fingerprint,
-        signature: Option<&Signature>,
+        signature: Signature,
+        with_sketch: bool,
     ) -> Result<Outcome> {
         let id = self.prepare(&doc)?;
-        let layout = self.index.layout();
+        let rule = self.index.rule();
         let fields = self.index.fields;
-        match signature {
-            Some(sig) => self.index.add_signature_to(&mut doc, sig),
-            None => self.index.add_fingerprint_to(&mut doc, fp),
+        let fp = signature.fingerprint;
+        if with_sketch {
+            self.index.add_signature_to(&mut doc, &signature);
+        } else {
+            self.index.add_fingerprint_to(&mut doc, fp);
         }
         let mut pending = lock(&self.pending);
         // Numbered under the lock, so the numbers follow the order of the checks below.
@@ -430,9 +501,8 @@ impl DedupWriter {
             return Ok(Outcome::Added { fingerprint: fp });
         }
         let found = pending.matches(
-            layout,
-            fp,
-            self.max_distance,
+            rule,
+            &signature,
             self.policy == Policy::Replace,
             self.policy == Policy::Tag,
         )?;
@@ -444,8 +514,8 @@ impl DedupWriter {
                 }
                 Outcome::Added { fingerprint: fp }.with_pending(
                     &mut pending,
-                    layout,
-                    fp,
+                    rule,
+                    signature,
                     id,
                     group,
                     Vec::new(),
@@ -454,7 +524,7 @@ impl DedupWriter {
             (Policy::Reject, Some(best)) => {
                 return Ok(Outcome::Duplicate {
                     of: best.id.clone(),
-                    distance: best.distance,
+                    evidence: best.evidence,
                     fingerprint: fp,
                 });
             }
@@ -466,15 +536,15 @@ impl DedupWriter {
                 let outcome = Outcome::Tagged {
                     group: group.clone(),
                     of: best.id.clone(),
-                    distance: best.distance,
+                    evidence: best.evidence,
                     fingerprint: fp,
                 };
-                outcome.with_pending(&mut pending, layout, fp, id, Some(group), Vec::new())
+                outcome.with_pending(&mut pending, rule, signature, id, Some(group), Vec::new())
             }
             (_, Some(best)) => {
                 // Replace: delete first, so the delete cannot touch the new document even if
                 // it has the same id (a delete applies to documents added before it).
-                let distance = best.distance;
+                let evidence = best.evidence;
                 let mut replaced: Vec<String> = Vec::with_capacity(found.len());
                 for f in &found {
                     if !replaced.contains(&f.id) {
@@ -504,10 +574,10 @@ impl DedupWriter {
                 }
                 Outcome::Replaced {
                     replaced,
-                    distance,
+                    evidence,
                     fingerprint: fp,
                 }
-                .with_pending(&mut pending, layout, fp, id, None, carried)
+                .with_pending(&mut pending, rule, signature, id, None, carried)
             }
         };
         self.writer.add_document(doc)?;
@@ -515,7 +585,7 @@ impl DedupWriter {
         Ok(outcome)
     }
 
-    /// Adds many documents: fingerprints them in parallel (rayon, one fingerprinter per worker),
+    /// Adds many documents: signs them in parallel (rayon, one signer per worker),
     /// then adds them in the given order under the policy (so within a batch the earlier
     /// document wins). Stops at the first error; documents before it are added.
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
@@ -654,16 +724,16 @@ impl Outcome {
     fn with_pending(
         self,
         pending: &mut Pending,
-        layout: &BlockLayout,
-        fp: Fingerprint,
+        rule: &MatchRule,
+        signature: Signature,
         id: String,
         group: Option<String>,
         replaced: Vec<String>,
     ) -> Self {
         pending.insert(
-            layout,
+            rule,
             PendingDoc {
-                fingerprint: fp,
+                signature,
                 id,
                 group,
                 replaced,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use tantivy_simhash::{Fingerprint, Scheme};
+use tantivy_simhash::{Evidence, Fingerprint, MatchRule, Scheme, Signature};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neardup");
 const K: u32 = 3;
@@ -74,6 +74,14 @@ fn sample_docs() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The signatures the index stores (default scheme and rule): the oracle of its decisions.
+fn signatures(docs: &[(String, String)]) -> (MatchRule, Vec<Signature>) {
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&Scheme::default());
+    let sigs = docs.iter().map(|(_, t)| signer.sign(t)).collect();
+    (rule, sigs)
+}
+
 fn fingerprints(docs: &[(String, String)]) -> Vec<Fingerprint> {
     let scheme = Scheme::default();
     docs.iter().map(|(_, t)| scheme.fingerprint(t)).collect()
@@ -114,15 +122,23 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
     let docs = sample_docs();
-    let fps = fingerprints(&docs);
+    let (rule, sigs) = signatures(&docs);
+    let matches = |i: usize, j: usize| rule.matches(&sigs[i], &sigs[j]);
 
     let out = index_sample(&dir, &["--dedup", "tag"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    // Under tag, a document is tagged when any earlier document is within k.
-    let tagged = (0..fps.len())
-        .filter(|&i| (0..i).any(|j| fps[i].distance(fps[j]) <= K))
+    // Under tag, a document is tagged when the rule matches it with any earlier document.
+    let tagged = (0..sigs.len())
+        .filter(|&i| (0..i).any(|j| matches(i, j).is_some()))
         .count();
     assert!(tagged > 0, "the fixture must hold near-duplicates");
+    let by_resemblance = (0..sigs.len())
+        .filter(|&i| (0..i).any(|j| matches!(matches(i, j), Some(Evidence::Resemblance { .. }))))
+        .count();
+    assert!(
+        by_resemblance > 0,
+        "the fixture must hold resemblance-only matches"
+    );
     let s = summary(&out);
     assert_eq!(s["added"], docs.len());
     assert_eq!(s["tagged"], tagged);
@@ -140,6 +156,7 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     assert_eq!(stats["k"], K);
     assert_eq!(stats["policy"], "tag");
     // The largest cluster is at least as large as the largest set of documents within k of one.
+    let fps = fingerprints(&docs);
     let biggest = (0..fps.len())
         .map(|i| {
             (0..fps.len())
@@ -151,14 +168,27 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     let largest = stats["largest_clusters"][0]["documents"].as_u64().unwrap() as usize;
     assert!(largest >= biggest, "{largest} < {biggest}");
 
-    // similar --id: the documents with the most neighbours, and one without any.
-    let neighbours = |i: usize| -> Vec<(String, u32)> {
-        let mut v: Vec<(String, u32)> = (0..fps.len())
-            .filter(|&j| j != i && fps[i].distance(fps[j]) <= K)
-            .map(|j| (docs[j].0.clone(), fps[i].distance(fps[j])))
+    // similar --id: the documents the rule matches with the ones with the most neighbours, and
+    // one without any; strongest evidence first, ties by id.
+    let neighbours = |i: usize| -> Vec<(String, String, u32, Option<f64>)> {
+        let mut v: Vec<(String, Evidence)> = (0..sigs.len())
+            .filter(|&j| j != i)
+            .filter_map(|j| matches(i, j).map(|e| (docs[j].0.clone(), e)))
             .collect();
-        v.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-        v
+        v.sort_by(|a, b| a.1.cmp_strength(&b.1).then_with(|| a.0.cmp(&b.0)));
+        v.into_iter()
+            .map(|(id, e)| {
+                let by = if e.resemblance().is_some() {
+                    "resemblance"
+                } else {
+                    "simhash"
+                };
+                let r = e
+                    .resemblance()
+                    .map(|r| (f64::from(r) * 1000.0).round() / 1000.0);
+                (id, by.to_string(), e.distance(), r)
+            })
+            .collect()
     };
     let mut order: Vec<usize> = (0..docs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(neighbours(i).len()));
@@ -168,12 +198,14 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     for i in probes {
         let out = neardup(&["similar", p(&dir), "--id", &docs[i].0, "--json"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let got: Vec<(String, u32)> = json_lines(&out)
+        let got: Vec<(String, String, u32, Option<f64>)> = json_lines(&out)
             .iter()
             .map(|v| {
                 (
                     v["id"].as_str().unwrap().to_string(),
+                    v["by"].as_str().unwrap().to_string(),
                     v["distance"].as_u64().unwrap() as u32,
+                    v["resemblance"].as_f64(),
                 )
             })
             .collect();
@@ -218,14 +250,15 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
 #[test]
 fn reject_follows_the_greedy_oracle_and_plain_stdin_and_gzip_agree() {
     let docs = sample_docs();
-    let fps = fingerprints(&docs);
-    let mut kept: Vec<Fingerprint> = Vec::new();
+    let (rule, sigs) = signatures(&docs);
+    // Greedy: a document is rejected when the rule matches it with a kept one.
+    let mut kept: Vec<&Signature> = Vec::new();
     let mut rejected = 0;
-    for &fp in &fps {
-        if kept.iter().any(|&k| k.distance(fp) <= K) {
+    for sig in &sigs {
+        if kept.iter().any(|k| rule.matches(k, sig).is_some()) {
             rejected += 1;
         } else {
-            kept.push(fp);
+            kept.push(sig);
         }
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -279,14 +312,14 @@ fn reject_follows_the_greedy_oracle_and_plain_stdin_and_gzip_agree() {
 #[test]
 fn replace_keeps_the_newest_of_each_near_duplicate_set() {
     let docs = sample_docs();
-    let fps = fingerprints(&docs);
-    // Oracle: each document deletes every stored document within k, then is stored.
+    let (rule, sigs) = signatures(&docs);
+    // Oracle: each document deletes every stored document the rule matches, then is stored.
     let mut stored: Vec<usize> = Vec::new();
     let mut replacing = 0;
     let mut replaced = 0;
-    for i in 0..fps.len() {
+    for i in 0..sigs.len() {
         let before = stored.len();
-        stored.retain(|&j| fps[i].distance(fps[j]) > K);
+        stored.retain(|&j| rule.matches(&sigs[i], &sigs[j]).is_none());
         if stored.len() < before {
             replacing += 1;
             replaced += before - stored.len();

@@ -7,7 +7,10 @@ mod common;
 use common::{flip_bits, ram_index, Rng};
 use std::collections::HashMap;
 use tantivy::doc;
-use tantivy_simhash::{BlockLayout, Fingerprint, NearDupSearcher, Outcome, Policy};
+use tantivy_simhash::{
+    BlockLayout, Evidence, Fingerprint, MatchRule, NearDupSearcher, Outcome, Policy, Signature,
+    Sketch,
+};
 
 /// Clusters of fingerprints whose members are all at distance 2 from each other (each is the
 /// cluster's centre with one bit flipped), interleaved: every member after the first has
@@ -40,22 +43,37 @@ fn tied_clusters(clusters: usize, members: usize) -> Vec<(String, Fingerprint)> 
     docs
 }
 
-/// The oracle: in input order, each document's group is that of its nearest earlier document
-/// within k, the earliest of equally near ones; its own id when there is none.
-fn oracle_groups(docs: &[(String, Fingerprint)], k: u32) -> Vec<(String, Option<(String, u32)>)> {
+/// A fingerprint-only signature (what `add_document_with_fingerprint` stores: an empty sketch).
+fn bare(rule: &MatchRule, fp: Fingerprint) -> Signature {
+    Signature {
+        fingerprint: fp,
+        sketch: Sketch::empty(rule.minhash()),
+    }
+}
+
+/// The oracle of the match rule: in input order, each document's group is that of the earlier
+/// document with the strongest evidence (`MatchRule::matches`, ranked by
+/// `Evidence::cmp_strength`), the earliest of equally strong ones; its own id when none
+/// matches.
+fn oracle_groups(
+    docs: &[(String, Signature)],
+    rule: &MatchRule,
+) -> Vec<(String, Option<(String, Evidence)>)> {
     let mut groups: Vec<String> = Vec::new();
     let mut out = Vec::new();
-    for (i, (id, fp)) in docs.iter().enumerate() {
-        let best = (0..i)
-            .filter(|&j| fp.distance(docs[j].1) <= k)
-            .min_by_key(|&j| (fp.distance(docs[j].1), j));
+    for (i, (id, sig)) in docs.iter().enumerate() {
+        let mut best: Option<(usize, Evidence)> = None;
+        for (j, (_, other)) in docs[..i].iter().enumerate() {
+            if let Some(e) = rule.matches(sig, other) {
+                if best.is_none_or(|(_, b)| e.cmp_strength(&b).is_lt()) {
+                    best = Some((j, e));
+                }
+            }
+        }
         match best {
-            Some(j) => {
+            Some((j, e)) => {
                 groups.push(groups[j].clone());
-                out.push((
-                    groups[j].clone(),
-                    Some((docs[j].0.clone(), fp.distance(docs[j].1))),
-                ));
+                out.push((groups[j].clone(), Some((docs[j].0.clone(), e))));
             }
             None => {
                 groups.push(id.clone());
@@ -86,7 +104,12 @@ fn stored_groups(searcher: &NearDupSearcher) -> HashMap<String, String> {
 fn tag_groups_follow_input_order_whatever_the_threads() {
     let docs = tied_clusters(12, 10);
     let k = 3;
-    let oracle = oracle_groups(&docs, k);
+    let rule = MatchRule::default();
+    let signed: Vec<(String, Signature)> = docs
+        .iter()
+        .map(|(id, fp)| (id.clone(), bare(&rule, *fp)))
+        .collect();
+    let oracle = oracle_groups(&signed, &rule);
     let ties = (0..docs.len())
         .filter(|&i| {
             let near: Vec<u32> = docs[..i]
@@ -127,14 +150,14 @@ fn tag_groups_follow_input_order_whatever_the_threads() {
                         Outcome::Tagged {
                             group: g,
                             of,
-                            distance,
+                            evidence,
                             ..
                         },
-                        Some((best_id, best_distance)),
+                        Some((best_id, best_evidence)),
                     ) => {
                         assert_eq!(
-                            (g, of, distance),
-                            (group, best_id, best_distance),
+                            (g, of, evidence),
+                            (group, best_id, best_evidence),
                             "{label}: {id}"
                         );
                     }
@@ -178,13 +201,14 @@ fn add_documents_in_parallel_batches_decides_in_input_order() {
         all.extend(writer.add_documents(docs).unwrap());
         writer.commit().unwrap();
     }
-    let scheme = t.index.scheme();
-    let fps: Vec<(String, Fingerprint)> = texts
+    let rule = t.index.rule();
+    let mut signer = rule.signer(t.index.scheme());
+    let sigs: Vec<(String, Signature)> = texts
         .iter()
         .enumerate()
-        .map(|(i, text)| (format!("d{i}"), scheme.fingerprint(text)))
+        .map(|(i, text)| (format!("d{i}"), signer.sign(text)))
         .collect();
-    let oracle = oracle_groups(&fps, 3);
+    let oracle = oracle_groups(&sigs, rule);
     for (i, (outcome, (group, _))) in all.iter().zip(&oracle).enumerate() {
         let got = match outcome {
             Outcome::Added { .. } => format!("d{i}"),

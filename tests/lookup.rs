@@ -272,12 +272,22 @@ fn query_composes_explains_and_skips_deleted() {
             .unwrap()[0]
             .1
     };
+    // By the rule (a bare fingerprint: the simhash branch), the evidence.
     let e = near.explain(searcher, addr_of("b")).unwrap();
+    assert!(
+        e.to_pretty_json().contains("simhash distance 2"),
+        "{}",
+        e.to_pretty_json()
+    );
+    // Simhash-only, the radius.
+    let within = near.clone().with_max_distance(3).unwrap();
+    let e = within.explain(searcher, addr_of("b")).unwrap();
     assert!(
         e.to_pretty_json().contains("Hamming distance 2 <= 3"),
         "{}",
         e.to_pretty_json()
     );
+    assert!(within.explain(searcher, addr_of("d")).is_err());
     assert!(near.explain(searcher, addr_of("d")).is_err());
 
     // from_id and from_text.

@@ -3,48 +3,19 @@
 
 mod common;
 
-use common::{ram_index, Rng};
+use common::{edited_texts, ram_index};
 use std::collections::{BTreeMap, BTreeSet};
+use tantivy::collector::{Count, DocSetCollector};
 use tantivy::schema::Value;
 use tantivy::{Directory, TantivyDocument, Term};
-use tantivy_simhash::{BlockLayout, Policy, Signature};
-
-const WORDS: [&str; 24] = [
-    "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
-    "reader", "writer", "page", "site", "menu", "footer", "copy", "mirror", "软件", "开发", "过程",
-    "需求", "分析", "设计",
-];
-
-/// Base texts and edited copies (a few words changed), so both branches of the rule fire.
-fn texts(seed: u64, n: usize) -> Vec<String> {
-    let mut rng = Rng(seed);
-    let mut out: Vec<Vec<&str>> = Vec::new();
-    for _ in 0..n {
-        if !out.is_empty() && rng.below(2) == 0 {
-            let mut d = out[rng.below(out.len() as u64) as usize].clone();
-            for _ in 0..rng.below(d.len() as u64 / 6 + 1) {
-                let at = rng.below(d.len() as u64) as usize;
-                d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
-            }
-            out.push(d);
-        } else {
-            let len = 5 + rng.below(120) as usize;
-            out.push(
-                (0..len)
-                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
-                    .collect(),
-            );
-        }
-    }
-    out.into_iter().map(|d| d.join(" ")).collect()
-}
+use tantivy_simhash::{BlockLayout, NearDupQuery, Policy, Signature};
 
 #[test]
 fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
     let t = ram_index(BlockLayout::default());
     let rule = t.index.rule().clone();
     let mut signer = rule.signer(t.index.scheme());
-    let texts = texts(11, 240);
+    let texts = edited_texts(11, 240);
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
     let mut writer = t.index.writer(30_000_000, Policy::Off).unwrap();
     // Several segments, deterministically: no background merges.
@@ -79,7 +50,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
             .filter(|i| !deleted.contains(i))
             .filter_map(|i| rule.matches(query, &sigs[i]).map(|e| (i, e)))
             .collect();
-        let found = searcher.lookup_signature(query).unwrap();
+        let found = searcher.lookup_signature_addresses(query).unwrap();
         let got: BTreeMap<usize, _> = found.iter().map(|&(a, e)| (id_of(a), e)).collect();
         assert_eq!(got.len(), found.len(), "query {q}: a document twice");
         assert_eq!(
@@ -94,9 +65,50 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
                 tantivy_simhash::Evidence::Resemblance { .. } => resemblance += 1,
             }
         }
-        // The text path signs the same way.
-        let by_text = searcher.lookup_text_by_rule(&texts[q]).unwrap();
-        assert_eq!(by_text, found);
+        // The text path signs the same way, and reports ids, strongest evidence first.
+        let by_text = searcher.lookup_text(&texts[q]).unwrap();
+        let mut by_text_addresses: Vec<_> =
+            by_text.iter().map(|h| (h.address, h.evidence)).collect();
+        by_text_addresses.sort_by_key(|&(a, _)| a);
+        let mut found_sorted = found.clone();
+        found_sorted.sort_by_key(|&(a, _)| a);
+        assert_eq!(by_text_addresses, found_sorted, "query {q}");
+        for w in by_text.windows(2) {
+            assert!(
+                w[0].evidence.cmp_strength(&w[1].evidence).is_le(),
+                "query {q}: order"
+            );
+        }
+        for h in &by_text {
+            assert_eq!(h.id, format!("d{}", id_of(h.address)));
+            assert_eq!(h.distance, h.evidence.distance());
+        }
+        // NearDupQuery through tantivy's collector: the same documents.
+        let query_docs = searcher
+            .searcher()
+            .search(
+                &NearDupQuery::from_signature(&t.index, query.clone()),
+                &DocSetCollector,
+            )
+            .unwrap();
+        let query_ids: BTreeSet<usize> = query_docs.into_iter().map(id_of).collect();
+        assert_eq!(
+            query_ids.iter().collect::<Vec<_>>(),
+            oracle.keys().collect::<Vec<_>>(),
+            "NearDupQuery, query {q}"
+        );
+        // By id: the stored signature, so the same matches as the signature (itself included).
+        if !deleted.contains(&q) {
+            let by_id = searcher.lookup_id(&format!("d{q}")).unwrap();
+            let by_id: BTreeSet<usize> = by_id.iter().map(|h| id_of(h.address)).collect();
+            assert_eq!(
+                by_id.iter().collect::<Vec<_>>(),
+                oracle.keys().collect::<Vec<_>>()
+            );
+            let from_id = NearDupQuery::from_id(&searcher, &format!("d{q}")).unwrap();
+            let n = searcher.searcher().search(&from_id, &Count).unwrap();
+            assert_eq!(n, oracle.len(), "NearDupQuery::from_id, query {q}");
+        }
     }
     assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
 }

@@ -8,7 +8,8 @@ use std::process::Command;
 use tantivy::schema::{Schema, FAST, STRING, TEXT};
 use tantivy::{doc, Index, TantivyDocument, Term};
 use tantivy_simhash::{
-    BlockLayout, Error, Features, Fingerprint, NearDupConfig, NearDupIndex, Outcome, Policy, Scheme,
+    BlockLayout, Error, Evidence, Features, Fingerprint, NearDupConfig, NearDupIndex, Outcome,
+    Policy, Scheme,
 };
 
 const TEXT_A: &str =
@@ -38,18 +39,18 @@ fn policies_on_text() {
             Policy::Off => Outcome::Added { fingerprint: fa },
             Policy::Reject => Outcome::Duplicate {
                 of: "a1".into(),
-                distance: 0,
+                evidence: Evidence::Simhash { distance: 0 },
                 fingerprint: fa,
             },
             Policy::Tag => Outcome::Tagged {
                 group: "a1".into(),
                 of: "a1".into(),
-                distance: 0,
+                evidence: Evidence::Simhash { distance: 0 },
                 fingerprint: fa,
             },
             Policy::Replace => Outcome::Replaced {
                 replaced: vec!["a1".into()],
-                distance: 0,
+                evidence: Evidence::Simhash { distance: 0 },
                 fingerprint: fa,
             },
         };
@@ -86,7 +87,7 @@ fn policies_on_text() {
                     third,
                     Outcome::Replaced {
                         replaced: vec!["a2".into()],
-                        distance: 0,
+                        evidence: Evidence::Simhash { distance: 0 },
                         fingerprint: fa
                     }
                 );
@@ -126,7 +127,7 @@ fn batch_fingerprints_like_the_scheme() {
         outcomes[4],
         Outcome::Duplicate {
             of: "d1".into(),
-            distance: 0,
+            evidence: Evidence::Simhash { distance: 0 },
             fingerprint: scheme.fingerprint(TEXT_B)
         }
     );
@@ -230,8 +231,8 @@ fn reject_with_threads_stores_no_two_near_duplicates() {
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (fp, o) in results.into_iter().flatten() {
-            if let Outcome::Duplicate { of, distance, .. } = &o {
-                assert!(*distance <= k);
+            if let Outcome::Duplicate { of, evidence, .. } = &o {
+                assert!(evidence.distance() <= k);
                 rejected.push((fp, of.clone()));
             }
         }

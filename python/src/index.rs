@@ -70,6 +70,7 @@ impl Hit {
 pub(crate) struct Match {
     id: String,
     distance: u32,
+    resemblance: Option<f32>,
     fingerprint: u64,
     title: String,
     host: String,
@@ -254,8 +255,10 @@ impl Index {
         Ok(py.detach(|| search(&store, &query, limit, collapse))?)
     }
 
-    /// The near-duplicates of the document ``id`` (itself left out) or of ``text``, within
-    /// ``k`` (the index's k by default), nearest first; ``limit`` > 0 keeps the first ones.
+    /// The documents the index's match rule matches with the document ``id`` (itself left out)
+    /// or with ``text``, strongest evidence first (simhash matches nearest first, then
+    /// resemblance matches most resembling first); with ``k``, simhash-only: those within ``k``
+    /// (at most the index's k), nearest first. ``limit`` > 0 keeps the first ones.
     #[pyo3(signature = (*, id = None, text = None, k = None, limit = 0))]
     fn similar(
         &self,
@@ -499,23 +502,26 @@ fn similar(
     k: Option<u32>,
     limit: usize,
 ) -> Result<Vec<Match>, Failure> {
-    let k = store.checked_k(k)?;
+    let within = k.map(|k| store.checked_k(Some(k))).transpose()?;
     let searcher = store.index.searcher()?;
-    let fp = match (id, text) {
-        (Some(id), None) => searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+    let signature = match (id, text) {
+        (Some(id), None) => searcher.signature_of_id(id)?.ok_or_else(|| {
             Failure::Value(format!(
                 "no document has id `{id}` in {}",
                 store.dir.display()
             ))
         })?,
-        (None, Some(text)) => store.index.scheme().fingerprint(text),
+        (None, Some(text)) => searcher.sign(text),
         _ => {
             return Err(Failure::Value(
                 "give exactly one of id= and text=".to_string(),
             ))
         }
     };
-    let mut found = searcher.lookup_within(fp, k)?;
+    let mut found = match within {
+        Some(k) => searcher.lookup_within(signature.fingerprint, k)?,
+        None => searcher.lookup_signature(&signature)?,
+    };
     found.retain(|h| Some(h.id.as_str()) != id);
     if limit > 0 {
         found.truncate(limit);
@@ -527,6 +533,7 @@ fn similar(
             Ok(Match {
                 id: h.id,
                 distance: h.distance,
+                resemblance: h.evidence.resemblance(),
                 fingerprint: h.fingerprint.0,
                 title: shown.title,
                 host: shown.host,

@@ -141,6 +141,7 @@ pub(crate) struct Outcome {
     fingerprint: Option<u64>,
     of: Option<String>,
     distance: Option<u32>,
+    resemblance: Option<f32>,
     group: Option<String>,
     replaced: Vec<String>,
 }
@@ -161,6 +162,9 @@ impl Outcome {
         if let Some(d) = self.distance {
             s.push_str(&format!(", distance={d}"));
         }
+        if let Some(r) = self.resemblance {
+            s.push_str(&format!(", resemblance={r:.2}"));
+        }
         if let Some(g) = &self.group {
             s.push_str(&format!(", group={g:?}"));
         }
@@ -180,6 +184,7 @@ impl Outcome {
             fingerprint: None,
             of: None,
             distance: None,
+            resemblance: None,
             group: None,
             replaced: Vec::new(),
         }
@@ -192,34 +197,25 @@ impl Outcome {
             id,
             fingerprint,
             of: None,
-            distance: None,
+            distance: outcome.evidence().map(|e| e.distance()),
+            resemblance: outcome.evidence().and_then(|e| e.resemblance()),
             group: None,
             replaced: Vec::new(),
         };
         match outcome {
             LibOutcome::Added { .. } => {}
-            LibOutcome::Duplicate { of, distance, .. } => {
+            LibOutcome::Duplicate { of, .. } => {
                 o.status = "rejected";
                 o.of = Some(of);
-                o.distance = Some(distance);
             }
-            LibOutcome::Tagged {
-                group,
-                of,
-                distance,
-                ..
-            } => {
+            LibOutcome::Tagged { group, of, .. } => {
                 o.status = "tagged";
                 o.group = Some(group);
                 o.of = Some(of);
-                o.distance = Some(distance);
             }
-            LibOutcome::Replaced {
-                replaced, distance, ..
-            } => {
+            LibOutcome::Replaced { replaced, .. } => {
                 o.status = "replaced";
                 o.of = replaced.first().cloned();
-                o.distance = Some(distance);
                 o.replaced = replaced;
             }
         }

@@ -39,6 +39,12 @@ def test_python_reads_what_the_command_line_wrote(neardup, cli_index, corpus):
             assert [(m.id, m.distance, format(m.fingerprint, "016x")) for m in found] == [
                 (c["id"], c["distance"], c["fingerprint"]) for c in cli
             ]
+            assert [m.resemblance is None for m in found] == [c["by"] == "simhash" for c in cli]
+            assert all(
+                abs(m.resemblance - c["resemblance"]) < 1e-3
+                for m, c in zip(found, cli)
+                if m.resemblance is not None
+            )
         cli_mirrors = json_lines(run_cli(neardup, "mirrors", str(cli_index), "-n", "0", "--json").stdout)
         assert index.mirrors() == cli_mirrors
 

@@ -102,7 +102,12 @@ def test_reject_keeps_no_two_documents_within_k(corpus, tmp_path):
     for o in outcomes:
         assert o.fingerprint == scheme.fingerprint(document_text(by_id[o.id]))
         if o.status == "rejected":
-            assert o.of in kept and o.distance == popcount(o.fingerprint ^ kept[o.of]) <= index.k
+            # The rule's evidence: within k, or a resemblance estimate at or above 0.55.
+            assert o.of in kept and o.distance == popcount(o.fingerprint ^ kept[o.of])
+            if o.resemblance is None:
+                assert o.distance <= index.k
+            else:
+                assert o.distance > index.k and o.resemblance >= 0.55
     assert len(index) == len(kept)
     assert any(o.status == "rejected" for o in outcomes)
 

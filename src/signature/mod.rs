@@ -36,6 +36,23 @@ pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
 pub use shingles::Shingling;
 
 use crate::fingerprint::{Fingerprint, FingerprintKind, Fingerprinter, Scheme};
+
+/// The default bound on the candidates read per key (per segment, and in
+/// [`crate::DedupWriter`]'s table of uncommitted documents) by lookups, [`crate::NearDupQuery`]
+/// and the writer's near-duplicate check.
+///
+/// A key shared by more documents than this (a template sentence that fixes a MinHash band in
+/// thousands of pages, or thousands of exact copies) is a **hot key**: only its first 256
+/// postings (in doc id order per segment; in the order added among uncommitted documents) are
+/// verified, so a lookup verifies at most `keys x 256` candidates per segment (16 keys by
+/// default: 4,096), and indexing `n` documents with dedup costs `O(n x keys x 256)` instead of
+/// `O(n^2)`. **What it costs in recall**: a match is missed only when *every* key it shares
+/// with the query is hot and it is not among the first 256 documents of any of them. A true
+/// near-duplicate usually shares a simhash block key or a band outside the template, so it is
+/// still found (tests/hot_keys.rs measures it); exact copies of a document are found as long
+/// as one of its copies is among the first 256. Raise the bound to trade time for recall;
+/// `usize::MAX` is exact.
+pub const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 256;
 use serde::{Deserialize, Serialize};
 use shingles::ShingleCollector;
 

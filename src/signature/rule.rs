@@ -63,6 +63,60 @@ pub enum Evidence {
     },
 }
 
+impl Evidence {
+    /// The Hamming distance of the two fingerprints (both branches record it).
+    pub fn distance(&self) -> u32 {
+        match *self {
+            Evidence::Simhash { distance } | Evidence::Resemblance { distance, .. } => distance,
+        }
+    }
+
+    /// The resemblance estimate, for a match by the resemblance branch (the simhash branch
+    /// does not compute one).
+    pub fn resemblance(&self) -> Option<f32> {
+        match *self {
+            Evidence::Simhash { .. } => None,
+            Evidence::Resemblance { resemblance, .. } => Some(resemblance),
+        }
+    }
+
+    /// Orders evidence **strongest first**: simhash matches before resemblance matches (the
+    /// simhash branch is the stricter one: within `k` bits), simhash matches by distance
+    /// (nearest first), resemblance matches by their estimate (highest first), then by
+    /// distance. `Ordering::Equal` only for equal evidence (the band is not compared). Lookups
+    /// rank their results this way, and [`crate::DedupWriter`] picks "the nearest"
+    /// near-duplicate this way (then the earliest added).
+    pub fn cmp_strength(&self, other: &Evidence) -> std::cmp::Ordering {
+        let key = |e: &Evidence| match *e {
+            Evidence::Simhash { distance } => (0u8, 0.0f32, distance),
+            Evidence::Resemblance {
+                resemblance,
+                distance,
+                ..
+            } => (1, -resemblance, distance),
+        };
+        let (a, b) = (key(self), key(other));
+        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2))
+    }
+}
+
+impl fmt::Display for Evidence {
+    /// `simhash distance 2`, or `resemblance 0.71 (simhash distance 19)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Evidence::Simhash { distance } => write!(f, "simhash distance {distance}"),
+            Evidence::Resemblance {
+                resemblance,
+                distance,
+                ..
+            } => write!(
+                f,
+                "resemblance {resemblance:.2} (simhash distance {distance})"
+            ),
+        }
+    }
+}
+
 /// The one definition of a near-duplicate that every consumer uses:
 ///
 /// > two documents match when their simhash fingerprints are within `k` (the layout's

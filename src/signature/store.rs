@@ -229,13 +229,16 @@ impl SignatureReader {
     /// order, per segment), so a lookup costs at most keys x `max_postings_per_key` candidates
     /// per segment; a match is then missed only if every key it shares with `query` is cut that
     /// way. `usize::MAX` reads everything.
+    ///
+    /// Returns the number of candidates verified (live documents not yet matched under an
+    /// earlier key), the work the bound limits.
     pub fn for_each_match(
         &self,
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
         mut f: impl FnMut(u32, DocId, Evidence, &Signature),
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let terms: Vec<Term> = rule
             .keys(query)
             .into_iter()
@@ -249,6 +252,7 @@ impl SignatureReader {
             .map(|b| query.sketch.band(rule.minhash(), b))
             .collect();
         let mut seen: HashSet<DocId> = HashSet::new();
+        let mut verified = 0u64;
         for (ord, (columns, inverted)) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
             seen.clear();
@@ -262,6 +266,7 @@ impl SignatureReader {
                 while doc != TERMINATED && read < max_postings_per_key {
                     read += 1;
                     if !seen.contains(&doc) && !segment.is_deleted(doc) {
+                        verified += 1;
                         if let Some(evidence) = self.verify(
                             rule,
                             query,
@@ -279,7 +284,7 @@ impl SignatureReader {
                 }
             }
         }
-        Ok(())
+        Ok(verified)
     }
 
     /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,

@@ -87,3 +87,33 @@ pub fn lookup_pairs(s: &NearDupSearcher, q: Fingerprint, k: u32) -> Vec<(String,
         .map(|h| (h.id, h.distance))
         .collect()
 }
+
+const WORDS: [&str; 24] = [
+    "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
+    "reader", "writer", "page", "site", "menu", "footer", "copy", "mirror", "软件", "开发", "过程",
+    "需求", "分析", "设计",
+];
+
+/// Base texts and edited copies (a few words changed), so both branches of the match rule fire.
+pub fn edited_texts(seed: u64, n: usize) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    for _ in 0..n {
+        if !out.is_empty() && rng.below(2) == 0 {
+            let mut d = out[rng.below(out.len() as u64) as usize].clone();
+            for _ in 0..rng.below(d.len() as u64 / 6 + 1) {
+                let at = rng.below(d.len() as u64) as usize;
+                d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
+            }
+            out.push(d);
+        } else {
+            let len = 5 + rng.below(120) as usize;
+            out.push(
+                (0..len)
+                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+                    .collect(),
+            );
+        }
+    }
+    out.into_iter().map(|d| d.join(" ")).collect()
+}

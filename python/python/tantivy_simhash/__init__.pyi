@@ -50,7 +50,12 @@ class Outcome:
     def of(self) -> Optional[str]:
         """The nearest near-duplicate (tagged, rejected, replaced)."""
     @property
-    def distance(self) -> Optional[int]: ...
+    def distance(self) -> Optional[int]:
+        """The simhash distance to ``of`` (tagged, rejected, replaced)."""
+    @property
+    def resemblance(self) -> Optional[float]:
+        """For a match by the rule's resemblance branch (a shared MinHash band), the sketches'
+        resemblance estimate; None for a simhash match (within k)."""
     @property
     def group(self) -> Optional[str]:
         """The group it joined (policy "tag"): the id of the group's first document."""
@@ -129,6 +134,9 @@ class Match:
 
     id: str
     distance: int
+    resemblance: Optional[float]
+    """The resemblance estimate of a match by the rule's resemblance branch; None for a simhash
+    match."""
     fingerprint: int
     title: str
     host: str
@@ -206,7 +214,8 @@ class Index:
         k: Optional[int] = None,
         limit: int = 0,
     ) -> List[Match]:
-        """Near-duplicates of a document (itself left out) or of a text, nearest first."""
+        """The documents the index's match rule matches with a document (itself left out) or a
+        text, strongest evidence first; with ``k``, simhash-only: those within ``k``."""
     def pairs(self, k: Optional[int] = None) -> PairIterator:
         """Every pair within ``k`` (default: the index's k)."""
     def clusters(self, k: Optional[int] = None, *, min_size: int = 2) -> List[Cluster]:

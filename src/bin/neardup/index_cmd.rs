@@ -1,7 +1,7 @@
 //! `neardup index`: JSONL files into an index, through [`DedupWriter`](tantivy_simhash::DedupWriter).
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
-use super::output::count;
+use super::output::{count, EvidenceJson};
 use super::store::{self, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -134,18 +134,21 @@ enum Event<'a> {
     Rejected {
         id: &'a str,
         of: &'a str,
-        distance: u32,
+        #[serde(flatten)]
+        evidence: EvidenceJson,
     },
     Tagged {
         id: &'a str,
         group: &'a str,
         of: &'a str,
-        distance: u32,
+        #[serde(flatten)]
+        evidence: EvidenceJson,
     },
     Replaced {
         id: &'a str,
         replaced: &'a [String],
-        distance: u32,
+        #[serde(flatten)]
+        evidence: EvidenceJson,
     },
 }
 
@@ -486,28 +489,28 @@ impl Run<'_> {
         for (outcome, id) in outcomes.iter().zip(&ids) {
             let event = match outcome {
                 Outcome::Added { .. } => None,
-                Outcome::Duplicate { of, distance, .. } => Some(Event::Rejected {
+                Outcome::Duplicate { of, evidence, .. } => Some(Event::Rejected {
                     id,
                     of,
-                    distance: *distance,
+                    evidence: (*evidence).into(),
                 }),
                 Outcome::Tagged {
                     group,
                     of,
-                    distance,
+                    evidence,
                     ..
                 } => Some(Event::Tagged {
                     id,
                     group,
                     of,
-                    distance: *distance,
+                    evidence: (*evidence).into(),
                 }),
                 Outcome::Replaced {
-                    replaced, distance, ..
+                    replaced, evidence, ..
                 } => Some(Event::Replaced {
                     id,
                     replaced,
-                    distance: *distance,
+                    evidence: (*evidence).into(),
                 }),
             };
             let s = &mut self.summary;

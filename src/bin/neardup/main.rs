@@ -153,8 +153,9 @@ struct IndexArgs {
     /// romanian, russian, greek, arabic, tamil, turkish). Fixed when the index is created.
     #[arg(long, value_name = "LANGUAGE")]
     language: Option<String>,
-    /// Largest Hamming distance (of 64 bits) that counts as a near-duplicate, 0..=9. Fixed when
-    /// the index is created; default 3.
+    /// The match rule's simhash radius: documents whose fingerprints (64 bits) are within this
+    /// Hamming distance match, 0..=9 (so do documents that share a MinHash band and whose
+    /// sketches estimate resemblance >= 0.55). Fixed when the index is created; default 3.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
     /// What to do with a near-duplicate of a document already indexed (default: tag).
@@ -211,7 +212,9 @@ struct SimilarArgs {
     /// A text, fingerprinted with the index's scheme.
     #[arg(long)]
     text: Option<String>,
-    /// Largest distance to report (at most the index's k; default: the index's k).
+    /// Simhash-only: report the documents within this Hamming distance (at most the index's
+    /// k) instead of those the index's match rule matches (the default: simhash within k, or
+    /// a shared MinHash band and an estimated resemblance >= 0.55).
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
     /// At most this many near-duplicates (0: all).

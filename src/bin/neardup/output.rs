@@ -4,6 +4,41 @@ use super::{CliResult, Failure};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{self, BufWriter, Write};
+use tantivy_simhash::Evidence;
+
+/// Why two documents match, as JSON output shows it (flattened into the object):
+/// `"by": "simhash"` or `"resemblance"`, the simhash `distance`, and for a resemblance match
+/// the sketches' `resemblance` estimate (3 decimals).
+#[derive(Serialize)]
+pub(crate) struct EvidenceJson {
+    by: &'static str,
+    distance: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resemblance: Option<f64>,
+}
+
+impl From<Evidence> for EvidenceJson {
+    fn from(e: Evidence) -> Self {
+        EvidenceJson {
+            by: match e {
+                Evidence::Simhash { .. } => "simhash",
+                Evidence::Resemblance { .. } => "resemblance",
+            },
+            distance: e.distance(),
+            resemblance: e
+                .resemblance()
+                .map(|r| (f64::from(r) * 1000.0).round() / 1000.0),
+        }
+    }
+}
+
+/// Evidence in human output: `d=2`, or `r=0.71 d=19` for a resemblance match.
+pub(crate) fn evidence_short(e: Evidence) -> String {
+    match e.resemblance() {
+        Some(r) => format!("r={r:.2} d={}", e.distance()),
+        None => format!("d={}", e.distance()),
+    }
+}
 
 /// Results go to stdout through this; a closed pipe turns into [`Failure::BrokenPipe`], which
 /// ends the command quietly with status 0.

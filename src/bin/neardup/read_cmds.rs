@@ -1,6 +1,6 @@
 //! The commands that read an index: `search`, `similar`, `stats`.
 
-use super::output::{count, one_line};
+use super::output::{count, evidence_short, one_line, EvidenceJson};
 use super::store::{self, Store, StoredDoc};
 use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
@@ -204,14 +204,17 @@ pub(crate) enum Source<'a> {
 #[derive(Serialize)]
 struct SimilarHit<'a> {
     id: &'a str,
-    distance: u32,
+    #[serde(flatten)]
+    evidence: EvidenceJson,
     fingerprint: String,
     title: &'a str,
     host: &'a str,
 }
 
-/// Prints the near-duplicates of a document or a text within `k` (default: the index's k),
-/// nearest first; for `--id`, the document itself is left out.
+/// Prints the documents the index's match rule matches with a document or a text, strongest
+/// evidence first (simhash matches nearest first, then resemblance matches most resembling
+/// first); with `k`, simhash-only: the documents within `k` (at most the index's k). For
+/// `--id`, the document itself is left out.
 pub(crate) fn similar_in(
     store: &Store,
     source: Source<'_>,
@@ -219,21 +222,25 @@ pub(crate) fn similar_in(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let k = store.checked_k(k)?;
+    let within = k.map(|k| store.checked_k(Some(k))).transpose()?;
     let searcher = store.index.searcher()?;
-    let (fp, own_id) = match source {
+    let (signature, own_id) = match source {
         Source::Id(id) => {
-            let fp = searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+            let signature = searcher.signature_of_id(id)?.ok_or_else(|| {
                 Failure::Message(format!(
                     "no document has id `{id}` in {}",
                     store.dir.display()
                 ))
             })?;
-            (fp, Some(id))
+            (signature, Some(id))
         }
-        Source::Text(text) => (store.index.scheme().fingerprint(text), None),
+        Source::Text(text) => (searcher.sign(text), None),
     };
-    let mut hits = searcher.lookup_within(fp, k)?;
+    let fp = signature.fingerprint;
+    let mut hits = match within {
+        Some(k) => searcher.lookup_within(fp, k)?,
+        None => searcher.lookup_signature(&signature)?,
+    };
     hits.retain(|h| Some(h.id.as_str()) != own_id);
     if limit > 0 {
         hits.truncate(limit);
@@ -243,8 +250,12 @@ pub(crate) fn similar_in(
             Some(id) => format!("`{id}`"),
             None => "the text".to_string(),
         };
+        let by = match within {
+            Some(k) => format!("within simhash distance {k}"),
+            None => format!("by the rule ({})", store.index.rule()),
+        };
         out.line(format_args!(
-            "{} of {what} (fingerprint {fp}) within distance {k}{}",
+            "{} of {what} (fingerprint {fp}) {by}{}",
             count(hits.len() as u64, "near-duplicate", "near-duplicates"),
             if own_id.is_some() {
                 ", itself left out"
@@ -258,7 +269,7 @@ pub(crate) fn similar_in(
         if out.is_json() {
             out.json_line(&SimilarHit {
                 id: &hit.id,
-                distance: hit.distance,
+                evidence: hit.evidence.into(),
                 fingerprint: hit.fingerprint.to_string(),
                 title: &shown.title,
                 host: &shown.host,
@@ -270,8 +281,8 @@ pub(crate) fn similar_in(
                 format!("  [{}]", shown.host)
             };
             out.line(format_args!(
-                "  d={:<2} {}  {}{host}",
-                hit.distance,
+                "  {:<12} {}  {}{host}",
+                evidence_short(hit.evidence),
                 hit.id,
                 one_line(&shown.title, 60)
             ))?;
