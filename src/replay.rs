@@ -297,7 +297,10 @@ impl std::fmt::Debug for AnalyzedDocument {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnalyzedDocument")
             .field("doc", &self.doc)
-            .field("staged_values", &self.staged.as_ref().map(|s| s.values.len()))
+            .field(
+                "staged_values",
+                &self.staged.as_ref().map(|s| s.values.len()),
+            )
             .finish()
     }
 }

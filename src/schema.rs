@@ -53,9 +53,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{
-    Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME,
-};
+use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
 use crate::replay::{AnalysisCounts, ReplayCounters};
 use crate::signature::store::{ResolvedSignatureFields, SignatureFields};

@@ -548,9 +548,7 @@ impl DedupWriter {
             .collect();
         docs.into_iter()
             .zip(sigs)
-            .map(|(doc, (sig, staged))| {
-                self.add_prepared(doc, sig.fingerprint, Some(&sig), staged)
-            })
+            .map(|(doc, (sig, staged))| self.add_prepared(doc, sig.fingerprint, Some(&sig), staged))
             .collect()
     }
 
