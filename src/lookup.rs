@@ -136,8 +136,9 @@ impl NearDupSearcher {
         self.max_postings_per_key
     }
 
-    /// The signature columns and key postings of every segment.
-    pub(crate) fn signature_reader(&self) -> &SignatureReader {
+    /// The signature columns and key postings of every segment, for lookups with an explicit
+    /// bound that count their work ([`SignatureReader::for_each_match`]).
+    pub fn signature_reader(&self) -> &SignatureReader {
         &self.signatures
     }
 
