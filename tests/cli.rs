@@ -372,6 +372,46 @@ fn the_demo_runs_with_no_arguments() {
     ] {
         assert!(text.contains(needle), "{needle} missing: {text}");
     }
+    // A page found under another site's chrome: the first hit of that `similar` is a
+    // resemblance match on another host beyond the simhash radius, as the library's rule says.
+    let section = text
+        .split("under other sites' menus and footers")
+        .nth(1)
+        .expect("the demo shows a copy under other chrome");
+    let mut lines = section.lines().skip_while(|l| !l.starts_with("$ neardup similar"));
+    let id = lines.next().unwrap().rsplit(' ').next().unwrap().to_string();
+    let hit = lines.nth(1).unwrap();
+    let fields: Vec<&str> = hit.split_whitespace().collect();
+    assert!(fields[0].starts_with("r=0.") && fields[1].starts_with("d="), "{hit}");
+    let copy = fields[2];
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
+    let docs: Vec<(String, String, String)> =
+        BufReader::new(MultiGzDecoder::new(std::fs::File::open(corpus).unwrap()))
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(&l.unwrap()).unwrap();
+                let title = v["title"].as_str().unwrap_or("");
+                let body = v["text"].as_str().unwrap();
+                let joined = if title.is_empty() {
+                    body.to_string()
+                } else {
+                    format!("{title}\n{body}")
+                };
+                let host = v["host"].as_str().unwrap_or("").to_string();
+                (v["id"].as_str().unwrap().to_string(), joined, host)
+            })
+            .filter(|(d, _, _)| *d == id || d == copy)
+            .collect();
+    assert_eq!(docs.len(), 2, "{id} and {copy}");
+    assert_ne!(docs[0].2, docs[1].2, "two hosts");
+    let (rule, sigs) = signatures(&[
+        (docs[0].0.clone(), docs[0].1.clone()),
+        (docs[1].0.clone(), docs[1].1.clone()),
+    ]);
+    match rule.matches(&sigs[0], &sigs[1]) {
+        Some(Evidence::Resemblance { distance, .. }) => assert!(distance > K, "{hit}"),
+        other => panic!("{id} ~ {copy}: {other:?}"),
+    }
 }
 
 #[test]
