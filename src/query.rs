@@ -39,20 +39,20 @@
 //!
 //! let searcher = index.searcher()?;
 //! // Near-duplicates of document "a" on host y.org:
-//! let near = NearDupQuery::from_id(&searcher, "a")?;
+//! let near = NearDupQuery::from_id(index.fields(), &searcher, "a")?;
 //! let on_host = TermQuery::new(Term::from_field_text(host, "y.org"), IndexRecordOption::Basic);
 //! let q = BooleanQuery::new(vec![
 //!     (Occur::Must, Box::new(near.clone()) as Box<dyn Query>),
 //!     (Occur::Must, Box::new(on_host)),
 //! ]);
-//! assert_eq!(searcher.searcher().search(&q, &Count)?, 1);
+//! assert_eq!(searcher.search(&q, &Count)?, 1);
 //! // The convenience form: ids and evidence, strongest first.
 //! let hits = near.search(&searcher)?;
 //! assert_eq!((hits[0].id.as_str(), hits[0].distance), ("a", 0));
 //! // The same page under another site's menu and footer matches by resemblance:
 //! let framed = format!("Home | Docs | Blog | Contact\n\n{text}\n\n(c) 2024 Example Ltd, all rights reserved");
 //! let q = NearDupQuery::from_text(&index, &framed);
-//! assert_eq!(searcher.searcher().search(&q, &Count)?, 2);
+//! assert_eq!(searcher.search(&q, &Count)?, 2);
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
@@ -61,16 +61,16 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
 use crate::lookup::{NearDup, NearDupSearcher};
-use crate::schema::NearDupIndex;
-use crate::signature::store::{SegmentSignatures, SignatureFields};
+use crate::schema::{NearDupFields, NearDupIndex};
+use crate::signature::store::SegmentSignatures;
 use crate::signature::{MatchRule, Signature, Sketch, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
 use tantivy::query::doc_predicate_query::{
     ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
 };
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, Term, TERMINATED};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocId, DocSet, Score, Searcher, SeekDangerResult, SegmentReader, Term, TERMINATED};
 
 /// What a candidate must satisfy.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,29 +95,42 @@ pub struct NearDupQuery {
 #[derive(Debug)]
 struct Shared {
     signature: Signature,
-    rule: MatchRule,
-    fields: SignatureFields,
-    keys_field: Field,
+    fields: NearDupFields,
     terms: Vec<Term>,
 }
 
+impl Shared {
+    fn rule(&self) -> &'static MatchRule {
+        self.fields.rule()
+    }
+
+    /// The signature columns of a segment.
+    fn columns(&self, reader: &SegmentReader) -> tantivy::Result<SegmentSignatures> {
+        let names = self
+            .fields
+            .signature_fields(reader.schema())
+            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+        SegmentSignatures::open(reader, names.names())
+            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))
+    }
+}
+
 impl NearDupQuery {
-    /// The documents of `index` that its rule matches with `signature` (made with the index's
-    /// scheme and rule, for example by [`NearDupSearcher::sign`]).
-    pub fn from_signature(index: &NearDupIndex, signature: Signature) -> Self {
-        let keys_field = index.fields().keys;
-        let rule = index.rule().clone();
-        let terms = rule
+    /// The documents that the rule of the index `fields` is the handle of matches with
+    /// `signature` (made with the index's scheme and rule, for example by
+    /// [`NearDupIndex::sign`]). Cost: computing the keys; the postings are read when the query
+    /// runs.
+    pub fn from_signature(fields: NearDupFields, signature: Signature) -> Self {
+        let terms = fields
+            .rule()
             .keys(&signature)
             .into_iter()
-            .map(|k| Term::from_field_u64(keys_field, k))
+            .map(|k| Term::from_field_u64(fields.keys, k))
             .collect();
         NearDupQuery {
             shared: Arc::new(Shared {
                 signature,
-                rule,
-                fields: index.signature_fields().names().clone(),
-                keys_field,
+                fields,
                 terms,
             }),
             test: Test::Rule,
@@ -125,32 +138,36 @@ impl NearDupQuery {
         }
     }
 
-    /// The documents of `index` that its rule matches with a bare fingerprint: without a
-    /// sketch only the simhash branch can fire, so these are the documents within the layout's
-    /// `k` of `fingerprint`.
-    pub fn new(index: &NearDupIndex, fingerprint: Fingerprint) -> Self {
+    /// The documents the rule matches with a bare fingerprint: without a sketch only the
+    /// simhash branch can fire, so these are the documents within the layout's `k` of
+    /// `fingerprint`.
+    pub fn new(fields: NearDupFields, fingerprint: Fingerprint) -> Self {
         let signature = Signature {
             fingerprint,
-            sketch: Sketch::empty(index.rule().minhash()),
+            sketch: Sketch::empty(fields.rule().minhash()),
         };
-        NearDupQuery::from_signature(index, signature)
+        NearDupQuery::from_signature(fields, signature)
     }
 
     /// The documents of `index` that its rule matches with `text`, signed with the index's
-    /// scheme and rule. Cost: one analysis of `text`.
+    /// scheme and rule (which is why it takes the index rather than the handle). Cost: one
+    /// analysis of `text`.
     pub fn from_text(index: &NearDupIndex, text: &str) -> Self {
-        let signature = index.rule().signer(index.scheme()).sign(text);
-        NearDupQuery::from_signature(index, signature)
+        NearDupQuery::from_signature(index.fields(), index.sign(text))
     }
 
-    /// The documents the rule matches with the live document with id `id` (which matches
-    /// itself), by its stored signature. Errors with [`Error::Document`] when no live document
-    /// has that id.
-    pub fn from_id(searcher: &NearDupSearcher, id: &str) -> Result<Self> {
-        let signature = searcher.signature_of_id(id)?.ok_or_else(|| {
+    /// The documents the rule matches with the live document of `searcher` with id `id`
+    /// (which matches itself), by its stored signature. Cost: opening each segment's columns
+    /// ([`NearDupSearcher::new`]), then one term look-up per segment.
+    ///
+    /// Errors with [`Error::Document`] when no live document has that id; tantivy errors
+    /// reading the postings.
+    pub fn from_id(fields: NearDupFields, searcher: &Searcher, id: &str) -> Result<Self> {
+        let lookups = NearDupSearcher::new(fields, searcher)?;
+        let signature = lookups.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
         })?;
-        Ok(NearDupQuery::from_signature(searcher.index(), signature))
+        Ok(NearDupQuery::from_signature(fields, signature))
     }
 
     /// **Simhash-only**: every document within `max_distance` (inclusive) of the query's
@@ -158,7 +175,7 @@ impl NearDupQuery {
     /// [`Error::InvalidConfig`] when it exceeds the layout's `k`, which the keys could not
     /// guarantee to find.
     pub fn with_max_distance(mut self, max_distance: u32) -> Result<Self> {
-        check_distance(self.shared.rule.layout().max_distance(), max_distance)?;
+        check_distance(self.shared.fields.layout().max_distance(), max_distance)?;
         self.test = Test::Within(max_distance);
         Ok(self)
     }
@@ -190,13 +207,16 @@ impl NearDupQuery {
         }
     }
 
-    /// The matches with ids and evidence, strongest first (ties by id), through the
-    /// per-segment fast path of [`NearDupSearcher`] (the same documents as running the query,
-    /// with the searcher's own bound on hot keys).
-    pub fn search(&self, searcher: &NearDupSearcher) -> Result<Vec<NearDup>> {
+    /// The matches with ids and evidence, strongest first (ties by id), the same documents as
+    /// running the query, through [`NearDupSearcher`] (with this query's bound on hot keys).
+    /// Cost: opening each segment's columns, then the lookup (which reads the id of every
+    /// match); keep a [`NearDupSearcher`] for many lookups on one searcher.
+    pub fn search(&self, searcher: &Searcher) -> Result<Vec<NearDup>> {
+        let lookups = NearDupSearcher::new(self.shared.fields, searcher)?
+            .with_max_postings_per_key(self.max_postings_per_key);
         match self.test {
-            Test::Rule => searcher.lookup_signature(&self.shared.signature),
-            Test::Within(k) => searcher.lookup_within(self.shared.signature.fingerprint, k),
+            Test::Rule => lookups.lookup_signature(&self.shared.signature),
+            Test::Within(k) => lookups.lookup_within(self.shared.signature.fingerprint, k),
         }
     }
 
@@ -207,14 +227,6 @@ impl NearDupQuery {
             max_postings_per_key: self.max_postings_per_key,
         }
         .into()
-    }
-}
-
-impl NearDupSearcher {
-    /// A [`NearDupQuery`] for `fp` on this searcher's index (simhash within `k`: a bare
-    /// fingerprint has no sketch).
-    pub fn query(&self, fp: Fingerprint) -> NearDupQuery {
-        NearDupQuery::new(self.index(), fp)
     }
 }
 
@@ -262,7 +274,7 @@ impl Weight for NearDupWeight {
         let mut e = Explanation::new("NearDupQuery (constant score)", 1.0);
         match self.test {
             Test::Within(k) => {
-                let column = fingerprint_column(reader, &self.shared.fields.fingerprint)?;
+                let column = fingerprint_column(reader, self.shared.fields.fingerprint)?;
                 if let Some(v) = column.first(doc) {
                     let d = (v ^ query).count_ones();
                     e.add_context(format!(
@@ -271,16 +283,13 @@ impl Weight for NearDupWeight {
                 }
             }
             Test::Rule => {
-                let columns = SegmentSignatures::open(reader, &self.shared.fields)
-                    .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+                let columns = self.shared.columns(reader)?;
+                let rule = self.shared.rule();
                 if let Some(evidence) = columns
                     .get(doc)
-                    .and_then(|s| self.shared.rule.matches(&self.shared.signature, &s))
+                    .and_then(|s| rule.matches(&self.shared.signature, &s))
                 {
-                    e.add_context(format!(
-                        "matched by the rule ({}): {evidence}",
-                        self.shared.rule
-                    ));
+                    e.add_context(format!("matched by the rule ({rule}): {evidence}"));
                 }
             }
         }
@@ -302,7 +311,7 @@ impl DocPredicate for RulePredicate {
         &self,
         reader: &SegmentReader,
     ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
-        let inverted = reader.inverted_index(self.shared.keys_field)?;
+        let inverted = reader.inverted_index(self.shared.fields.keys)?;
         let mut docs = Vec::new();
         for term in &self.shared.terms {
             if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
@@ -320,8 +329,7 @@ impl DocPredicate for RulePredicate {
         }
         docs.sort_unstable();
         docs.dedup();
-        let columns = SegmentSignatures::open(reader, &self.shared.fields)
-            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+        let columns = self.shared.columns(reader)?;
         Ok(ConstOrVariableSegmentPredicate::Variable {
             predicate: Verify {
                 shared: Arc::clone(&self.shared),
@@ -352,7 +360,7 @@ impl SegmentDocPredicate for Verify {
             return false;
         };
         let distance = query.fingerprint.distance(fp);
-        let rule = &self.shared.rule;
+        let rule = self.shared.rule();
         match self.test {
             Test::Within(k) => distance <= k,
             Test::Rule if distance <= rule.layout().max_distance() => true,

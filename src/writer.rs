@@ -221,37 +221,34 @@ impl Pending {
             rule,
             signature,
             self.max_postings_per_key,
-            |ord, doc, e, _| {
+            |m| {
                 // Without a sequence field (an older index), ties follow segment order.
-                let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
-                committed.push((e, sequence, ord, doc));
+                let sequence = searcher.sequence_of(m.address).unwrap_or(u64::MAX);
+                committed.push((m.evidence, sequence, m.address));
             },
         )?;
-        committed.sort_by(|a, b| {
-            a.0.cmp_strength(&b.0)
-                .then((a.1, a.2, a.3).cmp(&(b.1, b.2, b.3)))
-        });
+        committed.sort_by(|a, b| a.0.cmp_strength(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
         let mut found = Vec::new();
-        for (evidence, _, ord, doc) in committed {
+        for (evidence, _, address) in committed {
             // Committed documents were added before pending ones: at equal strength they win.
             let weaker_than_pending =
                 best_pending.is_some_and(|b| evidence.cmp_strength(&b).is_gt());
             if !all && (!found.is_empty() || weaker_than_pending) {
                 break;
             }
-            let Some(id) = self.searcher.id_of(ord, doc)? else {
+            let Some(id) = self.searcher.id_of(address)? else {
                 continue;
             };
             if self.deleted.contains(&id) {
                 continue;
             }
             let group = if groups {
-                self.searcher.group_of(ord, doc)?
+                self.searcher.group_of(address)?
             } else {
                 None
             };
             let replaced = if all {
-                self.searcher.replaced_ids_of(ord, doc)?
+                self.searcher.replaced_ids_of(address)?
             } else {
                 Vec::new()
             };
@@ -356,7 +353,7 @@ impl DedupWriter {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let searcher = NearDupSearcher::new(&index, reader.searcher())?;
+        let searcher = NearDupSearcher::new(index.fields, &reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
@@ -644,7 +641,7 @@ impl DedupWriter {
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
         self.reader.reload()?;
-        let searcher = NearDupSearcher::new(&self.index, self.reader.searcher())?;
+        let searcher = NearDupSearcher::new(self.index.fields, &self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()

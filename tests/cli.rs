@@ -378,11 +378,22 @@ fn the_demo_runs_with_no_arguments() {
         .split("under other sites' menus and footers")
         .nth(1)
         .expect("the demo shows a copy under other chrome");
-    let mut lines = section.lines().skip_while(|l| !l.starts_with("$ neardup similar"));
-    let id = lines.next().unwrap().rsplit(' ').next().unwrap().to_string();
+    let mut lines = section
+        .lines()
+        .skip_while(|l| !l.starts_with("$ neardup similar"));
+    let id = lines
+        .next()
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
     let hit = lines.nth(1).unwrap();
     let fields: Vec<&str> = hit.split_whitespace().collect();
-    assert!(fields[0].starts_with("r=0.") && fields[1].starts_with("d="), "{hit}");
+    assert!(
+        fields[0].starts_with("r=0.") && fields[1].starts_with("d="),
+        "{hit}"
+    );
     let copy = fields[2];
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
     let docs: Vec<(String, String, String)> =

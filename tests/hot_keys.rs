@@ -128,19 +128,19 @@ fn hot_keys_stay_linear(n: usize) {
     }
 
     // Lookups: bounded per key and segment, and the planted originals are found.
-    let searcher = t.index.searcher().unwrap();
+    let searcher = t.index.lookups().unwrap();
     let segments = searcher.searcher().segment_readers().len() as u64;
     for &(original, copy) in &planted {
         let mut found = Vec::new();
         let work = searcher
             .signature_reader()
-            .for_each_match(&rule, &sigs[copy], bound, |_, doc, _, _| found.push(doc))
+            .for_each_match(&rule, &sigs[copy], bound, |m| found.push(m.address))
             .unwrap();
         assert!(
             work <= keys * bound as u64 * segments,
             "lookup verified {work}"
         );
-        let hits = searcher.lookup_text(&texts[copy]).unwrap();
+        let hits = t.index.lookup_text(&texts[copy]).unwrap();
         assert!(
             hits.iter().any(|h| h.id == format!("d{original}")),
             "d{copy}: {hits:?}"

@@ -36,7 +36,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
         writer.delete_term(Term::from_field_text(t.id, &format!("d{i}")));
     }
     writer.commit().unwrap();
-    let searcher = t.index.searcher().unwrap();
+    let searcher = t.index.lookups().unwrap();
     assert!(searcher.searcher().segment_readers().len() >= 2);
     let id_of = |a: tantivy::DocAddress| -> usize {
         let doc: TantivyDocument = searcher.searcher().doc(a).unwrap();
@@ -66,7 +66,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
             }
         }
         // The text path signs the same way, and reports ids, strongest evidence first.
-        let by_text = searcher.lookup_text(&texts[q]).unwrap();
+        let by_text = t.index.lookup_text(&texts[q]).unwrap();
         let mut by_text_addresses: Vec<_> =
             by_text.iter().map(|h| (h.address, h.evidence)).collect();
         by_text_addresses.sort_by_key(|&(a, _)| a);
@@ -87,7 +87,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
         let query_docs = searcher
             .searcher()
             .search(
-                &NearDupQuery::from_signature(&t.index, query.clone()),
+                &NearDupQuery::from_signature(t.index.fields(), query.clone()),
                 &DocSetCollector,
             )
             .unwrap();
@@ -105,7 +105,9 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
                 by_id.iter().collect::<Vec<_>>(),
                 oracle.keys().collect::<Vec<_>>()
             );
-            let from_id = NearDupQuery::from_id(&searcher, &format!("d{q}")).unwrap();
+            let from_id =
+                NearDupQuery::from_id(t.index.fields(), searcher.searcher(), &format!("d{q}"))
+                    .unwrap();
             let n = searcher.searcher().search(&from_id, &Count).unwrap();
             assert_eq!(n, oracle.len(), "NearDupQuery::from_id, query {q}");
         }

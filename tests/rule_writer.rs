@@ -182,12 +182,17 @@ fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes
                 "{label}: {by_resemblance} by resemblance"
             );
             // The index holds exactly the oracle's live documents, with its groups.
-            let searcher = t.index.searcher().unwrap();
+            let searcher = t.index.lookups().unwrap();
             let mut stored: BTreeMap<String, Option<String>> = BTreeMap::new();
             for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
                 for doc in seg.doc_ids_alive() {
-                    let id = searcher.id_of(ord as u32, doc).unwrap().unwrap();
-                    let group = searcher.group_of(ord as u32, doc).unwrap();
+                    let id = searcher
+                        .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                        .unwrap()
+                        .unwrap();
+                    let group = searcher
+                        .group_of(tantivy::DocAddress::new(ord as u32, doc))
+                        .unwrap();
                     assert!(stored.insert(id, group).is_none(), "{label}: an id twice");
                 }
             }
@@ -248,11 +253,16 @@ fn reject_with_threads_stores_no_two_documents_the_rule_matches() {
         }
         writer.commit().unwrap();
     }
-    let searcher = t.index.searcher().unwrap();
+    let searcher = t.index.lookups().unwrap();
     let mut stored: Vec<String> = Vec::new();
     for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
         for doc in seg.doc_ids_alive() {
-            stored.push(searcher.id_of(ord as u32, doc).unwrap().unwrap());
+            stored.push(
+                searcher
+                    .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                    .unwrap()
+                    .unwrap(),
+            );
         }
     }
     assert_eq!(stored.len() + rejected.len(), 2 * texts.len());
@@ -314,7 +324,7 @@ fn a_fingerprint_only_document_matches_by_simhash_only() {
         "{again:?}"
     );
     writer.commit().unwrap();
-    let searcher = t.index.searcher().unwrap();
+    let searcher = t.index.lookups().unwrap();
     let stored = searcher.signature_of_id("bare").unwrap().unwrap();
     assert!(stored.sketch.is_empty());
 }

@@ -133,7 +133,7 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
 /// The first document of the largest group recorded while indexing.
 fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
     let searcher = store.index.searcher()?;
-    let groups = largest_groups(searcher.searcher(), 1)?;
+    let groups = largest_groups(&searcher, 1)?;
     Ok(groups.into_iter().next().map(|g| g.group))
 }
 
@@ -141,7 +141,7 @@ fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
 /// under another site's chrome), ties by id; `None` when there is none. Cost: one host read
 /// and one lookup per document (about a second on the demo corpus).
 fn copied_under_other_chrome(store: &store::Store) -> CliResult<Option<String>> {
-    let searcher = store.index.searcher()?;
+    let searcher = store.index.lookups()?;
     let mut hosts: HashMap<DocAddress, String> = HashMap::new();
     for (ord, segment) in searcher.searcher().segment_readers().iter().enumerate() {
         for doc in segment.doc_ids_alive() {
@@ -167,12 +167,12 @@ fn copied_under_other_chrome(store: &store::Store) -> CliResult<Option<String>> 
         if other_hosts.is_empty() {
             continue;
         }
-        let id = searcher
-            .id_of(address.segment_ord, address.doc_id)?
-            .unwrap_or_default();
+        let id = searcher.id_of(*address)?.unwrap_or_default();
         let better = match &best {
             None => true,
-            Some((n, best_id)) => other_hosts.len() > *n || (other_hosts.len() == *n && id < *best_id),
+            Some((n, best_id)) => {
+                other_hosts.len() > *n || (other_hosts.len() == *n && id < *best_id)
+            }
         };
         if better {
             best = Some((other_hosts.len(), id));
