@@ -108,6 +108,28 @@ impl Rule {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Fingerprints and sketches from their buffers, checked against each other and the rule,
+    /// read one signature at a time (most postings of a corpus are never compared).
+    fn columns<'a>(&self, fingerprints: &[u8], sketches: &'a [u8]) -> Result<Columns<'a>, Failure> {
+        let fps = u64s(fingerprints, "fingerprints")?;
+        let width = self.words() * 8;
+        if sketches.len() != fps.len() * width {
+            return Err(Failure::Value(format!(
+                "sketches has {} bytes for {} fingerprints; expected {} ({} bytes per sketch under \
+                 this rule)",
+                sketches.len(),
+                fps.len(),
+                fps.len() * width,
+                width
+            )));
+        }
+        Ok(Columns {
+            fps,
+            sketches,
+            width,
+        })
+    }
+
     /// Fingerprints and sketches from their buffers, checked against each other and the rule.
     fn signatures(
         &self,
@@ -258,16 +280,19 @@ impl Rule {
         max_postings_per_key: u64,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let keys = u64s(keys, "keys")?;
-        let sigs = self.signatures(fingerprints, sketches)?;
-        same_length(keys.len(), sigs.len(), "keys", "fingerprints")?;
+        let sigs = self.columns(fingerprints, sketches)?;
+        same_length(keys.len(), sigs.fps.len(), "keys", "fingerprints")?;
         let cap = cap_of(max_postings_per_key);
         let hot = py.detach(|| {
             let mut out = Vec::new();
-            for run in key_runs(&keys) {
-                let members: Vec<&RustSignature> = run.iter().map(|&i| &sigs[i]).collect();
-                if run.len() > cap
-                    && tantivy_simhash::signature::distinct_signatures(&members) > cap
-                {
+            let order = key_order(&keys);
+            for run in order.chunk_by(|&x, &y| keys[x] == keys[y]) {
+                if run.len() <= cap {
+                    continue;
+                }
+                let owned: Vec<RustSignature> = run.iter().map(|&i| sigs.get(i)).collect();
+                let members: Vec<&RustSignature> = owned.iter().collect();
+                if tantivy_simhash::signature::distinct_signatures(&members) > cap {
                     out.extend_from_slice(&keys[run[0]].to_le_bytes());
                 }
             }
@@ -296,8 +321,8 @@ impl Rule {
     ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
         let keys = u64s(keys, "keys")?;
         let rows = u64s(rows, "rows")?;
-        let sigs = self.signatures(fingerprints, sketches)?;
-        same_length(keys.len(), sigs.len(), "keys", "fingerprints")?;
+        let sigs = self.columns(fingerprints, sketches)?;
+        same_length(keys.len(), sigs.fps.len(), "keys", "fingerprints")?;
         same_length(keys.len(), rows.len(), "keys", "rows")?;
         let hot: HashSet<u64> = u64s(hot_keys, "hot_keys")?.into_iter().collect();
         let cap = cap_of(max_postings_per_key);
@@ -307,12 +332,17 @@ impl Rule {
             let mut stats = PairStats::default();
             let mut postings: Vec<(u64, RustSignature)> = Vec::new();
             let mut by_row: std::collections::HashMap<u64, usize> = Default::default();
-            for run in key_runs(&keys) {
+            let order = key_order(&keys);
+            // A key held by one document pairs nothing: most keys of a corpus.
+            for run in order.chunk_by(|&x, &y| keys[x] == keys[y]) {
+                if run.len() < 2 {
+                    continue;
+                }
                 postings.clear();
                 by_row.clear();
-                for &i in &run {
-                    by_row.insert(rows[i], i);
-                    postings.push((rows[i], sigs[i].clone()));
+                for &i in run {
+                    by_row.insert(rows[i], postings.len());
+                    postings.push((rows[i], sigs.get(i)));
                 }
                 let s = pairs_in_key_group(
                     &self.rule,
@@ -321,7 +351,7 @@ impl Rule {
                     cap,
                     |k| hot.contains(&k),
                     |a, b, e| {
-                        let (sa, sb) = (&sigs[by_row[&a]], &sigs[by_row[&b]]);
+                        let (sa, sb) = (&postings[by_row[&a]].1, &postings[by_row[&b]].1);
                         out.push(a, b, e, sa, sb, bits);
                     },
                 )?;
@@ -455,6 +485,28 @@ pub(crate) fn components<'py>(
     Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
 }
 
+/// Signature columns as buffers, read on demand.
+struct Columns<'a> {
+    fps: Vec<u64>,
+    sketches: &'a [u8],
+    width: usize,
+}
+
+impl Columns<'_> {
+    fn get(&self, i: usize) -> RustSignature {
+        let at = i * self.width;
+        RustSignature {
+            fingerprint: Fingerprint(self.fps[i]),
+            sketch: Sketch {
+                words: self.sketches[at..at + self.width]
+                    .chunks_exact(8)
+                    .map(le_u64)
+                    .collect(),
+            },
+        }
+    }
+}
+
 type PairColumns<'py> = (
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
@@ -533,14 +585,11 @@ fn stats_dict(py: Python<'_>, stats: PairStats) -> PyResult<Bound<'_, PyAny>> {
     Ok(d.into_any())
 }
 
-/// Index runs of equal keys (indexes into `keys`, each run ascending).
-fn key_runs(keys: &[u64]) -> Vec<Vec<usize>> {
+/// Indexes into `keys` ordered by key (runs of equal keys, each ascending).
+fn key_order(keys: &[u64]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_unstable_by_key(|&i| (keys[i], i));
     order
-        .chunk_by(|&x, &y| keys[x] == keys[y])
-        .map(|run| run.to_vec())
-        .collect()
 }
 
 /// 0 means no bound, as does anything beyond the address space.
