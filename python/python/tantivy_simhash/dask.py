@@ -49,6 +49,7 @@ Install with ``pip install "./python[dask]"`` (``dask[distributed]``, ``pyarrow`
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -262,6 +263,21 @@ def find_pairs(
     return _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs)[0]
 
 
+def _settled(collection):
+    """Waits for a persisted collection on a distributed client (the local schedulers persist
+    synchronously), so stage times mean what they say."""
+    try:
+        from distributed import default_client, wait
+    except ImportError:
+        return collection
+    try:
+        default_client()
+    except ValueError:
+        return collection
+    wait(collection)
+    return collection
+
+
 def _count_postings(sigs: pd.DataFrame, language: str) -> pd.Series:
     rule = _rule(language)
     names = _sketch_columns(language)
@@ -345,17 +361,29 @@ def deduplicate(
     ``out/clusters`` (``id, cluster`` for every document; ``cluster`` is the id of the first
     document of its component in input order). Returns a summary dict: ``documents``,
     ``pairs``, ``clustered`` (documents with a pair), ``clusters`` (components of two or more),
-    ``hot_keys`` (0 without a bound), ``postings`` (rows shuffled) and ``posting_bytes`` (bytes
-    of a posting's columns: the shuffle moves about ``postings x posting_bytes``). Ids should be unique (pairs are reported per document either way).
+    ``hot_keys`` (0 without a bound), ``postings`` (rows shuffled), ``posting_bytes`` (bytes
+    of a posting's columns: the shuffle moves about ``postings x posting_bytes``) and
+    ``seconds`` (wall time of the stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are reported per document either way).
 
     The signatures and the pairs are persisted on the workers while it runs (24 + 128 bytes
     per document, 28 per pair); the client holds what :func:`cluster_labels` needs plus the ids
     of the documents that have a pair."""
-    sigs = signatures(docs, id=id, text=text, language=language).persist()
+    clock = time.perf_counter()
+    seconds = {}
+
+    def lap(stage):
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[stage] = round(now - clock, 3)
+        clock = now
+
+    sigs = _settled(signatures(docs, id=id, text=text, language=language).persist())
+    lap("sign")
     pairs, hot_keys = _find_pairs(
         docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs
     )
-    pairs = pairs.persist()
+    pairs = _settled(pairs.persist())
+    lap("pairs")
     labels = cluster_labels(pairs)
     nodes = labels.index.to_numpy(dtype=np.uint64)
     id_meta = sigs["id"]._meta
@@ -379,6 +407,7 @@ def deduplicate(
     clusters_out = sigs.map_partitions(
         _label_partition, labels, ids, meta=pd.DataFrame({"id": id_meta, "cluster": id_meta})
     )
+    lap("clusters")
     _, _, n_pairs, n_docs, n_postings = dask.compute(
         pairs_out.to_parquet(f"{out}/pairs", write_index=False, compute=False),
         clusters_out.to_parquet(f"{out}/clusters", write_index=False, compute=False),
@@ -386,6 +415,7 @@ def deduplicate(
         sigs.shape[0],
         sigs.map_partitions(_count_postings, language, meta=pd.Series([], dtype=np.int64)).sum(),
     )
+    lap("write")
     return {
         "documents": int(n_docs),
         "pairs": int(n_pairs),
@@ -394,4 +424,5 @@ def deduplicate(
         "hot_keys": hot_keys,
         "postings": int(n_postings),
         "posting_bytes": 8 * (3 + len(_sketch_columns(language))),
+        "seconds": seconds,
     }

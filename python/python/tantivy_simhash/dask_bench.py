@@ -7,7 +7,8 @@ each, generates the corpus inside the workers (:func:`synthetic_partition`), run
 throughput per worker, shuffle payload per document, peak resident memory per worker, and as
 a baseline measured in the same run, the throughput of signing and the single-machine join
 (``Rule.pairs_in_memory``) in one thread of the client on the first ``--baseline-docs``
-documents, which the per-worker throughput is divided by.
+documents, which the per-worker throughput is divided by; with ``--baseline-docs`` equal to
+``--docs`` it also checks that the pipeline wrote exactly the single-machine join's pairs.
 
 The corpus: ``--dup-fraction`` of the documents are edited copies of one of a pool of shared
 base texts (``--pool`` of them per 100 documents): up to 15% of their words replaced, inserted
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -131,9 +133,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m tantivy_simhash.dask_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--docs", type=int, default=100_000, help="documents (default 100,000)")
     p.add_argument("--workers", type=int, default=2, help="worker processes, one thread each (default 2)")
-    p.add_argument("--partitions", type=int, default=0, help="input partitions (default: docs / 20,000, at least 2 per worker)")
+    p.add_argument("--partitions", type=int, default=0, help="input partitions (default: docs / 20,000, at least 4 per worker)")
     p.add_argument("--max-postings-per-key", type=int, default=1000, help="hot-key bound (0: exact; default 1000)")
-    p.add_argument("--baseline-docs", type=int, default=20_000, help="documents of the single-machine baseline (default 20,000)")
+    p.add_argument("--baseline-docs", type=int, default=20_000, help="documents of the single-machine baseline (default 20,000; equal to --docs: also compare the pairs)")
+    p.add_argument("--shuffle-method", default=None, help="Dask's shuffle method (p2p, tasks; default Dask's choice: p2p)")
     p.add_argument("--dup-fraction", type=float, default=0.2)
     p.add_argument("--pool", type=float, default=5.0, help="shared base texts per 100 documents")
     p.add_argument("--memory-limit", default="8GiB", help="per worker (default 8GiB)")
@@ -148,10 +151,16 @@ def main(argv=None) -> int:
     from . import Rule
     from .dask import deduplicate
 
-    partitions = args.partitions or max(2 * args.workers, args.docs // 20_000)
+    partitions = args.partitions or max(4 * args.workers, args.docs // 20_000)
     out = args.out or tempfile.mkdtemp(prefix="dask-bench-")
     cap = args.max_postings_per_key or None
-    figures = {"docs": args.docs, "workers": args.workers, "partitions": partitions, "max_postings_per_key": cap}
+    figures = {
+        "docs": args.docs,
+        "workers": args.workers,
+        "partitions": partitions,
+        "max_postings_per_key": cap,
+        "shuffle_method": args.shuffle_method or "default",
+    }
 
     # Baseline in this process: sign + single-machine join, one thread.
     n0 = min(args.baseline_docs, args.docs)
@@ -159,10 +168,12 @@ def main(argv=None) -> int:
     rule = Rule()
     t = time.perf_counter()
     fps, sketches = rule.sign_many(texts)
-    _, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
+    columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
     baseline = n0 / (time.perf_counter() - t)
+    del texts, fps, sketches
     figures["baseline_docs"] = n0
     figures["baseline_docs_per_s"] = round(baseline)
+    figures["baseline_join"] = stats
 
     with LocalCluster(
         n_workers=args.workers, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
@@ -176,11 +187,13 @@ def main(argv=None) -> int:
 
         wait(docs)
         generate_s = time.perf_counter() - t
-        client.run(_reset_peak)
+        before = client.run(_rss_mib)
         t = time.perf_counter()
-        summary = deduplicate(docs, out, max_postings_per_key=cap)
+        summary = deduplicate(docs, out, max_postings_per_key=cap, shuffle_method=args.shuffle_method)
         total_s = time.perf_counter() - t
         peaks = client.run(_peak_rss_mib)
+        time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
+        metrics = client.run_on_scheduler(_shuffle_metrics)
     postings = summary["postings"]
     figures.update(
         {
@@ -193,11 +206,25 @@ def main(argv=None) -> int:
             "clusters": summary["clusters"],
             "hot_keys": summary["hot_keys"],
             "postings_per_doc": round(postings / args.docs, 2),
-            "shuffle_bytes_per_doc": round(postings * summary["posting_bytes"] / args.docs),
+            "posting_bytes_per_doc": round(postings * summary["posting_bytes"] / args.docs),
+            "p2p_shard_bytes_per_doc": round(metrics["p2p-shards"] / args.docs),
+            "p2p_disk_read_bytes_per_doc": round(metrics["p2p-disk-read"] / args.docs),
+            "stage_seconds": summary["seconds"],
+            "rss_mib_per_worker_with_input": [round(v) for v in before.values()],
             "peak_rss_mib_per_worker": [round(v) for v in peaks.values()],
             "client_peak_rss_mib": round(_peak_rss_mib()),
+            "load_average_1m_at_end": round(os.getloadavg()[0], 1),
+            "cpus": os.cpu_count(),
         }
     )
+    if n0 == args.docs:
+        # The whole corpus was joined on one machine too: the pipeline must report its pairs.
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(os.path.join(out, "pairs"), columns=["id_a", "id_b"]).to_pandas()
+        found = set(zip(table["id_a"].str[1:].astype(int), table["id_b"].str[1:].astype(int)))
+        expected = set(zip(np.frombuffer(columns[0], "<u8").tolist(), np.frombuffer(columns[1], "<u8").tolist()))
+        figures["same_pairs_as_single_machine"] = found == expected and len(table) == len(expected)
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
     w = max(len(k) for k in figures)
@@ -208,10 +235,22 @@ def main(argv=None) -> int:
     return 0
 
 
-def _reset_peak():
-    """Peak RSS cannot be reset; the figure is the process's peak since it started (the input
-    partitions it holds included)."""
-    return None
+def _shuffle_metrics(dask_scheduler=None):
+    """Bytes the p2p shuffles serialised (``p2p-shards``) and read back from disk, summed over
+    the workers' metrics."""
+    out = {"p2p-shards": 0, "p2p-disk-read": 0}
+    for key, value in dask_scheduler.cumulative_worker_metrics.items():
+        if isinstance(key, tuple) and key[-1] == "bytes":
+            for name in out:
+                if name in key:
+                    out[name] += value
+    return out
+
+
+def _rss_mib() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
 
 
 if __name__ == "__main__":
