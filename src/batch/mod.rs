@@ -1188,7 +1188,7 @@ impl Clusters {
                         doc.add_text(field, &replaced);
                     }
                 }
-                writer.index_writer().add_document(doc)?;
+                writer.index_writer().add_document(doc.into())?;
                 written.rewritten += 1;
             }
             i = end;
