@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 mod index;
+mod rule;
 mod store;
 mod writer;
 
@@ -149,5 +150,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distance, m)?)?;
     index::register(m)?;
     writer::register(m)?;
+    rule::register(m)?;
     Ok(())
 }
