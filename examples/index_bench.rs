@@ -14,8 +14,18 @@
 //!    included), `NearDupQuery` through `Searcher::search` with `DocSetCollector`, an in-memory
 //!    pigeonhole table and a brute-force scan over the same fingerprints. Recall of every
 //!    method is checked against brute force.
-//! 2. **Bytes per document** of the fingerprint and key fields (tantivy's space usage).
-//! 3. **Indexing** `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` (title and text indexed with
+//! 2. **Lookup by the match rule vs simhash-only** at each size, side by side on one index
+//!    (8 segments) of signatures (fingerprint + 128-bin sketch, the rule's 16 keys): the
+//!    simhash-only `NearDupSearcher::lookup` (the default before lookups moved to the rule)
+//!    against `lookup_signature` (the rule, ids included), `lookup_signature_addresses` and
+//!    `NearDupQuery::from_signature` with `DocSetCollector`, on the same query fingerprints.
+//!    Queries: a quarter near an indexed document (fingerprint 0..=4 bits away, 10% of its
+//!    sketch bins changed), a quarter a "copy under other chrome" (random fingerprint, 30% of the
+//!    bins changed: found only by resemblance), half random. Recall of the rule against
+//!    brute force (`MatchRule::matches` over every signature) on a quarter of the queries.
+//!    `--rule-lookup-only` runs this section alone.
+//! 3. **Bytes per document** of the fingerprint and key fields (tantivy's space usage).
+//! 4. **Indexing** `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` (title and text indexed with
 //!    the scheme's own analyzer, id `STRING | FAST | STORED`, text not stored): plain tantivy,
 //!    then `DedupWriter` under each policy (batches of 1,000 through `add_documents`, and
 //!    `add_document` one at a time for `Reject`). Best of `--runs` (default 2) runs each, the
@@ -38,8 +48,8 @@ use tantivy::schema::{
 };
 use tantivy::{doc, Index, IndexWriter, TantivyDocument};
 use tantivy_simhash::{
-    register_tokenizer, BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupQuery,
-    NearDupSearcher, Policy, SIMHASH_TOKENIZER_NAME,
+    register_tokenizer, BlockLayout, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
+    NearDupQuery, NearDupSearcher, Policy, Signature, Sketch, SIMHASH_TOKENIZER_NAME,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -51,6 +61,7 @@ struct Args {
     runs: usize,
     lookup: bool,
     indexing: bool,
+    rule_lookup_only: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -61,6 +72,7 @@ fn parse_args() -> Res<Args> {
         runs: 2,
         lookup: true,
         indexing: true,
+        rule_lookup_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -76,6 +88,7 @@ fn parse_args() -> Res<Args> {
             "--runs" => args.runs = value("--runs")?.parse::<usize>()?.max(1),
             "--skip-lookup" => args.lookup = false,
             "--skip-indexing" => args.indexing = false,
+            "--rule-lookup-only" => args.rule_lookup_only = true,
             s if !s.starts_with("--") => args.data = PathBuf::from(s),
             s => return Err(format!("unknown option {s}").into()),
         }
@@ -95,9 +108,16 @@ fn main() -> Res<()> {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    if args.rule_lookup_only {
+        for &n in &args.sizes {
+            rule_lookup_bench(n, args.queries)?;
+        }
+        return Ok(());
+    }
     if args.lookup {
         for &n in &args.sizes {
             lookup_bench(n, args.queries)?;
+            rule_lookup_bench(n, args.queries)?;
         }
     }
     if args.indexing {
@@ -188,6 +208,170 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     let searcher = index.lookups()?;
     bytes_per_doc(&searcher, "random fingerprints, merged")?;
     run_lookups(&searcher, &fps, &qs, &table, k)?;
+    Ok(())
+}
+
+/// `sketch` with each 8-bit bin replaced by a random byte with probability `percent` / 100.
+fn perturb(rng: &mut pigeonhole::Rng, sketch: &Sketch, percent: u64) -> Sketch {
+    let mut words = sketch.words.clone();
+    for w in &mut words {
+        for bin in 0..8 {
+            if rng.below(100) < percent {
+                let shift = bin * 8;
+                *w = (*w & !(0xff << shift)) | ((rng.next_u64() & 0xff) << shift);
+            }
+        }
+    }
+    Sketch { words }
+}
+
+fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
+    let rule = MatchRule::default();
+    let k = rule.layout().max_distance();
+    println!("\n## Lookup by the rule vs simhash-only, N = {n} ({rule})");
+    let fps = corpus(n, 42);
+    let words = rule.minhash().sketch_words();
+    let mut rng = pigeonhole::Rng(11);
+    let sigs: Vec<Signature> = fps
+        .iter()
+        .map(|&fp| Signature {
+            fingerprint: Fingerprint(fp),
+            sketch: Sketch {
+                words: (0..words).map(|_| rng.next_u64()).collect(),
+            },
+        })
+        .collect();
+    let queries: Vec<Signature> = (0..n_queries)
+        .map(|i| {
+            let j = rng.below(n as u64) as usize;
+            let bits = rng.below(u64::from(k) + 2) as u32;
+            match i % 4 {
+                0 => Signature {
+                    fingerprint: Fingerprint(rng.flip(fps[j], bits)),
+                    sketch: perturb(&mut rng, &sigs[j].sketch, 10),
+                },
+                1 => Signature {
+                    fingerprint: Fingerprint(rng.next_u64()),
+                    sketch: perturb(&mut rng, &sigs[j].sketch, 30),
+                },
+                _ => Signature {
+                    fingerprint: Fingerprint(rng.next_u64()),
+                    sketch: Sketch {
+                        words: (0..words).map(|_| rng.next_u64()).collect(),
+                    },
+                },
+            }
+        })
+        .collect();
+
+    let dir = tempfile::tempdir()?;
+    let config = lookup_config().with_rule(rule.clone());
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
+    let t = Instant::now();
+    let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    let per_segment = n.div_ceil(8);
+    for (i, sig) in sigs.iter().enumerate() {
+        w.add_document_with_signature(doc!(id => format!("d{i:07}")), sig.clone())?;
+        if (i + 1) % per_segment == 0 || i + 1 == n {
+            w.commit()?;
+        }
+    }
+    println!(
+        "indexed {n} signatures (Policy::Off, 1 thread, 8 commits) in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    let s = index.lookups()?.with_max_postings_per_key(usize::MAX);
+    // Warm every path once.
+    for q in &queries {
+        s.lookup(q.fingerprint)?;
+        s.lookup_signature(q)?;
+    }
+    type Method<'a> = (&'a str, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
+    let methods: Vec<Method> = vec![
+        (
+            "simhash-only: NearDupSearcher::lookup (with ids)",
+            Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            "rule: NearDupSearcher::lookup_signature (with ids)",
+            Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
+        ),
+        (
+            "simhash-only: lookup_addresses (no ids)",
+            Box::new(|q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            "rule: lookup_signature_addresses (no ids)",
+            Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "simhash-only: NearDupQuery::new + DocSetCollector",
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::new(s.fields(), q.fingerprint);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+        (
+            "rule: NearDupQuery::from_signature + DocSetCollector",
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::from_signature(s.fields(), q.clone())
+                    .with_max_postings_per_key(usize::MAX);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (name, f) in &methods {
+        let mut times = Vec::with_capacity(queries.len());
+        let mut found = 0;
+        for q in &queries {
+            let t = Instant::now();
+            found += f(q)?;
+            times.push(t.elapsed());
+        }
+        rows.push((*name, stats(times), found));
+    }
+    println!(
+        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | matches |\n|---|---|---|---|---|---|---|"
+    );
+    for (i, (name, st, found)) in rows.iter().enumerate() {
+        let base = &rows[i - i % 2].1;
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {found} |",
+            st.p50,
+            st.p99,
+            st.mean,
+            st.p50 / base.p50,
+            st.p99 / base.p99
+        );
+    }
+    // Recall of the rule lookup against brute force, on a quarter of the queries.
+    let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
+    for q in queries
+        .iter()
+        .step_by(4)
+        .chain(queries.iter().skip(1).step_by(4))
+    {
+        let expected: Vec<usize> = (0..n)
+            .filter(|&i| rule.matches(q, &sigs[i]).is_some())
+            .collect();
+        want += expected.len();
+        let hits = s.lookup_signature_addresses(q)?;
+        by_resemblance += hits
+            .iter()
+            .filter(|(_, e)| e.resemblance().is_some())
+            .count();
+        got += hits.len();
+    }
+    println!(
+        "rule lookup recall against brute force (the near and copy quarters): {got} of {want} \
+         ({by_resemblance} by resemblance)"
+    );
     Ok(())
 }
 
