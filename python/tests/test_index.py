@@ -14,21 +14,34 @@ def fingerprints(corpus):
     return dict(zip((d["id"] for d in corpus), Scheme().fingerprints(texts)))
 
 
-def test_pairs_equal_brute_force(py_index_path, fingerprints):
+def test_pairs_follow_the_match_rule(py_index_path, fingerprints):
+    """The simhash branch against brute force; the resemblance branch's pairs carry their
+    evidence (beyond k, an estimate at least the rule's threshold). The command line interop
+    tests compare every pair with the Rust library's."""
     with Index.open(py_index_path) as index:
         assert len(index) == len(fingerprints)
         for k in (0, 3):
             found = list(index.pairs(k=k))
             assert len(found) == len(set(found))
-            assert set(found) == brute_force_pairs(fingerprints, k)
-        assert set(index.pairs()) == brute_force_pairs(fingerprints, 3)
+            by_simhash = {(a, b, d) for a, b, d, r in found if r is None}
+            assert by_simhash == brute_force_pairs(fingerprints, k)
+            by_resemblance = [(a, b, d, r) for a, b, d, r in found if r is not None]
+            assert by_resemblance, "the corpus holds copies beyond the simhash distance"
+            for a, b, d, r in by_resemblance:
+                assert a < b and d == popcount(fingerprints[a] ^ fingerprints[b]) > k
+                assert 0.55 <= r <= 1.0
+        assert set(index.pairs()) == set(index.pairs(k=3))
 
 
-def test_clusters_equal_connected_components_of_brute_force_pairs(py_index_path, fingerprints):
+def test_clusters_equal_connected_components_of_the_pairs(py_index_path, fingerprints):
     with Index.open(py_index_path) as index:
         clusters = index.clusters()
-        oracle = components(fingerprints, brute_force_pairs(fingerprints, 3))
+        oracle = components(fingerprints, set(index.pairs()))
         assert sorted(c.members for c in clusters) == oracle
+        # Every simhash component lies within one cluster.
+        cluster_of = {m: c.id for c in clusters for m in c.members}
+        for group in components(fingerprints, brute_force_pairs(fingerprints, 3)):
+            assert len({cluster_of[m] for m in group}) == 1
         assert all(c.id == c.members[0] and len(c) == len(c.members) for c in clusters)
         sizes = [len(c) for c in clusters]
         assert sizes == sorted(sizes, reverse=True)
