@@ -161,6 +161,7 @@ pub mod layout;
 pub mod lookup;
 pub mod mirrors;
 pub mod query;
+pub mod replay;
 pub mod schema;
 pub mod signature;
 pub mod writer;
@@ -182,6 +183,7 @@ pub use layout::BlockLayout;
 pub use lookup::{NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
+pub use replay::{AnalysisCounts, AnalyzedDocument};
 pub use schema::{
     IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, RECORD_FILE, REPLACED_FIELD,
     SEQUENCE_FIELD,

@@ -53,10 +53,9 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{
-    register_tokenizer, Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME,
-};
+use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
+use crate::replay::{AnalysisCounts, ReplayCounters};
 use crate::signature::store::{ResolvedSignatureFields, SignatureFields};
 use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
@@ -498,6 +497,10 @@ pub struct NearDupIndex {
     pub(crate) config: Arc<NearDupConfig>,
     pub(crate) fields: NearDupFields,
     pub(crate) text_fields: Arc<Vec<Field>>,
+    /// The text fields whose tokens the writer hands to tantivy ([`crate::replay`]).
+    pub(crate) replay_fields: Arc<Vec<Field>>,
+    /// The counters of the replaying tokenizer, when this handle registered it.
+    pub(crate) analysis_counters: Option<Arc<ReplayCounters>>,
     /// The match rule, and where signatures are stored.
     pub(crate) rule: Arc<MatchRule>,
     pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
@@ -719,9 +722,27 @@ impl NearDupIndex {
         // Text fields that name the tokenizer must be analysed by this very scheme, or search
         // and fingerprints would disagree on what a word is; a tokenizer the user registered
         // under that name is theirs and stays.
-        if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
-            register_tokenizer(&index, &config.scheme);
-        }
+        let analysis_counters = if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
+            Some(crate::replay::register(&index, &config.scheme))
+        } else {
+            None
+        };
+        // The fingerprinted fields tantivy indexes with the scheme's analyzer: the writer hands
+        // it their tokens (one analysis per document).
+        let replay_fields: Vec<Field> = if config.scheme.tokens_replayable() {
+            text_fields
+                .iter()
+                .copied()
+                .filter(|&f| match schema.get_field_entry(f).field_type() {
+                    FieldType::Str(o) => o
+                        .get_indexing_options()
+                        .is_some_and(|i| i.tokenizer() == SIMHASH_TOKENIZER_NAME),
+                    _ => false,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let rule = config.rule()?;
         let signature_fields = config.signature_fields().resolve(&schema).map_err(|e| {
             schema_err(
@@ -746,6 +767,8 @@ impl NearDupIndex {
                 replaced,
             },
             text_fields: Arc::new(text_fields),
+            replay_fields: Arc::new(replay_fields),
+            analysis_counters,
             reader: Arc::new(Mutex::new(None)),
         })
     }
@@ -773,6 +796,24 @@ impl NearDupIndex {
     /// The configuration.
     pub fn config(&self) -> &NearDupConfig {
         &self.config
+    }
+
+    /// How many text values tantivy indexed from the tokens [`DedupWriter`](crate::DedupWriter) made when signing
+    /// (one analysis per document) and how many it analysed itself, since this handle was made.
+    /// `None` when the scheme's analyzer was registered before this handle (by another handle
+    /// on the same tantivy `Index`, or by the caller): that handle counts. Cost: two atomic
+    /// loads.
+    ///
+    /// Values are replayed only for fingerprinted text fields indexed with
+    /// [`SIMHASH_TOKENIZER_NAME`] under a built-in tokenisation; fields indexed with another
+    /// analyzer are analysed by tantivy as usual (and by the writer, for the signature).
+    pub fn analysis_counts(&self) -> Option<AnalysisCounts> {
+        self.analysis_counters.as_ref().map(|c| c.get())
+    }
+
+    /// The fingerprinted text fields whose tokens the writer hands to tantivy.
+    pub fn replayed_fields(&self) -> &[Field] {
+        &self.replay_fields
     }
 
     /// The fingerprint of a document: the values of the configured text fields joined by line

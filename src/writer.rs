@@ -6,11 +6,12 @@ use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::layout::check_distance;
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
+use crate::replay::{self, AnalyzedDocument, StagedTokens};
 use crate::schema::{document_text, lock, NearDupIndex};
 use crate::signature::{Signature, Signer};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
@@ -21,7 +22,7 @@ impl NearDupIndex {
     /// A [`DedupWriter`] with `memory_budget` bytes in total for tantivy's indexing threads
     /// (at least 15 MB per thread; see `Index::writer`).
     pub fn writer(&self, memory_budget: usize, policy: Policy) -> Result<DedupWriter> {
-        let writer: IndexWriter = self.index.writer(memory_budget)?;
+        let writer: IndexWriter<AnalyzedDocument> = self.index.writer(memory_budget)?;
         DedupWriter::wrap(self.clone(), writer, policy)
     }
 
@@ -32,7 +33,7 @@ impl NearDupIndex {
         memory_budget: usize,
         policy: Policy,
     ) -> Result<DedupWriter> {
-        let writer: IndexWriter = self
+        let writer: IndexWriter<AnalyzedDocument> = self
             .index
             .writer_with_num_threads(num_threads, memory_budget)?;
         DedupWriter::wrap(self.clone(), writer, policy)
@@ -273,7 +274,7 @@ impl Pending {
 /// the committed index stays readable and correct.
 pub struct DedupWriter {
     index: NearDupIndex,
-    writer: IndexWriter,
+    writer: IndexWriter<AnalyzedDocument>,
     policy: Policy,
     max_distance: u32,
     reader: IndexReader,
@@ -281,11 +282,18 @@ pub struct DedupWriter {
     fingerprinters: Mutex<Vec<Fingerprinter>>,
     signers: Mutex<Vec<Signer>>,
     payload: String,
+    /// The scheme's analysis, as staged tokens name it.
+    analysis: u64,
 }
 
 impl DedupWriter {
-    /// Wraps an existing tantivy writer of `index`.
-    pub fn wrap(index: NearDupIndex, writer: IndexWriter, policy: Policy) -> Result<Self> {
+    /// Wraps an existing tantivy writer of `index` (made with
+    /// `index.index().writer::<AnalyzedDocument>(..)`).
+    pub fn wrap(
+        index: NearDupIndex,
+        writer: IndexWriter<AnalyzedDocument>,
+        policy: Policy,
+    ) -> Result<Self> {
         if policy == Policy::Tag && index.fields.group.is_none() {
             return Err(Error::Schema {
                 field: "group".into(),
@@ -302,6 +310,7 @@ impl DedupWriter {
         let searcher = NearDupSearcher::new(&index, reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
+        let analysis = replay::analysis_id(index.scheme());
         Ok(DedupWriter {
             max_distance: index.layout().max_distance(),
             index,
@@ -319,6 +328,7 @@ impl DedupWriter {
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
             payload,
+            analysis,
         })
     }
 
@@ -360,13 +370,14 @@ impl DedupWriter {
     }
 
     /// The inner tantivy writer. Documents added through it directly get no fingerprint and are
-    /// not checked; a commit through it records no payload (the record file remains).
-    pub fn index_writer(&self) -> &IndexWriter {
+    /// not checked; a commit through it records no payload (the record file remains). It takes
+    /// [`AnalyzedDocument`]s: `TantivyDocument::into()` converts a plain one.
+    pub fn index_writer(&self) -> &IndexWriter<AnalyzedDocument> {
         &self.writer
     }
 
     /// The inner tantivy writer, mutably (for example to set a merge policy).
-    pub fn index_writer_mut(&mut self) -> &mut IndexWriter {
+    pub fn index_writer_mut(&mut self) -> &mut IndexWriter<AnalyzedDocument> {
         &mut self.writer
     }
 
@@ -375,23 +386,26 @@ impl DedupWriter {
     /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint
     /// or key values; tantivy errors from the lookup or the writer.
     ///
-    /// The text is analysed twice: here for the fingerprint, and by tantivy for the text fields
-    /// (docs/PERFORMANCE.md measures the cost, and why tantivy's pre-tokenized text does not
-    /// avoid it).
+    /// The text is analysed once: the tokens of the signature are the tokens tantivy indexes
+    /// for the fingerprinted text fields indexed with the scheme's analyzer
+    /// ([`crate::replay`]; [`NearDupIndex::analysis_counts`] counts them). Other indexed text
+    /// fields are analysed by tantivy as usual; a fingerprinted field tantivy does not index
+    /// with that analyzer costs the signing analysis on top of whatever tantivy does with it.
     pub fn add_document(&self, doc: TantivyDocument) -> Result<Outcome> {
-        let signature = self.signature(&doc);
-        self.add_document_with_signature(doc, signature)
+        let (signature, staged) = self.sign_and_stage(&doc);
+        self.add_prepared(doc, signature.fingerprint, Some(&signature), staged)
     }
 
     /// Adds `doc` with a signature computed elsewhere (with the index's scheme and rule, for
     /// example by [`Signer`]s in parallel): its fingerprint, sketch and the rule's keys are
-    /// stored. The policy still decides by the fingerprint within the writer's `k`.
+    /// stored. The policy still decides by the fingerprint within the writer's `k`. Tantivy
+    /// analyses the text fields itself (the writer has no tokens to give it).
     pub fn add_document_with_signature(
         &self,
         doc: TantivyDocument,
         signature: Signature,
     ) -> Result<Outcome> {
-        self.add_prepared(doc, signature.fingerprint, Some(&signature))
+        self.add_prepared(doc, signature.fingerprint, Some(&signature), None)
     }
 
     /// Adds `doc` with a fingerprint computed elsewhere (for example by a batch job with the
@@ -405,7 +419,7 @@ impl DedupWriter {
         doc: TantivyDocument,
         fp: Fingerprint,
     ) -> Result<Outcome> {
-        self.add_prepared(doc, fp, None)
+        self.add_prepared(doc, fp, None, None)
     }
 
     fn add_prepared(
@@ -413,6 +427,7 @@ impl DedupWriter {
         mut doc: TantivyDocument,
         fp: Fingerprint,
         signature: Option<&Signature>,
+        staged: Option<Arc<StagedTokens>>,
     ) -> Result<Outcome> {
         let id = self.prepare(&doc)?;
         let layout = self.index.layout();
@@ -429,7 +444,8 @@ impl DedupWriter {
         pending.next_sequence += 1;
         if self.policy == Policy::Off {
             drop(pending);
-            self.writer.add_document(doc)?;
+            self.writer
+                .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
             return Ok(Outcome::Added { fingerprint: fp });
         }
         let found = pending.matches(
@@ -513,28 +529,29 @@ impl DedupWriter {
                 .with_pending(&mut pending, layout, fp, id, None, carried)
             }
         };
-        self.writer.add_document(doc)?;
+        self.writer
+            .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
         drop(pending);
         Ok(outcome)
     }
 
-    /// Adds many documents: fingerprints them in parallel (rayon, one fingerprinter per worker),
-    /// then adds them in the given order under the policy (so within a batch the earlier
-    /// document wins). Stops at the first error; documents before it are added.
+    /// Adds many documents: signs them in parallel (rayon, one signer per worker), then adds
+    /// them in the given order under the policy (so within a batch the earlier document wins).
+    /// One analysis per document, as [`add_document`](Self::add_document). Stops at the first
+    /// error; documents before it are added.
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
         let scheme = self.index.scheme();
         let rule = self.index.rule();
-        let text_fields = &self.index.text_fields;
-        let sigs: Vec<Signature> = docs
+        let sigs: Vec<(Signature, Option<Arc<StagedTokens>>)> = docs
             .par_iter()
             .map_init(
                 || rule.signer(scheme),
-                |signer, doc| signer.sign(&document_text(doc, text_fields)),
+                |signer, doc| self.sign_and_stage_with(signer, doc),
             )
             .collect();
         docs.into_iter()
             .zip(sigs)
-            .map(|(doc, sig)| self.add_document_with_signature(doc, sig))
+            .map(|(doc, (sig, staged))| self.add_prepared(doc, sig.fingerprint, Some(&sig), staged))
             .collect()
     }
 
@@ -602,6 +619,29 @@ impl DedupWriter {
         let sig = signer.sign(&text);
         lock(&self.signers).push(signer);
         sig
+    }
+
+    /// The signature of `doc` and the tokens of its replayed fields, with a pooled signer.
+    fn sign_and_stage(&self, doc: &TantivyDocument) -> (Signature, Option<Arc<StagedTokens>>) {
+        let pooled = lock(&self.signers).pop();
+        let mut signer = pooled.unwrap_or_else(|| self.index.rule().signer(self.index.scheme()));
+        let signed = self.sign_and_stage_with(&mut signer, doc);
+        lock(&self.signers).push(signer);
+        signed
+    }
+
+    fn sign_and_stage_with(
+        &self,
+        signer: &mut Signer,
+        doc: &TantivyDocument,
+    ) -> (Signature, Option<Arc<StagedTokens>>) {
+        replay::sign_and_stage(
+            signer,
+            self.analysis,
+            doc,
+            &self.index.text_fields,
+            &self.index.replay_fields,
+        )
     }
 
     /// The fingerprint of `doc` from the configured text fields, with a pooled fingerprinter.

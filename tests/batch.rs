@@ -456,7 +456,7 @@ fn documents_without_fingerprint_are_skipped() {
         live.insert(name, fp);
         if i % 3 == 0 {
             w.index_writer()
-                .add_document(doc!(t.id => format!("plain{i}")))
+                .add_document(doc!(t.id => format!("plain{i}")).into())
                 .unwrap();
         }
         if i % 100 == 99 {

@@ -678,6 +678,14 @@ impl Scheme {
         }
     }
 
+    /// Whether tantivy can index the tokens this scheme's fingerprinting made instead of
+    /// analysing again: only the built-in tokenisation gives each text value the tokens the
+    /// registered analyzer gives it (a user analyzer sees normalised text when fingerprinting
+    /// and the original text when indexing, and may number positions its own way).
+    pub(crate) fn tokens_replayable(&self) -> bool {
+        matches!(self.inner.tokenization, Tokenization::Builtin { .. })
+    }
+
     /// A reusable fingerprinter (owns an analyzer and scratch buffers). Use one per thread.
     pub fn fingerprinter(&self) -> Fingerprinter {
         let analysis = match &self.inner.tokenization {
@@ -733,8 +741,9 @@ enum Analysis {
     Analyzer(TextAnalyzer),
 }
 
-/// Receives each token, its seeded hash and the 0-based line it starts on.
-pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u64, u32);
+/// Receives each token, its seeded hash, the 0-based line it starts on and its byte offsets in
+/// the text (`from..to`).
+pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u64, u32, usize, usize);
 
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
 const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
@@ -795,7 +804,7 @@ impl Fingerprinter {
             let mut prev_han = false;
             let (mut line, mut scanned) = (0u32, 0usize);
             let count_lines = damp > 0 || sink.is_some();
-            let mut on_token = |t: &str, offset_from: usize| {
+            let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
                 if count_lines {
                     let at = offset_from.min(input.len());
                     if at > scanned {
@@ -813,7 +822,7 @@ impl Fingerprinter {
                 let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
                 token_hashes.push(hash);
                 if let Some(sink) = sink.as_mut() {
-                    sink(t, hash, line);
+                    sink(t, hash, line, offset_from, offset_to);
                 }
                 if want_text {
                     let han = t.chars().next().is_some_and(is_han);
@@ -828,13 +837,13 @@ impl Fingerprinter {
             };
             match analysis {
                 Analysis::Builtin(tokenizer) => {
-                    tokenizer.for_each_token(input, &mut |t, from, _| on_token(t, from));
+                    tokenizer.for_each_token(input, &mut |t, from, to| on_token(t, from, to));
                 }
                 Analysis::Analyzer(analyzer) => {
                     let mut stream = analyzer.token_stream(input);
                     while stream.advance() {
                         let token = stream.token();
-                        on_token(&token.text, token.offset_from);
+                        on_token(&token.text, token.offset_from, token.offset_to);
                     }
                 }
             }
@@ -1032,6 +1041,11 @@ impl Hasher for IdentityHasher {
 /// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
 /// fields can be indexed with the very analysis that fingerprints them.
 ///
+/// The registered tokenizer also replays the tokens [`DedupWriter`](crate::DedupWriter) made
+/// when it signed a document, so a fingerprinted text field indexed with it is analysed once
+/// per document, not twice ([`crate::replay`]); any other text (queries, other documents) is
+/// analysed as usual.
+///
 /// ```
 /// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
 /// use tantivy::Index;
@@ -1045,9 +1059,7 @@ impl Hasher for IdentityHasher {
 /// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
 /// ```
 pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
-    index
-        .tokenizers()
-        .register(SIMHASH_TOKENIZER_NAME, scheme.text_analyzer());
+    crate::replay::register(index, scheme);
 }
 
 #[cfg(test)]

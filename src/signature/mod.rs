@@ -36,6 +36,7 @@ pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
 pub use shingles::Shingling;
 
 use crate::fingerprint::{Fingerprint, FingerprintKind, Fingerprinter, Scheme};
+use crate::replay::TokenLog;
 use serde::{Deserialize, Serialize};
 use shingles::ShingleCollector;
 
@@ -78,11 +79,31 @@ impl Signer {
 
     /// The signature and how the fingerprint was made.
     pub fn sign_details(&mut self, text: &str) -> (Signature, FingerprintKind) {
+        self.sign_with_tokens(text, None)
+    }
+
+    /// [`Signer::sign`], also recording every token (text and byte offsets in `text`) in `log`,
+    /// from the same analysis pass, so tantivy can index them without analysing again
+    /// ([`crate::replay`]).
+    pub(crate) fn sign_logging(&mut self, text: &str, log: &mut TokenLog) -> Signature {
+        self.sign_with_tokens(text, Some(log)).0
+    }
+
+    fn sign_with_tokens(
+        &mut self,
+        text: &str,
+        mut log: Option<&mut TokenLog>,
+    ) -> (Signature, FingerprintKind) {
         let collector = &mut self.collector;
         collector.clear();
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
-            Some(&mut |t: &str, hash, line| collector.token(t, hash, line)),
+            Some(&mut |t: &str, hash, line, from, to| {
+                collector.token(t, hash, line);
+                if let Some(log) = log.as_mut() {
+                    log.push(t, from, to);
+                }
+            }),
         );
         self.shingles.clear();
         self.collector.shingles(&self.shingling, &mut self.shingles);

@@ -111,7 +111,7 @@ impl DedupWriter {
             for retag in same_id {
                 let source = documents(&retag.id, retag.address)?;
                 let doc = self.retagged_document(&snapshot, &reserved, source, retag)?;
-                self.index_writer().add_document(doc)?;
+                self.index_writer().add_document(doc.into())?;
                 written.rewritten += 1;
             }
         }

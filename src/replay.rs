@@ -1,0 +1,470 @@
+//! One analysis per document: tantivy indexes the tokens the writer's [`Signer`] already made.
+//!
+//! [`DedupWriter`](crate::DedupWriter) needs a document's signature before it adds the
+//! document (the policy decides by it), so it analyses the text itself. Analysing it again
+//! when tantivy indexes the text fields would double the cost. Instead:
+//!
+//! 1. the writer signs the configured text fields (their values joined by line breaks, exactly
+//!    as [`Signer::sign`] sees them) and logs every token with its offsets;
+//! 2. it hands tantivy an [`AnalyzedDocument`]: the document plus those tokens, split back into
+//!    the text values they came from;
+//! 3. whenever tantivy reads the document's values (its first step when indexing a document, on
+//!    the indexing thread), the document makes its tokens the thread's current ones;
+//! 4. the tokenizer registered under [`SIMHASH_TOKENIZER_NAME`](crate::SIMHASH_TOKENIZER_NAME)
+//!    ([`crate::register_tokenizer`]) replays the current tokens for a text **equal** to a
+//!    staged value, and analyses any other text as before.
+//!
+//! Correctness never depends on tantivy's internal order: tokens are replayed only for a text
+//! byte-equal to the value they were made from, by the same scheme's analysis, and a value is
+//! staged only when analysing it alone gives exactly those tokens (a Han run that continues
+//! across the line break joining two values is cut by jieba as one run, so such values are
+//! analysed again). If tantivy ever tokenized a value without first reading the document's
+//! values on that thread, the text would simply be analysed twice; the counters
+//! ([`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts)) show it, and a
+//! test asserts that nothing is analysed twice.
+
+use crate::fingerprint::{is_han, Scheme, SIMHASH_TOKENIZER_NAME};
+use crate::signature::{Signature, Signer};
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tantivy::schema::{Document, Field, Value};
+use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::TantivyDocument;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// One token as logged: its text in the log's buffer and its byte offsets.
+#[derive(Clone, Copy, Debug)]
+struct LoggedToken {
+    text: (u32, u32),
+    from: u32,
+    to: u32,
+}
+
+/// The tokens of one analysis pass: text and byte offsets in the analysed text.
+#[derive(Default, Debug)]
+pub(crate) struct TokenLog {
+    text: String,
+    tokens: Vec<LoggedToken>,
+    /// Set when an offset did not fit in 32 bits: nothing is staged then.
+    overflow: bool,
+}
+
+impl TokenLog {
+    pub(crate) fn push(&mut self, token: &str, from: usize, to: usize) {
+        let start = self.text.len();
+        self.text.push_str(token);
+        match (
+            u32::try_from(start),
+            u32::try_from(self.text.len()),
+            u32::try_from(from),
+            u32::try_from(to),
+        ) {
+            (Ok(a), Ok(b), Ok(from), Ok(to)) => self.tokens.push(LoggedToken {
+                text: (a, b),
+                from,
+                to,
+            }),
+            _ => self.overflow = true,
+        }
+    }
+}
+
+/// One text value of a document within the joined text, and whether tantivy's analysis of its
+/// field is the one to replay.
+#[derive(Clone, Debug)]
+pub(crate) struct ValueSpan {
+    pub(crate) range: Range<usize>,
+    pub(crate) replayable: bool,
+}
+
+/// A document's tokens, per text value, ready to be replayed by [`ReplayTokenizer`].
+#[derive(Debug)]
+pub(crate) struct StagedTokens {
+    /// Which analysis made them ([`analysis_id`]).
+    analysis: u64,
+    /// The joined text the values are slices of.
+    text: String,
+    values: Vec<StagedValue>,
+    token_text: String,
+    /// Offsets relative to their value.
+    tokens: Vec<LoggedToken>,
+}
+
+#[derive(Debug)]
+struct StagedValue {
+    text: Range<usize>,
+    tokens: Range<usize>,
+}
+
+impl StagedTokens {
+    /// The tokens of `text` if it is one of the staged values.
+    fn find(&self, analysis: u64, text: &str) -> Option<Range<usize>> {
+        if analysis != self.analysis {
+            return None;
+        }
+        self.values
+            .iter()
+            .find(|v| v.text.len() == text.len() && self.text.get(v.text.clone()) == Some(text))
+            .map(|v| v.tokens.clone())
+    }
+}
+
+/// Identifies a scheme's analysis, so one index's tokens are never replayed by another's
+/// tokenizer for an equal text.
+pub(crate) fn analysis_id(scheme: &Scheme) -> u64 {
+    xxh3_64(scheme.id().as_bytes())
+}
+
+/// Splits the tokens of the joined `text` back into its values. A value is staged when its
+/// field is indexed with the replaying tokenizer and analysing it alone gives the same tokens:
+/// no token crosses its ends and no Han run continues from or into a neighbour across the line
+/// break (jieba cuts a run as a whole). `None` when no value is staged.
+pub(crate) fn stage(
+    analysis: u64,
+    text: String,
+    spans: &[ValueSpan],
+    log: TokenLog,
+) -> Option<Arc<StagedTokens>> {
+    if log.overflow || !spans.iter().any(|s| s.replayable) {
+        return None;
+    }
+    let TokenLog {
+        text: token_text,
+        tokens: logged,
+        ..
+    } = log;
+    let mut tokens = Vec::with_capacity(logged.len());
+    let mut values = Vec::new();
+    let mut next = 0;
+    for span in spans {
+        let r = span.range.clone();
+        while next < logged.len() && (logged[next].from as usize) < r.start {
+            next += 1;
+        }
+        let first = next;
+        while next < logged.len() && (logged[next].from as usize) < r.end {
+            next += 1;
+        }
+        let own = &logged[first..next];
+        if !span.replayable
+            || own.iter().any(|t| t.to as usize > r.end)
+            || han_run_crosses(&text, &r)
+        {
+            continue;
+        }
+        let start = tokens.len();
+        // `r.start` fits: every offset logged did.
+        let base = r.start as u32;
+        tokens.extend(own.iter().map(|t| LoggedToken {
+            text: t.text,
+            from: t.from - base,
+            to: t.to - base,
+        }));
+        values.push(StagedValue {
+            text: r,
+            tokens: start..tokens.len(),
+        });
+    }
+    if values.is_empty() {
+        return None;
+    }
+    Some(Arc::new(StagedTokens {
+        analysis,
+        text,
+        values,
+        token_text,
+        tokens,
+    }))
+}
+
+/// Whether a Han run continues across either end of `range` in `text` (over whitespace, as the
+/// built-in tokenizer joins a wrapped line).
+fn han_run_crosses(text: &str, range: &Range<usize>) -> bool {
+    let Some(inner) = text.get(range.clone()) else {
+        return true;
+    };
+    let solid = |c: &char| !c.is_whitespace();
+    let first = inner.chars().find(solid);
+    let last = inner.chars().rev().find(solid);
+    let before = text[..range.start].chars().rev().find(solid);
+    let after = text[range.end..].chars().find(solid);
+    (first.is_some_and(is_han) && before.is_some_and(is_han))
+        || (last.is_some_and(is_han) && after.is_some_and(is_han))
+}
+
+/// Signs the text fields of `doc` (values joined by line breaks, as
+/// [`document_text`](crate::schema::document_text) does) and stages their tokens for the
+/// values whose field is in `replay_fields`. One analysis of the text.
+pub(crate) fn sign_and_stage(
+    signer: &mut Signer,
+    analysis: u64,
+    doc: &TantivyDocument,
+    text_fields: &[Field],
+    replay_fields: &[Field],
+) -> (Signature, Option<Arc<StagedTokens>>) {
+    let mut text = String::new();
+    let mut spans = Vec::new();
+    for &f in text_fields {
+        let replayable = replay_fields.contains(&f);
+        for v in doc.get_all(f) {
+            if let Some(s) = v.as_str() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                let start = text.len();
+                text.push_str(s);
+                spans.push(ValueSpan {
+                    range: start..text.len(),
+                    replayable,
+                });
+            }
+        }
+    }
+    if replay_fields.is_empty() {
+        return (signer.sign(&text), None);
+    }
+    let mut log = TokenLog::default();
+    let signature = signer.sign_logging(&text, &mut log);
+    (signature, stage(analysis, text, &spans, log))
+}
+
+thread_local! {
+    /// The staged tokens of the document this thread is indexing.
+    static CURRENT: RefCell<Option<Arc<StagedTokens>>> = const { RefCell::new(None) };
+}
+
+fn make_current(staged: &Option<Arc<StagedTokens>>) {
+    CURRENT.with(|current| {
+        let mut current = current.borrow_mut();
+        let same = match (current.as_ref(), staged) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            current.clone_from(staged);
+        }
+    });
+}
+
+/// A document as [`DedupWriter`](crate::DedupWriter) gives it to tantivy: a
+/// [`TantivyDocument`] and, for the values of text fields indexed with the scheme's analyzer,
+/// the tokens the writer made when it signed the document, so tantivy does not analyse them
+/// again ([module docs](self)). The inner tantivy writer of a [`DedupWriter`](crate::DedupWriter)
+/// takes this type; a plain document converts with `From` (and is analysed by tantivy as usual).
+///
+/// ```
+/// use tantivy::schema::{Schema, Value, TEXT};
+/// use tantivy::TantivyDocument;
+/// use tantivy_simhash::AnalyzedDocument;
+///
+/// let mut builder = Schema::builder();
+/// let body = builder.add_text_field("body", TEXT);
+/// let mut doc = TantivyDocument::new();
+/// doc.add_text(body, "some text");
+/// let analyzed = AnalyzedDocument::from(doc);
+/// assert_eq!(analyzed.document().get_first(body).and_then(|v| v.as_str()), Some("some text"));
+/// ```
+pub struct AnalyzedDocument {
+    doc: TantivyDocument,
+    staged: Option<Arc<StagedTokens>>,
+}
+
+impl AnalyzedDocument {
+    pub(crate) fn with_tokens(doc: TantivyDocument, staged: Option<Arc<StagedTokens>>) -> Self {
+        AnalyzedDocument { doc, staged }
+    }
+
+    /// The document.
+    pub fn document(&self) -> &TantivyDocument {
+        &self.doc
+    }
+
+    /// The document, without its tokens.
+    pub fn into_document(self) -> TantivyDocument {
+        self.doc
+    }
+
+    /// Whether the document carries tokens for tantivy to replay.
+    pub fn has_tokens(&self) -> bool {
+        self.staged.is_some()
+    }
+}
+
+impl std::fmt::Debug for AnalyzedDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnalyzedDocument")
+            .field("doc", &self.doc)
+            .field(
+                "staged_values",
+                &self.staged.as_ref().map(|s| s.values.len()),
+            )
+            .finish()
+    }
+}
+
+impl From<TantivyDocument> for AnalyzedDocument {
+    fn from(doc: TantivyDocument) -> Self {
+        AnalyzedDocument { doc, staged: None }
+    }
+}
+
+impl Document for AnalyzedDocument {
+    type Value<'a> = <TantivyDocument as Document>::Value<'a>;
+    type FieldsValuesIter<'a> = <TantivyDocument as Document>::FieldsValuesIter<'a>;
+
+    fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
+        // tantivy reads a document's values before it tokenizes them, on the thread that
+        // indexes it: from here on, this thread's tokenizer can replay this document's tokens.
+        make_current(&self.staged);
+        self.doc.iter_fields_and_values()
+    }
+
+    fn into_tantivy_document(self) -> TantivyDocument {
+        self.doc
+    }
+}
+
+/// How many text values the replaying tokenizer of an index took from the writer's tokens and
+/// how many it analysed, since the index was opened
+/// ([`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnalysisCounts {
+    /// Values indexed from the tokens the writer made when signing (no second analysis).
+    pub replayed: u64,
+    /// Values the tokenizer analysed: fields not fingerprinted, documents added without the
+    /// writer's signing (a signature or fingerprint given, the inner writer), values whose Han
+    /// run continues into a neighbouring value, and query text.
+    pub analysed: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ReplayCounters {
+    replayed: AtomicU64,
+    analysed: AtomicU64,
+}
+
+impl ReplayCounters {
+    pub(crate) fn get(&self) -> AnalysisCounts {
+        AnalysisCounts {
+            replayed: self.replayed.load(Ordering::Relaxed),
+            analysed: self.analysed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The scheme's analyzer, replaying staged tokens for the values they were made from.
+#[derive(Clone)]
+pub(crate) struct ReplayTokenizer {
+    analysis: u64,
+    inner: TextAnalyzer,
+    counters: Arc<ReplayCounters>,
+}
+
+impl ReplayTokenizer {
+    pub(crate) fn new(scheme: &Scheme) -> (Self, Arc<ReplayCounters>) {
+        let counters = Arc::new(ReplayCounters::default());
+        let tokenizer = ReplayTokenizer {
+            analysis: analysis_id(scheme),
+            inner: scheme.text_analyzer(),
+            counters: Arc::clone(&counters),
+        };
+        (tokenizer, counters)
+    }
+}
+
+/// Registers the replaying analyzer of `scheme` in `index` under [`SIMHASH_TOKENIZER_NAME`].
+pub(crate) fn register(index: &tantivy::Index, scheme: &Scheme) -> Arc<ReplayCounters> {
+    let (tokenizer, counters) = ReplayTokenizer::new(scheme);
+    index
+        .tokenizers()
+        .register(SIMHASH_TOKENIZER_NAME, TextAnalyzer::from(tokenizer));
+    counters
+}
+
+/// Replayed tokens, or the inner analyzer's stream.
+pub(crate) enum ReplayStream<'a> {
+    Replay(Replayed),
+    Analyse(BoxTokenStream<'a>),
+}
+
+pub(crate) struct Replayed {
+    staged: Arc<StagedTokens>,
+    next: usize,
+    end: usize,
+    position: usize,
+    token: Token,
+}
+
+impl Tokenizer for ReplayTokenizer {
+    type TokenStream<'a> = ReplayStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> ReplayStream<'a> {
+        let found = CURRENT.with(|current| {
+            let current = current.borrow();
+            let staged = current.as_ref()?;
+            let tokens = staged.find(self.analysis, text)?;
+            Some((Arc::clone(staged), tokens))
+        });
+        match found {
+            Some((staged, tokens)) => {
+                self.counters.replayed.fetch_add(1, Ordering::Relaxed);
+                ReplayStream::Replay(Replayed {
+                    staged,
+                    next: tokens.start,
+                    end: tokens.end,
+                    position: 0,
+                    token: Token::default(),
+                })
+            }
+            None => {
+                self.counters.analysed.fetch_add(1, Ordering::Relaxed);
+                ReplayStream::Analyse(self.inner.token_stream(text))
+            }
+        }
+    }
+}
+
+impl TokenStream for ReplayStream<'_> {
+    fn advance(&mut self) -> bool {
+        match self {
+            ReplayStream::Analyse(s) => s.advance(),
+            ReplayStream::Replay(r) => {
+                if r.next >= r.end {
+                    return false;
+                }
+                let t = r.staged.tokens[r.next];
+                let text = &r.staged.token_text[t.text.0 as usize..t.text.1 as usize];
+                r.token.text.clear();
+                r.token.text.push_str(text);
+                r.token.offset_from = t.from as usize;
+                r.token.offset_to = t.to as usize;
+                // As the built-in tokenizer numbers them: one position per token.
+                r.token.position = r.position;
+                r.token.position_length = 1;
+                r.position += 1;
+                r.next += 1;
+                true
+            }
+        }
+    }
+
+    fn token(&self) -> &Token {
+        match self {
+            ReplayStream::Analyse(s) => s.token(),
+            ReplayStream::Replay(r) => &r.token,
+        }
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        match self {
+            ReplayStream::Analyse(s) => s.token_mut(),
+            ReplayStream::Replay(r) => &mut r.token,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

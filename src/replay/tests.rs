@@ -1,0 +1,201 @@
+use super::*;
+use crate::fingerprint::{HanSegmentation, Normalization, SimhashTokenizer};
+use crate::schema::document_text;
+use crate::signature::MatchRule;
+use proptest::prelude::*;
+use tantivy::schema::{Schema, TEXT};
+
+/// Every token of `text` as the built-in tokenizer gives it: (text, from, to, position).
+fn analysed(han: HanSegmentation, text: &str) -> Vec<(String, usize, usize, usize)> {
+    let mut tokenizer = SimhashTokenizer::new(Normalization::default(), han);
+    let mut stream = tokenizer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push((t.text.clone(), t.offset_from, t.offset_to, t.position));
+    }
+    out
+}
+
+fn replayed(tokenizer: &mut ReplayTokenizer, text: &str) -> Vec<(String, usize, usize, usize)> {
+    let mut stream = tokenizer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        out.push((t.text.clone(), t.offset_from, t.offset_to, t.position));
+    }
+    out
+}
+
+fn two_field_schema() -> (Field, Field) {
+    let mut builder = Schema::builder();
+    let title = builder.add_text_field("title", TEXT);
+    let body = builder.add_text_field("body", TEXT);
+    builder.build();
+    (title, body)
+}
+
+/// Text from pieces that stress the tokenizer's context: Han (traditional and simplified, runs
+/// wrapped across lines), Latin words, entities, combining marks, full-width letters, long words.
+fn text_strategy() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "北京大学",
+        "學習",
+        "计算机",
+        "科學",
+        "我们",
+        " ",
+        "\n",
+        "\r\n ",
+        "word",
+        "Ｈello",
+        "e\u{301}",
+        "&amp;",
+        "&#39;",
+        "amp;",
+        "&",
+        ";",
+        "#",
+        "2024",
+        ",",
+        "ß",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    ]);
+    prop::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+}
+
+fn staged_check(han: HanSegmentation, values: &[(bool, String)]) {
+    let scheme = crate::Scheme::builder()
+        .tokenization(crate::fingerprint::Tokenization::Builtin { han })
+        .build()
+        .unwrap();
+    let rule = MatchRule::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    for (in_title, v) in values {
+        doc.add_text(if *in_title { title } else { body }, v);
+    }
+    let fields = [title, body];
+    let mut signer = rule.signer(&scheme);
+    let analysis = analysis_id(&scheme);
+    let (sig, staged) = sign_and_stage(&mut signer, analysis, &doc, &fields, &fields);
+    // The signature is the one of the joined text: exactly what `Signer::sign` gives.
+    assert_eq!(sig, signer.sign(&document_text(&doc, &fields)));
+    let (mut tokenizer, counters) = ReplayTokenizer::new(&scheme);
+    let doc = AnalyzedDocument::with_tokens(doc, staged);
+    // As tantivy does: read the values, then tokenize each.
+    let _ = doc.iter_fields_and_values().count();
+    for (_, v) in values {
+        assert_eq!(replayed(&mut tokenizer, v), analysed(han, v), "value {v:?}");
+    }
+    let counts = counters.get();
+    assert_eq!(
+        (counts.replayed + counts.analysed) as usize,
+        values.len(),
+        "every value is either replayed or analysed"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Oracle: the built-in tokenizer on each value alone. Whatever the values, a replayed
+    /// value gives exactly the tokens (text, offsets, positions) analysis gives.
+    #[test]
+    fn replayed_tokens_equal_analysis_of_each_value(
+        values in prop::collection::vec((any::<bool>(), text_strategy()), 0..5),
+        chars in any::<bool>(),
+    ) {
+        let han = if chars { HanSegmentation::Chars } else { HanSegmentation::Jieba };
+        staged_check(han, &values);
+    }
+}
+
+#[test]
+fn values_without_han_at_their_ends_are_all_replayed() {
+    let scheme = crate::Scheme::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    doc.add_text(title, "A title, 北京 in it.");
+    doc.add_text(body, "First body value.");
+    doc.add_text(body, "");
+    doc.add_text(body, "Second &amp; last");
+    let fields = [title, body];
+    let mut signer = MatchRule::default().signer(&scheme);
+    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let staged = staged.expect("tokens staged");
+    assert_eq!(staged.values.len(), 4);
+    // Only the body is indexed with the replaying analyzer: only its values are staged.
+    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &[body]);
+    assert_eq!(staged.expect("body staged").values.len(), 3);
+    // Nothing replayable: nothing staged.
+    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &[]);
+    assert!(staged.is_none());
+}
+
+#[test]
+fn han_run_across_values_is_analysed_again() {
+    let scheme = crate::Scheme::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    // Joined, "北京大\n学" is one Han run (a wrapped line): jieba cuts 北京大学; alone it cuts
+    // the title and the body differently. Both values must be analysed again.
+    doc.add_text(title, "Title 北京大");
+    doc.add_text(body, "学 body text");
+    doc.add_text(body, "plain");
+    let fields = [title, body];
+    let mut signer = MatchRule::default().signer(&scheme);
+    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let staged = staged.expect("the third value is staged");
+    assert_eq!(staged.values.len(), 1);
+    assert_eq!(&staged.text[staged.values[0].text.clone()], "plain");
+    staged_check(
+        HanSegmentation::Jieba,
+        &[
+            (true, "Title 北京大".into()),
+            (false, "学 body text".into()),
+            (false, "plain".into()),
+        ],
+    );
+}
+
+#[test]
+fn tokens_are_replayed_only_for_the_same_text_and_analysis() {
+    let scheme = crate::Scheme::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    doc.add_text(body, "some body text");
+    let fields = [title, body];
+    let mut signer = MatchRule::default().signer(&scheme);
+    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let doc = AnalyzedDocument::with_tokens(doc, staged);
+    let _ = doc.iter_fields_and_values().count();
+
+    let (mut same, counters) = ReplayTokenizer::new(&scheme);
+    replayed(&mut same, "some body text");
+    // Another text: analysed.
+    assert_eq!(
+        replayed(&mut same, "other text"),
+        analysed(HanSegmentation::Jieba, "other text")
+    );
+    assert_eq!(
+        counters.get(),
+        AnalysisCounts {
+            replayed: 1,
+            analysed: 1
+        }
+    );
+    // Another scheme's tokenizer never replays this scheme's tokens, even for an equal text.
+    let chars = crate::Scheme::builder()
+        .tokenization(crate::fingerprint::Tokenization::Builtin {
+            han: HanSegmentation::Chars,
+        })
+        .build()
+        .unwrap();
+    let (mut other, other_counters) = ReplayTokenizer::new(&chars);
+    replayed(&mut other, "some body text");
+    assert_eq!(other_counters.get().replayed, 0);
+    // A plain document read on this thread clears the staged tokens.
+    let plain = AnalyzedDocument::from(doc.into_document());
+    let _ = plain.iter_fields_and_values().count();
+    replayed(&mut same, "some body text");
+    assert_eq!(counters.get().replayed, 1);
+}
