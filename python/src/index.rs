@@ -22,16 +22,19 @@ use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
 pub(crate) struct Member {
     id: String,
     score: f32,
-    /// The distance to the result's document (None when a fingerprint is missing).
+    /// The simhash distance to the result's document (None when a fingerprint is missing).
     distance: Option<u32>,
+    /// The resemblance estimate with the result's document when the match rule's resemblance
+    /// branch folded it (None for a fold within the simhash distance).
+    resemblance: Option<f32>,
 }
 
 #[pymethods]
 impl Member {
     fn __repr__(&self) -> String {
         format!(
-            "Member(id={:?}, score={}, distance={:?})",
-            self.id, self.score, self.distance
+            "Member(id={:?}, score={}, distance={:?}, resemblance={:?})",
+            self.id, self.score, self.distance, self.resemblance
         )
     }
 }
@@ -471,7 +474,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
         }
         return Ok(hits);
     }
-    // Exact group sizes, as the command line prints them: one more pass over the hits.
+    // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
     let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
     let results = collapse.search(s, &parsed)?;
     for (rank, g) in results.groups().iter().enumerate() {
@@ -492,6 +495,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
                     id: m.id.clone(),
                     score: m.key,
                     distance: m.distance,
+                    resemblance: m.resemblance,
                 })
                 .collect(),
         });

@@ -76,13 +76,18 @@ def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
     with Index.open(py_index_path) as index:
         everything = index.search(query, limit=10_000, collapse=False)
         fps = {h.id: index.fingerprint_of(h.id) for h in everything}
+        # The match rule's relation among all documents, from the all-pairs join (the collapse
+        # folds hit by hit with MatchRule::matches; the join is another implementation).
+        evidence = {}
+        for a, b, d, r in index.pairs():
+            evidence[(a, b)] = evidence[(b, a)] = (d, r)
         # Oracle: rank best first (ties by fingerprint, then id, as documented); a hit joins
-        # the first leader within k, else leads a group of its own.
+        # the first leader the rule matches it with, else leads a group of its own.
         everything.sort(key=lambda h: (-h.score, fps[h.id], h.id))
         leaders, sizes = [], {}
         for h in everything:
             for leader in leaders:
-                if popcount(fps[leader] ^ fps[h.id]) <= index.k:
+                if (leader, h.id) in evidence:
                     sizes[leader] += 1
                     break
             else:
@@ -95,7 +100,11 @@ def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
         assert max(h.group_size for h in hits) > 1, "the query should fold near-duplicates"
         for h in hits:
             for m in h.members:
-                assert m.distance == popcount(fps[h.id] ^ fps[m.id]) <= index.k
+                d, r = evidence[(h.id, m.id)]
+                assert m.distance == d == popcount(fps[h.id] ^ fps[m.id])
+                assert (m.resemblance is None) == (r is None)
+                if r is not None:
+                    assert abs(m.resemblance - r) < 1e-6 and m.distance > index.k
         plain = index.search(query, limit=8, collapse=False)
         assert [h.score for h in plain] == [h.score for h in everything[:8]]
         assert all(h.group_size == 1 and not h.members for h in plain)

@@ -105,11 +105,13 @@ class Writer:
     def __exit__(self, exc_type: Any, exc_value: Any = None, traceback: Any = None) -> bool: ...
 
 class Member:
-    """A near-duplicate folded into a search result."""
+    """A near-duplicate folded into a search result: its simhash ``distance`` to the result,
+    and the ``resemblance`` estimate when the match rule's resemblance branch folded it."""
 
     id: str
     score: float
     distance: Optional[int]
+    resemblance: Optional[float]
 
 class Hit:
     """A search result; with collapse, the near-duplicates folded into it."""
