@@ -4,9 +4,9 @@
 use super::clusters::{Cluster, ClusterMember, Clusters, UnionFind};
 use super::join::too_many;
 use super::{DEFAULT_MAX_POSTINGS_PER_KEY, ID_BATCH_DOCS, ID_BATCH_PAIRS};
-use crate::columns::read_strs;
+use crate::columns::{field_name, read_strs};
 use crate::error::{Error, Result};
-use crate::lookup::NearDupSearcher;
+use crate::schema::NearDupFields;
 use crate::signature::store::SegmentSignatures;
 use crate::signature::{pairs_in_memory, Evidence, MatchRule, PairStats, Signature};
 use rayon::prelude::*;
@@ -106,21 +106,24 @@ impl NearDupGraph {
     /// parallel) and a parallel sort of the signatures; no pair is computed yet. Errors:
     /// tantivy errors opening the columns; [`Error::InvalidConfig`] beyond `u32::MAX` live
     /// documents.
-    pub fn new(searcher: &NearDupSearcher) -> Result<Self> {
-        let k = searcher.index().layout().max_distance();
-        NearDupGraph::with_max_distance(searcher, k)
+    pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
+        NearDupGraph::with_max_distance(fields, searcher, fields.layout().max_distance())
     }
 
     /// Like [`new`](Self::new), with the rule's simhash branch narrowed to `max_distance`
     /// (inclusive; [`MatchRule::matches_within`]); the resemblance branch is unchanged.
     /// Errors with [`Error::InvalidConfig`] when it exceeds the layout's `k` (pairs beyond it
     /// need not share a key).
-    pub fn with_max_distance(searcher: &NearDupSearcher, max_distance: u32) -> Result<Self> {
-        let index = searcher.index();
-        crate::layout::check_distance(index.layout().max_distance(), max_distance)?;
-        let tantivy_searcher = searcher.searcher().clone();
-        let names = index.signature_fields().names().clone();
-        let id_name = index.config().id_field().to_string();
+    pub fn with_max_distance(
+        fields: NearDupFields,
+        searcher: &Searcher,
+        max_distance: u32,
+    ) -> Result<Self> {
+        crate::layout::check_distance(fields.layout().max_distance(), max_distance)?;
+        let schema = searcher.schema();
+        let names = fields.signature_fields(schema)?.names().clone();
+        let id_name = field_name(schema, fields.id)?.to_string();
+        let tantivy_searcher = searcher.clone();
         let segments = tantivy_searcher.segment_readers();
         let total: usize = segments.iter().map(|s| s.num_docs() as usize).sum();
         if u32::try_from(total).is_err() {
@@ -162,7 +165,7 @@ impl NearDupGraph {
             .collect::<tantivy::Result<_>>()?;
         Ok(NearDupGraph {
             searcher: tantivy_searcher,
-            rule: index.rule().clone(),
+            rule: fields.rule().clone(),
             max_distance,
             max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
             ids,
@@ -408,7 +411,8 @@ impl NearDupGraph {
 
     /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None`
     /// for a document without an id. Reads each segment's id dictionary once, in term order,
-    /// for the whole slice: far cheaper than one [`NearDupSearcher::id_of`] per document for
+    /// for the whole slice: far cheaper than one
+    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of) per document for
     /// large slices, and about the same for a handful.
     pub fn read_ids(&self, docs: &[DocAddress]) -> Result<Vec<Option<String>>> {
         read_strs(&self.ids, docs)

@@ -63,7 +63,7 @@
 //! }
 //! writer.commit()?;
 //!
-//! let graph = NearDupGraph::new(&index.searcher()?)?;
+//! let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
 //! let mut pairs = Vec::new();
 //! graph.for_each_id_pair(|p| {
 //!     // No sketches here (fingerprints only), so every match is by simhash distance.

@@ -10,7 +10,8 @@ use super::{
     DEFAULT_OVERFETCH,
 };
 use crate::error::{Error, Result};
-use crate::schema::NearDupIndex;
+use crate::columns::field_name;
+use crate::schema::NearDupFields;
 use crate::signature::store::SignatureFields;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -36,23 +37,43 @@ pub struct NearDupCollapse<C> {
     /// Makes the inner collector for a fetch size (widening asks for larger ones).
     top_docs: Arc<dyn Fn(usize) -> C + Send + Sync>,
     pub(super) settings: Settings,
-    pub(super) signature_fields: SignatureFields,
-    id_field: String,
-    pub(super) group_field: Option<String>,
+    pub(super) fields: NearDupFields,
+}
+
+/// The names of the columns a collapse reads, from the searched index's schema (fast fields are
+/// opened by name).
+pub(super) struct ColumnNames {
+    pub(super) signature: SignatureFields,
+    pub(super) id: String,
+    pub(super) group: Option<String>,
+}
+
+impl ColumnNames {
+    pub(super) fn new(fields: NearDupFields, schema: &Schema) -> Result<ColumnNames> {
+        Ok(ColumnNames {
+            signature: fields.signature_fields(schema)?.names().clone(),
+            id: field_name(schema, fields.id)?.to_string(),
+            group: match fields.group {
+                Some(g) => Some(field_name(schema, g)?.to_string()),
+                None => None,
+            },
+        })
+    }
 }
 
 impl NearDupCollapse<()> {
-    /// Collapses the hits of `index` into at most `limit` groups, ranked by score (best
-    /// first), as `TopDocs::with_limit(fetch).order_by_score()` ranks them, folding the hits
-    /// that the index's [`MatchRule`](crate::MatchRule) matches with a leader. Defaults: the
+    /// Collapses the hits of the index `fields` is the handle of into at most `limit` groups,
+    /// ranked by score (best first), as `TopDocs::with_limit(fetch).order_by_score()` ranks
+    /// them, folding the hits that the index's [`MatchRule`](crate::MatchRule) matches with a
+    /// leader. Defaults: the
     /// rule's simhash distance `k` (the layout's
     /// [`max_distance`](crate::BlockLayout::max_distance)), fetch = 3 x `limit`, max fetch =
     /// 64 x `limit`. Cost: nothing until searched.
     pub fn by_score(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
     ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Score, DocAddress)>>> {
-        NearDupCollapse::with_top_docs(index, limit, Order::Desc, |fetch| {
+        NearDupCollapse::with_top_docs(fields, limit, Order::Desc, |fetch| {
             TopDocs::with_limit(fetch).order_by_score()
         })
     }
@@ -62,7 +83,7 @@ impl NearDupCollapse<()> {
     /// (documents without a value last). Errors at search time when `field` is not a fast
     /// field of type `T`.
     pub fn by_fast_field<T>(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
         field: &str,
         order: Order,
@@ -72,7 +93,7 @@ impl NearDupCollapse<()> {
         ComparatorEnum: Comparator<Option<T>>,
     {
         let field = field.to_string();
-        NearDupCollapse::with_top_docs(index, limit, order, move |fetch| {
+        NearDupCollapse::with_top_docs(fields, limit, order, move |fetch| {
             TopDocs::with_limit(fetch).order_by_fast_field::<T>(field.clone(), order)
         })
     }
@@ -104,22 +125,20 @@ impl<C> NearDupCollapse<C> {
     /// # writer.commit()?;
     /// # let searcher = index.searcher()?;
     /// // Told descending, but the collector ranks ascending: an error, not wrong groups.
-    /// let confused = NearDupCollapse::with_top_docs(&index, 10, Order::Desc, |n| {
+    /// let confused = NearDupCollapse::with_top_docs(index.fields(), 10, Order::Desc, |n| {
     ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Asc)
     /// });
-    /// assert!(confused.search(searcher.searcher(), &AllQuery).is_err());
+    /// assert!(confused.search(&searcher, &AllQuery).is_err());
     /// # Ok::<(), tantivy_simhash::Error>(())
     /// ```
     pub fn with_top_docs(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
         order: Order,
         top_docs: impl Fn(usize) -> C + Send + Sync + 'static,
     ) -> Self {
-        let fields = index.fields();
-        let schema = index.index().schema();
         let fetch = limit.saturating_mul(DEFAULT_OVERFETCH).max(1);
-        let rule = index.rule();
+        let rule = fields.rule();
         NearDupCollapse {
             inner: top_docs(fetch),
             top_docs: Arc::new(top_docs),
@@ -136,9 +155,7 @@ impl<C> NearDupCollapse<C> {
                 exact_counts: false,
                 max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
             },
-            signature_fields: index.signature_fields().names().clone(),
-            id_field: schema.get_field_name(fields.id).to_string(),
-            group_field: fields.group.map(|g| schema.get_field_name(g).to_string()),
+            fields,
         }
     }
 
@@ -184,7 +201,7 @@ impl<C> NearDupCollapse<C> {
     /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
     /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
     pub fn by_tag(mut self) -> Result<Self> {
-        if self.group_field.is_none() {
+        if self.fields.group.is_none() {
             return Err(Error::Schema {
                 field: "group".into(),
                 problem: "collapsing by tag reads the group field that Policy::Tag fills, but \
@@ -244,9 +261,7 @@ impl<C> NearDupCollapse<C> {
                 fetch,
                 ..self.settings.clone()
             },
-            signature_fields: self.signature_fields.clone(),
-            id_field: self.id_field.clone(),
-            group_field: self.group_field.clone(),
+            fields: self.fields,
         }
     }
 
@@ -294,9 +309,7 @@ impl<C> NearDupCollapse<C> {
                     keep_window: true,
                     ..collapse.settings.clone()
                 },
-                signature_fields: collapse.signature_fields.clone(),
-                id_field: collapse.id_field.clone(),
-                group_field: collapse.group_field.clone(),
+                fields: collapse.fields,
             };
             let mut parts = Vec::with_capacity(shards.len());
             for shard in shards {
@@ -335,6 +348,7 @@ pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
     fast_fields: FastFieldReaders,
+    schema: Schema,
 }
 
 /// The per-segment fruit of [`NearDupCollapse`]: the inner fruit and the segment's columns.
@@ -342,6 +356,7 @@ pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
     fast_fields: FastFieldReaders,
+    schema: Schema,
 }
 
 impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
@@ -360,6 +375,7 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
             inner: self.inner.harvest(),
             segment_ord: self.segment_ord,
             fast_fields: self.fast_fields,
+            schema: self.schema,
         }
     }
 }
@@ -373,10 +389,7 @@ where
     type Child = CollapseSegmentCollector<C::Child>;
 
     fn check_schema(&self, schema: &Schema) -> tantivy::Result<()> {
-        schema.get_field(&self.signature_fields.fingerprint)?;
-        for name in &self.signature_fields.sketch {
-            schema.get_field(name)?;
-        }
+        ColumnNames::new(self.fields, schema).map_err(to_tantivy)?;
         self.inner.check_schema(schema)
     }
 
@@ -389,6 +402,7 @@ where
             inner: self.inner.for_segment(segment_ord, segment)?,
             segment_ord,
             fast_fields: segment.fast_fields().clone(),
+            schema: segment.schema().clone(),
         })
     }
 
@@ -407,6 +421,7 @@ where
             inner: self.inner.collect_segment(weight, segment_ord, reader)?,
             segment_ord,
             fast_fields: reader.fast_fields().clone(),
+            schema: reader.schema().clone(),
         })
     }
 
@@ -416,7 +431,11 @@ where
     ) -> tantivy::Result<Collapsed<K>> {
         let mut segments: Vec<Option<FastFieldReaders>> = Vec::new();
         let mut inner_fruits = Vec::with_capacity(segment_fruits.len());
+        let mut names = None;
         for fruit in segment_fruits {
+            if names.is_none() {
+                names = Some(ColumnNames::new(self.fields, &fruit.schema).map_err(to_tantivy)?);
+            }
             let ord = fruit.segment_ord as usize;
             if segments.len() <= ord {
                 segments.resize(ord + 1, None);
@@ -425,10 +444,20 @@ where
             inner_fruits.push(fruit.inner);
         }
         let ranked = self.inner.merge_fruits(inner_fruits)?;
-        self.fold_ranked(ranked, &segments).map_err(|e| match e {
-            Error::Tantivy(e) => e,
-            other => tantivy::TantivyError::InvalidArgument(other.to_string()),
-        })
+        match names {
+            Some(names) => self.fold_ranked(ranked, &segments, &names),
+            // No segment: nothing was ranked, and nothing is read.
+            None => Ok(self.fold_nothing()),
+        }
+        .map_err(to_tantivy)
+    }
+}
+
+/// A crate error as tantivy's (a collector returns tantivy's errors).
+fn to_tantivy(e: Error) -> tantivy::TantivyError {
+    match e {
+        Error::Tantivy(e) => e,
+        other => tantivy::TantivyError::InvalidArgument(other.to_string()),
     }
 }
 
@@ -439,12 +468,13 @@ impl<C> NearDupCollapse<C> {
         &self,
         ranked: Vec<(K, DocAddress)>,
         segments: &[Option<FastFieldReaders>],
+        names: &ColumnNames,
     ) -> Result<Collapsed<K>> {
         let settings = &self.settings;
         let order = settings.order;
         check_rank_order(&ranked, order)?;
         let rule = settings.rule()?;
-        let mut columns = WindowColumns::new(segments, &self.signature_fields);
+        let mut columns = WindowColumns::new(segments, &names.signature);
         let mut window = Vec::with_capacity(ranked.len());
         for (key, address) in ranked {
             let signature = columns.signature(address)?;
@@ -463,9 +493,9 @@ impl<C> NearDupCollapse<C> {
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
-        self.rank_window(&mut window, &columns)?;
+        self.rank_window(&mut window, &columns, names)?;
         if settings.by_tag {
-            if let Some(group_field) = &self.group_field {
+            if let Some(group_field) = &names.group {
                 let targets: Vec<&mut CollapsedHit<K>> = window.iter_mut().collect();
                 columns.read_strings(targets, group_field, |h| &mut h.group)?;
             }
@@ -483,7 +513,7 @@ impl<C> NearDupCollapse<C> {
         }
         if settings.read_ids || settings.keep_window {
             needs_id.retain(|h| h.id.is_empty());
-            columns.read_strings(needs_id, &self.id_field, |h| &mut h.id)?;
+            columns.read_strings(needs_id, &names.id, |h| &mut h.id)?;
         }
         Ok(Collapsed {
             groups,
@@ -493,6 +523,16 @@ impl<C> NearDupCollapse<C> {
         })
     }
 
+    /// The result of a search over no segment.
+    fn fold_nothing<K>(&self) -> Collapsed<K> {
+        Collapsed {
+            groups: Vec::new(),
+            rest: Vec::new(),
+            cutoff: None,
+            settings: self.settings.clone(),
+        }
+    }
+
     /// Sorts the window: ties on the key by fingerprint (already read), then by user id for
     /// hits equal on both (exact duplicates, whose ids are read for that), so the order does
     /// not depend on addresses.
@@ -500,6 +540,7 @@ impl<C> NearDupCollapse<C> {
         &self,
         window: &mut [CollapsedHit<K>],
         columns: &WindowColumns<'_>,
+        names: &ColumnNames,
     ) -> Result<()> {
         let order = self.settings.order;
         window.sort_by(|a, b| rank_order(a, b, order));
@@ -514,7 +555,7 @@ impl<C> NearDupCollapse<C> {
                 .filter(|(_, &t)| t)
                 .map(|(h, _)| h)
                 .collect();
-            columns.read_strings(targets, &self.id_field, |h| &mut h.id)?;
+            columns.read_strings(targets, &names.id, |h| &mut h.id)?;
             window.sort_by(|a, b| rank_order(a, b, order));
         }
         Ok(())

@@ -1,5 +1,6 @@
 //! Exact counts: how many hits of the query each returned leader stands for.
 
+use super::collector::ColumnNames;
 use super::{Collapsed, NearDupCollapse, RankKey};
 use crate::error::Result;
 use crate::signature::store::SignatureReader;
@@ -55,16 +56,17 @@ impl<C> NearDupCollapse<C> {
         let mut counts = vec![0usize; leaders.len()];
         let mut cut = vec![false; leaders.len()];
         for searcher in searchers {
-            let fields = self.signature_fields.resolve(searcher.schema())?;
+            let fields = self.fields.signature_fields(searcher.schema())?;
             let reader = SignatureReader::new(searcher, &fields)?;
             // (segment, doc) -> the first leader that matches it.
             let mut first: HashMap<(u32, DocId), usize> = HashMap::new();
             for (i, leader) in leaders.iter().enumerate() {
                 let Some(leader) = leader else { continue };
                 cut[i] |= has_hot_key(searcher, fields.keys_field(), &rule, leader, bound)?;
-                reader.for_each_match(&rule, leader, bound, |ord, doc, evidence, sig| {
-                    if self.joins(&rule, leader, evidence, sig) {
-                        first.entry((ord, doc)).or_insert(i);
+                reader.for_each_match(&rule, leader, bound, |m| {
+                    if self.joins(&rule, leader, m.evidence, m.signature) {
+                        let a = m.address;
+                        first.entry((a.segment_ord, a.doc_id)).or_insert(i);
                     }
                 })?;
             }
@@ -110,10 +112,11 @@ impl<C> NearDupCollapse<C> {
             .map(|g| g.leader.group.as_deref())
             .collect();
         let mut counts = vec![0usize; tags.len()];
-        let Some(group_field) = &self.group_field else {
-            return Ok(counts);
-        };
         for searcher in searchers {
+            let names = ColumnNames::new(self.fields, searcher.schema())?;
+            let Some(group_field) = &names.group else {
+                return Ok(counts);
+            };
             let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
             for seg in searcher.segment_readers() {
                 let alive = seg.alive_bitset();

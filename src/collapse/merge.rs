@@ -60,10 +60,10 @@ impl<K: RankKey> Collapsed<K> {
     /// ];
     /// // Each shard (leaf) collapses its own documents, keeping its whole window...
     /// let collapse =
-    ///     NearDupCollapse::by_fast_field::<u64>(&shards[0], 10, "date", Order::Desc).keep_window(true);
+    ///     NearDupCollapse::by_fast_field::<u64>(shards[0].fields(), 10, "date", Order::Desc).keep_window(true);
     /// let mut parts = Vec::new();
     /// for index in &shards {
-    ///     let part = index.searcher()?.searcher().search(&AllQuery, &collapse)?;
+    ///     let part = index.searcher()?.search(&AllQuery, &collapse)?;
     ///     let json = serde_json::to_string(&part)?; // ... ships it to the root ...
     ///     parts.push(serde_json::from_str::<Collapsed<Option<u64>>>(&json)?);
     /// }

@@ -98,14 +98,14 @@
 //! let term = Term::from_field_text(body, "software");
 //! let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
 //! // 10 groups, ranked by score (the collapse makes the inner TopDocs for each fetch size).
-//! let collapse = NearDupCollapse::by_score(&index, 10);
-//! let results = collapse.search(searcher.searcher(), &query)?;
+//! let collapse = NearDupCollapse::by_score(index.fields(), 10);
+//! let results = collapse.search(&searcher, &query)?;
 //! assert_eq!(results.groups().len(), 2);
 //! let licence_group = results.groups().iter().find(|g| g.count == 2).unwrap();
 //! assert_eq!(licence_group.members[0].distance, Some(0));
 //! assert!(licence_group.count_exact);
 //! // Plain collector use (one search, no widening):
-//! let once = searcher.searcher().search(&query, &collapse)?;
+//! let once = searcher.search(&query, &collapse)?;
 //! assert_eq!(once, results);
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```

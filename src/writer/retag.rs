@@ -2,7 +2,7 @@
 
 use super::DedupWriter;
 use crate::batch::Clusters;
-use crate::columns::read_strs;
+use crate::columns::{field_name, read_strs};
 use crate::error::{Error, Result};
 use crate::lookup::NearDupSearcher;
 use crate::signature::store::SegmentSignatures;
@@ -74,18 +74,18 @@ impl DedupWriter {
     /// }
     /// writer.commit()?;
     ///
-    /// let clusters = NearDupGraph::new(&index.searcher()?)?.clusters()?;
+    /// let clusters = NearDupGraph::new(index.fields(), &index.searcher()?)?.clusters()?;
     /// let written = writer.retag(&clusters, |id_value, _address| {
     ///     Ok(doc!(id => id_value, body => "text")) // from the caller's own store
     /// })?;
     /// assert_eq!(written.rewritten, 3);
     /// writer.commit()?;
     ///
-    /// let searcher = index.searcher()?;
+    /// let searcher = index.lookups()?;
     /// let hits = searcher.lookup_id("c")?; // "c" itself and "b"; "a" is 5 away
     /// assert_eq!(hits.len(), 2);
     /// for hit in hits {
-    ///     let group = searcher.group_of(hit.address.segment_ord, hit.address.doc_id)?;
+    ///     let group = searcher.group_of(hit.address)?;
     ///     assert_eq!(group.as_deref(), Some("a")); // collapse on the group: one result
     /// }
     /// # Ok::<(), tantivy_simhash::Error>(())
@@ -102,7 +102,7 @@ impl DedupWriter {
         let mut todo = self.clustered_to_retag(clusters, &groups, &mut written)?;
         todo.extend(self.alone_to_retag(clusters, &groups, &mut written)?);
         todo.sort_by(|a, b| a.id.cmp(&b.id).then(a.address.cmp(&b.address)));
-        let snapshot = NearDupSearcher::new(&self.index, searcher.clone())?;
+        let snapshot = NearDupSearcher::new(self.index.fields(), searcher)?;
         let reserved = self.reserved_fields(group_field);
         let id_field = self.index.fields.id;
         for same_id in todo.chunk_by(|a, b| a.id == b.id) {
@@ -291,14 +291,11 @@ impl DedupWriter {
         if let Some(group) = fields.group {
             doc.add_text(group, &retag.group);
         }
-        if let (Some(field), Some(sequence)) = (
-            fields.sequence,
-            snapshot.sequence_of(address.segment_ord, address.doc_id),
-        ) {
+        if let (Some(field), Some(sequence)) = (fields.sequence, snapshot.sequence_of(address)) {
             doc.add_u64(field, sequence);
         }
         if let Some(field) = fields.replaced {
-            for replaced in snapshot.replaced_ids_of(address.segment_ord, address.doc_id)? {
+            for replaced in snapshot.replaced_ids_of(address)? {
                 doc.add_text(field, &replaced);
             }
         }
@@ -308,7 +305,7 @@ impl DedupWriter {
 
 /// The string column of `field` in every segment of `searcher`.
 fn str_columns(searcher: &Searcher, field: Field) -> Result<Vec<Option<StrColumn>>> {
-    let name = searcher.schema().get_field_name(field).to_string();
+    let name = field_name(searcher.schema(), field)?.to_string();
     Ok(searcher
         .segment_readers()
         .iter()
