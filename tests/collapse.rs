@@ -1135,7 +1135,9 @@ fn the_collapse_folds_by_the_match_rule() {
 #[test]
 fn max_distance_beyond_the_layout_is_an_error() {
     let t = build_signed(&signed_texts(5, 1), 0, 5);
-    let err = NearDupCollapse::by_score(t.index.fields(), 3).max_distance(4).err();
+    let err = NearDupCollapse::by_score(t.index.fields(), 3)
+        .max_distance(4)
+        .err();
     assert!(matches!(err, Some(Error::InvalidConfig(_))), "{err:?}");
     let sig = |fp: u64| Signature {
         fingerprint: Fingerprint(fp),

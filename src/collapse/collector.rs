@@ -9,8 +9,8 @@ use super::{
     Collapsed, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH, DEFAULT_MAX_POSTINGS_PER_KEY,
     DEFAULT_OVERFETCH,
 };
-use crate::error::{Error, Result};
 use crate::columns::field_name;
+use crate::error::{Error, Result};
 use crate::schema::NearDupFields;
 use crate::signature::store::SignatureFields;
 use serde::de::DeserializeOwned;
