@@ -65,15 +65,15 @@ pub enum Evidence {
 }
 
 impl Evidence {
-    /// The Hamming distance of the two fingerprints (both branches record it).
+    /// The Hamming distance of the two fingerprints (whichever branch matched).
     pub fn distance(&self) -> u32 {
         match *self {
             Evidence::Simhash { distance } | Evidence::Resemblance { distance, .. } => distance,
         }
     }
 
-    /// The resemblance estimate, for a match by the resemblance branch (the simhash branch
-    /// does not compute one).
+    /// The sketches' resemblance estimate, for a match by the resemblance branch (`None` for a
+    /// simhash match, where it was not computed).
     pub fn resemblance(&self) -> Option<f32> {
         match *self {
             Evidence::Simhash { .. } => None,
@@ -246,8 +246,21 @@ impl MatchRule {
     /// Whether `a` and `b` match, and why. The single definition every consumer uses. Cost: a
     /// popcount, and for pairs beyond the simhash radius one pass over the sketches.
     pub fn matches(&self, a: &Signature, b: &Signature) -> Option<Evidence> {
+        self.matches_within(a, b, self.spec.layout.max_distance())
+    }
+
+    /// [`matches`](Self::matches) with the simhash branch narrowed to `max_distance` (a
+    /// consumer's own `k`; the resemblance branch is unchanged). Only a `max_distance` up to the
+    /// layout's keeps the guarantee that every match shares a key (callers check it with
+    /// [`crate::BlockLayout::max_distance`]). Cost: as `matches`.
+    pub fn matches_within(
+        &self,
+        a: &Signature,
+        b: &Signature,
+        max_distance: u32,
+    ) -> Option<Evidence> {
         let distance = a.fingerprint.distance(b.fingerprint);
-        if distance <= self.spec.layout.max_distance() {
+        if distance <= max_distance {
             return Some(Evidence::Simhash { distance });
         }
         if self.spec.band_max_distance.is_some_and(|k| distance > k) {
