@@ -1075,14 +1075,10 @@ impl Clusters {
         writer: &DedupWriter,
         mut documents: impl FnMut(&str, DocAddress) -> Result<TantivyDocument>,
     ) -> Result<GroupsWritten> {
-        let Some(group_field) = graph.group_field else {
-            return Err(Error::Schema {
-                field: "group".into(),
-                problem: "cluster ids are stored in the group field, but the configuration has \
-                          none; keep NearDupConfig's group field"
-                    .into(),
-            });
-        };
+        let group_field = writer
+            .index()
+            .fields()
+            .require_group("cluster ids are stored in")?;
         // (id, address, fingerprint, wanted group); None = alone and fine without a group.
         let mut todo: Vec<(String, DocAddress, Fingerprint, String)> = Vec::new();
         let mut written = GroupsWritten::default();

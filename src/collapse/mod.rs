@@ -2,7 +2,7 @@
 //!
 //! Engines that collapse results need an exact key (Elasticsearch `collapse`, Solr signatures);
 //! this collector folds hits whose fingerprints are within `k` (inclusive) of a higher-ranked hit
-//! into that hit's group. It wraps tantivy's [`TopDocs`](tantivy::collector::TopDocs) and
+//! into that hit's group. It wraps tantivy's [`TopDocs`] and
 //! **delegates `collect_segment`**, so a pure text query keeps tantivy's block-max WAND pruning
 //! (`FilterCollector` and `tweak_score` would lose it). The inner collector ranks hits (by
 //! score, or by a fast field); `merge_fruits` then reads each hit's fingerprint from its
@@ -657,14 +657,8 @@ impl<C> NearDupCollapse<C> {
     /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
     /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
     pub fn by_tag(mut self) -> Result<Self> {
-        if self.fields.group.is_none() {
-            return Err(Error::Schema {
-                field: "group".into(),
-                problem: "collapsing by tag reads the group field that Policy::Tag fills, but \
-                          the configuration has none; keep NearDupConfig's group field"
-                    .into(),
-            });
-        }
+        self.fields
+            .require_group("collapsing by tag reads the tags Policy::Tag stores in")?;
         self.settings.by_tag = true;
         Ok(self)
     }
@@ -879,6 +873,9 @@ impl<C> NearDupCollapse<C> {
 }
 
 /// The per-segment collector of [`NearDupCollapse`]: the inner one, plus what the merge needs.
+/// Public only because tantivy's `Collector` trait names it (`Collector::Child`); nothing to
+/// use directly.
+#[doc(hidden)]
 pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
@@ -887,6 +884,9 @@ pub struct CollapseSegmentCollector<S> {
 }
 
 /// The per-segment fruit of [`NearDupCollapse`]: the inner fruit and the segment's columns.
+/// Public only because tantivy's `Collector` trait names it (`SegmentCollector::Fruit`);
+/// nothing to use directly.
+#[doc(hidden)]
 pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
