@@ -112,13 +112,36 @@ fn hot_keys_stay_linear(n: usize) {
     // indexing is linear in the number of documents), where an unbounded check grows with them.
     assert!(most <= per_check, "one check verified {most}");
     assert!(verified < unbounded, "{verified} vs {unbounded}");
-    // Every planted near-duplicate is rejected as a copy of its original; no document is
+    // A planted near-duplicate is rejected as a copy of its original, or missed only as the
+    // bound allows: every key it shares with its original already had `bound` earlier holders
+    // when the original was added (so the original is not in that key's list). No document is
     // rejected without a match by the rule.
+    let mut missed = Vec::new();
     for &(original, copy) in &planted {
         match &outcomes[copy] {
             Outcome::Duplicate { of, .. } => assert_eq!(of, &format!("d{original}")),
-            other => panic!("d{copy} (a copy of d{original}): {other:?}"),
+            other => {
+                let copy_keys = rule.keys(&sigs[copy]);
+                for key in rule.keys(&sigs[original]) {
+                    if copy_keys.contains(&key) {
+                        let earlier = sigs[..original]
+                            .iter()
+                            .filter(|s| rule.keys(s).contains(&key))
+                            .count();
+                        assert!(
+                            earlier >= bound,
+                            "d{copy} (a copy of d{original}, {other:?}) shares key {key:x} \
+                             held by only {earlier} earlier documents"
+                        );
+                    }
+                }
+                missed.push(copy);
+            }
         }
+    }
+    // At 20,000 documents none is missed (a regression check); at 100,000 the bound costs a few.
+    if n <= 20_000 {
+        assert!(missed.is_empty(), "missed {missed:?}");
     }
     let id_index = |id: &str| id[1..].parse::<usize>().unwrap();
     for (i, outcome) in outcomes.iter().enumerate() {
@@ -130,7 +153,7 @@ fn hot_keys_stay_linear(n: usize) {
     // Lookups: bounded per key and segment, and the planted originals are found.
     let searcher = t.index.lookups().unwrap();
     let segments = searcher.searcher().segment_readers().len() as u64;
-    for &(original, copy) in &planted {
+    for &(original, copy) in planted.iter().filter(|(_, c)| !missed.contains(c)) {
         let mut found = Vec::new();
         let work = searcher
             .signature_reader()
@@ -155,9 +178,10 @@ fn hot_keys_stay_linear(n: usize) {
         "{n} documents: hottest key {hottest} documents, {hot} keys above {bound}; the writer \
          verified {verified} candidates ({:.0} per document, at most {most}), an unbounded \
          check {unbounded} ({:.0} per document, {unbounded_last} for each of the last 1,000); \
-         {} planted near-duplicates all found",
+         {} of {} planted near-duplicates found",
         verified as f64 / n as f64,
         unbounded as f64 / n as f64,
+        planted.len() - missed.len(),
         planted.len()
     );
 }
