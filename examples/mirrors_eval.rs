@@ -379,6 +379,13 @@ fn main() -> Res<()> {
                 },
             ),
             (
+                "chrome removed, k = 8 by simhash only (no resemblance branch), counterpart groups",
+                MirrorConfig {
+                    min_resemblance: None,
+                    ..MirrorConfig::default()
+                },
+            ),
+            (
                 "chrome removed, k = 3, counterpart groups",
                 MirrorConfig {
                     max_distance: 3,

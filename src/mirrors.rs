@@ -16,11 +16,14 @@
 //!    a date or a counter does not make a line unique), or when most of its word 3-shingles do
 //!    (related-link lists and breadcrumbs are made of other pages' titles). What is left is text
 //!    that occurs on one page of the host only: the evidence that this page is that page.
-//! 2. **Fingerprints** of the remaining content with the [`Scheme`]; pages with fewer than
-//!    [`MirrorConfig::min_content_tokens`] content tokens carry no evidence and are skipped.
-//! 3. **Page pairs**: an in-memory pigeonhole join over the keys of
-//!    [`BlockLayout::for_distance`]`(max_distance)` finds every pair of content fingerprints within
-//!    [`MirrorConfig::max_distance`], identical fingerprints grouped first. A pair whose shares of
+//! 2. **Signatures** of the remaining content with the [`Scheme`] (simhash fingerprint and MinHash
+//!    sketch, [`crate::Signer`]); pages with fewer than [`MirrorConfig::min_content_tokens`]
+//!    content tokens carry no evidence and are skipped.
+//! 3. **Page pairs** by the match rule, with the simhash branch at
+//!    [`MirrorConfig::max_distance`] (keys of [`BlockLayout::for_distance`]`(max_distance)`) and the
+//!    default rule's resemblance branch ([`MirrorConfig::min_resemblance`]): the in-memory join
+//!    of [`signature::pairs_in_memory`](crate::signature::pairs_in_memory) finds every pair of
+//!    content signatures the rule matches, identical signatures grouped first. A pair whose shares of
 //!    Han tokens differ by more than [`MirrorConfig::max_script_gap`] is dropped: copies keep
 //!    their language, translations are not copies.
 //! 4. **Counterpart groups**: with [`MirrorConfig::transitive`] (the default), the page pairs are
@@ -74,10 +77,11 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{is_han, Fingerprint, Scheme};
+use crate::fingerprint::{is_han, Scheme};
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, NearDupIndex};
+use crate::signature::{Evidence, MatchRule, RuleSpec, Signature};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -116,6 +120,12 @@ pub struct MirrorConfig {
     /// 0..=9 ([`BlockLayout::for_distance`]). Default 8 (docs/MIRRORS.md: the estimate of `S`
     /// keeps rising up to 8 while no non-mirror pair gets closer to the rule).
     pub max_distance: u32,
+    /// The resemblance branch of the rule for content: two pages whose content signatures share
+    /// a MinHash band and whose sketches estimate at least this resemblance are copies too,
+    /// however far apart their fingerprints (an edited or extended copy). `None` judges by the
+    /// simhash distance alone. Default `Some(0.55)`, the default [`MatchRule`]'s threshold.
+    #[serde(default = "default_min_resemblance")]
+    pub min_resemblance: Option<f32>,
     /// A line (or most of its 3-shingles) found on this many pages of a host is chrome. At least
     /// 2; 0 turns chrome removal off (whole pages are fingerprinted). Default 2.
     pub chrome_min_pages: u32,
@@ -136,10 +146,15 @@ pub struct MirrorConfig {
     pub max_script_gap: f64,
 }
 
+fn default_min_resemblance() -> Option<f32> {
+    Some(RuleSpec::default().min_resemblance)
+}
+
 impl Default for MirrorConfig {
     fn default() -> Self {
         MirrorConfig {
             max_distance: 8,
+            min_resemblance: default_min_resemblance(),
             chrome_min_pages: 2,
             min_content_tokens: 20,
             min_shared_pages: 10,
@@ -230,7 +245,7 @@ pub struct MirrorStats {
     pub content_pages: u64,
     /// Share of tokens removed as chrome.
     pub chrome_share: f64,
-    /// Cross-host page pairs within the distance.
+    /// Cross-host page pairs the rule matches (within the distance, or resembling enough).
     pub page_pairs: u64,
     /// Pages in the largest counterpart group.
     pub largest_group: u64,
@@ -279,7 +294,7 @@ impl MirrorReport {
 pub struct MirrorFinder {
     scheme: Scheme,
     config: MirrorConfig,
-    layout: BlockLayout,
+    rule: MatchRule,
 }
 
 impl MirrorFinder {
@@ -289,6 +304,12 @@ impl MirrorFinder {
     /// line would be chrome), `min_share` outside `0..=1` or not finite.
     pub fn new(scheme: Scheme, config: MirrorConfig) -> Result<Self> {
         let layout = BlockLayout::for_distance(config.max_distance)?;
+        let rule = MatchRule::new(RuleSpec {
+            layout,
+            // Without the resemblance branch the threshold is unused (its pairs are dropped).
+            min_resemblance: config.min_resemblance.unwrap_or(1.0),
+            ..RuleSpec::default()
+        })?;
         if config.chrome_min_pages == 1 {
             return Err(Error::InvalidConfig(
                 "chrome_min_pages = 1 makes every line chrome; use 2 or more (0 turns chrome \
@@ -309,7 +330,7 @@ impl MirrorFinder {
         Ok(MirrorFinder {
             scheme,
             config,
-            layout,
+            rule,
         })
     }
 
@@ -402,7 +423,7 @@ impl MirrorFinder {
         let mut host_sizes = Vec::with_capacity(hosts.len());
         let mut page_ids: Vec<String> = Vec::new();
         let mut page_host: Vec<u32> = Vec::new();
-        let mut page_fp: Vec<Option<Fingerprint>> = Vec::new();
+        let mut page_fp: Vec<Option<Signature>> = Vec::new();
         let mut page_han: Vec<f64> = Vec::new();
         let (mut tokens, mut chrome) = (0u64, 0u64);
         for ((name, pages), content) in hosts.into_iter().zip(analyzed) {
@@ -423,12 +444,12 @@ impl MirrorFinder {
             }
         }
 
-        let content: Vec<(u32, Fingerprint)> = page_fp
+        let content: Vec<(u32, &Signature)> = page_fp
             .iter()
             .enumerate()
-            .filter_map(|(i, fp)| fp.map(|f| (i as u32, f)))
+            .filter_map(|(i, sig)| sig.as_ref().map(|s| (i as u32, s)))
             .collect();
-        let mut edges = near_pairs(&self.layout, cfg.max_distance, &content)?;
+        let mut edges = near_pairs(&self.rule, cfg.min_resemblance.is_some(), &content);
         edges.retain(|&(a, b, _)| {
             (page_han[a as usize] - page_han[b as usize]).abs() <= cfg.max_script_gap
         });
@@ -625,13 +646,13 @@ impl MirrorFinder {
                     !l.shingles.is_empty() && 2 * repeated >= l.shingles.len()
                 })
         };
-        // Per page: (fingerprint, Han share, tokens, chrome tokens).
-        let per_page: Vec<(Option<Fingerprint>, f64, u64, u64)> = pages
+        // Per page: (signature, Han share, tokens, chrome tokens).
+        let per_page: Vec<(Option<Signature>, f64, u64, u64)> = pages
             .par_iter()
             .zip(&lines)
             .map_init(
-                || self.scheme.fingerprinter(),
-                |fingerprinter, ((_, text), page)| {
+                || self.rule.signer(&self.scheme),
+                |signer, ((_, text), page)| {
                     let mut content = String::new();
                     let (mut tokens, mut chrome, mut han) = (0u64, 0u64, 0u64);
                     for (raw, l) in text.split('\n').zip(page) {
@@ -650,8 +671,8 @@ impl MirrorFinder {
                         content.push_str(raw);
                     }
                     let kept = tokens - chrome;
-                    let fp = (kept >= u64::from(cfg.min_content_tokens))
-                        .then(|| fingerprinter.fingerprint(&content));
+                    let fp =
+                        (kept >= u64::from(cfg.min_content_tokens)).then(|| signer.sign(&content));
                     let han_share = if kept == 0 {
                         0.0
                     } else {
@@ -718,7 +739,7 @@ impl Line {
 
 #[derive(Default)]
 struct HostContent {
-    fingerprints: Vec<Option<Fingerprint>>,
+    fingerprints: Vec<Option<Signature>>,
     han_shares: Vec<f64>,
     tokens: u64,
     chrome_tokens: u64,
@@ -751,34 +772,40 @@ impl PairAcc {
 }
 
 /// The nearest pair between two page lists: (distance, page a, page b).
-fn closest(pa: &[u32], pb: &[u32], fps: &[Option<Fingerprint>]) -> (u32, u32, u32) {
+fn closest(pa: &[u32], pb: &[u32], sigs: &[Option<Signature>]) -> (u32, u32, u32) {
     let mut best = (u32::MAX, pa[0], pb[0]);
     for &a in pa {
         for &b in pb {
-            if let (Some(x), Some(y)) = (fps[a as usize], fps[b as usize]) {
-                best = best.min((x.distance(y), a, b));
+            if let (Some(x), Some(y)) = (&sigs[a as usize], &sigs[b as usize]) {
+                best = best.min((x.fingerprint.distance(y.fingerprint), a, b));
             }
         }
     }
     best
 }
 
-/// Every pair of `items` whose fingerprints are within `max_distance`, through the in-memory
-/// join of [`crate::batch::pairs_in_memory`] (identical fingerprints grouped first, so hot keys
-/// stay linear). Returns `(item a, item b, distance)` with `a < b`, each pair once, sorted.
+/// Every pair of `items` whose content signatures `rule` matches (without its resemblance
+/// branch unless `by_resemblance`), through the in-memory join of
+/// [`signature::pairs_in_memory`](crate::signature::pairs_in_memory) (identical signatures
+/// grouped first; hot keys bounded by [`crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY`]). Returns
+/// `(item a, item b, fingerprint distance)` with `a < b`, each pair once, sorted.
 pub(crate) fn near_pairs(
-    layout: &BlockLayout,
-    max_distance: u32,
-    items: &[(u32, Fingerprint)],
-) -> Result<Vec<(u32, u32, u32)>> {
-    let fingerprints: Vec<Fingerprint> = items.iter().map(|&(_, f)| f).collect();
+    rule: &MatchRule,
+    by_resemblance: bool,
+    items: &[(u32, &Signature)],
+) -> Vec<(u32, u32, u32)> {
+    let signatures: Vec<Signature> = items.iter().map(|(_, s)| (*s).clone()).collect();
     let mut out = Vec::new();
-    crate::batch::pairs_in_memory(&fingerprints, layout, max_distance, |i, j, d| {
-        let (a, b) = (items[i as usize].0, items[j as usize].0);
-        out.push((a.min(b), a.max(b), d));
-    })?;
+    let bound = crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY;
+    crate::signature::pairs_in_memory(rule, &signatures, bound, |i, j, e| {
+        if !by_resemblance && matches!(e, Evidence::Resemblance { .. }) {
+            return;
+        }
+        let (a, b) = (items[i].0, items[j].0);
+        out.push((a.min(b), a.max(b), e.distance()));
+    });
     out.sort_unstable();
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -828,7 +855,11 @@ mod tests {
         for (i, c) in content.iter().enumerate() {
             // Every line but the content is chrome: repeated, numbers only, or other pages' titles
             // (the title and breadcrumb recur in the related links of another page).
-            assert_eq!(out.fingerprints[i], Some(scheme.fingerprint(c)), "page {i}");
+            assert_eq!(
+                out.fingerprints[i].as_ref().map(|s| s.fingerprint),
+                Some(scheme.fingerprint(c)),
+                "page {i}"
+            );
             assert_eq!(out.han_shares[i], 0.0);
         }
         let total: usize = pages
@@ -852,34 +883,60 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             state
         };
-        let layout = BlockLayout::for_distance(6).unwrap();
-        let mut items = Vec::new();
-        for i in 0..300u32 {
-            let f = if i % 3 == 0 || items.is_empty() {
-                next()
+        let rule = MatchRule::new(RuleSpec {
+            layout: BlockLayout::for_distance(6).unwrap(),
+            ..RuleSpec::default()
+        })
+        .unwrap();
+        let mut signer = rule.signer(&Scheme::default());
+        let words = [
+            "mirror", "page", "copy", "host", "content", "chrome", "footer", "site", "text",
+            "index", "word", "line",
+        ];
+        // Texts and copies with a few words changed or a tail added: both branches fire.
+        let mut texts: Vec<Vec<&str>> = Vec::new();
+        for i in 0..200usize {
+            let t = if i % 3 == 0 || texts.is_empty() {
+                (0..30 + next() % 40)
+                    .map(|_| words[(next() % 12) as usize])
+                    .collect()
             } else {
-                // a neighbour of an earlier item at distance 0..=7
-                let (_, base): (u32, Fingerprint) = items[(next() % items.len() as u64) as usize];
-                let mut x = base.0;
-                for _ in 0..(next() % 8) {
-                    x ^= 1 << (next() % 64);
+                let mut t = texts[(next() % texts.len() as u64) as usize].clone();
+                for _ in 0..next() % 4 {
+                    let at = (next() % t.len() as u64) as usize;
+                    t[at] = words[(next() % 12) as usize];
                 }
-                x
+                if next() % 2 == 0 {
+                    t.extend((0..t.len() / 3).map(|_| words[(next() % 12) as usize]));
+                }
+                t
             };
-            items.push((i, Fingerprint(f)));
+            texts.push(t);
         }
-        let got = near_pairs(&layout, 6, &items).unwrap();
-        let mut want = Vec::new();
-        for x in 0..items.len() {
-            for y in x + 1..items.len() {
-                let d = items[x].1.distance(items[y].1);
-                if d <= 6 {
-                    want.push((items[x].0, items[y].0, d));
+        let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(&t.join(" "))).collect();
+        let items: Vec<(u32, &Signature)> = sigs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u32, s))
+            .collect();
+        for by_resemblance in [true, false] {
+            let got = near_pairs(&rule, by_resemblance, &items);
+            let mut want = Vec::new();
+            for x in 0..sigs.len() {
+                for y in x + 1..sigs.len() {
+                    match rule.matches(&sigs[x], &sigs[y]) {
+                        Some(Evidence::Resemblance { .. }) if !by_resemblance => {}
+                        Some(e) => want.push((x as u32, y as u32, e.distance())),
+                        None => {}
+                    }
                 }
             }
+            want.sort_unstable();
+            assert!(want.iter().any(|p| p.2 > 0 && p.2 <= 6));
+            if by_resemblance {
+                assert!(want.iter().any(|p| p.2 > 6), "no resemblance-only pair");
+            }
+            assert_eq!(got, want);
         }
-        want.sort_unstable();
-        assert!(want.iter().any(|p| p.2 == 6));
-        assert_eq!(got, want);
     }
 }

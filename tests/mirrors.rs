@@ -381,6 +381,7 @@ fn whole_page_fingerprints_miss_copies_in_other_templates() {
     let naive = MirrorConfig {
         chrome_min_pages: 0,
         max_distance: 3,
+        min_resemblance: None,
         transitive: false,
         ..MirrorConfig::default()
     };

@@ -51,13 +51,17 @@ pub(crate) fn mirrors_in(
     let s = &report.stats;
     out.line(format_args!(
         "{} pages on {} hosts; {} with content beyond the site chrome ({:.0}% of words were chrome); \
-         {} cross-host page pairs within distance {}",
+         {} cross-host page pairs within distance {}{}",
         s.pages,
         s.hosts,
         s.content_pages,
         s.chrome_share * 100.0,
         s.page_pairs,
-        finder.config().max_distance
+        finder.config().max_distance,
+        match finder.config().min_resemblance {
+            Some(t) => format!(" or of resemblance >= {t}"),
+            None => String::new(),
+        }
     ))?;
     let what = if all {
         "host pairs sharing pages"
