@@ -56,7 +56,7 @@ fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher
         w.commit().unwrap();
     }
     w.wait_merging_threads().unwrap();
-    index.searcher().unwrap()
+    index.lookups().unwrap()
 }
 
 fn bench_lookup(c: &mut Criterion) {
@@ -110,7 +110,7 @@ fn bench_lookup(c: &mut Criterion) {
             &s,
             |b, s| {
                 b.iter(|| {
-                    let q = NearDupQuery::new(s.index(), next());
+                    let q = NearDupQuery::new(s.fields(), next());
                     black_box(s.searcher().search(&q, &DocSetCollector).unwrap().len())
                 })
             },

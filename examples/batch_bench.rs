@@ -301,12 +301,12 @@ fn main() -> Res<()> {
     };
 
     // -- the batch job
-    let searcher = index.searcher()?;
+    let searcher = index.lookups()?;
     let segments = searcher.searcher().segment_readers().len();
     let peak_ok = reset_peak();
     let rss0 = rss_mb();
     let t = Instant::now();
-    let graph = NearDupGraph::new(&searcher)?;
+    let graph = NearDupGraph::new(searcher.fields(), searcher.searcher())?;
     let gather = secs(t);
     println!(
         "gather (NearDupGraph::new, {segments} segments): {gather:.3} s; {} live docs, {} distinct fingerprints",
@@ -453,7 +453,7 @@ fn main() -> Res<()> {
         .collect();
     let t = Instant::now();
     for a in &sample_docs {
-        std::hint::black_box(searcher.id_of(a.segment_ord, a.doc_id)?);
+        std::hint::black_box(searcher.id_of(*a)?);
     }
     let one_by_one = secs(t) / sample_docs.len().max(1) as f64;
     let all_docs: Vec<DocAddress> = graph

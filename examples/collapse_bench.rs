@@ -195,7 +195,7 @@ fn main() -> Res<()> {
     for segments in [1, args.segments] {
         let start = Instant::now();
         let (index, title, text) = build(&docs, segments)?;
-        let searcher = index.searcher()?;
+        let searcher = index.lookups()?;
         println!(
             "\n### {} segment(s) (built in {:.1} s)\n",
             searcher.searcher().segment_readers().len(),
@@ -263,12 +263,12 @@ fn bench(
     let top = TopDocs::with_limit(limit).order_by_score();
     let fetch = limit * args.overfetch;
     let top_fetch = TopDocs::with_limit(fetch).order_by_score();
-    let collapse = NearDupCollapse::by_score(index, limit).fetch(fetch);
+    let collapse = NearDupCollapse::by_score(index.fields(), limit).fetch(fetch);
 
-    let collapse_no_ids = NearDupCollapse::by_score(index, limit)
+    let collapse_no_ids = NearDupCollapse::by_score(index.fields(), limit)
         .fetch(fetch)
         .read_ids(false);
-    let collapse_exact = NearDupCollapse::by_score(index, limit)
+    let collapse_exact = NearDupCollapse::by_score(index.fields(), limit)
         .fetch(fetch)
         .read_ids(false)
         .exact_counts(true);

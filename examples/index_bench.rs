@@ -175,7 +175,7 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         t.elapsed().as_secs_f64()
     );
 
-    let searcher = index.searcher()?;
+    let searcher = index.lookups()?;
     bytes_per_doc(&searcher, "random fingerprints")?;
     run_lookups(&searcher, &fps, &qs, &table, k)?;
 
@@ -188,7 +188,7 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         "merged to one segment in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    let searcher = index.searcher()?;
+    let searcher = index.lookups()?;
     bytes_per_doc(&searcher, "random fingerprints, merged")?;
     run_lookups(&searcher, &fps, &qs, &table, k)?;
     Ok(())
@@ -203,7 +203,7 @@ fn run_lookups(
 ) -> Res<()> {
     let segments = s.searcher().segment_readers().len();
     let t = Instant::now();
-    let reopened = NearDupSearcher::new(s.index(), s.searcher().clone())?;
+    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
     let open_cost = t.elapsed();
     drop(reopened);
     println!(
@@ -221,7 +221,7 @@ fn run_lookups(
         want.push(buf.len());
         s.lookup(Fingerprint(q))?;
         s.searcher().search(
-            &NearDupQuery::new(s.index(), Fingerprint(q)),
+            &NearDupQuery::new(s.fields(), Fingerprint(q)),
             &DocSetCollector,
         )?;
     }
@@ -256,7 +256,7 @@ fn run_lookups(
     let mut found = 0;
     for &q in qs {
         let t = Instant::now();
-        let query = NearDupQuery::new(s.index(), Fingerprint(q));
+        let query = NearDupQuery::new(s.fields(), Fingerprint(q));
         let hits = s.searcher().search(&query, &DocSetCollector)?;
         times.push(t.elapsed());
         found += hits.len();
@@ -316,10 +316,8 @@ fn run_lookups(
 fn bytes_per_doc(s: &NearDupSearcher, what: &str) -> Res<()> {
     let usage = s.searcher().space_usage()?;
     let schema = s.searcher().schema();
-    let fp_name = schema
-        .get_field_name(s.index().fields().fingerprint)
-        .to_string();
-    let keys_name = schema.get_field_name(s.index().fields().keys).to_string();
+    let fp_name = schema.get_field_name(s.fields().fingerprint).to_string();
+    let keys_name = schema.get_field_name(s.fields().keys).to_string();
     let (mut fast, mut termdict, mut postings, mut norms, mut docs) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     for seg in usage.segments() {

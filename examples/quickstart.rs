@@ -38,8 +38,8 @@ fn main() -> tantivy_simhash::Result<()> {
         Term::from_field_text(body, "software"),
         IndexRecordOption::Basic,
     );
-    let collapse = NearDupCollapse::by_score(&index, 10);
-    let results = collapse.search(index.searcher()?.searcher(), &query)?;
+    let collapse = NearDupCollapse::by_score(index.fields(), 10);
+    let results = collapse.search(index.lookups()?.searcher(), &query)?;
     for group in results.groups() {
         println!(
             "{} and {} near-duplicates",
@@ -53,9 +53,9 @@ fn main() -> tantivy_simhash::Result<()> {
         .groups()
         .iter()
         .any(|g| g.count == 2 && g.leader.id == "mit-1"));
-    let searcher = index.searcher()?;
+    let searcher = index.lookups()?;
     assert!(matches!(
-        searcher.lookup_text(mit)?.as_slice(),
+        searcher.lookup(index.scheme().fingerprint(mit))?.as_slice(),
         [a, b] if a.id == "mit-1" && b.id == "mit-2" && b.distance == 0
     ));
     Ok(())

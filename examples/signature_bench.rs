@@ -214,7 +214,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         lat_keys.push(t.elapsed());
 
         let t = Instant::now();
-        lookups.for_each_match(&rule, query, usize::MAX, |_, _, _, _| found_rule += 1)?;
+        lookups.for_each_match(&rule, query, usize::MAX, |_| found_rule += 1)?;
         lat_rule.push(t.elapsed());
     }
     let (p50_t, p99_t) = (

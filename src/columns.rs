@@ -3,12 +3,31 @@
 
 use crate::error::Result;
 use tantivy::columnar::{Column, StrColumn};
-use tantivy::schema::IndexRecordOption;
+use tantivy::schema::{Field, IndexRecordOption, Schema};
 use tantivy::{DocId, DocSet, InvertedIndexReader, SegmentReader, Term, TERMINATED};
 
 /// The fingerprint column `field` of a segment.
-pub(crate) fn fingerprint_column(seg: &SegmentReader, field: &str) -> tantivy::Result<Column<u64>> {
-    seg.fast_fields().u64(field)
+pub(crate) fn fingerprint_column(
+    seg: &SegmentReader,
+    field: Field,
+) -> tantivy::Result<Column<u64>> {
+    seg.fast_fields().u64(field_name(seg.schema(), field)?)
+}
+
+/// The name of `field` in `schema`; an error (not a panic) when the schema has no such field,
+/// as when a handle of one index meets a searcher of another.
+pub(crate) fn field_name(schema: &Schema, field: Field) -> tantivy::Result<&str> {
+    schema
+        .fields()
+        .nth(field.field_id() as usize)
+        .map(|(_, entry)| entry.name())
+        .ok_or_else(|| {
+            tantivy::TantivyError::SchemaError(format!(
+                "the schema has no field number {} (a handle of another index?); use the \
+                 NearDupFields of the index being searched",
+                field.field_id()
+            ))
+        })
 }
 
 /// The first value of `doc` in a string column, if any.

@@ -48,10 +48,11 @@
 //!
 //! ## The four tasks
 //!
-//! Every feature starts from the [`NearDupIndex`] (a tantivy [`Index`](tantivy::Index) with
-//! its checked record); lookups and the all-pairs join read a [`NearDupSearcher`] made from
-//! it, the collapse searches tantivy's own [`Searcher`](tantivy::Searcher). The setup lines
-//! are hidden; each example runs.
+//! Every feature takes the index's [`NearDupFields`] (a small `Copy` handle: the resolved
+//! fields and the match rule, from [`NearDupIndex::fields`]) and searches tantivy's own
+//! [`Searcher`](tantivy::Searcher) ([`NearDupIndex::searcher`] gives one over the last
+//! commit); lookups keep each segment's columns open in a [`NearDupSearcher`] made from both.
+//! The setup lines are hidden; each example runs.
 //!
 //! **1. Add the fields to a schema.** [`NearDupConfig::add_fields`] adds the fingerprint, its
 //! keys and the group; the id (`STRING | FAST`) and text fields are yours.
@@ -117,8 +118,8 @@
 //! # writer.add_document(doc!(id => "c", body => "Release notes for the second version."))?;
 //! # writer.commit()?;
 //! let searcher = index.searcher()?;
-//! let collapse = NearDupCollapse::by_score(&index, 10);
-//! let results = collapse.search(searcher.searcher(), &AllQuery)?;
+//! let collapse = NearDupCollapse::by_score(index.fields(), 10);
+//! let results = collapse.search(&searcher, &AllQuery)?;
 //! assert_eq!(results.groups().len(), 2); // {a, b} and {c}
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
@@ -143,7 +144,7 @@
 //! # writer.add_document(doc!(id => "b", body => text.to_uppercase()))?;
 //! # writer.add_document(doc!(id => "c", body => "Release notes for the second version."))?;
 //! # writer.commit()?;
-//! let graph = NearDupGraph::new(&index.searcher()?)?;
+//! let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
 //! let clusters = graph.clusters()?;
 //! assert_eq!(clusters.len(), 1); // {a, b}; c stands alone
 //! assert_eq!(clusters.iter().next().map(|c| c.members.len()), Some(2));
@@ -180,7 +181,7 @@ pub use fingerprint::{
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
 pub use layout::BlockLayout;
-pub use lookup::{NearDup, NearDupSearcher};
+pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
 pub use replay::{AnalysisCounts, AnalyzedDocument};

@@ -1,40 +1,49 @@
 //! Lookups: [`NearDupSearcher`] finds every live document within `k` of a fingerprint through
 //! the key postings of each segment.
 
-use crate::columns::{for_each_posting, read_str};
+use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
-use crate::schema::{lock, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
+use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, Signature};
 use std::sync::Arc;
 use tantivy::columnar::{Column, StrColumn};
-use tantivy::{DocAddress, DocId, IndexReader, ReloadPolicy, Searcher, Term};
+use tantivy::schema::Field;
+use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, Term};
 
 impl NearDupIndex {
-    /// A searcher over the last commit, from a reader this index keeps (manual reload: each
-    /// call reloads it, so the result reflects every commit made so far). Cost: a reload and
-    /// opening each segment's columns; keep the searcher for many lookups.
-    pub fn searcher(&self) -> Result<NearDupSearcher> {
+    /// tantivy's [`Searcher`] over the last commit, from a reader this index keeps (manual
+    /// reload: each call reloads it, so the result reflects every commit made so far). Every
+    /// search-side feature takes it: [`NearDupSearcher::new`] for lookups,
+    /// [`NearDupCollapse::search`](crate::NearDupCollapse::search),
+    /// [`NearDupGraph::new`](crate::NearDupGraph::new),
+    /// [`NearDupQuery::from_id`](crate::NearDupQuery::from_id).
+    ///
+    /// Cost: a reload (cheap when nothing was committed). Errors: tantivy errors opening the
+    /// reader.
+    pub fn searcher(&self) -> Result<Searcher> {
         let mut guard = lock(&self.reader);
-        let reader = match guard.as_ref() {
-            Some(r) => {
-                r.reload()?;
-                r.clone()
-            }
-            None => {
-                let r: IndexReader = self
-                    .index
-                    .reader_builder()
-                    .reload_policy(ReloadPolicy::Manual)
-                    .try_into()?;
-                *guard = Some(r.clone());
-                r
-            }
-        };
-        drop(guard);
-        NearDupSearcher::new(self, reader.searcher())
+        if let Some(reader) = guard.as_ref() {
+            reader.reload()?;
+            return Ok(reader.searcher());
+        }
+        let reader: IndexReader = self
+            .index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let searcher = reader.searcher();
+        *guard = Some(reader);
+        Ok(searcher)
+    }
+
+    /// A [`NearDupSearcher`] over [`searcher`](Self::searcher): lookups on the last commit.
+    /// Cost: a reload and opening each segment's columns; keep it for many lookups.
+    /// Errors: those of [`searcher`](Self::searcher) and [`NearDupSearcher::new`].
+    pub fn lookups(&self) -> Result<NearDupSearcher> {
+        NearDupSearcher::new(self.fields, &self.searcher()?)
     }
 }
 
@@ -51,6 +60,17 @@ pub struct NearDup {
     pub address: DocAddress,
 }
 
+/// A document [`NearDupSearcher::for_each_match`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FingerprintMatch {
+    /// Where the document is in the searcher.
+    pub address: DocAddress,
+    /// The Hamming distance to the query fingerprint.
+    pub distance: u32,
+    /// The document's fingerprint.
+    pub fingerprint: Fingerprint,
+}
+
 /// One segment's columns, opened once per searcher.
 struct SegmentColumns {
     fingerprints: Column<u64>,
@@ -63,50 +83,58 @@ struct SegmentColumns {
     ids_index: Arc<tantivy::InvertedIndexReader>,
 }
 
-/// A tantivy [`Searcher`] with each segment's fingerprint column and key postings opened, for
-/// fast lookups. Make one per reload and reuse it.
+/// Lookups over a tantivy [`Searcher`]: each segment's fingerprint, id and signature columns
+/// and key postings opened once, so a lookup reads only postings and column values. Make one per
+/// reload and reuse it.
 pub struct NearDupSearcher {
-    index: NearDupIndex,
+    fields: NearDupFields,
     searcher: Searcher,
     segments: Vec<SegmentColumns>,
     signatures: SignatureReader,
 }
 
 impl NearDupSearcher {
-    /// Opens the columns of every segment of `searcher`. Cost: a few microseconds per segment.
-    pub fn new(index: &NearDupIndex, searcher: Searcher) -> Result<Self> {
-        let f = index.fields;
-        let cfg = &index.config;
+    /// Opens the columns of every segment of `searcher` (a clone of it is kept, so its segments
+    /// stay readable while this lives).
+    ///
+    /// Cost: a few microseconds per segment. Errors: tantivy errors opening a column;
+    /// [`Error::Schema`] when the searcher's schema lacks a field of `fields` (a searcher of
+    /// another index).
+    pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
+        let schema = searcher.schema();
+        let name = |f: Field| field_name(schema, f).map(str::to_string);
+        let (fingerprint_name, id_name) = (name(fields.fingerprint)?, name(fields.id)?);
+        let group_name = fields.group.map(name).transpose()?;
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
             segments.push(SegmentColumns {
-                fingerprints: ff.u64(cfg.fingerprint_field())?,
-                ids: ff.str(cfg.id_field())?,
-                groups: match cfg.group_field() {
+                fingerprints: ff.u64(&fingerprint_name)?,
+                ids: ff.str(&id_name)?,
+                groups: match &group_name {
                     Some(g) => ff.str(g)?,
                     None => None,
                 },
-                sequences: match f.sequence {
+                sequences: match fields.sequence {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
                     None => None,
                 },
-                replaced: match f.replaced {
+                replaced: match fields.replaced {
                     Some(_) => ff.str(REPLACED_FIELD)?,
                     None => None,
                 },
-                replaced_index: match f.replaced {
+                replaced_index: match fields.replaced {
                     Some(field) => Some(seg.inverted_index(field)?),
                     None => None,
                 },
-                keys: seg.inverted_index(f.keys)?,
-                ids_index: seg.inverted_index(f.id)?,
+                keys: seg.inverted_index(fields.keys)?,
+                ids_index: seg.inverted_index(fields.id)?,
             });
         }
-        let signatures = SignatureReader::new(&searcher, &index.signature_fields)?;
+        let signatures = SignatureReader::new(searcher, &fields.signature_fields(schema)?)?;
         Ok(NearDupSearcher {
-            index: index.clone(),
-            searcher,
+            fields,
+            searcher: searcher.clone(),
             segments,
             signatures,
         })
@@ -121,12 +149,10 @@ impl NearDupSearcher {
     /// (docs/QUALITY.md, "Storage and lookup cost").
     pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<(DocAddress, Evidence)>> {
         let mut out = Vec::new();
-        self.signatures.for_each_match(
-            self.index.rule(),
-            signature,
-            usize::MAX,
-            |ord, doc, e, _| out.push((DocAddress::new(ord, doc), e)),
-        )?;
+        self.signatures
+            .for_each_match(self.fields.rule(), signature, usize::MAX, |m| {
+                out.push((m.address, m.evidence))
+            })?;
         let rank = |e: &Evidence| match *e {
             Evidence::Simhash { distance } => (0u8, distance as f32),
             Evidence::Resemblance { resemblance, .. } => (1, -resemblance),
@@ -145,21 +171,14 @@ impl NearDupSearcher {
             .get(address.doc_id)
     }
 
-    /// [`lookup_signature`](Self::lookup_signature) of `text`, signed with the index's scheme
-    /// and rule (one analysis).
-    pub fn lookup_text_by_rule(&self, text: &str) -> Result<Vec<(DocAddress, Evidence)>> {
-        let signature = self.index.rule().signer(self.index.scheme()).sign(text);
-        self.lookup_signature(&signature)
-    }
-
     /// The tantivy searcher.
     pub fn searcher(&self) -> &Searcher {
         &self.searcher
     }
 
-    /// The index.
-    pub fn index(&self) -> &NearDupIndex {
-        &self.index
+    /// The handle of the index.
+    pub fn fields(&self) -> NearDupFields {
+        self.fields
     }
 
     /// Every live document within the layout's `k` of `fp` (inclusive), nearest first (ties by
@@ -168,7 +187,7 @@ impl NearDupSearcher {
     /// dictionary (see [`lookup_addresses`](Self::lookup_addresses) to skip it). Measured in
     /// docs/PERFORMANCE.md.
     pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
-        self.lookup_within(fp, self.index.layout().max_distance())
+        self.lookup_within(fp, self.fields.layout().max_distance())
     }
 
     /// Like [`lookup`](Self::lookup) with `max_distance` instead of the layout's `k`.
@@ -177,16 +196,14 @@ impl NearDupSearcher {
     /// keys could not guarantee to find every match.
     pub fn lookup_within(&self, fp: Fingerprint, max_distance: u32) -> Result<Vec<NearDup>> {
         let mut out = Vec::new();
-        self.for_each_match(fp, max_distance, |ord, doc, distance, fingerprint| {
-            out.push((ord, doc, distance, fingerprint));
-        })?;
+        self.for_each_match(fp, max_distance, |m| out.push(m))?;
         let mut hits = Vec::with_capacity(out.len());
-        for (ord, doc, distance, fingerprint) in out {
+        for m in out {
             hits.push(NearDup {
-                id: self.id_of(ord, doc)?.unwrap_or_default(),
-                distance,
-                fingerprint,
-                address: DocAddress::new(ord, doc),
+                id: self.id_of(m.address)?.unwrap_or_default(),
+                distance: m.distance,
+                fingerprint: m.fingerprint,
+                address: m.address,
             });
         }
         hits.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));
@@ -203,16 +220,9 @@ impl NearDupSearcher {
         max_distance: u32,
     ) -> Result<Vec<(DocAddress, u32)>> {
         let mut out = Vec::new();
-        self.for_each_match(fp, max_distance, |ord, doc, distance, _| {
-            out.push((DocAddress::new(ord, doc), distance));
-        })?;
+        self.for_each_match(fp, max_distance, |m| out.push((m.address, m.distance)))?;
         out.sort_unstable_by_key(|&(a, d)| (d, a));
         Ok(out)
-    }
-
-    /// Near-duplicates of `text`, fingerprinted with the index's scheme.
-    pub fn lookup_text(&self, text: &str) -> Result<Vec<NearDup>> {
-        self.lookup(self.index.scheme().fingerprint(text))
     }
 
     /// Near-duplicates of the live document with id `id` (itself included, at distance 0).
@@ -226,7 +236,7 @@ impl NearDupSearcher {
 
     /// The fingerprint of the first live document with id `id`, if any.
     pub fn fingerprint_of_id(&self, id: &str) -> Result<Option<Fingerprint>> {
-        let term = Term::from_field_text(self.index.fields.id, id);
+        let term = Term::from_field_text(self.fields.id, id);
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
             let mut found = None;
@@ -242,22 +252,26 @@ impl NearDupSearcher {
         Ok(None)
     }
 
-    /// The id of a document, read from the id column.
-    pub fn id_of(&self, segment_ord: u32, doc: DocId) -> Result<Option<String>> {
-        let Some(cols) = self.segments.get(segment_ord as usize) else {
+    /// The id of the document at `address`, read from the id column; `None` when the address
+    /// is not in this searcher or the document has no id. Cost: one id read, which
+    /// decompresses a block of the id column's dictionary (tens of microseconds).
+    /// Errors: I/O errors reading the column.
+    pub fn id_of(&self, address: DocAddress) -> Result<Option<String>> {
+        let Some(cols) = self.segments.get(address.segment_ord as usize) else {
             return Ok(None);
         };
-        read_str(cols.ids.as_ref(), doc)
+        read_str(cols.ids.as_ref(), address.doc_id)
     }
 
-    /// Where a document was in the order its writer added documents ([`SEQUENCE_FIELD`]), or
-    /// `None` when the index has no sequence field.
-    pub fn sequence_of(&self, segment_ord: u32, doc: DocId) -> Option<u64> {
+    /// Where the document at `address` was in the order its writer added documents
+    /// ([`SEQUENCE_FIELD`]), or `None` when the index has no sequence field. Cost: one column
+    /// read.
+    pub fn sequence_of(&self, address: DocAddress) -> Option<u64> {
         self.segments
-            .get(segment_ord as usize)?
+            .get(address.segment_ord as usize)?
             .sequences
             .as_ref()?
-            .first(doc)
+            .first(address.doc_id)
     }
 
     /// Whether a live document records that it replaced `id` under [`Policy::Replace`]
@@ -265,7 +279,7 @@ impl NearDupSearcher {
     /// handled, and adding it again would bring back a copy a newer document replaced. Always
     /// `false` on indexes without [`REPLACED_FIELD`]. Cost: one term lookup per segment.
     pub fn is_replaced(&self, id: &str) -> Result<bool> {
-        let Some(field) = self.index.fields.replaced else {
+        let Some(field) = self.fields.replaced else {
             return Ok(false);
         };
         let term = Term::from_field_text(field, id);
@@ -284,16 +298,16 @@ impl NearDupSearcher {
     }
 
     /// The ids a document records as replaced ([`REPLACED_FIELD`]).
-    pub(crate) fn replaced_ids_of(&self, segment_ord: u32, doc: DocId) -> Result<Vec<String>> {
+    pub(crate) fn replaced_ids_of(&self, address: DocAddress) -> Result<Vec<String>> {
         let Some(col) = self
             .segments
-            .get(segment_ord as usize)
+            .get(address.segment_ord as usize)
             .and_then(|c| c.replaced.as_ref())
         else {
             return Ok(Vec::new());
         };
         let mut ids = Vec::new();
-        for ord in col.ords().values_for_doc(doc) {
+        for ord in col.ords().values_for_doc(address.doc_id) {
             let mut s = String::new();
             if col.ord_to_str(ord, &mut s)? {
                 ids.push(s);
@@ -312,25 +326,29 @@ impl NearDupSearcher {
             .max()
     }
 
-    /// The group of a document (under [`Policy::Tag`]), read from the group column.
-    pub fn group_of(&self, segment_ord: u32, doc: DocId) -> Result<Option<String>> {
-        let Some(cols) = self.segments.get(segment_ord as usize) else {
+    /// The group of the document at `address` (under [`Policy::Tag`]), read from the group
+    /// column; `None` without a group field or value. Cost and errors as
+    /// [`id_of`](Self::id_of).
+    pub fn group_of(&self, address: DocAddress) -> Result<Option<String>> {
+        let Some(cols) = self.segments.get(address.segment_ord as usize) else {
             return Ok(None);
         };
-        read_str(cols.groups.as_ref(), doc)
+        read_str(cols.groups.as_ref(), address.doc_id)
     }
 
-    /// Calls `f(segment_ord, doc, distance, fingerprint)` once for every live document within
-    /// `max_distance` of `fp`, segment by segment, in no particular order within a segment.
+    /// Calls `f` once for every live document within `max_distance` of `fp`, segment by
+    /// segment, in no particular order within a segment. Cost as
+    /// [`lookup_addresses`](Self::lookup_addresses) without the sort. Errors with
+    /// [`Error::InvalidConfig`] when `max_distance` exceeds the layout's `k`.
     pub fn for_each_match(
         &self,
         fp: Fingerprint,
         max_distance: u32,
-        mut f: impl FnMut(u32, DocId, u32, Fingerprint),
+        mut f: impl FnMut(FingerprintMatch),
     ) -> Result<()> {
-        let layout = self.index.layout();
+        let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
-        let keys_field = self.index.fields.keys;
+        let keys_field = self.fields.keys;
         let terms: Vec<Term> = layout
             .keys(fp)
             .into_iter()
@@ -348,7 +366,11 @@ impl NearDupSearcher {
                             && layout.first_shared_key(fp, other) == Some(combo)
                             && !seg.is_deleted(doc)
                         {
-                            f(ord as u32, doc, d, other);
+                            f(FingerprintMatch {
+                                address: DocAddress::new(ord as u32, doc),
+                                distance: d,
+                                fingerprint: other,
+                            });
                         }
                     }
                 })?;

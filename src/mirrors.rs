@@ -76,7 +76,8 @@
 use crate::error::{Error, Result};
 use crate::fingerprint::{is_han, Fingerprint, Scheme};
 use crate::layout::BlockLayout;
-use crate::schema::NearDupIndex;
+use crate::lookup::NearDupSearcher;
+use crate::schema::{document_text, NearDupIndex};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -370,27 +371,18 @@ impl MirrorFinder {
             .map(|n| stored(n))
             .collect::<Result<Vec<_>>>()?;
         let searcher = index.searcher()?;
+        let lookups = NearDupSearcher::new(index.fields(), &searcher)?;
         let mut pages = Vec::new();
-        for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
+        for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             for doc in seg.doc_ids_alive() {
                 let address = DocAddress::new(ord as u32, doc);
-                let stored_doc: TantivyDocument = searcher.searcher().doc(address)?;
+                let stored_doc: TantivyDocument = searcher.doc(address)?;
                 let Some(h) = stored_doc.get_first(host).and_then(|v| v.as_str()) else {
                     continue;
                 };
-                let mut text = String::new();
-                for &f in &text_fields {
-                    for v in stored_doc.get_all(f) {
-                        if let Some(s) = v.as_str() {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(s);
-                        }
-                    }
-                }
-                let id = searcher
-                    .id_of(ord as u32, doc)?
+                let text = document_text(&stored_doc, &text_fields);
+                let id = lookups
+                    .id_of(address)?
                     .unwrap_or_else(|| format!("{ord}/{doc}"));
                 pages.push(HostPage::new(h, id, text));
             }

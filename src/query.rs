@@ -35,13 +35,13 @@
 //!
 //! let searcher = index.searcher()?;
 //! // Near-duplicates of document "a" on host y.org:
-//! let near = NearDupQuery::from_id(&searcher, "a")?;
+//! let near = NearDupQuery::from_id(index.fields(), &searcher, "a")?;
 //! let on_host = TermQuery::new(Term::from_field_text(host, "y.org"), IndexRecordOption::Basic);
 //! let q = BooleanQuery::new(vec![
 //!     (Occur::Must, Box::new(near.clone()) as Box<dyn Query>),
 //!     (Occur::Must, Box::new(on_host)),
 //! ]);
-//! assert_eq!(searcher.searcher().search(&q, &Count)?, 1);
+//! assert_eq!(searcher.search(&q, &Count)?, 1);
 //! // The convenience form: (id, distance), nearest first.
 //! let hits = near.search(&searcher)?;
 //! assert_eq!((hits[0].id.as_str(), hits[0].distance), ("a", 0));
@@ -52,69 +52,69 @@ use crate::columns::{fingerprint_column, for_each_posting};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
-use crate::layout::BlockLayout;
 use crate::lookup::{NearDup, NearDupSearcher};
-use crate::schema::NearDupIndex;
-use std::sync::Arc;
+use crate::schema::{NearDupFields, NearDupIndex};
 use tantivy::columnar::Column;
 use tantivy::query::doc_predicate_query::{
     ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
 };
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::Field;
-use tantivy::{DocId, DocSet, Score, SeekDangerResult, SegmentReader, Term, TERMINATED};
+use tantivy::{DocId, DocSet, Score, Searcher, SeekDangerResult, SegmentReader, Term, TERMINATED};
 
 /// Documents within Hamming distance `k` (inclusive) of a fingerprint. See the
 /// [module docs](self).
 #[derive(Clone, Debug)]
 pub struct NearDupQuery {
+    fields: NearDupFields,
     fingerprint: Fingerprint,
     max_distance: u32,
-    layout_max_distance: u32,
-    keys_field: Field,
-    fingerprint_field: Arc<str>,
     terms: Vec<Term>,
 }
 
 impl NearDupQuery {
-    /// Documents of `index` within the layout's `k` of `fingerprint`.
-    pub fn new(index: &NearDupIndex, fingerprint: Fingerprint) -> Self {
-        let layout: &BlockLayout = index.layout();
-        let keys_field = index.fields().keys;
+    /// Documents within the layout's `k` of `fingerprint`, in the index `fields` is the handle
+    /// of. Cost: computing the keys; the postings are read when the query runs.
+    pub fn new(fields: NearDupFields, fingerprint: Fingerprint) -> Self {
+        let layout = fields.layout();
         NearDupQuery {
+            fields,
             fingerprint,
             max_distance: layout.max_distance(),
-            layout_max_distance: layout.max_distance(),
-            keys_field,
-            fingerprint_field: Arc::from(index.config().fingerprint_field()),
             terms: layout
                 .keys(fingerprint)
                 .into_iter()
-                .map(|k| Term::from_field_u64(keys_field, k))
+                .map(|k| Term::from_field_u64(fields.keys, k))
                 .collect(),
         }
     }
 
     /// Documents of `index` within the layout's `k` of the fingerprint of `text` (through the
-    /// index's scheme). Cost: one analysis of `text`.
+    /// index's scheme, which is why it takes the index rather than the handle). Cost: one
+    /// analysis of `text`.
     pub fn from_text(index: &NearDupIndex, text: &str) -> Self {
-        NearDupQuery::new(index, index.scheme().fingerprint(text))
+        NearDupQuery::new(index.fields(), index.scheme().fingerprint(text))
     }
 
-    /// Documents within the layout's `k` of the live document with id `id` (which matches
-    /// itself). Errors with [`Error::Document`] when no live document has that id.
-    pub fn from_id(searcher: &NearDupSearcher, id: &str) -> Result<Self> {
-        let fp = searcher.fingerprint_of_id(id)?.ok_or_else(|| {
+    /// Documents within the layout's `k` of the live document of `searcher` with id `id`
+    /// (which matches itself). Cost: opening each segment's columns
+    /// ([`NearDupSearcher::new`]), then one term look-up per segment.
+    ///
+    /// Errors with [`Error::Document`] when no live document has that id; tantivy errors
+    /// reading the postings.
+    pub fn from_id(fields: NearDupFields, searcher: &Searcher, id: &str) -> Result<Self> {
+        let lookups = NearDupSearcher::new(fields, searcher)?;
+        let fp = lookups.fingerprint_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
         })?;
-        Ok(NearDupQuery::new(searcher.index(), fp))
+        Ok(NearDupQuery::new(fields, fp))
     }
 
     /// Narrows the distance to `max_distance` (inclusive). Errors with
     /// [`Error::InvalidConfig`] when it exceeds the layout's `k`, which the keys could not
     /// guarantee to find.
     pub fn with_max_distance(mut self, max_distance: u32) -> Result<Self> {
-        check_distance(self.layout_max_distance, max_distance)?;
+        check_distance(self.fields.layout().max_distance(), max_distance)?;
         self.max_distance = max_distance;
         Ok(self)
     }
@@ -129,28 +129,24 @@ impl NearDupQuery {
         self.max_distance
     }
 
-    /// The matches as (id, distance, ...), nearest first (ties by id), through the per-segment
-    /// fast path of [`NearDupSearcher::lookup_within`] (same result as running the query).
-    pub fn search(&self, searcher: &NearDupSearcher) -> Result<Vec<NearDup>> {
-        searcher.lookup_within(self.fingerprint, self.max_distance)
+    /// The matches as (id, distance, ...), nearest first (ties by id), the same documents as
+    /// running the query, through [`NearDupSearcher::lookup_within`] (which reads the id of
+    /// every match). Cost: opening each segment's columns, then the lookup; keep a
+    /// [`NearDupSearcher`] for many lookups on one searcher.
+    pub fn search(&self, searcher: &Searcher) -> Result<Vec<NearDup>> {
+        NearDupSearcher::new(self.fields, searcher)?
+            .lookup_within(self.fingerprint, self.max_distance)
     }
 
     fn predicate(&self) -> DocPredicateQuery {
         NearDupPredicate {
             fingerprint: self.fingerprint.0,
             max_distance: self.max_distance,
-            keys_field: self.keys_field,
-            fingerprint_field: Arc::clone(&self.fingerprint_field),
+            keys_field: self.fields.keys,
+            fingerprint_field: self.fields.fingerprint,
             terms: self.terms.clone(),
         }
         .into()
-    }
-}
-
-impl NearDupSearcher {
-    /// A [`NearDupQuery`] for `fp` on this searcher's index.
-    pub fn query(&self, fp: Fingerprint) -> NearDupQuery {
-        NearDupQuery::new(self.index(), fp)
     }
 }
 
@@ -160,7 +156,7 @@ impl Query for NearDupQuery {
             inner: self.predicate(),
             fingerprint: self.fingerprint.0,
             max_distance: self.max_distance,
-            fingerprint_field: Arc::clone(&self.fingerprint_field),
+            fingerprint_field: self.fields.fingerprint,
         }))
     }
 
@@ -176,7 +172,7 @@ struct NearDupWeight {
     inner: DocPredicateQuery,
     fingerprint: u64,
     max_distance: u32,
-    fingerprint_field: Arc<str>,
+    fingerprint_field: Field,
 }
 
 impl Weight for NearDupWeight {
@@ -196,7 +192,7 @@ impl Weight for NearDupWeight {
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
         // Errors (as tantivy does) when the document does not match.
         Weight::explain(&self.inner, reader, doc)?;
-        let column = fingerprint_column(reader, &self.fingerprint_field)?;
+        let column = fingerprint_column(reader, self.fingerprint_field)?;
         let mut e = Explanation::new("NearDupQuery (constant score)", 1.0);
         if let Some(v) = column.first(doc) {
             let d = (v ^ self.fingerprint).count_ones();
@@ -214,7 +210,7 @@ struct NearDupPredicate {
     fingerprint: u64,
     max_distance: u32,
     keys_field: Field,
-    fingerprint_field: Arc<str>,
+    fingerprint_field: Field,
     terms: Vec<Term>,
 }
 
@@ -237,7 +233,7 @@ impl DocPredicate for NearDupPredicate {
         docs.dedup();
         Ok(ConstOrVariableSegmentPredicate::Variable {
             predicate: WithinDistance {
-                column: fingerprint_column(reader, &self.fingerprint_field)?,
+                column: fingerprint_column(reader, self.fingerprint_field)?,
                 fingerprint: self.fingerprint,
                 max_distance: self.max_distance,
             },

@@ -27,7 +27,7 @@
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 //! use tantivy::{doc, Index};
-//! use tantivy_simhash::{DedupWriter, NearDupConfig, NearDupIndex, Outcome, Policy};
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex, NearDupSearcher, Outcome, Policy};
 //!
 //! let config = NearDupConfig::new("id", ["body"]);
 //! let mut builder = Schema::builder();
@@ -45,13 +45,14 @@
 //! assert!(matches!(again, Outcome::Duplicate { ref of, distance: 0, .. } if of == "a"));
 //! writer.commit()?;
 //!
-//! let searcher = index.searcher()?;
+//! let searcher = NearDupSearcher::new(index.fields(), &index.searcher()?)?;
 //! // Formatting-only changes give the same fingerprint:
-//! let hits = searcher.lookup_text(&text.to_uppercase())?;
+//! let hits = searcher.lookup(index.scheme().fingerprint(&text.to_uppercase()))?;
 //! assert_eq!(hits[0].id, "a");
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::columns::field_name;
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
@@ -61,7 +62,9 @@ use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy::schema::{Field, FieldType, NumericOptions, SchemaBuilder, Value, FAST, STRING};
+use tantivy::schema::{
+    Field, FieldType, NumericOptions, Schema, SchemaBuilder, Value, FAST, STRING,
+};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Directory, Index, IndexReader, TantivyDocument};
 
@@ -471,14 +474,23 @@ fn payload_record(index: &Index) -> Result<Option<Record>> {
     Ok((record.format == RECORD_FORMAT).then_some(record))
 }
 
-/// The resolved fields of a near-duplicate index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The handle every feature takes: the resolved fields of a near-duplicate index and its match
+/// rule. Small and `Copy` (about 64 bytes), so collectors, queries and lookups hold it by value.
+///
+/// Get it from [`NearDupIndex::fields`]. It holds everything reading an index needs (which
+/// columns and postings to open, the rule that decides a match, the layout of its keys); the
+/// [`Scheme`] is not in it: a scheme may hold a user analyzer and an IDF table, which cannot be
+/// `Copy`, and only turning text into a fingerprint needs it (the entry points that take text,
+/// such as [`NearDupQuery::from_text`](crate::NearDupQuery::from_text), take the
+/// [`NearDupIndex`]). The rule is kept for the life of the process (one copy per distinct rule,
+/// a few hundred bytes), which is what makes the handle `Copy`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NearDupFields {
     /// The user's id field (`STRING | FAST`).
     pub id: Field,
     /// The fingerprint (`u64`, fast).
     pub fingerprint: Field,
-    /// The keys (`u64`, indexed, multi-valued).
+    /// The keys (`u64`, indexed, multi-valued): the layout's block keys and the rule's band keys.
     pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
@@ -486,6 +498,46 @@ pub struct NearDupFields {
     pub sequence: Option<Field>,
     /// [`REPLACED_FIELD`] (string, indexed and fast, multi-valued), if the schema has it.
     pub replaced: Option<Field>,
+    /// The sketch words: `sketch_words` consecutive fields from `first_sketch`
+    /// ([`NearDupConfig::add_fields`] adds them together; resolving checks it).
+    first_sketch: Field,
+    sketch_words: u32,
+    rule: &'static MatchRule,
+}
+
+impl NearDupFields {
+    /// The match rule of the index.
+    pub fn rule(&self) -> &'static MatchRule {
+        self.rule
+    }
+
+    /// The layout of the block keys (the rule's simhash branch); its
+    /// [`max_distance`](BlockLayout::max_distance) is the default `k` of lookups, queries and
+    /// collapses.
+    pub fn layout(&self) -> &'static BlockLayout {
+        self.rule.layout()
+    }
+
+    /// The sketch fields (`u64`, fast), one per 64-bit word of the sketch, in word order.
+    pub fn sketch_fields(&self) -> impl ExactSizeIterator<Item = Field> + Clone {
+        let first = self.first_sketch.field_id();
+        (first..first + self.sketch_words).map(Field::from_field_id)
+    }
+
+    /// The signature fields resolved against `schema` (the names the signature columns are
+    /// read by).
+    pub(crate) fn signature_fields(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
+        let name = |f: Field| field_name(schema, f).map(str::to_string);
+        SignatureFields {
+            fingerprint: name(self.fingerprint)?,
+            keys: name(self.keys)?,
+            sketch: self
+                .sketch_fields()
+                .map(name)
+                .collect::<tantivy::Result<_>>()?,
+        }
+        .resolve(schema)
+    }
 }
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
@@ -501,8 +553,7 @@ pub struct NearDupIndex {
     pub(crate) replay_fields: Arc<Vec<Field>>,
     /// The counters of the replaying tokenizer, when this handle registered it.
     pub(crate) analysis_counters: Option<Arc<ReplayCounters>>,
-    /// The match rule, and where signatures are stored.
-    pub(crate) rule: Arc<MatchRule>,
+    /// Where signatures are stored.
     pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
     /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
     pub(crate) reader: Arc<Mutex<Option<IndexReader>>>,
@@ -743,7 +794,7 @@ impl NearDupIndex {
         } else {
             Vec::new()
         };
-        let rule = config.rule()?;
+        let rule = config.rule()?.interned();
         let signature_fields = config.signature_fields().resolve(&schema).map_err(|e| {
             schema_err(
                 &format!("{}_sketch0", config.fingerprint_field),
@@ -753,11 +804,21 @@ impl NearDupIndex {
                 ),
             )
         })?;
+        let sketch = signature_fields.sketch_fields();
+        let first_sketch = sketch.first().copied().unwrap_or(fingerprint);
+        let consecutive = sketch
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.field_id() == first_sketch.field_id() + i as u32);
+        if !consecutive {
+            return Err(schema_err(
+                schema.get_field_name(first_sketch),
+                "the sketch fields must be added together, in order (NearDupConfig::add_fields \
+                 does so)",
+            ));
+        }
         Ok(NearDupIndex {
             index,
-            rule: Arc::new(rule),
-            signature_fields: Arc::new(signature_fields),
-            config: Arc::new(config),
             fields: NearDupFields {
                 id,
                 fingerprint,
@@ -765,7 +826,12 @@ impl NearDupIndex {
                 group,
                 sequence,
                 replaced,
+                first_sketch,
+                sketch_words: sketch.len() as u32,
+                rule,
             },
+            signature_fields: Arc::new(signature_fields),
+            config: Arc::new(config),
             text_fields: Arc::new(text_fields),
             replay_fields: Arc::new(replay_fields),
             analysis_counters,
@@ -798,6 +864,15 @@ impl NearDupIndex {
         &self.config
     }
 
+    /// The signature of `text` under the index's scheme and rule (fingerprint and sketch, one
+    /// analysis), to look up with
+    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature). Cost:
+    /// making a [`Signer`](crate::Signer) (keep one with [`MatchRule::signer`] for many texts)
+    /// and one analysis.
+    pub fn sign(&self, text: &str) -> Signature {
+        self.fields.rule.signer(&self.config.scheme).sign(text)
+    }
+
     /// How many text values tantivy indexed from the tokens [`DedupWriter`](crate::DedupWriter) made when signing
     /// (one analysis per document) and how many it analysed itself, since this handle was made.
     /// `None` when the scheme's analyzer was registered before this handle (by another handle
@@ -823,10 +898,9 @@ impl NearDupIndex {
         self.config.scheme.fingerprint(&text)
     }
 
-    /// Adds the fingerprint field and the keys of `fp` to `doc`.
     /// The match rule.
-    pub fn rule(&self) -> &MatchRule {
-        &self.rule
+    pub fn rule(&self) -> &'static MatchRule {
+        self.fields.rule
     }
 
     /// Where signatures are stored.
@@ -837,7 +911,7 @@ impl NearDupIndex {
     /// Adds `signature` (fingerprint, sketch words, the rule's keys) to `doc`.
     pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
         self.signature_fields
-            .add_to_document(&self.rule, signature, doc);
+            .add_to_document(self.fields.rule, signature, doc);
     }
 
     /// Adds the fingerprint and its block keys to `doc`, without a sketch: such a document

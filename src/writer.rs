@@ -188,30 +188,30 @@ impl Pending {
 
         let mut committed = Vec::new();
         let searcher = &self.searcher;
-        searcher.for_each_match(fp, k, |ord, doc, d, _| {
+        searcher.for_each_match(fp, k, |m| {
             // Without a sequence field (an older index), ties follow segment order.
-            let sequence = searcher.sequence_of(ord, doc).unwrap_or(u64::MAX);
-            committed.push((d, sequence, ord, doc));
+            let sequence = searcher.sequence_of(m.address).unwrap_or(u64::MAX);
+            committed.push((m.distance, sequence, m.address));
         })?;
         committed.sort_unstable();
         let mut found = Vec::new();
-        for (distance, _, ord, doc) in committed {
+        for (distance, _, address) in committed {
             if !all && (!found.is_empty() || best_pending.is_some_and(|b| distance > b)) {
                 break;
             }
-            let Some(id) = self.searcher.id_of(ord, doc)? else {
+            let Some(id) = self.searcher.id_of(address)? else {
                 continue;
             };
             if self.deleted.contains(&id) {
                 continue;
             }
             let group = if groups {
-                self.searcher.group_of(ord, doc)?
+                self.searcher.group_of(address)?
             } else {
                 None
             };
             let replaced = if all {
-                self.searcher.replaced_ids_of(ord, doc)?
+                self.searcher.replaced_ids_of(address)?
             } else {
                 Vec::new()
             };
@@ -304,7 +304,7 @@ impl DedupWriter {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let searcher = NearDupSearcher::new(&index, reader.searcher())?;
+        let searcher = NearDupSearcher::new(index.fields, &reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
@@ -574,7 +574,7 @@ impl DedupWriter {
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
         self.reader.reload()?;
-        let searcher = NearDupSearcher::new(&self.index, self.reader.searcher())?;
+        let searcher = NearDupSearcher::new(self.index.fields, &self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()

@@ -141,9 +141,9 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     let k = layout.max_distance();
     let fps = corpus(n, k, seed);
     let (index, live) = build(layout, &fps);
-    let searcher = index.searcher().unwrap();
+    let searcher = index.lookups().unwrap();
     assert!(searcher.searcher().segment_readers().len() > 3);
-    let graph = NearDupGraph::new(&searcher).unwrap();
+    let graph = NearDupGraph::new(searcher.fields(), searcher.searcher()).unwrap();
     assert_eq!(graph.num_docs(), live.len());
     let distinct: BTreeSet<Fingerprint> = live.values().copied().collect();
     assert_eq!(graph.num_fingerprints(), distinct.len());
@@ -225,19 +225,21 @@ fn pairs_and_clusters_match_brute_force_wide_keys() {
 fn smaller_distance_and_too_large_distance() {
     let fps = corpus(800, 3, 4);
     let (index, live) = build(BlockLayout::default(), &fps);
-    let searcher = index.searcher().unwrap();
+    let searcher = index.lookups().unwrap();
     for k in [0, 1, 2] {
-        let graph = NearDupGraph::with_max_distance(&searcher, k).unwrap();
+        let graph =
+            NearDupGraph::with_max_distance(searcher.fields(), searcher.searcher(), k).unwrap();
         assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, k), "k = {k}");
     }
-    let err = NearDupGraph::with_max_distance(&searcher, 4).unwrap_err();
+    let err =
+        NearDupGraph::with_max_distance(searcher.fields(), searcher.searcher(), 4).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)));
 }
 
 #[test]
 fn empty_index_has_no_pairs() {
     let t = ram_index(BlockLayout::default());
-    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
     assert_eq!(graph.num_docs(), 0);
     assert!(graph_id_pairs(&graph).is_empty());
     assert!(graph.clusters().unwrap().is_empty());
@@ -295,12 +297,19 @@ fn stored_index() -> (NearDupIndex, tantivy::schema::Field, tantivy::schema::Fie
 }
 
 fn group_values(index: &NearDupIndex) -> BTreeMap<String, Option<String>> {
-    let s = index.searcher().unwrap();
+    let s = index.lookups().unwrap();
     let mut out = BTreeMap::new();
     for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
         for doc in seg.doc_ids_alive() {
-            let id = s.id_of(ord as u32, doc).unwrap().unwrap();
-            let prev = out.insert(id, s.group_of(ord as u32, doc).unwrap());
+            let id = s
+                .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap()
+                .unwrap();
+            let prev = out.insert(
+                id,
+                s.group_of(tantivy::DocAddress::new(ord as u32, doc))
+                    .unwrap(),
+            );
             assert!(prev.is_none(), "an id is live twice");
         }
     }
@@ -370,7 +379,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     }
     w.commit().unwrap();
 
-    let graph = NearDupGraph::new(&index.searcher().unwrap()).unwrap();
+    let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
     let written = clusters.write_groups_from_store(&graph, &w).unwrap();
     assert!(written.rewritten > 0);
@@ -378,7 +387,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     check_written_groups(&index, &live, 3);
 
     // Stored fields survive; pairs are unchanged; a second pass has nothing to do.
-    let s = index.searcher().unwrap();
+    let s = index.lookups().unwrap();
     let top = s
         .searcher()
         .search(
@@ -392,7 +401,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     let d: tantivy::TantivyDocument = s.searcher().doc(top[0].1).unwrap();
     use tantivy::schema::Value;
     assert_eq!(d.get_first(body).and_then(|v| v.as_str()), Some("text 1"));
-    let graph = NearDupGraph::new(&s).unwrap();
+    let graph = NearDupGraph::new(s.fields(), s.searcher()).unwrap();
     assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
     let again = graph
         .clusters()
@@ -417,7 +426,7 @@ fn cluster_ids_written_with_supplied_documents() {
         live.insert(name, fp);
     }
     w.commit().unwrap();
-    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
     let err = clusters.write_groups_from_store(&graph, &w).unwrap_err();
     assert!(matches!(err, Error::Schema { .. }), "{err}");
@@ -455,7 +464,7 @@ fn documents_without_fingerprint_are_skipped() {
         }
     }
     w.commit().unwrap();
-    let graph = NearDupGraph::new(&t.index.searcher().unwrap()).unwrap();
+    let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
     assert_eq!(graph.num_docs(), live.len());
     assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
 }
@@ -481,7 +490,7 @@ fn stale_tag_of_a_document_left_alone_is_corrected() {
     w.commit().unwrap();
     assert_eq!(group_values(&index)["b"].as_deref(), Some("a"));
 
-    let graph = NearDupGraph::new(&index.searcher().unwrap()).unwrap();
+    let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
     assert!(clusters.is_empty());
     let written = clusters.write_groups_from_store(&graph, &w).unwrap();

@@ -213,11 +213,11 @@ fn all_hits_by_score(
         .unwrap();
     hits.into_iter()
         .map(|(key, a)| {
-            let id = s.id_of(a.segment_ord, a.doc_id).unwrap().unwrap();
+            let id = s.id_of(a).unwrap().unwrap();
             OracleHit {
                 key,
                 fingerprint: fps[&id],
-                group: s.group_of(a.segment_ord, a.doc_id).unwrap(),
+                group: s.group_of(a).unwrap(),
                 id,
             }
         })
@@ -240,7 +240,7 @@ fn all_hits_by_rank(
         .unwrap();
     hits.into_iter()
         .map(|(key, a)| {
-            let id = s.id_of(a.segment_ord, a.doc_id).unwrap().unwrap();
+            let id = s.id_of(a).unwrap().unwrap();
             OracleHit {
                 key,
                 fingerprint: fps[&id],
@@ -267,14 +267,14 @@ fn by_score_matches_oracle_on_many_segments() {
         w.commit().unwrap();
     }
     let fps = fingerprints(&c.docs);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     assert!(s.searcher().segment_readers().len() >= 10);
     for text in QUERIES {
         let q = query(&t, text);
         let all = || all_hits_by_score(&s, q.as_ref(), &fps);
         for (limit, fetch) in [(1, 1), (3, 5), (10, 40), (10, 13), (5, 5000)] {
             for k in [0, 3] {
-                let collapse = NearDupCollapse::by_score(&t.index, limit)
+                let collapse = NearDupCollapse::by_score(t.index.fields(), limit)
                     .fetch(fetch)
                     .max_distance(k);
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
@@ -295,13 +295,13 @@ fn by_fast_field_matches_oracle_both_orders() {
     let c = corpus(900, 2);
     let t = build(&c.docs, 150, Policy::Off);
     let fps = fingerprints(&c.docs);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     for text in QUERIES {
         let q = query(&t, text);
         for order in [Order::Desc, Order::Asc] {
             for (limit, fetch) in [(4, 16), (10, 40), (3, 2000)] {
                 let collapse =
-                    NearDupCollapse::by_fast_field::<u64>(&t.index, limit, "rank", order)
+                    NearDupCollapse::by_fast_field::<u64>(t.index.fields(), limit, "rank", order)
                         .fetch(fetch);
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
                 let want = oracle(
@@ -345,9 +345,9 @@ fn widening_finds_enough_groups_within_the_bound() {
     }
     let t = build(&docs, 17, Policy::Off);
     let fps = fingerprints(&docs);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let q = query(&t, "licence");
-    let collapse = NearDupCollapse::by_score(&t.index, 5).fetch(20);
+    let collapse = NearDupCollapse::by_score(t.index.fields(), 5).fetch(20);
     // One search with fetch 20 sees only the copies: one group.
     let once = s.searcher().search(q.as_ref(), &collapse).unwrap();
     assert_eq!(once.fetch(), 20);
@@ -414,9 +414,9 @@ fn distance_k_joins_and_k_plus_one_does_not() {
         // members never attract).
         let (_, docs) = boundary_case(k, k + 1, 11 + k as u64);
         let t = build(&docs, 2, Policy::Off);
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let q = query(&t, "needle");
-        let got = NearDupCollapse::by_score(&t.index, 10)
+        let got = NearDupCollapse::by_score(t.index.fields(), 10)
             .max_distance(k)
             .search(s.searcher(), q.as_ref())
             .unwrap();
@@ -465,11 +465,11 @@ proptest! {
             .collect();
         let t = build(&docs, n / 2 + 1, Policy::Off);
         let fps = fingerprints(&docs);
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let q = query(&t, "needle");
         let fetch = n / 2 + 1;
         let collapse =
-            NearDupCollapse::by_score(&t.index, 4)
+            NearDupCollapse::by_score(t.index.fields(), 4)
                 .max_distance(k)
                 .fetch(fetch);
         let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
@@ -484,13 +484,13 @@ fn tag_collapse_groups_by_stored_group_id() {
     let c = corpus(700, 3);
     let t = build(&c.docs, 120, Policy::Tag);
     let fps = fingerprints(&c.docs);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     // Some groups exist, and some tagged documents are farther than k from their group's
     // leader in a result: a tag is not a distance.
     for text in QUERIES {
         let q = query(&t, text);
         for (limit, fetch) in [(5, 20), (10, 400)] {
-            let collapse = NearDupCollapse::by_score(&t.index, limit)
+            let collapse = NearDupCollapse::by_score(t.index.fields(), limit)
                 .fetch(fetch)
                 .by_tag()
                 .unwrap();
@@ -521,7 +521,10 @@ fn tag_collapse_needs_the_group_field() {
     builder.add_text_field("body", TEXT);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let err = NearDupCollapse::by_score(&index, 3).by_tag().err().unwrap();
+    let err = NearDupCollapse::by_score(index.fields(), 3)
+        .by_tag()
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("group"), "{err}");
 }
 
@@ -541,9 +544,9 @@ fn three_shards_merge_to_the_single_index_result() {
         .iter()
         .map(|d| build(d, 90, Policy::Off))
         .collect();
-    let s1 = single.index.searcher().unwrap();
+    let s1 = single.index.lookups().unwrap();
     let shard_searchers: Vec<NearDupSearcher> =
-        shards.iter().map(|t| t.index.searcher().unwrap()).collect();
+        shards.iter().map(|t| t.index.lookups().unwrap()).collect();
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     for text in QUERIES {
         let q = query(&single, text);
@@ -553,16 +556,20 @@ fn three_shards_merge_to_the_single_index_result() {
             // multi-term score can differ in its last bit between two indexes of the same
             // documents (seen here: 3.077274 vs 3.0772738), and such near-ties may swap.
             if !text.contains(' ') {
-                let collapse = NearDupCollapse::by_score(&single.index, limit);
+                let collapse = NearDupCollapse::by_score(single.index.fields(), limit);
                 let one = collapse.search(s1.searcher(), q.as_ref()).unwrap();
                 let merged = collapse.search_shards(&refs, q.as_ref()).unwrap();
                 assert_eq!(summary(&merged), summary(&one), "{text:?} limit {limit}");
                 assert_eq!(merged.fetch(), one.fetch());
             }
             // by a fast field, small fetch (ties at the cut-off)
-            let by_rank =
-                NearDupCollapse::by_fast_field::<u64>(&single.index, limit, "rank", Order::Desc)
-                    .fetch(limit + 3);
+            let by_rank = NearDupCollapse::by_fast_field::<u64>(
+                single.index.fields(),
+                limit,
+                "rank",
+                Order::Desc,
+            )
+            .fetch(limit + 3);
             let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
             let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
             assert_eq!(
@@ -582,15 +589,16 @@ fn shard_results_serialize_and_merge() {
         .iter()
         .map(|d| build(d, 70, Policy::Off))
         .collect();
-    let s1 = single.index.searcher().unwrap();
+    let s1 = single.index.lookups().unwrap();
     let q = query(&single, "alpha beta");
-    let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc)
-        .fetch(30)
-        .keep_window(true);
+    let by_rank =
+        NearDupCollapse::by_fast_field::<u64>(single.index.fields(), 6, "rank", Order::Desc)
+            .fetch(30)
+            .keep_window(true);
     // Leaves: one search each, results shipped as JSON.
     let mut parts = Vec::new();
     for t in &shards {
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let part = s.searcher().search(q.as_ref(), &by_rank).unwrap();
         let json = serde_json::to_string(&part).unwrap();
         parts.push(serde_json::from_str::<Collapsed<Option<u64>>>(&json).unwrap());
@@ -605,12 +613,13 @@ fn shard_results_serialize_and_merge() {
     assert_eq!(summary(&again), summary(&one));
 
     // Parts without their window, or with other settings, are refused.
-    let s = shards[0].index.searcher().unwrap();
+    let s = shards[0].index.lookups().unwrap();
     let without = s
         .searcher()
         .search(
             q.as_ref(),
-            &NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc).fetch(30),
+            &NearDupCollapse::by_fast_field::<u64>(single.index.fields(), 6, "rank", Order::Desc)
+                .fetch(30),
         )
         .unwrap();
     assert!(Collapsed::merge(vec![without, parts[1].clone()]).is_err());
@@ -618,7 +627,7 @@ fn shard_results_serialize_and_merge() {
         .searcher()
         .search(
             q.as_ref(),
-            &NearDupCollapse::by_fast_field::<u64>(&single.index, 6, "rank", Order::Desc)
+            &NearDupCollapse::by_fast_field::<u64>(single.index.fields(), 6, "rank", Order::Desc)
                 .fetch(31)
                 .keep_window(true),
         )
@@ -681,14 +690,14 @@ impl Weight for SpyWeight {
 fn collect_segment_is_delegated_so_pruning_is_kept() {
     let c = corpus(300, 6);
     let t = build(&c.docs, 100, Policy::Off);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let segments = s.searcher().segment_readers().len();
     let spy = SpyQuery {
         inner: Arc::from(query(&t, "alpha beta")),
         pruning: Arc::new(AtomicUsize::new(0)),
         plain: Arc::new(AtomicUsize::new(0)),
     };
-    let collapse = NearDupCollapse::by_score(&t.index, 3);
+    let collapse = NearDupCollapse::by_score(t.index.fields(), 3);
     s.searcher().search(&spy, &collapse).unwrap();
     assert_eq!(spy.pruning.load(AtomicOrdering::SeqCst), segments);
     assert_eq!(spy.plain.load(AtomicOrdering::SeqCst), 0);
@@ -727,12 +736,14 @@ fn exact_counts_count_every_hit() {
     let c = corpus(1500, 8);
     let t = build(&c.docs, 200, Policy::Tag);
     let fps = fingerprints(&c.docs);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let mut lower_bounds_raised = 0;
     for text in QUERIES {
         let q = query(&t, text);
         for by_tag in [false, true] {
-            let mut collapse = NearDupCollapse::by_score(&t.index, 6).fetch(9).max_fetch(9);
+            let mut collapse = NearDupCollapse::by_score(t.index.fields(), 6)
+                .fetch(9)
+                .max_fetch(9);
             if by_tag {
                 collapse = collapse.by_tag().unwrap();
             }
@@ -770,16 +781,17 @@ fn exact_counts_sum_over_shards() {
         .iter()
         .map(|d| build(d, 90, Policy::Off))
         .collect();
-    let s1 = single.index.searcher().unwrap();
+    let s1 = single.index.lookups().unwrap();
     let shard_searchers: Vec<NearDupSearcher> =
-        shards.iter().map(|t| t.index.searcher().unwrap()).collect();
+        shards.iter().map(|t| t.index.lookups().unwrap()).collect();
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     for text in QUERIES {
         let q = query(&single, text);
-        let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, 5, "rank", Order::Desc)
-            .fetch(7)
-            .max_fetch(7)
-            .exact_counts(true);
+        let by_rank =
+            NearDupCollapse::by_fast_field::<u64>(single.index.fields(), 5, "rank", Order::Desc)
+                .fetch(7)
+                .max_fetch(7)
+                .exact_counts(true);
         let one = by_rank.search(s1.searcher(), q.as_ref()).unwrap();
         let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
         assert_eq!(summary(&merged), summary(&one), "{text:?}");
@@ -805,13 +817,13 @@ proptest! {
         }
         let single = build(&c.docs, 60, Policy::Off);
         let shards: Vec<TestIndex> = split_docs.iter().map(|d| build(d, 25, Policy::Off)).collect();
-        let s1 = single.index.searcher().unwrap();
+        let s1 = single.index.lookups().unwrap();
         let shard_searchers: Vec<NearDupSearcher> =
-            shards.iter().map(|t| t.index.searcher().unwrap()).collect();
+            shards.iter().map(|t| t.index.lookups().unwrap()).collect();
         let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
         for text in ["alpha", "omega sigma"] {
             let q = query(&single, text);
-            let by_rank = NearDupCollapse::by_fast_field::<u64>(&single.index, limit, "rank", Order::Asc)
+            let by_rank = NearDupCollapse::by_fast_field::<u64>(single.index.fields(), limit, "rank", Order::Asc)
             .fetch(fetch)
             .keep_window(true);
             // One search per shard at this fetch, merged, against one search of the single index.
@@ -828,7 +840,7 @@ proptest! {
             let merged = by_rank.search_shards(&refs, q.as_ref()).unwrap();
             prop_assert_eq!(summary(&merged), summary(&one));
             if !text.contains(' ') {
-                let by_score = NearDupCollapse::by_score(&single.index, limit)
+                let by_score = NearDupCollapse::by_score(single.index.fields(), limit)
                 .fetch(fetch);
                 let one = by_score.search(s1.searcher(), q.as_ref()).unwrap();
                 let merged = by_score.search_shards(&refs, q.as_ref()).unwrap();
@@ -859,21 +871,21 @@ fn the_rank_order_is_stated_once_and_a_disagreeing_collector_is_an_error() {
         }
     }
     let t = build(&docs, 7, Policy::Off);
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let q = query(&t, "alpha");
     let leaders = |c: &Collapsed<Option<u64>>| -> Vec<String> {
         c.groups().iter().map(|g| g.leader.id.clone()).collect()
     };
     let first_five: Vec<String> = (0..5).map(|i| format!("d{i}")).collect();
 
-    let ascending = NearDupCollapse::by_fast_field::<u64>(&t.index, 5, "rank", Order::Asc);
+    let ascending = NearDupCollapse::by_fast_field::<u64>(t.index.fields(), 5, "rank", Order::Asc);
     let plain = s.searcher().search(q.as_ref(), &ascending).unwrap();
     assert_eq!(leaders(&plain), first_five);
     let widened = ascending.search(s.searcher(), q.as_ref()).unwrap();
     assert_eq!(leaders(&widened), first_five);
 
     // The trap's shape: the collector ranks ascending, the collapse is told descending.
-    let confused = NearDupCollapse::with_top_docs(&t.index, 5, Order::Desc, |n| {
+    let confused = NearDupCollapse::with_top_docs(t.index.fields(), 5, Order::Desc, |n| {
         TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
     });
     let err = s.searcher().search(q.as_ref(), &confused).unwrap_err();
@@ -881,7 +893,7 @@ fn the_rank_order_is_stated_once_and_a_disagreeing_collector_is_an_error() {
     let err = confused.search(s.searcher(), q.as_ref()).unwrap_err();
     assert!(err.to_string().contains("by_fast_field"), "{err}");
     // Told the order it ranks in, the same collector gives the right groups.
-    let agreeing = NearDupCollapse::with_top_docs(&t.index, 5, Order::Asc, |n| {
+    let agreeing = NearDupCollapse::with_top_docs(t.index.fields(), 5, Order::Asc, |n| {
         TopDocs::with_limit(n).order_by_fast_field::<u64>("rank", Order::Asc)
     });
     assert_eq!(

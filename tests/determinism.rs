@@ -74,8 +74,14 @@ fn stored_groups(searcher: &NearDupSearcher) -> HashMap<String, String> {
             if seg.is_deleted(doc) {
                 continue;
             }
-            let id = searcher.id_of(ord as u32, doc).unwrap().unwrap();
-            let group = searcher.group_of(ord as u32, doc).unwrap().unwrap();
+            let id = searcher
+                .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap()
+                .unwrap();
+            let group = searcher
+                .group_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap()
+                .unwrap();
             assert!(out.insert(id, group).is_none(), "one document per id");
         }
     }
@@ -141,7 +147,7 @@ fn tag_groups_follow_input_order_whatever_the_threads() {
                     other => panic!("{label}: {id}: {other:?}"),
                 }
             }
-            let stored = stored_groups(&t.index.searcher().unwrap());
+            let stored = stored_groups(&t.index.lookups().unwrap());
             assert_eq!(stored.len(), docs.len(), "{label}");
             for ((id, _), (group, _)) in docs.iter().zip(&oracle) {
                 assert_eq!(&stored[id], group, "{label}: {id}");
@@ -218,7 +224,7 @@ fn replace_records_every_id_of_a_chain() {
         }
         writer.commit().unwrap();
         assert!(matches!(&outcomes[2], Outcome::Replaced { replaced, .. } if replaced == &["b"]));
-        let searcher = t.index.searcher().unwrap();
+        let searcher = t.index.lookups().unwrap();
         assert_eq!(searcher.searcher().num_docs(), 2);
         for (id, replaced) in [("a", true), ("b", true), ("c", false), ("far", false)] {
             assert_eq!(
@@ -257,19 +263,27 @@ fn rewriting_groups_keeps_the_input_order_and_the_replaced_ids() {
         for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
             for doc in 0..seg.max_doc() {
                 if !seg.is_deleted(doc) {
-                    let id = searcher.id_of(ord as u32, doc).unwrap().unwrap();
-                    out.insert(id, searcher.sequence_of(ord as u32, doc).unwrap());
+                    let id = searcher
+                        .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                        .unwrap()
+                        .unwrap();
+                    out.insert(
+                        id,
+                        searcher
+                            .sequence_of(tantivy::DocAddress::new(ord as u32, doc))
+                            .unwrap(),
+                    );
                 }
             }
         }
         out
     };
-    let before = sequences(&t.index.searcher().unwrap());
+    let before = sequences(&t.index.lookups().unwrap());
     assert_eq!(before.len(), 4);
     assert!(before["c"] < before["d"] && before["d"] < before["e"]);
 
-    let searcher = t.index.searcher().unwrap();
-    let graph = tantivy_simhash::NearDupGraph::new(&searcher).unwrap();
+    let searcher = t.index.lookups().unwrap();
+    let graph = tantivy_simhash::NearDupGraph::new(searcher.fields(), searcher.searcher()).unwrap();
     let written = graph
         .clusters()
         .unwrap()
@@ -277,7 +291,7 @@ fn rewriting_groups_keeps_the_input_order_and_the_replaced_ids() {
         .unwrap();
     assert_eq!(written.rewritten, 4, "{written:?}");
     writer.commit().unwrap();
-    let after = t.index.searcher().unwrap();
+    let after = t.index.lookups().unwrap();
     assert_eq!(sequences(&after), before);
     assert!(after.is_replaced("a").unwrap() && after.is_replaced("b").unwrap());
 }

@@ -19,7 +19,7 @@ fn query_pairs(s: &NearDupSearcher, q: &NearDupQuery) -> Vec<(String, u32)> {
     let mut v: Vec<(String, u32)> = addrs
         .into_iter()
         .map(|a| {
-            let id = s.id_of(a.segment_ord, a.doc_id).unwrap().unwrap();
+            let id = s.id_of(a).unwrap().unwrap();
             let fp = s.fingerprint_of_id(&id).unwrap().unwrap();
             (id, fp.distance(q.fingerprint()))
         })
@@ -89,13 +89,7 @@ fn build(
         w.commit().unwrap();
     }
     w.wait_merging_threads().unwrap();
-    let n_segments = t
-        .index
-        .searcher()
-        .unwrap()
-        .searcher()
-        .segment_readers()
-        .len();
+    let n_segments = t.index.searcher().unwrap().segment_readers().len();
     if merge {
         assert_eq!(n_segments, 1);
     } else {
@@ -105,7 +99,7 @@ fn build(
 }
 
 fn check_all(b: &Built, rng_seed: u64) {
-    let s = b.t.index.searcher().unwrap();
+    let s = b.t.index.lookups().unwrap();
     let layout_k = b.t.index.layout().max_distance();
     let mut rng = Rng(rng_seed ^ 0xabcd);
     let mut queries: Vec<Fingerprint> = b.seeds.clone();
@@ -119,7 +113,7 @@ fn check_all(b: &Built, rng_seed: u64) {
         for k in 0..=layout_k {
             let want = brute_force(&b.live, q, k);
             assert_eq!(lookup_pairs(&s, q, k), want, "lookup, k={k}, q={q}");
-            let query = NearDupQuery::new(s.index(), q)
+            let query = NearDupQuery::new(s.fields(), q)
                 .with_max_distance(k)
                 .unwrap();
             assert_eq!(query_pairs(&s, &query), want, "query, k={k}, q={q}");
@@ -178,18 +172,18 @@ fn distance_k_is_found_and_k_plus_1_is_not() {
                 .unwrap();
         }
         w.commit().unwrap();
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let hits = s.lookup(q).unwrap();
         assert_eq!(hits.len(), 200, "layout k={k}");
         assert!(hits
             .iter()
             .all(|h| h.distance == k && h.id.starts_with('k')));
         assert!(hits.iter().all(|h| !h.id.starts_with("k1-")));
-        let query = NearDupQuery::new(&t.index, q);
+        let query = NearDupQuery::new(t.index.fields(), q);
         assert_eq!(s.searcher().search(&query, &Count).unwrap(), 200);
         // Beyond the layout's guarantee is refused, not silently incomplete.
         assert!(s.lookup_within(q, k + 1).is_err());
-        assert!(NearDupQuery::new(&t.index, q)
+        assert!(NearDupQuery::new(t.index.fields(), q)
             .with_max_distance(k + 1)
             .is_err());
     }
@@ -216,13 +210,13 @@ fn query_composes_explains_and_skips_deleted() {
     w.commit().unwrap();
     w.delete_term(Term::from_field_text(t.id, "e"));
     w.commit().unwrap();
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let searcher = s.searcher();
-    let near = NearDupQuery::new(&t.index, q);
+    let near = NearDupQuery::new(t.index.fields(), q);
 
     // Deleted "e" is skipped: a, b, c.
     assert_eq!(searcher.search(&near, &Count).unwrap(), 3);
-    let hits = near.search(&s).unwrap();
+    let hits = near.search(searcher).unwrap();
     let got: Vec<(&str, u32)> = hits.iter().map(|h| (h.id.as_str(), h.distance)).collect();
     assert_eq!(got, [("a", 0), ("b", 2), ("c", 3)]);
 
@@ -281,13 +275,13 @@ fn query_composes_explains_and_skips_deleted() {
     assert!(near.explain(searcher, addr_of("d")).is_err());
 
     // from_id and from_text.
-    let by_id = NearDupQuery::from_id(&s, "b").unwrap();
+    let by_id = NearDupQuery::from_id(s.fields(), s.searcher(), "b").unwrap();
     assert_eq!(
         by_id.fingerprint(),
         s.fingerprint_of_id("b").unwrap().unwrap()
     );
-    assert!(NearDupQuery::from_id(&s, "e").is_err()); // deleted
-    assert!(NearDupQuery::from_id(&s, "nobody").is_err());
+    assert!(NearDupQuery::from_id(s.fields(), s.searcher(), "e").is_err()); // deleted
+    assert!(NearDupQuery::from_id(s.fields(), s.searcher(), "nobody").is_err());
     let text = "one two three four five six seven eight nine ten eleven twelve";
     let from_text = NearDupQuery::from_text(&t.index, text);
     assert_eq!(from_text.fingerprint(), t.index.scheme().fingerprint(text));

@@ -46,15 +46,20 @@ fn doc_line(id: &str, text: &str) -> String {
 /// What an index holds: each live document's id and group (`None` when not tagged).
 fn contents(dir: &Path) -> BTreeMap<String, Option<String>> {
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir).unwrap()).unwrap();
-    let searcher = index.searcher().unwrap();
+    let searcher = index.lookups().unwrap();
     let mut out = BTreeMap::new();
     for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
         for doc in 0..seg.max_doc() {
             if seg.is_deleted(doc) {
                 continue;
             }
-            let id = searcher.id_of(ord as u32, doc).unwrap().unwrap();
-            let group = searcher.group_of(ord as u32, doc).unwrap();
+            let id = searcher
+                .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap()
+                .unwrap();
+            let group = searcher
+                .group_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap();
             assert!(
                 out.insert(id.clone(), group).is_none(),
                 "{id} is stored twice"

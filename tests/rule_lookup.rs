@@ -65,7 +65,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
         writer.delete_term(Term::from_field_text(t.id, &format!("d{i}")));
     }
     writer.commit().unwrap();
-    let searcher = t.index.searcher().unwrap();
+    let searcher = t.index.lookups().unwrap();
     assert!(searcher.searcher().segment_readers().len() >= 2);
     let id_of = |a: tantivy::DocAddress| -> usize {
         let doc: TantivyDocument = searcher.searcher().doc(a).unwrap();
@@ -95,7 +95,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
             }
         }
         // The text path signs the same way.
-        let by_text = searcher.lookup_text_by_rule(&texts[q]).unwrap();
+        let by_text = searcher.lookup_signature(&t.index.sign(&texts[q])).unwrap();
         assert_eq!(by_text, found);
     }
     assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");

@@ -57,7 +57,7 @@ fn policies_on_text() {
         w.commit().unwrap();
         // After the commit the committed index answers.
         let third = add(&w, "a3", TEXT_A);
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let ids: Vec<String> = s.lookup(fa).unwrap().into_iter().map(|h| h.id).collect();
         match policy {
             Policy::Off => {
@@ -77,7 +77,7 @@ fn policies_on_text() {
                 let hits = s.lookup(fa).unwrap();
                 let groups: Vec<Option<String>> = hits
                     .iter()
-                    .map(|h| s.group_of(h.address.segment_ord, h.address.doc_id).unwrap())
+                    .map(|h| s.group_of(h.address).unwrap())
                     .collect();
                 assert_eq!(groups, [Some("a1".into()), Some("a1".into())]);
             }
@@ -94,7 +94,7 @@ fn policies_on_text() {
             }
         }
         w.commit().unwrap();
-        let s = t.index.searcher().unwrap();
+        let s = t.index.lookups().unwrap();
         let n_a = s.lookup(fa).unwrap().len();
         let want = match policy {
             Policy::Off | Policy::Tag => 3,
@@ -131,7 +131,7 @@ fn batch_fingerprints_like_the_scheme() {
         }
     );
     w.commit().unwrap();
-    assert_eq!(t.index.searcher().unwrap().searcher().num_docs(), 3);
+    assert_eq!(t.index.lookups().unwrap().searcher().num_docs(), 3);
 }
 
 #[test]
@@ -173,10 +173,10 @@ fn deletes_by_id_are_seen_before_commit() {
         .unwrap()
         .is_added());
     w.commit().unwrap();
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let mut ids: Vec<String> = [TEXT_A, TEXT_B]
         .iter()
-        .flat_map(|x| s.lookup_text(x).unwrap())
+        .flat_map(|x| s.lookup(t.index.scheme().fingerprint(x)).unwrap())
         .map(|h| h.id)
         .collect();
     ids.sort();
@@ -237,13 +237,16 @@ fn reject_with_threads_stores_no_two_near_duplicates() {
         }
         w.commit().unwrap();
     }
-    let s = t.index.searcher().unwrap();
+    let s = t.index.lookups().unwrap();
     let mut stored: HashMap<String, Fingerprint> = HashMap::new();
     // Read every stored fingerprint from the columns.
     for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
         let col = seg.fast_fields().u64("simhash").unwrap();
         for doc in seg.doc_ids_alive() {
-            let id = s.id_of(ord as u32, doc).unwrap().unwrap();
+            let id = s
+                .id_of(tantivy::DocAddress::new(ord as u32, doc))
+                .unwrap()
+                .unwrap();
             stored.insert(id, Fingerprint(col.first(doc).unwrap()));
         }
     }
@@ -294,7 +297,7 @@ fn fingerprints_for(n: usize, salt: u64) -> Vec<(String, Fingerprint)> {
 
 fn check_committed_only(dir: &std::path::Path) {
     let (nd, id) = disk_index(dir, false);
-    let s = nd.searcher().unwrap();
+    let s = nd.lookups().unwrap();
     assert_eq!(s.searcher().num_docs(), 50);
     for (doc_id, fp) in fingerprints_for(50, 1) {
         let hits = s.lookup(fp).unwrap();

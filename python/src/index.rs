@@ -292,7 +292,7 @@ impl Index {
         std::thread::spawn(move || {
             let run = || -> Result<(), Failure> {
                 let searcher = store.index.searcher()?;
-                let graph = NearDupGraph::with_max_distance(&searcher, k)?;
+                let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
                 let mut receiver_gone = false;
                 graph.for_each_id_pair(|a, b, distance| {
                     if receiver_gone {
@@ -340,7 +340,7 @@ impl Index {
         let store = self.store()?;
         let id = id.to_string();
         let found = py.detach(|| -> Result<_, Failure> {
-            Ok(store.index.searcher()?.fingerprint_of_id(&id)?)
+            Ok(store.index.lookups()?.fingerprint_of_id(&id)?)
         })?;
         Ok(found.map(|f| f.0))
     }
@@ -348,9 +348,7 @@ impl Index {
     /// The number of documents as of the last commit.
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let store = self.store()?;
-        let n = py.detach(|| -> Result<u64, Failure> {
-            Ok(store.index.searcher()?.searcher().num_docs())
-        })?;
+        let n = py.detach(|| -> Result<u64, Failure> { Ok(store.index.searcher()?.num_docs()) })?;
         Ok(n as usize)
     }
 
@@ -444,7 +442,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
              title:word"
         ))
     })?;
-    let s = searcher.searcher();
+    let s = &searcher;
     let mut hits = Vec::new();
     if !collapse {
         let found = s.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
@@ -465,7 +463,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
         return Ok(hits);
     }
     // Exact group sizes, as the command line prints them: one more pass over the hits.
-    let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
+    let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
     let results = collapse.search(s, &parsed)?;
     for (rank, g) in results.groups().iter().enumerate() {
         let shown = store.load_doc(s, g.leader.address)?;
@@ -500,7 +498,7 @@ fn similar(
     limit: usize,
 ) -> Result<Vec<Match>, Failure> {
     let k = store.checked_k(k)?;
-    let searcher = store.index.searcher()?;
+    let searcher = store.index.lookups()?;
     let fp = match (id, text) {
         (Some(id), None) => searcher.fingerprint_of_id(id)?.ok_or_else(|| {
             Failure::Value(format!(
@@ -538,7 +536,7 @@ fn similar(
 fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluster>, Failure> {
     let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
-    let graph = NearDupGraph::with_max_distance(&searcher, k)?;
+    let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
     let all = graph.clusters()?;
     let mut sorted: Vec<_> = all.iter().filter(|c| c.len() >= min_size.max(2)).collect();
     sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));

@@ -345,7 +345,7 @@ impl WriterState {
     fn commit(&mut self, store: &Store) -> Result<(), Failure> {
         self.writer.commit()?;
         // The committed ids are now in the index: look them up there instead of remembering.
-        self.existing = Some(store.index.searcher()?);
+        self.existing = Some(store.index.lookups()?);
         self.seen.clear();
         Ok(())
     }
@@ -385,7 +385,7 @@ impl Writer {
             Some(n) => store.index.writer_with_num_threads(n, budget, policy)?,
             None => store.index.writer(budget, policy)?,
         };
-        let searcher = store.index.searcher()?;
+        let searcher = store.index.lookups()?;
         let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
         Ok(Writer {
             store,

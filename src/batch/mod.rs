@@ -51,7 +51,7 @@
 //! }
 //! writer.commit()?;
 //!
-//! let graph = NearDupGraph::new(&index.searcher()?)?;
+//! let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
 //! let mut pairs = Vec::new();
 //! graph.for_each_id_pair(|a, b, distance| pairs.push((a.min(b).to_string(), a.max(b).to_string(), distance)))?;
 //! pairs.sort();
@@ -63,10 +63,12 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::columns::field_name;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
+use crate::schema::NearDupFields;
 use crate::writer::DedupWriter;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -506,23 +508,27 @@ impl NearDupGraph {
     /// Cost: one pass over each segment's fingerprint column (in parallel) and a parallel sort
     /// of (fingerprint, address) rows; no pair is computed yet. Errors: tantivy errors opening
     /// the columns; [`Error::InvalidConfig`] beyond `u32::MAX` live documents.
-    pub fn new(searcher: &NearDupSearcher) -> Result<Self> {
-        let k = searcher.index().layout().max_distance();
-        NearDupGraph::with_max_distance(searcher, k)
+    pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
+        NearDupGraph::with_max_distance(fields, searcher, fields.layout().max_distance())
     }
 
     /// Like [`new`](Self::new), with pairs up to `max_distance` (inclusive). Errors with
     /// [`Error::InvalidConfig`] when it exceeds the layout's `k`.
-    pub fn with_max_distance(searcher: &NearDupSearcher, max_distance: u32) -> Result<Self> {
-        let index = searcher.index();
-        let layout = index.layout().clone();
+    pub fn with_max_distance(
+        fields: NearDupFields,
+        searcher: &Searcher,
+        max_distance: u32,
+    ) -> Result<Self> {
+        let layout = fields.layout().clone();
         check_distance(&layout, max_distance)?;
-        let fields = index.fields();
-        let schema = index.index().schema();
-        let fp_name = schema.get_field_name(fields.fingerprint).to_string();
-        let id_name = schema.get_field_name(fields.id).to_string();
-        let group_name = fields.group.map(|g| schema.get_field_name(g).to_string());
-        let tantivy_searcher = searcher.searcher().clone();
+        let schema = searcher.schema();
+        let fp_name = field_name(schema, fields.fingerprint)?.to_string();
+        let id_name = field_name(schema, fields.id)?.to_string();
+        let group_name = match fields.group {
+            Some(g) => Some(field_name(schema, g)?.to_string()),
+            None => None,
+        };
+        let tantivy_searcher = searcher.clone();
         let segments = tantivy_searcher.segment_readers();
 
         // One allocation for all segments (each fills its own slice), so the peak is one row
@@ -1029,7 +1035,7 @@ impl Clusters {
     /// use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
     /// use tantivy::{doc, Index};
     /// use tantivy_simhash::batch::NearDupGraph;
-    /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
+    /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher, Policy};
     ///
     /// let config = NearDupConfig::new("id", ["body"]);
     /// let mut builder = Schema::builder();
@@ -1044,7 +1050,7 @@ impl Clusters {
     /// }
     /// writer.commit()?;
     ///
-    /// let graph = NearDupGraph::new(&index.searcher()?)?;
+    /// let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
     /// let clusters = graph.clusters()?;
     /// let written = clusters.write_groups(&graph, &writer, |id_value, _address| {
     ///     Ok(doc!(id => id_value, body => "text")) // from the caller's own store
@@ -1052,11 +1058,11 @@ impl Clusters {
     /// assert_eq!(written.rewritten, 3);
     /// writer.commit()?;
     ///
-    /// let searcher = index.searcher()?;
+    /// let searcher = NearDupSearcher::new(index.fields(), &index.searcher()?)?;
     /// let hits = searcher.lookup_id("c")?; // "c" itself and "b"; "a" is 5 away
     /// assert_eq!(hits.len(), 2);
     /// for hit in hits {
-    ///     let group = searcher.group_of(hit.address.segment_ord, hit.address.doc_id)?;
+    ///     let group = searcher.group_of(hit.address)?;
     ///     assert_eq!(group.as_deref(), Some("a")); // collapse on the group: one result
     /// }
     /// # Ok::<(), tantivy_simhash::Error>(())
@@ -1132,7 +1138,7 @@ impl Clusters {
         // A re-added document keeps its place in the input order and the ids it replaced:
         // both are read from the graph's snapshot, whatever the supplied document holds.
         let fields = writer.index().fields();
-        let snapshot = NearDupSearcher::new(writer.index(), graph.searcher.clone())?;
+        let snapshot = NearDupSearcher::new(fields, &graph.searcher)?;
         let reserved: Vec<Field> = [graph.fingerprint_field, graph.keys_field, group_field]
             .into_iter()
             .chain(fields.sequence)
@@ -1177,14 +1183,13 @@ impl Clusters {
                     }
                 }
                 doc.add_text(group_field, group);
-                if let (Some(field), Some(sequence)) = (
-                    fields.sequence,
-                    snapshot.sequence_of(address.segment_ord, address.doc_id),
-                ) {
+                if let (Some(field), Some(sequence)) =
+                    (fields.sequence, snapshot.sequence_of(*address))
+                {
                     doc.add_u64(field, sequence);
                 }
                 if let Some(field) = fields.replaced {
-                    for replaced in snapshot.replaced_ids_of(address.segment_ord, address.doc_id)? {
+                    for replaced in snapshot.replaced_ids_of(*address)? {
                         doc.add_text(field, &replaced);
                     }
                 }

@@ -98,21 +98,22 @@
 //! let term = Term::from_field_text(body, "software");
 //! let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
 //! // 10 groups, ranked by score (the collapse makes the inner TopDocs for each fetch size).
-//! let collapse = NearDupCollapse::by_score(&index, 10);
-//! let results = collapse.search(searcher.searcher(), &query)?;
+//! let collapse = NearDupCollapse::by_score(index.fields(), 10);
+//! let results = collapse.search(&searcher, &query)?;
 //! assert_eq!(results.groups().len(), 2);
 //! let licence_group = results.groups().iter().find(|g| g.count == 2).unwrap();
 //! assert_eq!(licence_group.members[0].distance, Some(0));
 //! assert!(licence_group.count_exact);
 //! // Plain collector use (one search, no widening):
-//! let once = searcher.searcher().search(&query, &collapse)?;
+//! let once = searcher.search(&query, &collapse)?;
 //! assert_eq!(once, results);
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::columns::field_name;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::schema::NearDupIndex;
+use crate::schema::NearDupFields;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -318,10 +319,10 @@ impl<K: RankKey> Collapsed<K> {
     /// ];
     /// // Each shard (leaf) collapses its own documents, keeping its whole window...
     /// let collapse =
-    ///     NearDupCollapse::by_fast_field::<u64>(&shards[0], 10, "date", Order::Desc).keep_window(true);
+    ///     NearDupCollapse::by_fast_field::<u64>(shards[0].fields(), 10, "date", Order::Desc).keep_window(true);
     /// let mut parts = Vec::new();
     /// for index in &shards {
-    ///     let part = index.searcher()?.searcher().search(&AllQuery, &collapse)?;
+    ///     let part = index.searcher()?.search(&AllQuery, &collapse)?;
     ///     let json = serde_json::to_string(&part)?; // ... ships it to the root ...
     ///     parts.push(serde_json::from_str::<Collapsed<Option<u64>>>(&json)?);
     /// }
@@ -505,21 +506,50 @@ pub struct NearDupCollapse<C> {
     /// Makes the inner collector for a fetch size (widening asks for larger ones).
     top_docs: Arc<dyn Fn(usize) -> C + Send + Sync>,
     settings: Settings,
-    fingerprint_field: String,
-    id_field: String,
-    group_field: Option<String>,
+    fields: NearDupFields,
+}
+
+/// The names of the columns a collapse reads, from the searched index's schema (fast fields are
+/// opened by name).
+struct ColumnNames {
+    fingerprint: String,
+    id: String,
+    group: Option<String>,
+}
+
+impl ColumnNames {
+    fn new(fields: NearDupFields, schema: &Schema) -> tantivy::Result<ColumnNames> {
+        Ok(ColumnNames {
+            fingerprint: field_name(schema, fields.fingerprint)?.to_string(),
+            id: field_name(schema, fields.id)?.to_string(),
+            group: match fields.group {
+                Some(g) => Some(field_name(schema, g)?.to_string()),
+                None => None,
+            },
+        })
+    }
+
+    /// For a search over no segment, where nothing is read.
+    fn empty() -> ColumnNames {
+        ColumnNames {
+            fingerprint: String::new(),
+            id: String::new(),
+            group: None,
+        }
+    }
 }
 
 impl NearDupCollapse<()> {
-    /// Collapses the hits of `index` into at most `limit` groups, ranked by score (best
-    /// first), as `TopDocs::with_limit(fetch).order_by_score()` ranks them. Defaults: `k` = the
-    /// layout's [`max_distance`](crate::BlockLayout::max_distance), fetch = 3 x `limit`, max
-    /// fetch = 64 x `limit`. Cost: nothing until searched.
+    /// Collapses the hits of the index `fields` is the handle of into at most `limit` groups,
+    /// ranked by score (best first), as `TopDocs::with_limit(fetch).order_by_score()` ranks
+    /// them. Defaults: `k` = the layout's
+    /// [`max_distance`](crate::BlockLayout::max_distance), fetch = 3 x `limit`, max fetch = 64
+    /// x `limit`. Cost: nothing until searched.
     pub fn by_score(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
     ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Score, DocAddress)>>> {
-        NearDupCollapse::with_top_docs(index, limit, Order::Desc, |fetch| {
+        NearDupCollapse::with_top_docs(fields, limit, Order::Desc, |fetch| {
             TopDocs::with_limit(fetch).order_by_score()
         })
     }
@@ -529,7 +559,7 @@ impl NearDupCollapse<()> {
     /// (documents without a value last). Errors at search time when `field` is not a fast
     /// field of type `T`.
     pub fn by_fast_field<T>(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
         field: &str,
         order: Order,
@@ -539,7 +569,7 @@ impl NearDupCollapse<()> {
         ComparatorEnum: Comparator<Option<T>>,
     {
         let field = field.to_string();
-        NearDupCollapse::with_top_docs(index, limit, order, move |fetch| {
+        NearDupCollapse::with_top_docs(fields, limit, order, move |fetch| {
             TopDocs::with_limit(fetch).order_by_fast_field::<T>(field.clone(), order)
         })
     }
@@ -571,20 +601,18 @@ impl<C> NearDupCollapse<C> {
     /// # writer.commit()?;
     /// # let searcher = index.searcher()?;
     /// // Told descending, but the collector ranks ascending: an error, not wrong groups.
-    /// let confused = NearDupCollapse::with_top_docs(&index, 10, Order::Desc, |n| {
+    /// let confused = NearDupCollapse::with_top_docs(index.fields(), 10, Order::Desc, |n| {
     ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Asc)
     /// });
-    /// assert!(confused.search(searcher.searcher(), &AllQuery).is_err());
+    /// assert!(confused.search(&searcher, &AllQuery).is_err());
     /// # Ok::<(), tantivy_simhash::Error>(())
     /// ```
     pub fn with_top_docs(
-        index: &NearDupIndex,
+        fields: NearDupFields,
         limit: usize,
         order: Order,
         top_docs: impl Fn(usize) -> C + Send + Sync + 'static,
     ) -> Self {
-        let fields = index.fields();
-        let schema = index.index().schema();
         let fetch = limit.saturating_mul(DEFAULT_OVERFETCH).max(1);
         NearDupCollapse {
             inner: top_docs(fetch),
@@ -593,16 +621,14 @@ impl<C> NearDupCollapse<C> {
                 limit,
                 fetch,
                 max_fetch: limit.saturating_mul(DEFAULT_MAX_OVERFETCH).max(fetch),
-                max_distance: index.layout().max_distance(),
+                max_distance: fields.layout().max_distance(),
                 order,
                 by_tag: false,
                 keep_window: false,
                 read_ids: true,
                 exact_counts: false,
             },
-            fingerprint_field: schema.get_field_name(fields.fingerprint).to_string(),
-            id_field: schema.get_field_name(fields.id).to_string(),
-            group_field: fields.group.map(|g| schema.get_field_name(g).to_string()),
+            fields,
         }
     }
 
@@ -631,7 +657,7 @@ impl<C> NearDupCollapse<C> {
     /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
     /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
     pub fn by_tag(mut self) -> Result<Self> {
-        if self.group_field.is_none() {
+        if self.fields.group.is_none() {
             return Err(Error::Schema {
                 field: "group".into(),
                 problem: "collapsing by tag reads the group field that Policy::Tag fills, but \
@@ -682,9 +708,7 @@ impl<C> NearDupCollapse<C> {
                 fetch,
                 ..self.settings
             },
-            fingerprint_field: self.fingerprint_field.clone(),
-            id_field: self.id_field.clone(),
-            group_field: self.group_field.clone(),
+            fields: self.fields,
         }
     }
 
@@ -730,9 +754,7 @@ impl<C> NearDupCollapse<C> {
                     keep_window: true,
                     ..collapse.settings
                 },
-                fingerprint_field: collapse.fingerprint_field.clone(),
-                id_field: collapse.id_field.clone(),
-                group_field: collapse.group_field.clone(),
+                fields: collapse.fields,
             };
             let mut parts = Vec::with_capacity(shards.len());
             for shard in shards {
@@ -770,10 +792,11 @@ impl<C> NearDupCollapse<C> {
         let mut counts = vec![0usize; leaders.len()];
         for searcher in searchers {
             let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+            let names = ColumnNames::new(self.fields, searcher.schema())?;
             for seg in searcher.segment_readers() {
                 let alive = seg.alive_bitset();
                 if self.settings.by_tag {
-                    let Some(group_field) = &self.group_field else {
+                    let Some(group_field) = &names.group else {
                         continue;
                     };
                     let Some(column) = seg.fast_fields().str(group_field)? else {
@@ -804,7 +827,7 @@ impl<C> NearDupCollapse<C> {
                         }
                     })?;
                 } else {
-                    let column = seg.fast_fields().u64(&self.fingerprint_field)?;
+                    let column = seg.fast_fields().u64(&names.fingerprint)?;
                     weight.for_each_no_score(seg, &mut |docs| {
                         for &doc in docs {
                             if alive.is_some_and(|a| !a.is_alive(doc)) {
@@ -860,6 +883,7 @@ pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
     fast_fields: FastFieldReaders,
+    schema: Schema,
 }
 
 /// The per-segment fruit of [`NearDupCollapse`]: the inner fruit and the segment's columns.
@@ -867,6 +891,7 @@ pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
     fast_fields: FastFieldReaders,
+    schema: Schema,
 }
 
 impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
@@ -885,6 +910,7 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
             inner: self.inner.harvest(),
             segment_ord: self.segment_ord,
             fast_fields: self.fast_fields,
+            schema: self.schema,
         }
     }
 }
@@ -898,7 +924,7 @@ where
     type Child = CollapseSegmentCollector<C::Child>;
 
     fn check_schema(&self, schema: &Schema) -> tantivy::Result<()> {
-        schema.get_field(&self.fingerprint_field)?;
+        ColumnNames::new(self.fields, schema)?;
         self.inner.check_schema(schema)
     }
 
@@ -911,6 +937,7 @@ where
             inner: self.inner.for_segment(segment_ord, segment)?,
             segment_ord,
             fast_fields: segment.fast_fields().clone(),
+            schema: segment.schema().clone(),
         })
     }
 
@@ -929,6 +956,7 @@ where
             inner: self.inner.collect_segment(weight, segment_ord, reader)?,
             segment_ord,
             fast_fields: reader.fast_fields().clone(),
+            schema: reader.schema().clone(),
         })
     }
 
@@ -938,7 +966,11 @@ where
     ) -> tantivy::Result<Collapsed<K>> {
         let mut segments: Vec<Option<FastFieldReaders>> = Vec::new();
         let mut inner_fruits = Vec::with_capacity(segment_fruits.len());
+        let mut names = None;
         for fruit in segment_fruits {
+            if names.is_none() {
+                names = Some(ColumnNames::new(self.fields, &fruit.schema)?);
+            }
             let ord = fruit.segment_ord as usize;
             if segments.len() <= ord {
                 segments.resize(ord + 1, None);
@@ -947,7 +979,11 @@ where
             inner_fruits.push(fruit.inner);
         }
         let ranked = self.inner.merge_fruits(inner_fruits)?;
-        self.fold_ranked(ranked, &segments)
+        let Some(names) = names else {
+            // No segment: nothing was ranked.
+            return self.fold_ranked(ranked, &segments, &ColumnNames::empty());
+        };
+        self.fold_ranked(ranked, &segments, &names)
     }
 }
 
@@ -956,6 +992,7 @@ impl<C> NearDupCollapse<C> {
         &self,
         ranked: Vec<(K, DocAddress)>,
         segments: &[Option<FastFieldReaders>],
+        names: &ColumnNames,
     ) -> tantivy::Result<Collapsed<K>> {
         let settings = self.settings;
         let order = settings.order;
@@ -967,7 +1004,7 @@ impl<C> NearDupCollapse<C> {
             let fingerprint = match segments.get(ord).and_then(Option::as_ref) {
                 Some(ff) => {
                     if fingerprints[ord].is_none() {
-                        fingerprints[ord] = Some(ff.u64(&self.fingerprint_field)?);
+                        fingerprints[ord] = Some(ff.u64(&names.fingerprint)?);
                     }
                     fingerprints[ord]
                         .as_ref()
@@ -1016,12 +1053,12 @@ impl<C> NearDupCollapse<C> {
                     .filter(|(_, &t)| t)
                     .map(|(h, _)| h)
                     .collect();
-                read_strings(targets, segments, &self.id_field, |h| &mut h.id)?;
+                read_strings(targets, segments, &names.id, |h| &mut h.id)?;
                 window.sort_by(|a, b| rank_order(a, b, order));
             }
         }
         if settings.by_tag {
-            if let Some(group_field) = &self.group_field {
+            if let Some(group_field) = &names.group {
                 let targets: Vec<&mut CollapsedHit<K>> = window.iter_mut().collect();
                 read_strings(targets, segments, group_field, |h| &mut h.group)?;
             }
@@ -1040,7 +1077,7 @@ impl<C> NearDupCollapse<C> {
         }
         if settings.read_ids || settings.keep_window {
             needs_id.retain(|h| h.id.is_empty());
-            read_strings(needs_id, segments, &self.id_field, |h| &mut h.id)?;
+            read_strings(needs_id, segments, &names.id, |h| &mut h.id)?;
         }
         Ok(Collapsed {
             groups,

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::layout::BlockLayout;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Mutex;
 
 /// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash block keys use
 /// tags below 0x8000 (their combination index), so both families share one keys field.
@@ -216,6 +217,23 @@ impl MatchRule {
     /// A [`super::Signer`] for `scheme` under this rule.
     pub fn signer(&self, scheme: &crate::Scheme) -> super::Signer {
         super::Signer::new(scheme, self)
+    }
+
+    /// This rule, kept for the life of the process: equal rules share one copy. It is what
+    /// lets [`NearDupFields`](crate::NearDupFields) be `Copy`. A process keeps one copy (a few
+    /// hundred bytes) per distinct rule it opens an index with, so the memory is bounded by the
+    /// distinct parameter sets, not by how many indexes are opened.
+    pub(crate) fn interned(self) -> &'static MatchRule {
+        static RULES: Mutex<Vec<&'static MatchRule>> = Mutex::new(Vec::new());
+        let mut rules = RULES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&rule) = rules.iter().find(|&&r| *r == self) {
+            return rule;
+        }
+        let rule: &'static MatchRule = Box::leak(Box::new(self));
+        rules.push(rule);
+        rule
     }
 }
 

@@ -15,7 +15,7 @@ use tantivy::columnar::Column;
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST,
 };
-use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
 
 /// The names of the fields that hold signatures under a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,6 +185,18 @@ impl SegmentSignatures {
     }
 }
 
+/// A document [`SignatureReader::for_each_match`] found: where it is, why it matches, and its
+/// signature (borrowed for the call).
+#[derive(Clone, Copy, Debug)]
+pub struct SignatureMatch<'a> {
+    /// Where the document is in the searcher.
+    pub address: DocAddress,
+    /// Why the rule matches it with the query.
+    pub evidence: Evidence,
+    /// Its stored signature.
+    pub signature: &'a Signature,
+}
+
 /// A searcher's signature columns and key postings, opened once per segment; lookups reuse
 /// them (opening the columns costs more than a lookup).
 pub struct SignatureReader {
@@ -218,7 +230,7 @@ impl SignatureReader {
         self.segments.get(ord as usize).map(|(s, _)| s)
     }
 
-    /// Calls `f(segment_ord, doc, evidence, signature)` once for every live document that
+    /// Calls `f` once for every live document that
     /// `rule` matches with `query`: per segment, one term look-up and postings read per key of
     /// `query`, one signature read and one [`MatchRule::matches`] per candidate (a document met
     /// under several keys is verified and reported once: a per-segment set of the matches).
@@ -234,7 +246,7 @@ impl SignatureReader {
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
-        mut f: impl FnMut(u32, DocId, Evidence, &Signature),
+        mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<()> {
         let terms: Vec<Term> = rule
             .keys(query)
@@ -272,7 +284,11 @@ impl SignatureReader {
                             &mut candidate,
                         ) {
                             seen.insert(doc);
-                            f(ord as u32, doc, evidence, &candidate);
+                            f(SignatureMatch {
+                                address: DocAddress::new(ord as u32, doc),
+                                evidence,
+                                signature: &candidate,
+                            });
                         }
                     }
                     doc = postings.advance();
@@ -291,7 +307,7 @@ impl SignatureReader {
         &self,
         rule: &MatchRule,
         max_postings_per_key: usize,
-        mut f: impl FnMut(tantivy::DocAddress, tantivy::DocAddress, Evidence),
+        mut f: impl FnMut(DocAddress, DocAddress, Evidence),
     ) -> Result<super::PairStats> {
         let mut addresses = Vec::new();
         let mut signatures = Vec::new();
@@ -299,7 +315,7 @@ impl SignatureReader {
             let segment = self.searcher.segment_reader(ord as u32);
             for doc in segment.doc_ids_alive() {
                 if let Some(sig) = columns.get(doc) {
-                    addresses.push(tantivy::DocAddress::new(ord as u32, doc));
+                    addresses.push(DocAddress::new(ord as u32, doc));
                     signatures.push(sig);
                 }
             }

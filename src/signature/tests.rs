@@ -373,10 +373,11 @@ fn index_lookup_equals_brute_force_across_segments_and_deletes() {
                 .collect();
             let mut found = Vec::new();
             lookups
-                .for_each_match(&rule, query, usize::MAX, |ord, doc, e, s| {
-                    let i = ids[ord as usize].first(doc).unwrap() as usize;
-                    assert_eq!(s, &sigs[i]);
-                    assert_eq!(rule.matches(query, s), Some(e));
+                .for_each_match(&rule, query, usize::MAX, |m| {
+                    let a = m.address;
+                    let i = ids[a.segment_ord as usize].first(a.doc_id).unwrap() as usize;
+                    assert_eq!(m.signature, &sigs[i]);
+                    assert_eq!(rule.matches(query, m.signature), Some(m.evidence));
                     found.push(i);
                 })
                 .unwrap();
@@ -391,8 +392,9 @@ fn index_lookup_equals_brute_force_across_segments_and_deletes() {
             // A bound of 1 posting per key still reports only true matches.
             let mut capped = BTreeSet::new();
             lookups
-                .for_each_match(&rule, query, 1, |ord, doc, _, _| {
-                    capped.insert(ids[ord as usize].first(doc).unwrap() as usize);
+                .for_each_match(&rule, query, 1, |m| {
+                    let a = m.address;
+                    capped.insert(ids[a.segment_ord as usize].first(a.doc_id).unwrap() as usize);
                 })
                 .unwrap();
             assert!(capped.is_subset(&oracle));

@@ -10,7 +10,11 @@ use tantivy_simhash::batch::NearDupGraph;
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
-    Ok(NearDupGraph::with_max_distance(&searcher, k)?)
+    Ok(NearDupGraph::with_max_distance(
+        store.index.fields(),
+        &searcher,
+        k,
+    )?)
 }
 
 #[derive(Serialize)]

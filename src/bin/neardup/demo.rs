@@ -118,6 +118,6 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
 /// The first document of the largest group recorded while indexing.
 fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
     let searcher = store.index.searcher()?;
-    let groups = largest_groups(searcher.searcher(), 1)?;
+    let groups = largest_groups(&searcher, 1)?;
     Ok(groups.into_iter().next().map(|g| g.group))
 }

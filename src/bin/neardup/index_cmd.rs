@@ -232,7 +232,7 @@ pub(crate) fn index_files(
         .index
         .writer(opts.memory_mb << 20, policy)
         .map_err(|e| writer_busy(&store.dir, e))?;
-    let searcher = store.index.searcher()?;
+    let searcher = store.index.lookups()?;
     let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
     let total: Option<u64> = files
         .iter()
@@ -330,8 +330,8 @@ pub(crate) fn index_files(
     // Remember the field mapping and policy of this run as the defaults of the next.
     store::write_record(&store.index, &store.record)?;
     let searcher = store.index.searcher()?;
-    run.summary.index_documents = searcher.searcher().num_docs();
-    run.summary.index_segments = searcher.searcher().segment_readers().len();
+    run.summary.index_documents = searcher.num_docs();
+    run.summary.index_segments = searcher.segment_readers().len();
     run.summary.seconds = start.elapsed().as_secs_f64();
     Ok(run.summary)
 }
@@ -537,7 +537,7 @@ impl Run<'_> {
         self.writer.commit()?;
         self.since_commit = 0;
         // The committed ids are now in the index: look them up there instead of remembering.
-        self.existing = Some(self.store.index.searcher()?);
+        self.existing = Some(self.store.index.lookups()?);
         self.seen.clear();
         Ok(())
     }

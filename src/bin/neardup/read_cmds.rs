@@ -48,7 +48,7 @@ pub(crate) fn search_in(
              title:word"
         ))
     })?;
-    let tantivy_searcher = searcher.searcher();
+    let tantivy_searcher = &searcher;
     if collapse {
         return print_collapsed(store, tantivy_searcher, &parsed, limit, out);
     }
@@ -103,7 +103,7 @@ fn print_collapsed(
 ) -> CliResult<()> {
     // Exact group sizes cost one more pass over the hits (docs/PERFORMANCE.md): worth it for
     // a person reading "N near-duplicates".
-    let collapse = NearDupCollapse::by_score(&store.index, limit).exact_counts(true);
+    let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
     let results = collapse.search(searcher, query)?;
     if results.groups().is_empty() && !out.is_json() {
         out.line("no document matches")?;
@@ -220,7 +220,7 @@ pub(crate) fn similar_in(
     out: &mut Out,
 ) -> CliResult<()> {
     let k = store.checked_k(k)?;
-    let searcher = store.index.searcher()?;
+    let searcher = store.index.lookups()?;
     let (fp, own_id) = match source {
         Source::Id(id) => {
             let fp = searcher.fingerprint_of_id(id)?.ok_or_else(|| {
@@ -322,7 +322,7 @@ pub(crate) struct Group {
 /// Prints what the index holds.
 pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<()> {
     let searcher = store.index.searcher()?;
-    let s = searcher.searcher();
+    let s = &searcher;
     let documents = s.num_docs();
     let deleted: u64 = s
         .segment_readers()
@@ -344,7 +344,7 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         policy: &store.record.policy,
         fields: &store.record.fields,
         largest_groups: largest_groups(s, limit)?,
-        largest_clusters: largest_clusters(&searcher, limit)?,
+        largest_clusters: largest_clusters(store, &searcher, limit)?,
     };
     if out.is_json() {
         return out.json_line(&stats);
@@ -400,10 +400,12 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
 /// The `limit` largest clusters of the near-duplicate graph. Cost: one pass over the fingerprint
 /// columns and the all-pairs join (tantivy_simhash::batch).
 fn largest_clusters(
-    searcher: &tantivy_simhash::NearDupSearcher,
+    store: &Store,
+    searcher: &tantivy::Searcher,
     limit: usize,
 ) -> CliResult<Vec<ClusterSize>> {
-    let clusters = tantivy_simhash::batch::NearDupGraph::new(searcher)?.clusters()?;
+    let fields = store.index.fields();
+    let clusters = tantivy_simhash::batch::NearDupGraph::new(fields, searcher)?.clusters()?;
     let mut sizes: Vec<ClusterSize> = clusters
         .iter()
         .map(|c| ClusterSize {
