@@ -15,8 +15,9 @@ if ! "$venv/bin/python" -c "" 2>/dev/null; then
     rm -rf "$venv"
     "$python" -m venv "$venv"
 fi
-# pip runs maturin (the build backend) on python/; pyarrow and tqdm are optional extras the tests use.
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "./python[test,arrow,progress]"
+# pip runs maturin (the build backend) on python/; pyarrow, tqdm and dask are optional extras the
+# tests use (the dask tests start a local cluster of two worker processes).
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "./python[test,arrow,progress,dask]"
 
 cd python
 status=0

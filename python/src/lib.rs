@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 mod cli;
 mod index;
+mod rule;
 mod store;
 mod writer;
 
@@ -156,5 +157,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(distance, m)?)?;
     index::register(m)?;
     writer::register(m)?;
+    rule::register(m)?;
     Ok(())
 }

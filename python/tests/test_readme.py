@@ -8,16 +8,28 @@ import tantivy_simhash
 from conftest import REPO
 
 
-def test_readme_python_example_runs(capsys):
+def readme_python_blocks():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
-    assert len(blocks) == 1
+    assert len(blocks) == 2
+    return blocks
+
+
+def test_readme_python_example_runs(capsys):
+    blocks = readme_python_blocks()
     exec(compile(blocks[0], "README.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out == [
         'Outcome(status="added", id="a")',
         'Outcome(status="tagged", id="b", of="a", distance=0, group="a")',
     ]
+
+
+def test_readme_dask_example_runs():
+    """The pipeline's example on a local cluster of two worker processes; it asserts its output."""
+    block = readme_python_blocks()[1]
+    assert "deduplicate(" in block and "assert" in block
+    exec(compile(block, "README.md", "exec"), {})
 
 
 def test_package_docstring_examples_run():

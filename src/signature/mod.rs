@@ -31,7 +31,7 @@ mod shingles;
 pub mod store;
 
 pub use minhash::{MinHashConfig, Sketch};
-pub use pairs::{pairs_in_memory, PairStats};
+pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairStats};
 pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
 pub use shingles::Shingling;
 

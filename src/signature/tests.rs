@@ -407,3 +407,137 @@ fn index_lookup_equals_brute_force_across_segments_and_deletes() {
         assert!(capped_total <= total);
     }
 }
+
+/// Simulates a shuffle on key: every `(row, signature)` under each of its keys, each group in a
+/// scrambled order, the hot keys found per group as an engine would; then joins each group with
+/// [`pairs_in_key_group`]. Rows are sparse but ascending in input order (partition << 32 | i).
+fn pairs_by_key_groups(
+    rule: &MatchRule,
+    sigs: &[Signature],
+    cap: usize,
+    seed: u64,
+) -> (Vec<(u64, u64, String)>, PairStats) {
+    let row = |i: usize| ((i / 7) as u64) << 32 | (i % 7) as u64;
+    let mut groups: std::collections::BTreeMap<u64, Vec<(u64, Signature)>> = Default::default();
+    for (i, sig) in sigs.iter().enumerate() {
+        for key in rule.keys(sig) {
+            groups.entry(key).or_default().push((row(i), sig.clone()));
+        }
+    }
+    let mut rng = Rng(seed | 1);
+    for postings in groups.values_mut() {
+        for i in (1..postings.len()).rev() {
+            postings.swap(i, rng.below(i + 1));
+        }
+    }
+    let hot: std::collections::HashSet<u64> = groups
+        .iter()
+        .filter(|(_, p)| distinct_signatures(&p.iter().map(|x| &x.1).collect::<Vec<_>>()) > cap)
+        .map(|(k, _)| *k)
+        .collect();
+    let mut found = Vec::new();
+    let mut stats = PairStats::default();
+    for (key, postings) in &groups {
+        let s = pairs_in_key_group(
+            rule,
+            *key,
+            postings,
+            cap,
+            |k| hot.contains(&k),
+            |a, b, e| found.push((a, b, format!("{e:?}"))),
+        )
+        .unwrap();
+        stats.add(s);
+    }
+    found.sort();
+    let mut expected = Vec::new();
+    let in_memory = pairs_in_memory(rule, sigs, cap, |i, j, e| {
+        expected.push((row(i), row(j), format!("{e:?}")))
+    });
+    expected.sort();
+    assert_eq!(found, expected, "cap {cap}");
+    assert_eq!(stats, in_memory, "cap {cap}");
+    (found, stats)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Joining key group by key group (any order inside a group) reports exactly the pairs of the
+    /// in-memory join, with the same evidence and counts, exact or with hot keys bounded.
+    #[test]
+    fn the_key_group_join_equals_the_in_memory_join(seed in any::<u64>()) {
+        let texts = corpus(seed, 80);
+        for rule in rules() {
+            let mut signer = rule.signer(&crate::Scheme::default());
+            let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
+            for cap in [usize::MAX, 1, 2, 3, 8] {
+                pairs_by_key_groups(&rule, &sigs, cap, seed);
+            }
+        }
+    }
+}
+
+/// The hot key of `a_hot_key_is_bounded`, joined group by group: the same pairs and work.
+#[test]
+fn the_key_group_join_bounds_a_hot_key_like_the_in_memory_join() {
+    let rule = MatchRule::default();
+    let mut rng = Rng(11);
+    let mut sigs: Vec<Signature> = Vec::new();
+    for i in 0..3000 {
+        let fp = if i % 10 == 9 {
+            Fingerprint(sigs[i - 1].fingerprint.0 ^ (1 << 40))
+        } else {
+            Fingerprint((rng.next() & !0xffff) | 0x1234)
+        };
+        let sketch = Sketch {
+            words: (0..16).map(|_| rng.next()).collect(),
+        };
+        // Exact copies too: their pairs come from the identical groups.
+        let copies = if i % 100 == 0 { 3 } else { 1 };
+        for _ in 0..copies {
+            sigs.push(Signature {
+                fingerprint: fp,
+                sketch: sketch.clone(),
+            });
+        }
+    }
+    let (found, stats) = pairs_by_key_groups(&rule, &sigs, 64, 5);
+    assert_eq!(stats.hot_keys, 1);
+    assert!(found.len() >= 300 + 3 * 30, "{}", found.len());
+}
+
+#[test]
+fn a_key_group_with_foreign_postings_is_refused() {
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&crate::Scheme::default());
+    let a = signer.sign("one document with several words in it for its shingles and keys");
+    let b = signer.sign("a different document whose keys are all different from the first");
+    let key = rule.keys(&a)[0];
+    let err = pairs_in_key_group(
+        &rule,
+        key,
+        &[(0, a.clone()), (1, b)],
+        usize::MAX,
+        |_| false,
+        |_, _, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("does not hold key"), "{err}");
+    let short = Signature {
+        fingerprint: a.fingerprint,
+        sketch: Sketch { words: vec![1; 3] },
+    };
+    let err = pairs_in_key_group(
+        &rule,
+        key,
+        &[(0, a), (1, short)],
+        usize::MAX,
+        |_| false,
+        |_, _, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("3 sketch words"), "{err}");
+}

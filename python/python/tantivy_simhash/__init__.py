@@ -24,6 +24,10 @@ Index documents with a dedup policy, then search with near-duplicates collapsed:
     for a, b, d in index.pairs(k=3):
         ...
 
+The match rule itself (simhash within 3, or a shared MinHash band and an estimated resemblance
+of at least 0.55) is :class:`Rule`: ``Rule().sign(text)`` and ``Rule().matches(a, b)``; the
+module :mod:`tantivy_simhash.dask` runs it over corpora beyond one machine on Dask distributed.
+
 Every call that reads or writes the index releases the GIL while it works. Errors of the index
 raise :class:`Error`; bad arguments raise ``ValueError`` or ``TypeError``.
 """
@@ -31,29 +35,37 @@ raise :class:`Error`; bad arguments raise ``ValueError`` or ``TypeError``.
 from ._native import (
     Cluster,
     Error,
+    Evidence,
     Hit,
     Index,
     Match,
     Member,
     Outcome,
     PairIterator,
+    Rule,
     Scheme,
+    Signature,
     Summary,
     Writer,
+    components,
     distance,
 )
 
 __all__ = [
     "Cluster",
     "Error",
+    "Evidence",
     "Hit",
     "Index",
     "Match",
     "Member",
     "Outcome",
     "PairIterator",
+    "Rule",
     "Scheme",
+    "Signature",
     "Summary",
     "Writer",
+    "components",
     "distance",
 ]

@@ -231,3 +231,93 @@ class Index:
     def close(self) -> None: ...
     def __enter__(self) -> "Index": ...
     def __exit__(self, exc_type: Any = None, exc_value: Any = None, traceback: Any = None) -> bool: ...
+
+class Signature:
+    """A document's signature under a :class:`Rule` (from :meth:`Rule.sign`)."""
+
+    @property
+    def fingerprint(self) -> int:
+        """The simhash fingerprint (unsigned 64-bit int)."""
+    @property
+    def sketch(self) -> bytes:
+        """The b-bit MinHash sketch, :attr:`Rule.sketch_bytes` bytes (little-endian words)."""
+    @property
+    def keys(self) -> List[int]:
+        """Simhash block keys, then one key per band (none for a text without tokens)."""
+    def __eq__(self, other: object) -> bool: ...
+
+class Evidence:
+    """Why two signatures match (from :meth:`Rule.matches`)."""
+
+    @property
+    def kind(self) -> Literal["simhash", "resemblance"]: ...
+    @property
+    def distance(self) -> int:
+        """Hamming distance of the fingerprints."""
+    @property
+    def resemblance(self) -> float:
+        """The sketches' resemblance estimate (computed for both kinds)."""
+    @property
+    def band(self) -> Optional[int]:
+        """The first shared band of a resemblance match; ``None`` for a simhash match."""
+
+PairColumns = Tuple[bytes, bytes, bytes, bytes, bytes]
+"""``(row_a, row_b, distance, resemblance, band)``: little-endian u64, u64, u32, f32, i32
+buffers (``band`` -1 for a simhash match); read them with ``numpy.frombuffer``."""
+
+class PairStats(TypedDict):
+    pairs: int
+    comparisons: int
+    hot_keys: int
+
+class Rule:
+    """The match rule: simhash within 3, or one of 12 shared MinHash bands and a resemblance
+    estimate of at least 0.55; ``language`` is :class:`Scheme`'s. Not picklable (it holds a
+    signer): ship the language name to other processes.
+
+    The batch methods take and return columns as little-endian byte buffers and run on the
+    calling thread with the GIL released; they raise ``ValueError`` when the buffers' sizes do
+    not fit each other or the rule.
+    """
+
+    def __init__(self, language: str = "auto") -> None: ...
+    def sign(self, text: str) -> Signature:
+        """The signature of ``text`` (one analysis; GIL released)."""
+    def matches(self, a: Signature, b: Signature) -> Optional[Evidence]:
+        """Why ``a`` and ``b`` match, or ``None``."""
+    def sign_many(self, texts: Iterable[str]) -> Tuple[bytes, bytes]:
+        """``(fingerprints, sketches)``: 8 and :attr:`sketch_bytes` bytes per text, in order."""
+    def postings(self, fingerprints: bytes, sketches: bytes) -> Tuple[bytes, bytes]:
+        """``(documents, keys)``: u32 document indexes and u64 keys, one entry per key."""
+    def hot_keys(self, keys: bytes, fingerprints: bytes, sketches: bytes, max_postings_per_key: int) -> bytes:
+        """Keys held by more than ``max_postings_per_key`` distinct signatures (u64 buffer);
+        every posting of a key must be in the call."""
+    def verify_groups(
+        self,
+        keys: bytes,
+        rows: bytes,
+        fingerprints: bytes,
+        sketches: bytes,
+        max_postings_per_key: int,
+        hot_keys: bytes,
+    ) -> Tuple[PairColumns, PairStats]:
+        """The pairs of postings grouped by key, as the single-machine join reports them, each
+        once; ``max_postings_per_key`` 0 means no bound."""
+    def pairs_in_memory(self, fingerprints: bytes, sketches: bytes, max_postings_per_key: int) -> Tuple[PairColumns, PairStats]:
+        """Every matching pair of signed documents (document indexes for rows), on this
+        machine; ``max_postings_per_key`` 0 means no bound."""
+    @property
+    def keys_per_document(self) -> int: ...
+    @property
+    def bands(self) -> int: ...
+    @property
+    def sketch_bytes(self) -> int: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def language(self) -> str: ...
+
+def components(a: bytes, b: bytes) -> Tuple[bytes, bytes]:
+    """Connected components of the edges ``(a[i], b[i])`` (u64 buffers): ``(nodes, labels)``,
+    each node once, ascending, and the smallest node of its component. ``ValueError`` when the
+    buffers differ in length or are not whole u64s."""

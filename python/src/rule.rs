@@ -1,0 +1,640 @@
+//! The match rule from Python: signatures, the rule's verdict on a pair, and the batch kernels a
+//! distributed pipeline (`tantivy_simhash.dask`) runs inside its partitions.
+//!
+//! The batch kernels take and return columns as little-endian byte buffers (`numpy`'s
+//! `tobytes()` / `frombuffer`), so a partition crosses into Rust with one copy per column and no
+//! Python object per row; they run with the GIL released and on the calling thread only (the
+//! engine's workers are the parallelism).
+
+use crate::Failure;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use tantivy_simhash::signature::{pairs_in_key_group, pairs_in_memory, PairStats};
+use tantivy_simhash::{
+    Evidence as RustEvidence, Fingerprint, MatchRule, Signature as RustSignature, Signer, Sketch,
+};
+
+/// A document's signature under a :class:`Rule`: its simhash fingerprint, its MinHash sketch
+/// and the keys that find every document it matches.
+#[pyclass(module = "tantivy_simhash", frozen)]
+pub(crate) struct Signature {
+    signature: RustSignature,
+    keys: Vec<u64>,
+}
+
+#[pymethods]
+impl Signature {
+    /// The simhash fingerprint (unsigned 64-bit int).
+    #[getter]
+    fn fingerprint(&self) -> u64 {
+        self.signature.fingerprint.0
+    }
+
+    /// The b-bit MinHash sketch: the rule's sketch words as little-endian bytes (all zero for
+    /// a text without tokens).
+    #[getter]
+    fn sketch<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &words_to_bytes(&self.signature.sketch.words))
+    }
+
+    /// The keys (simhash block keys, then one key per MinHash band; no band keys for a text
+    /// without tokens): two documents the rule matches share at least one.
+    #[getter]
+    fn keys(&self) -> Vec<u64> {
+        self.keys.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Signature(fingerprint={:#018x}, keys={})",
+            self.signature.fingerprint.0,
+            self.keys.len()
+        )
+    }
+
+    fn __eq__(&self, other: &Signature) -> bool {
+        self.signature == other.signature
+    }
+}
+
+/// Why two signatures match (what :meth:`Rule.matches` found).
+#[pyclass(module = "tantivy_simhash", frozen, get_all)]
+pub(crate) struct Evidence {
+    /// ``"simhash"`` (fingerprints within the rule's distance) or ``"resemblance"`` (a shared
+    /// MinHash band and enough estimated resemblance).
+    kind: &'static str,
+    /// Hamming distance of the fingerprints.
+    distance: u32,
+    /// The sketches' resemblance estimate (computed for both kinds).
+    resemblance: f32,
+    /// The first shared band (``None`` for ``"simhash"``).
+    band: Option<u32>,
+}
+
+#[pymethods]
+impl Evidence {
+    fn __repr__(&self) -> String {
+        format!(
+            "Evidence(kind={:?}, distance={}, resemblance={:.3}, band={})",
+            self.kind,
+            self.distance,
+            self.resemblance,
+            self.band.map_or("None".to_string(), |b| b.to_string())
+        )
+    }
+}
+
+/// The product's definition of a near-duplicate, with the scheme that signs texts for it:
+/// two documents match when their simhash fingerprints are within 3 bits, or when they share one
+/// of 12 MinHash bands and their 128-bin x 8-bit sketches estimate a resemblance of at least
+/// 0.55. ``language`` takes :class:`Scheme`'s values.
+#[pyclass(module = "tantivy_simhash", frozen)]
+pub(crate) struct Rule {
+    rule: MatchRule,
+    language: String,
+    signer: Mutex<Signer>,
+}
+
+impl Rule {
+    fn words(&self) -> usize {
+        self.rule.minhash().sketch_words()
+    }
+
+    fn signer(&self) -> std::sync::MutexGuard<'_, Signer> {
+        self.signer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Fingerprints and sketches from their buffers, checked against each other and the rule,
+    /// read one signature at a time (most postings of a corpus are never compared).
+    fn columns<'a>(&self, fingerprints: &[u8], sketches: &'a [u8]) -> Result<Columns<'a>, Failure> {
+        let fps = u64s(fingerprints, "fingerprints")?;
+        let width = self.words() * 8;
+        if sketches.len() != fps.len() * width {
+            return Err(Failure::Value(format!(
+                "sketches has {} bytes for {} fingerprints; expected {} ({} bytes per sketch under \
+                 this rule)",
+                sketches.len(),
+                fps.len(),
+                fps.len() * width,
+                width
+            )));
+        }
+        Ok(Columns {
+            fps,
+            sketches,
+            width,
+        })
+    }
+
+    /// Fingerprints and sketches from their buffers, checked against each other and the rule.
+    fn signatures(
+        &self,
+        fingerprints: &[u8],
+        sketches: &[u8],
+    ) -> Result<Vec<RustSignature>, Failure> {
+        let fps = u64s(fingerprints, "fingerprints")?;
+        let width = self.words() * 8;
+        if sketches.len() != fps.len() * width {
+            return Err(Failure::Value(format!(
+                "sketches has {} bytes for {} fingerprints; expected {} ({} bytes per sketch under \
+                 this rule)",
+                sketches.len(),
+                fps.len(),
+                fps.len() * width,
+                width
+            )));
+        }
+        Ok(fps
+            .iter()
+            .zip(sketches.chunks_exact(width.max(1)))
+            .map(|(&fp, s)| RustSignature {
+                fingerprint: Fingerprint(fp),
+                sketch: Sketch {
+                    words: s.chunks_exact(8).map(le_u64).collect(),
+                },
+            })
+            .collect())
+    }
+}
+
+#[pymethods]
+impl Rule {
+    #[new]
+    #[pyo3(signature = (language = "auto"))]
+    fn new(language: &str) -> PyResult<Self> {
+        let scheme = crate::store::scheme_for(language)?;
+        let rule = MatchRule::default();
+        let signer = Mutex::new(rule.signer(&scheme));
+        Ok(Rule {
+            rule,
+            language: language.to_string(),
+            signer,
+        })
+    }
+
+    /// The signature of ``text``. Cost: one analysis of the text, with the GIL released.
+    fn sign(&self, py: Python<'_>, text: &str) -> Signature {
+        let text = text.to_owned();
+        py.detach(|| {
+            let signature = self.signer().sign(&text);
+            let keys = self.rule.keys(&signature);
+            Signature { signature, keys }
+        })
+    }
+
+    /// Whether ``a`` and ``b`` match, and why: an :class:`Evidence`, or ``None``. Cost: a
+    /// popcount, and for pairs beyond the simhash distance one pass over the sketches.
+    fn matches(&self, a: &Signature, b: &Signature) -> PyResult<Option<Evidence>> {
+        for s in [a, b] {
+            if s.signature.sketch.words.len() != self.words() {
+                return Err(Failure::Value(format!(
+                    "a signature has {} sketch words; this rule expects {}: sign with the same rule",
+                    s.signature.sketch.words.len(),
+                    self.words()
+                ))
+                .into());
+            }
+        }
+        Ok(self
+            .rule
+            .matches(&a.signature, &b.signature)
+            .map(|e| evidence(e, &a.signature, &b.signature, self.rule.minhash().bits)))
+    }
+
+    /// Signs every text of ``texts`` (an iterable of str) on this thread with the GIL released.
+    /// Returns ``(fingerprints, sketches)``: ``8 * n`` bytes of little-endian u64 and
+    /// ``sketch_bytes * n`` bytes (:attr:`sketch_bytes` per document, in input order).
+    fn sign_many<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let mut owned = Vec::new();
+        for item in texts.try_iter()? {
+            owned.push(item?.extract::<String>()?);
+        }
+        let (fps, sketches) = py.detach(|| {
+            let mut signer = self.signer();
+            let mut fps = Vec::with_capacity(owned.len() * 8);
+            let mut sketches = Vec::with_capacity(owned.len() * self.words() * 8);
+            for text in &owned {
+                let sig = signer.sign(text);
+                fps.extend_from_slice(&sig.fingerprint.0.to_le_bytes());
+                for w in &sig.sketch.words {
+                    sketches.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+            (fps, sketches)
+        });
+        Ok((PyBytes::new(py, &fps), PyBytes::new(py, &sketches)))
+    }
+
+    /// The keys of signed documents (the buffers of :meth:`sign_many`), as postings:
+    /// ``(documents, keys)``, little-endian u32 document indexes and u64 keys, one entry per
+    /// key of each document (:attr:`keys_per_document`, fewer for a text without tokens).
+    fn postings<'py>(
+        &self,
+        py: Python<'py>,
+        fingerprints: &[u8],
+        sketches: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let sigs = self.signatures(fingerprints, sketches)?;
+        if sigs.len() > u32::MAX as usize {
+            return Err(Failure::Value(format!(
+                "{} documents in one batch; expected at most {}",
+                sigs.len(),
+                u32::MAX
+            ))
+            .into());
+        }
+        let (docs, keys) = py.detach(|| {
+            let mut docs = Vec::with_capacity(sigs.len() * 4 * self.rule.keys_per_document());
+            let mut keys = Vec::with_capacity(sigs.len() * 8 * self.rule.keys_per_document());
+            let mut buf = Vec::new();
+            for (i, sig) in sigs.iter().enumerate() {
+                buf.clear();
+                self.rule.keys_into(sig, &mut buf);
+                for k in &buf {
+                    docs.extend_from_slice(&(i as u32).to_le_bytes());
+                    keys.extend_from_slice(&k.to_le_bytes());
+                }
+            }
+            (docs, keys)
+        });
+        Ok((PyBytes::new(py, &docs), PyBytes::new(py, &keys)))
+    }
+
+    /// The hot keys among postings grouped by key (every posting of a key in this call): the
+    /// keys held by more than ``max_postings_per_key`` distinct signatures, as little-endian
+    /// u64 bytes. ``keys``, ``fingerprints`` (u64) and ``sketches`` are one entry per posting.
+    fn hot_keys<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &[u8],
+        fingerprints: &[u8],
+        sketches: &[u8],
+        max_postings_per_key: u64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let keys = u64s(keys, "keys")?;
+        let sigs = self.columns(fingerprints, sketches)?;
+        same_length(keys.len(), sigs.fps.len(), "keys", "fingerprints")?;
+        let cap = cap_of(max_postings_per_key);
+        let hot = py.detach(|| {
+            let mut out = Vec::new();
+            let order = key_order(&keys);
+            for run in order.chunk_by(|&x, &y| keys[x] == keys[y]) {
+                if run.len() <= cap {
+                    continue;
+                }
+                let owned: Vec<RustSignature> = run.iter().map(|&i| sigs.get(i)).collect();
+                let members: Vec<&RustSignature> = owned.iter().collect();
+                if tantivy_simhash::signature::distinct_signatures(&members) > cap {
+                    out.extend_from_slice(&keys[run[0]].to_le_bytes());
+                }
+            }
+            out
+        });
+        Ok(PyBytes::new(py, &hot))
+    }
+
+    /// The matching pairs of postings grouped by key (every posting of a key in this call), as
+    /// :func:`pairs_in_memory` over the whole input would report them, each once
+    /// (``tantivy_simhash::signature::pairs_in_key_group`` per key). ``rows`` number documents
+    /// in input order (u64); ``hot_keys`` are the input's hot keys (:meth:`hot_keys` of every
+    /// group, any order). Returns ``(row_a, row_b, distance, resemblance, band, stats)``:
+    /// u64, u64, u32, f32 and i32 buffers (band -1 for simhash evidence), ``row_a < row_b``,
+    /// and ``stats`` a dict of ``pairs``, ``comparisons``, ``hot_keys``.
+    #[allow(clippy::too_many_arguments)]
+    fn verify_groups<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &[u8],
+        rows: &[u8],
+        fingerprints: &[u8],
+        sketches: &[u8],
+        max_postings_per_key: u64,
+        hot_keys: &[u8],
+    ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
+        let keys = u64s(keys, "keys")?;
+        let rows = u64s(rows, "rows")?;
+        let sigs = self.columns(fingerprints, sketches)?;
+        same_length(keys.len(), sigs.fps.len(), "keys", "fingerprints")?;
+        same_length(keys.len(), rows.len(), "keys", "rows")?;
+        let hot: HashSet<u64> = u64s(hot_keys, "hot_keys")?.into_iter().collect();
+        let cap = cap_of(max_postings_per_key);
+        let bits = self.rule.minhash().bits;
+        let result = py.detach(|| -> Result<(PairBuffers, PairStats), Failure> {
+            let mut out = PairBuffers::default();
+            let mut stats = PairStats::default();
+            let mut postings: Vec<(u64, RustSignature)> = Vec::new();
+            let mut by_row: std::collections::HashMap<u64, usize> = Default::default();
+            let order = key_order(&keys);
+            // A key held by one document pairs nothing: most keys of a corpus.
+            for run in order.chunk_by(|&x, &y| keys[x] == keys[y]) {
+                if run.len() < 2 {
+                    continue;
+                }
+                postings.clear();
+                by_row.clear();
+                for &i in run {
+                    by_row.insert(rows[i], postings.len());
+                    postings.push((rows[i], sigs.get(i)));
+                }
+                let s = pairs_in_key_group(
+                    &self.rule,
+                    keys[run[0]],
+                    &postings,
+                    cap,
+                    |k| hot.contains(&k),
+                    |a, b, e| {
+                        let (sa, sb) = (&postings[by_row[&a]].1, &postings[by_row[&b]].1);
+                        out.push(a, b, e, sa, sb, bits);
+                    },
+                )?;
+                stats.add(s);
+            }
+            Ok((out, stats))
+        });
+        let (out, stats) = result?;
+        Ok((out.into_py(py), stats_dict(py, stats)?))
+    }
+
+    /// Every matching pair of signed documents (the buffers of :meth:`sign_many`) on this
+    /// machine: ``tantivy_simhash::signature::pairs_in_memory``, the single-machine join the
+    /// distributed pipeline reproduces. Same return value as :meth:`verify_groups`, with
+    /// document indexes for rows. Memory: the keys of every distinct signature.
+    fn pairs_in_memory<'py>(
+        &self,
+        py: Python<'py>,
+        fingerprints: &[u8],
+        sketches: &[u8],
+        max_postings_per_key: u64,
+    ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
+        let sigs = self.signatures(fingerprints, sketches)?;
+        let cap = cap_of(max_postings_per_key);
+        let bits = self.rule.minhash().bits;
+        let (out, stats) = py.detach(|| {
+            let mut out = PairBuffers::default();
+            let stats = pairs_in_memory(&self.rule, &sigs, cap, |i, j, e| {
+                out.push(i as u64, j as u64, e, &sigs[i], &sigs[j], bits)
+            });
+            (out, stats)
+        });
+        Ok((out.into_py(py), stats_dict(py, stats)?))
+    }
+
+    /// Keys per document (simhash block keys plus band keys).
+    #[getter]
+    fn keys_per_document(&self) -> usize {
+        self.rule.keys_per_document()
+    }
+
+    /// MinHash bands (band keys of a document with tokens; the rest of its keys are simhash
+    /// block keys).
+    #[getter]
+    fn bands(&self) -> u32 {
+        self.rule.minhash().bands
+    }
+
+    /// Bytes of one sketch (the verifier), besides the 8-byte fingerprint.
+    #[getter]
+    fn sketch_bytes(&self) -> usize {
+        self.rule.sketch_bytes()
+    }
+
+    /// The rule's stable identifier (every parameter).
+    #[getter]
+    fn id(&self) -> String {
+        self.rule.id()
+    }
+
+    /// The language of the scheme that signs texts.
+    #[getter]
+    fn language(&self) -> String {
+        self.language.clone()
+    }
+
+    fn __str__(&self) -> String {
+        self.rule.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Rule(language={:?})", self.language)
+    }
+}
+
+/// The connected components of the graph whose edges are ``(a[i], b[i])`` (little-endian u64
+/// buffers of equal length): ``(nodes, labels)``, every node met in an edge once (ascending)
+/// and the smallest node of its component. Union-find with path halving and union by size;
+/// memory 16 bytes per node plus the edges. The GIL is released meanwhile.
+#[pyfunction]
+pub(crate) fn components<'py>(
+    py: Python<'py>,
+    a: &[u8],
+    b: &[u8],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let a = u64s(a, "a")?;
+    let b = u64s(b, "b")?;
+    same_length(a.len(), b.len(), "a", "b")?;
+    let (nodes, labels) = py.detach(|| {
+        let mut nodes: Vec<u64> = a.iter().chain(&b).copied().collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let index = |x: u64| nodes.binary_search(&x).unwrap_or(0);
+        let mut parent: Vec<usize> = (0..nodes.len()).collect();
+        let mut size = vec![1u32; nodes.len()];
+        fn find(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        for (&x, &y) in a.iter().zip(&b) {
+            let (rx, ry) = (find(&mut parent, index(x)), find(&mut parent, index(y)));
+            if rx != ry {
+                let (big, small) = if size[rx] >= size[ry] {
+                    (rx, ry)
+                } else {
+                    (ry, rx)
+                };
+                parent[small] = big;
+                size[big] += size[small];
+            }
+        }
+        // The smallest node of each component: nodes ascend, so the first met per root.
+        let mut smallest = vec![u64::MAX; nodes.len()];
+        let mut labels = Vec::with_capacity(nodes.len() * 8);
+        let mut roots = Vec::with_capacity(nodes.len());
+        for (i, &node) in nodes.iter().enumerate() {
+            let r = find(&mut parent, i);
+            if smallest[r] == u64::MAX {
+                smallest[r] = node;
+            }
+            roots.push(r);
+        }
+        for r in roots {
+            labels.extend_from_slice(&smallest[r].to_le_bytes());
+        }
+        (words_to_bytes(&nodes), labels)
+    });
+    Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
+}
+
+/// Signature columns as buffers, read on demand.
+struct Columns<'a> {
+    fps: Vec<u64>,
+    sketches: &'a [u8],
+    width: usize,
+}
+
+impl Columns<'_> {
+    fn get(&self, i: usize) -> RustSignature {
+        let at = i * self.width;
+        RustSignature {
+            fingerprint: Fingerprint(self.fps[i]),
+            sketch: Sketch {
+                words: self.sketches[at..at + self.width]
+                    .chunks_exact(8)
+                    .map(le_u64)
+                    .collect(),
+            },
+        }
+    }
+}
+
+type PairColumns<'py> = (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
+
+/// Pairs as column buffers.
+#[derive(Default)]
+struct PairBuffers {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    distance: Vec<u8>,
+    resemblance: Vec<u8>,
+    band: Vec<u8>,
+}
+
+impl PairBuffers {
+    fn push(
+        &mut self,
+        a: u64,
+        b: u64,
+        e: RustEvidence,
+        sa: &RustSignature,
+        sb: &RustSignature,
+        bits: u32,
+    ) {
+        let ev = evidence(e, sa, sb, bits);
+        self.a.extend_from_slice(&a.to_le_bytes());
+        self.b.extend_from_slice(&b.to_le_bytes());
+        self.distance.extend_from_slice(&ev.distance.to_le_bytes());
+        self.resemblance
+            .extend_from_slice(&ev.resemblance.to_le_bytes());
+        let band = ev.band.map_or(-1i32, |b| b as i32);
+        self.band.extend_from_slice(&band.to_le_bytes());
+    }
+
+    fn into_py(self, py: Python<'_>) -> PairColumns<'_> {
+        (
+            PyBytes::new(py, &self.a),
+            PyBytes::new(py, &self.b),
+            PyBytes::new(py, &self.distance),
+            PyBytes::new(py, &self.resemblance),
+            PyBytes::new(py, &self.band),
+        )
+    }
+}
+
+fn evidence(e: RustEvidence, a: &RustSignature, b: &RustSignature, bits: u32) -> Evidence {
+    match e {
+        RustEvidence::Simhash { distance } => Evidence {
+            kind: "simhash",
+            distance,
+            resemblance: a.sketch.resemblance(&b.sketch, bits),
+            band: None,
+        },
+        RustEvidence::Resemblance {
+            band,
+            resemblance,
+            distance,
+        } => Evidence {
+            kind: "resemblance",
+            distance,
+            resemblance,
+            band: Some(band),
+        },
+    }
+}
+
+fn stats_dict(py: Python<'_>, stats: PairStats) -> PyResult<Bound<'_, PyAny>> {
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("pairs", stats.pairs)?;
+    d.set_item("comparisons", stats.comparisons)?;
+    d.set_item("hot_keys", stats.hot_keys)?;
+    Ok(d.into_any())
+}
+
+/// Indexes into `keys` ordered by key (runs of equal keys, each ascending).
+fn key_order(keys: &[u64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_unstable_by_key(|&i| (keys[i], i));
+    order
+}
+
+/// 0 means no bound, as does anything beyond the address space.
+fn cap_of(max_postings_per_key: u64) -> usize {
+    if max_postings_per_key == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(max_postings_per_key).unwrap_or(usize::MAX)
+    }
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    u64::from_le_bytes(w)
+}
+
+fn u64s(bytes: &[u8], name: &str) -> Result<Vec<u64>, Failure> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(Failure::Value(format!(
+            "{name} has {} bytes; expected a multiple of 8 (little-endian u64 values)",
+            bytes.len()
+        )));
+    }
+    Ok(bytes.chunks_exact(8).map(le_u64).collect())
+}
+
+fn same_length(x: usize, y: usize, xn: &str, yn: &str) -> Result<(), Failure> {
+    if x == y {
+        Ok(())
+    } else {
+        Err(Failure::Value(format!(
+            "{xn} has {x} entries but {yn} has {y}; expected one entry per posting in each"
+        )))
+    }
+}
+
+fn words_to_bytes(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Rule>()?;
+    m.add_class::<Signature>()?;
+    m.add_class::<Evidence>()?;
+    m.add_function(wrap_pyfunction!(components, m)?)?;
+    Ok(())
+}

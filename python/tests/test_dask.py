@@ -1,0 +1,172 @@
+"""tantivy_simhash.dask on a local cluster of two worker processes: the same pairs as a brute
+force of the rule (exact join) and as the single-machine join (with hot keys bounded), the same
+clusters as an independent union-find, and the Parquet output that says so."""
+
+import gzip
+import json
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from distributed import Client, LocalCluster
+
+from conftest import CORPUS, components, document_text
+from tantivy_simhash import Rule
+from tantivy_simhash import dask as tsd
+from tantivy_simhash.dask_bench import synthetic_partition
+
+PARTITIONS = 5
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def corpus() -> pd.DataFrame:
+    """The demo corpus (2,224 pages with real near-duplicates), exact copies of some of them
+    under other ids, texts without tokens, and synthetic edited copies."""
+    docs = [json.loads(line) for line in gzip.open(CORPUS, "rt", encoding="utf-8")]
+    rows = [(d["id"], document_text(d)) for d in docs]
+    rows += [(f"copy-{i}", rows[i][1]) for i in range(0, 300, 37)]
+    rows += [("empty-1", ""), ("empty-2", ""), ("punct", "... !!! ???"), ("one-word", "word")]
+    synth = synthetic_partition(3, 0, 400, 400, 0.5, 4.0)
+    rows += list(zip(synth["id"], synth["text"]))
+    return pd.DataFrame(rows, columns=["id", "text"])
+
+
+@pytest.fixture(scope="module")
+def signed(corpus):
+    rule = Rule()
+    return rule, [rule.sign(t) for t in corpus["text"]]
+
+
+@pytest.fixture(scope="module")
+def brute_force(signed):
+    """Every (i, j) -> (distance, band) with i < j that the rule matches: the oracle."""
+    rule, sigs = signed
+    out = {}
+    for i, a in enumerate(sigs):
+        for j in range(i + 1, len(sigs)):
+            e = rule.matches(a, sigs[j])
+            if e is not None:
+                out[(i, j)] = (e.distance, -1 if e.band is None else e.band)
+    return out
+
+
+def as_dask(corpus: pd.DataFrame) -> dd.DataFrame:
+    return dd.from_pandas(corpus, npartitions=PARTITIONS, sort=False)
+
+
+def input_index(docs: dd.DataFrame):
+    """row (partition << 32 | position) -> position in the input."""
+    lengths = docs.map_partitions(len).compute().tolist()
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return lambda row: int(starts[int(row) >> 32] + (int(row) & 0xFFFFFFFF))
+
+
+def pairs_by_index(pairs: pd.DataFrame, index) -> dict:
+    out = {}
+    for a, b, d, band in zip(pairs["row_a"], pairs["row_b"], pairs["distance"], pairs["band"]):
+        key = (index(a), index(b))
+        assert key not in out, f"pair {key} reported twice"
+        out[key] = (int(d), int(band))
+    return out
+
+
+def test_the_exact_pipeline_finds_the_brute_force_pairs(client, corpus, brute_force):
+    docs = as_dask(corpus)
+    pairs = tsd.find_pairs(docs, max_postings_per_key=None).compute()
+    found = pairs_by_index(pairs, input_index(docs))
+    assert len(brute_force) > 10_000
+    assert found == brute_force
+    # Both branches of the rule and exact copies are exercised.
+    kinds = set(band >= 0 for _, band in brute_force.values())
+    assert kinds == {True, False}
+    assert sum(1 for d, _ in brute_force.values() if d == 0) > 0
+
+
+def test_the_bounded_pipeline_equals_the_single_machine_join(client, corpus, signed):
+    rule, sigs = signed
+    fps = np.array([s.fingerprint for s in sigs], dtype="<u8").tobytes()
+    sketches = b"".join(s.sketch for s in sigs)
+    docs = as_dask(corpus)
+    index = input_index(docs)
+    for cap in (2, 5):
+        columns, stats = rule.pairs_in_memory(fps, sketches, cap)
+        a, b = np.frombuffer(columns[0], "<u8"), np.frombuffer(columns[1], "<u8")
+        band = np.frombuffer(columns[4], "<i4")
+        distance = np.frombuffer(columns[2], "<u4")
+        expected = {(int(x), int(y)): (int(d), int(k)) for x, y, d, k in zip(a, b, distance, band)}
+        assert stats["hot_keys"] > 0, "the bound must bite for this test to mean something"
+        pairs, hot = tsd._find_pairs(docs, "id", "text", "auto", cap, None, None, None)
+        assert hot == stats["hot_keys"]
+        assert pairs_by_index(pairs.compute(), index) == expected
+
+
+def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, corpus, brute_force, tmp_path):
+    ids = corpus["id"].tolist()
+    summary = tsd.deduplicate(as_dask(corpus), str(tmp_path), max_postings_per_key=None)
+    pairs = pq.read_table(tmp_path / "pairs").to_pandas()
+    clusters = pq.read_table(tmp_path / "clusters").to_pandas()
+
+    expected_pairs = {(ids[i], ids[j]): v for (i, j), v in brute_force.items()}
+    found = {(a, b): (int(d), int(k)) for a, b, d, k in zip(pairs.id_a, pairs.id_b, pairs.distance, pairs.band)}
+    assert found == expected_pairs
+    assert len(pairs) == len(expected_pairs)
+    assert ((pairs.resemblance >= 0) & (pairs.resemblance <= 1)).all()
+    assert (pairs.resemblance[pairs.band >= 0] >= 0.55).all()
+
+    # Clusters: an independent union-find over the brute-force pairs; a cluster is named by its
+    # first document in input order, a document alone by itself.
+    position = {i: n for n, i in enumerate(ids)}
+    expected = {i: i for i in ids}
+    groups = components(ids, [(a, b, d) for (a, b), (d, _) in expected_pairs.items()])
+    for group in groups:
+        first = min(group, key=position.get)
+        for member in group:
+            expected[member] = first
+    assert len(clusters) == len(ids)
+    assert dict(zip(clusters.id, clusters.cluster)) == expected
+    assert summary["documents"] == len(ids)
+    assert summary["pairs"] == len(expected_pairs)
+    assert summary["clusters"] == len(groups)
+    assert summary["clustered"] == sum(len(g) for g in groups)
+    # Texts without tokens have only their 4 simhash block keys.
+    empty = sum(1 for t in corpus.text if Rule().sign(t).keys.__len__() == 4)
+    assert empty >= 2
+    assert summary["postings"] == 16 * len(ids) - 12 * empty
+
+
+def test_bad_input_is_refused_with_the_reason(client, corpus):
+    docs = as_dask(corpus)
+    with pytest.raises(KeyError, match="column 'body' not in the documents"):
+        tsd.signatures(docs, text="body")
+    with pytest.raises(ValueError, match="max_postings_per_key = 0"):
+        tsd.find_pairs(docs, max_postings_per_key=0)
+    missing = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["some text", None]}), npartitions=1)
+    with pytest.raises(ValueError, match="document 'b' has no 'text' value"):
+        tsd.signatures(missing).compute()
+
+
+def test_components_equal_a_python_union_find():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 300, 200, dtype=np.uint64) * np.uint64(1 << 33)
+    b = rng.integers(0, 300, 200, dtype=np.uint64) * np.uint64(1 << 33)
+    from tantivy_simhash import components as rust_components
+
+    nodes, labels = rust_components(a.astype("<u8").tobytes(), b.astype("<u8").tobytes())
+    got = dict(zip(np.frombuffer(nodes, "<u8").tolist(), np.frombuffer(labels, "<u8").tolist()))
+    ids = sorted(set(a.tolist()) | set(b.tolist()))
+    assert sorted(got) == ids
+    expected = {i: i for i in ids}
+    for group in components(ids, [(int(x), int(y), 0) for x, y in zip(a, b)]):
+        for member in group:
+            expected[member] = group[0]
+    assert got == expected
