@@ -65,6 +65,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A setting given to a [`store`](crate::store) is invalid (an unknown language, a `k` no
+    /// layout supports): the caller's mistake, to fix in what was asked. The message is the
+    /// whole text.
+    #[error("{0}")]
+    Setting(String),
+
+    /// A [`store`](crate::store)'s directory or record cannot be used as asked (not such an
+    /// index, being created by another process, a fixed setting asked to change, a damaged
+    /// record). The message is the whole text.
+    #[error("{0}")]
+    Store(String),
+
     /// An error from tantivy.
     #[error("tantivy: {0}")]
     Tantivy(#[from] tantivy::TantivyError),

@@ -166,6 +166,7 @@ pub mod query;
 pub mod replay;
 pub mod schema;
 pub mod signature;
+pub mod store;
 pub mod writer;
 
 pub use batch::{

@@ -58,6 +58,28 @@ pub enum Policy {
     Replace,
 }
 
+impl Policy {
+    /// The policies in the order front ends list them.
+    pub const ALL: [Policy; 4] = [Policy::Tag, Policy::Reject, Policy::Replace, Policy::Off];
+
+    /// The policy's name: `off`, `reject`, `tag` or `replace`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Off => "off",
+            Policy::Reject => "reject",
+            Policy::Tag => "tag",
+            Policy::Replace => "replace",
+        }
+    }
+
+    /// The policy named `name` (as [`name`](Self::name) gives it, in any case), if any.
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+}
+
 /// What happened to a document given to [`DedupWriter`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {

@@ -1,7 +1,6 @@
 //! `Index`: an on-disk index, opened or created from Python, and its read operations
 //! (search, similar, pairs, clusters, mirrors) over the library's public API.
 
-use crate::cli::input::FieldMap;
 use crate::store::{self, Store};
 use crate::writer::Writer;
 use crate::{Failure, Scheme};
@@ -14,6 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy_simhash::batch::NearDupGraph;
+use tantivy_simhash::store::FieldMap;
 use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
 
 /// A near-duplicate folded into a search result.
@@ -209,8 +209,8 @@ impl Index {
     ) -> PyResult<Writer> {
         let store = self.store()?;
         let record = store.settings();
-        let policy_name = policy.unwrap_or(&record.policy).to_string();
-        let parsed = store::policy_named(&policy_name)?.to_policy();
+        let parsed = store::policy_named(policy.unwrap_or(&record.policy))?;
+        let policy_name = parsed.name();
         let mut map: FieldMap = record.fields;
         if let Some(fields) = fields {
             for (key, value) in fields.iter() {
@@ -231,7 +231,7 @@ impl Index {
             }
         }
         let writer =
-            py.detach(|| Writer::open(store, &policy_name, parsed, map, memory_mb, threads))?;
+            py.detach(|| Writer::open(store, policy_name, parsed, map, memory_mb, threads))?;
         Ok(writer)
     }
 

@@ -1,5 +1,5 @@
-//! The Python binding of tantivy-simhash: a thin layer over the library's public API (and the
-//! command line's on-disk index format, `store`), built by maturin into
+//! The Python binding of tantivy-simhash: a thin layer over the library's public API (and its
+//! `store` module, the indexes the command line makes), built by maturin into
 //! `tantivy_simhash._native`. The Python package (`tantivy_simhash/`) re-exports it, with the
 //! type stubs and the docs.
 //!
@@ -12,7 +12,6 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
-mod cli;
 mod index;
 mod rule;
 mod store;
@@ -47,17 +46,11 @@ impl Failure {
 
 impl From<tantivy_simhash::Error> for Failure {
     fn from(e: tantivy_simhash::Error) -> Self {
-        Failure::Crate(e)
-    }
-}
-
-impl From<cli::Failure> for Failure {
-    fn from(f: cli::Failure) -> Self {
-        match f {
-            cli::Failure::Usage(m) => Failure::Value(m),
-            cli::Failure::Message(m) => Failure::Index(m),
-            cli::Failure::Error(e) => Failure::Crate(e),
-            cli::Failure::BrokenPipe => Failure::Index("broken pipe".into()),
+        match e {
+            // The store's own errors: a bad setting is a bad argument, the rest the index's.
+            tantivy_simhash::Error::Setting(m) => Failure::Value(m),
+            tantivy_simhash::Error::Store(m) => Failure::Index(m),
+            other => Failure::Crate(other),
         }
     }
 }

@@ -1,19 +1,19 @@
-//! Creating and opening the command line's indexes from Python, over the binary's own store
-//! module ([`crate::cli::store`]), and the settings a writer records as the next run's defaults
-//! (field mapping and policy, in the library's record, as `neardup index` does).
+//! Creating and opening the command line's indexes from Python, over the library's store
+//! module ([`tantivy_simhash::store`], the one the command line uses), and the settings a writer
+//! records as the next run's defaults (field mapping and policy, in the library's record, as
+//! `neardup index` does).
 
-use crate::cli::input::FieldMap;
-use crate::cli::store::{self as cli_store, CliRecord, Requested};
-use crate::cli::DedupPolicy;
 use crate::Failure;
 use std::path::Path;
 use std::sync::Mutex;
+use tantivy_simhash::store::{self as cli_store, FieldMap, Requested, StoreSettings};
+use tantivy_simhash::Policy;
 
 /// An open index: the command line's store and its current settings.
 pub(crate) struct Store {
     inner: cli_store::Store,
     /// Changes when a writer commits with another policy or field mapping.
-    settings: Mutex<CliRecord>,
+    settings: Mutex<StoreSettings>,
 }
 
 impl std::ops::Deref for Store {
@@ -32,8 +32,8 @@ impl From<cli_store::Store> for Store {
 }
 
 /// The policy called `name`, or a message listing the names.
-pub(crate) fn policy_named(name: &str) -> Result<DedupPolicy, Failure> {
-    DedupPolicy::from_name(name).ok_or_else(|| {
+pub(crate) fn policy_named(name: &str) -> Result<Policy, Failure> {
+    Policy::from_name(name).ok_or_else(|| {
         Failure::Value(format!(
             "unknown policy `{name}`; expected one of tag, reject, replace, off"
         ))
@@ -47,7 +47,7 @@ impl Store {
     }
 
     /// The current settings (language, k, field mapping, policy).
-    pub(crate) fn settings(&self) -> CliRecord {
+    pub(crate) fn settings(&self) -> StoreSettings {
         self.settings
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -71,7 +71,7 @@ impl Store {
 
 /// The scheme for a language name (the command line's `--language`), or why there is none.
 pub(crate) fn scheme_for(language: &str) -> Result<tantivy_simhash::Scheme, Failure> {
-    cli_store::scheme_for(language).map_err(Failure::Value)
+    Ok(cli_store::scheme_for(language)?)
 }
 
 /// Opens an index made by [`create`] or by `neardup index`.

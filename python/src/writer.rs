@@ -2,7 +2,6 @@
 //! with the command line's rules (an id already in the index is skipped; a document needs an id
 //! and a text or title).
 
-use crate::cli::input::FieldMap;
 use crate::store::Store;
 use crate::Failure;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -11,6 +10,7 @@ use pyo3::types::{PyDict, PyMapping, PyString};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tantivy::TantivyDocument;
+use tantivy_simhash::store::FieldMap;
 use tantivy_simhash::{DedupWriter, NearDupSearcher, Outcome as LibOutcome, Policy};
 
 /// A document read from a dict.

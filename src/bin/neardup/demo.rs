@@ -6,8 +6,9 @@ use super::index_cmd::{index_files, print_summary, IndexOptions};
 use super::mirrors_cmd::mirrors_in;
 use super::read_cmds::{largest_groups, search_in, similar_in, stats_in, Source};
 use super::store::{self, Requested};
-use super::{CliResult, DedupPolicy, DemoArgs, Failure, Out, Status};
+use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::path::PathBuf;
+use tantivy_simhash::Policy;
 
 /// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
 const CORPUS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/demo/corpus.jsonl.gz"));
@@ -55,7 +56,7 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     ))?;
     out.flush()?;
     let req = Requested {
-        policy: Some(DedupPolicy::Tag),
+        policy: Some(Policy::Tag),
         ..Requested::default()
     };
     let (store, _) = store::open_or_create(&dir, &req)?;

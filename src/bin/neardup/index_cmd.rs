@@ -13,7 +13,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tantivy::TantivyDocument;
-use tantivy_simhash::{DedupWriter, Error, NearDupSearcher, Outcome};
+use tantivy_simhash::{DedupWriter, Error, NearDupSearcher, Outcome, Policy};
 
 /// Documents fingerprinted together (in parallel) before they are added in order.
 const BATCH: usize = 256;
@@ -168,7 +168,7 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         host_field: args.host_field.clone(),
         language: args.language.clone(),
         k: args.k,
-        policy: args.dedup,
+        policy: args.dedup.map(Policy::from),
     };
     let (store, _created) = store::open_or_create(&args.index, &req)?;
     let opts = IndexOptions {
@@ -227,7 +227,7 @@ pub(crate) fn index_files(
 ) -> CliResult<Summary> {
     catch_interrupts();
     let start = Instant::now();
-    let policy = store.record.policy().to_policy();
+    let policy = store.record.policy();
     let writer = store
         .index
         .writer(opts.memory_mb << 20, policy)

@@ -10,25 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tantivy_simhash::Error;
 
-/// Which JSON fields hold what.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct FieldMap {
-    pub id: String,
-    pub text: String,
-    pub title: String,
-    pub host: String,
-}
-
-impl Default for FieldMap {
-    fn default() -> Self {
-        FieldMap {
-            id: "id".into(),
-            text: "text".into(),
-            title: "title".into(),
-            host: "host".into(),
-        }
-    }
-}
+pub(crate) use tantivy_simhash::store::FieldMap;
 
 /// A document read from a line.
 #[derive(Debug)]

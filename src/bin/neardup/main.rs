@@ -19,13 +19,13 @@ mod input;
 mod mirrors_cmd;
 mod output;
 mod read_cmds;
-mod store;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tantivy_simhash::Error;
+use tantivy_simhash::store;
+use tantivy_simhash::{Error, Policy};
 
 pub(crate) use output::Out;
 
@@ -97,27 +97,15 @@ pub(crate) enum DedupPolicy {
     Replace,
 }
 
-impl DedupPolicy {
-    fn to_policy(self) -> tantivy_simhash::Policy {
-        match self {
-            DedupPolicy::Off => tantivy_simhash::Policy::Off,
-            DedupPolicy::Reject => tantivy_simhash::Policy::Reject,
-            DedupPolicy::Tag => tantivy_simhash::Policy::Tag,
-            DedupPolicy::Replace => tantivy_simhash::Policy::Replace,
+/// The flag's values are the library's policies; the mapping is all the command line adds.
+impl From<DedupPolicy> for Policy {
+    fn from(p: DedupPolicy) -> Policy {
+        match p {
+            DedupPolicy::Off => Policy::Off,
+            DedupPolicy::Reject => Policy::Reject,
+            DedupPolicy::Tag => Policy::Tag,
+            DedupPolicy::Replace => Policy::Replace,
         }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            DedupPolicy::Off => "off",
-            DedupPolicy::Reject => "reject",
-            DedupPolicy::Tag => "tag",
-            DedupPolicy::Replace => "replace",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Self> {
-        DedupPolicy::from_str(name, true).ok()
     }
 }
 
@@ -326,6 +314,10 @@ impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         match e {
             Error::Io(io) if io.kind() == io::ErrorKind::BrokenPipe => Failure::BrokenPipe,
+            // The store's own errors keep the command line's two kinds: usage (exit 2) and
+            // the directory's problems (exit 1, the message alone).
+            Error::Setting(message) => Failure::Usage(message),
+            Error::Store(message) => Failure::Message(message),
             other => Failure::Error(other),
         }
     }

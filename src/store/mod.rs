@@ -1,12 +1,28 @@
-//! The indexes the command line creates: a fixed schema (id, title, text, host and the
-//! near-duplicate fields). The library's record of the index ([`IndexRecord`]) holds everything
-//! that reopens it: the scheme (whose analyzer names the language), the layout (whose k is the
-//! index's), and, as application data, the field mapping and policy of the last `index` run.
+//! Ready-made indexes in a directory, as the `neardup` command line and the Python package make
+//! and open them: a fixed schema (id, title, text, host and the near-duplicate fields), a
+//! language and a `k` fixed at creation, and the field mapping and policy of the last run kept
+//! as the next run's defaults. Both front ends use this one implementation, so an index made by
+//! one opens in the other.
+//!
+//! The library's record of the index ([`IndexRecord`]) holds everything that reopens it: the
+//! scheme (whose analyzer names the language), the layout (whose `k` is the index's), and, as
+//! application data ([`NearDupIndex::set_application_data`]), the field mapping and policy.
+//! Creating an index is claimed with a locked file, so of two processes creating one index at
+//! once exactly one does, and a run killed half-way is cleaned up by the next.
+//!
+//! Errors are [`Error::Setting`] for a setting the caller gave (an unknown language, a `k` no
+//! layout supports: a usage error), [`Error::Store`] for the directory or its record (not such an
+//! index, being created, a fixed setting asked to change), and the library's other errors.
 
-use super::input::FieldMap;
-use super::{CliResult, DedupPolicy, Failure};
+mod claim;
+
+use crate::error::{Error, Result};
+use crate::writer::Policy;
+use claim::{
+    being_claimed, being_created, claim, clear_dead_claimers, clear_stale_creation, inspect_claim,
+    release, Claim,
+};
 use serde::{Deserialize, Serialize};
-use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
@@ -15,14 +31,40 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer,
 };
 use tantivy::Index;
-use tantivy_simhash::RECORD_FILE;
-use tantivy_simhash::{
-    BlockLayout, HanSegmentation, IndexRecord, NearDupConfig, NearDupIndex, Scheme,
-    TokenizationParameters, SIMHASH_TOKENIZER_NAME,
+
+use crate::fingerprint::{
+    HanSegmentation, Scheme, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
+use crate::layout::BlockLayout;
+use crate::schema::{IndexRecord, NearDupConfig, NearDupIndex, RECORD_FILE};
 
 /// The format tag of the command line's application data in the record.
 const CLI_SETTINGS_FORMAT: &str = "neardup/2";
+
+/// Which keys of an input document (a JSON object, a Python dict) hold what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldMap {
+    /// The key of the document's id.
+    pub id: String,
+    /// The key of its text.
+    pub text: String,
+    /// The key of its title.
+    pub title: String,
+    /// The key of its host (for mirror detection).
+    pub host: String,
+}
+
+impl Default for FieldMap {
+    /// `id`, `text`, `title`, `host`.
+    fn default() -> Self {
+        FieldMap {
+            id: "id".into(),
+            text: "text".into(),
+            title: "title".into(),
+            host: "host".into(),
+        }
+    }
+}
 
 /// What the command line stores in the library's record beside the scheme and layout.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -32,9 +74,9 @@ struct SavedSettings {
     policy: String,
 }
 
-/// The settings of a command-line index, read from the library's record.
+/// The settings of a store, read from the library's record.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct CliRecord {
+pub struct StoreSettings {
     /// The JSON fields the last `index` run read (the default for the next run).
     pub fields: FieldMap,
     /// The tokenisation (part of the scheme: fixed at creation).
@@ -45,44 +87,62 @@ pub(crate) struct CliRecord {
     pub policy: String,
 }
 
-impl CliRecord {
-    pub(crate) fn policy(&self) -> DedupPolicy {
-        DedupPolicy::from_name(&self.policy).unwrap_or(DedupPolicy::Tag)
+impl StoreSettings {
+    /// The recorded policy ([`Policy::Tag`] when the name is unknown).
+    pub fn policy(&self) -> Policy {
+        Policy::from_name(&self.policy).unwrap_or(Policy::Tag)
     }
 }
 
-/// What an `index` run asks for (`None`: the index's setting, or the default).
+/// What a run asks of [`open_or_create`] (`None`: the index's setting, or the default).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Requested {
+pub struct Requested {
+    /// The input key of the id.
     pub id_field: Option<String>,
+    /// The input key of the text.
     pub text_field: Option<String>,
+    /// The input key of the title.
     pub title_field: Option<String>,
+    /// The input key of the host.
     pub host_field: Option<String>,
+    /// The language ([`scheme_for`]); fixed at creation.
     pub language: Option<String>,
+    /// The largest distance the keys guarantee; fixed at creation.
     pub k: Option<u32>,
-    pub policy: Option<DedupPolicy>,
+    /// The dedup policy.
+    pub policy: Option<Policy>,
 }
 
-/// The schema fields of a command-line index.
+/// The schema fields of a store.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct DocFields {
+pub struct DocFields {
+    /// `id` (`STRING | FAST | STORED`).
     pub id: Field,
+    /// `title` (text, stored, analysed by the scheme).
     pub title: Field,
+    /// `text` (text, stored, analysed by the scheme).
     pub text: Field,
+    /// `host` (`STRING | FAST | STORED`).
     pub host: Field,
 }
 
-/// An open command-line index.
-pub(crate) struct Store {
+/// An open store: the directory, the index and its settings.
+pub struct Store {
+    /// The directory.
     pub dir: PathBuf,
+    /// The index.
     pub index: NearDupIndex,
-    pub record: CliRecord,
+    /// The settings (language and `k` as built; field mapping and policy of the last run, or
+    /// those this run asked for).
+    pub record: StoreSettings,
+    /// The schema fields.
     pub fields: DocFields,
 }
 
 impl Store {
-    /// `k` (the index's own by default), refused when the index's keys cannot guarantee it.
-    pub(crate) fn checked_k(&self, k: Option<u32>) -> CliResult<u32> {
+    /// `k` (the index's own by default). Errors with [`Error::Setting`] when the index's keys
+    /// cannot guarantee it.
+    pub fn checked_k(&self, k: Option<u32>) -> Result<u32> {
         let max = self.index.layout().max_distance();
         let k = k.unwrap_or(max);
         if k > max {
@@ -94,7 +154,7 @@ impl Store {
                      fingerprints of unrelated texts match); use -k {max} or less"
                 )
             };
-            return Err(Failure::Usage(format!(
+            return Err(Error::Setting(format!(
                 "-k {k} is beyond what {} guarantees to find ({max}); {rebuild}",
                 self.dir.display()
             )));
@@ -104,21 +164,26 @@ impl Store {
 }
 
 /// The stored fields of a document, as `search`, `similar` and `clusters` show them.
-pub(crate) struct StoredDoc {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredDoc {
+    /// The id.
     pub id: String,
+    /// The title.
     pub title: String,
+    /// The host.
     pub host: String,
+    /// The text.
     pub text: String,
 }
 
 impl Store {
     /// Reads the stored id, title, host and text of `addr` (one doc-store block read; a field
-    /// the document lacks is empty).
-    pub(crate) fn load_doc(
+    /// the document lacks is empty). Errors: tantivy errors reading the doc store.
+    pub fn load_doc(
         &self,
         searcher: &tantivy::Searcher,
         addr: tantivy::DocAddress,
-    ) -> CliResult<StoredDoc> {
+    ) -> Result<StoredDoc> {
         use tantivy::schema::Value;
         let doc: tantivy::TantivyDocument = searcher.doc(addr)?;
         let f = self.fields;
@@ -138,12 +203,7 @@ impl Store {
 }
 
 /// The largest k of an index (the widest layout [`BlockLayout::for_distance`] builds).
-pub(crate) const MAX_K: u32 = 9;
-
-/// The file an `index` run creates (exclusively) in an empty directory before it creates the
-/// index there, and removes once the index and its record exist: of two runs creating one index
-/// at once, the second learns that the first is doing it.
-const CREATING_FILE: &str = ".neardup-creating";
+pub const MAX_K: u32 = 9;
 
 const LANGUAGES: &[(&str, Language)] = &[
     ("arabic", Language::Arabic),
@@ -166,27 +226,29 @@ const LANGUAGES: &[(&str, Language)] = &[
     ("turkish", Language::Turkish),
 ];
 
-/// The scheme for a `--language` value, or why there is none.
-pub(crate) fn scheme_for(language: &str) -> Result<Scheme, String> {
+/// The scheme for a language name: `auto` (the default scheme), `han-chars` (Han text by
+/// character), or a stemming language (`english`, `french`, ...). Errors with
+/// [`Error::Setting`] naming the languages when there is none.
+pub fn scheme_for(language: &str) -> Result<Scheme> {
     let built = match language {
         "auto" => return Ok(Scheme::default()),
         "han-chars" => Scheme::builder()
-            .tokenization(tantivy_simhash::Tokenization::Builtin {
+            .tokenization(Tokenization::Builtin {
                 han: HanSegmentation::Chars,
             })
             .build(),
         other => {
             let Some((name, analyzer)) = stemmer_for(other) else {
                 let names: Vec<&str> = LANGUAGES.iter().map(|(n, _)| *n).collect();
-                return Err(format!(
+                return Err(Error::Setting(format!(
                     "unknown language `{other}`; expected auto, han-chars or one of {}",
                     names.join(", ")
-                ));
+                )));
             };
             Scheme::builder().analyzer(&name, analyzer).build()
         }
     };
-    built.map_err(|e| e.to_string())
+    built.map_err(|e| Error::Setting(e.to_string()))
 }
 
 /// The analyzer of a `--language` value, when it is one of the stemming languages.
@@ -217,9 +279,9 @@ fn language_of(tokenization: &TokenizationParameters) -> Option<String> {
 }
 
 /// The library configuration for new settings, or why they are invalid.
-fn config_for(record: &CliRecord) -> Result<NearDupConfig, String> {
+fn config_for(record: &StoreSettings) -> Result<NearDupConfig> {
     let scheme = scheme_for(&record.language)?;
-    let layout = BlockLayout::for_distance(record.k).map_err(|e| e.to_string())?;
+    let layout = BlockLayout::for_distance(record.k).map_err(|e| Error::Setting(e.to_string()))?;
     Ok(NearDupConfig::new("id", ["title", "text"])
         .with_scheme(scheme)
         .with_layout(layout))
@@ -240,10 +302,10 @@ fn schema_for(config: &NearDupConfig) -> Schema {
     builder.build()
 }
 
-fn doc_fields(schema: &Schema) -> CliResult<DocFields> {
+fn doc_fields(schema: &Schema) -> Result<DocFields> {
     let get = |name: &str| {
         schema.get_field(name).map_err(|_| {
-            Failure::Message(format!(
+            Error::Store(format!(
                 "the index has no field `{name}`: it was not created by `neardup index`"
             ))
         })
@@ -258,23 +320,23 @@ fn doc_fields(schema: &Schema) -> CliResult<DocFields> {
 
 /// Reads the settings of the index in `dir` from the library's record. `Ok(None)`: `dir` holds
 /// no index made by `neardup index`.
-fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>> {
+fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>> {
     if !dir.join("meta.json").exists() {
         return Ok(None);
     }
     let index = Index::open_in_dir(dir).map_err(|e| {
-        Failure::Message(format!(
+        Error::Store(format!(
             "{} holds a tantivy index, but tantivy cannot open it: {e}",
             dir.display()
         ))
     })?;
     let record = IndexRecord::read(&index).map_err(|e| match e {
-        tantivy_simhash::Error::Json(e) => Failure::Message(format!(
+        Error::Json(e) => Error::Store(format!(
             "{} is damaged ({e}); it records how the index was built: restore it or rebuild \
              the index",
             dir.join(RECORD_FILE).display()
         )),
-        other => Failure::Error(other),
+        other => other,
     })?;
     let Some(record) = record else {
         return Ok(None);
@@ -283,7 +345,7 @@ fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>>
         return Ok(None);
     };
     let unusable = |why: String| {
-        Failure::Message(format!(
+        Error::Store(format!(
             "{} records settings this version of neardup cannot use ({why}); rebuild the index",
             dir.join(RECORD_FILE).display()
         ))
@@ -301,7 +363,7 @@ fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>>
     };
     let language = language_of(&parameters.tokenization)
         .ok_or_else(|| unusable(format!("tokenisation {:?}", parameters.tokenization)))?;
-    let settings = CliRecord {
+    let settings = StoreSettings {
         fields: saved.fields,
         language,
         k: layout.max_distance(),
@@ -310,21 +372,22 @@ fn read_record(dir: &Path) -> CliResult<Option<(Index, IndexRecord, CliRecord)>>
     Ok(Some((index, record, settings)))
 }
 
-/// Stores the field mapping and policy in the library's record, as the next run's defaults.
-pub(crate) fn write_record(index: &NearDupIndex, record: &CliRecord) -> CliResult<()> {
+/// Stores the field mapping and policy in the library's record, as the next run's defaults
+/// (the record file is rewritten atomically). Errors: I/O errors.
+pub fn write_record(index: &NearDupIndex, record: &StoreSettings) -> Result<()> {
     let saved = SavedSettings {
         format: CLI_SETTINGS_FORMAT.to_string(),
         fields: record.fields.clone(),
         policy: record.policy.clone(),
     };
-    let value = serde_json::to_value(saved).map_err(|e| Failure::Error(e.into()))?;
+    let value = serde_json::to_value(saved)?;
     index.set_application_data(value)?;
     Ok(())
 }
 
-fn not_an_index(dir: &Path) -> Failure {
+fn not_an_index(dir: &Path) -> Error {
     let d = dir.display();
-    Failure::Message(if dir.join("meta.json").exists() {
+    Error::Store(if dir.join("meta.json").exists() {
         format!(
             "{d} is a tantivy index, but not one made by `neardup index` (its record holds no \
              neardup settings: language, k, fields); neardup reads and adds to only the indexes \
@@ -341,171 +404,10 @@ fn not_an_index(dir: &Path) -> Failure {
     })
 }
 
-/// What the creation claim of a directory says.
-enum Claim {
-    /// No run is creating an index there.
-    Free,
-    /// A live run holds the claim: it is creating the index now.
-    Busy,
-    /// The run that claimed the directory died before the index was complete; the claim is
-    /// now held by this process (the file, locked).
-    Stale(File),
-}
-
-/// Looks at the creation claim of `dir` ([`CREATING_FILE`], locked by the run creating the
-/// index for as long as it does).
-fn inspect_claim(dir: &Path) -> CliResult<Claim> {
-    let path = dir.join(CREATING_FILE);
-    let file = match File::options().read(true).write(true).open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Claim::Free),
-        Err(e) => {
-            return Err(Failure::Message(format!(
-                "cannot open {}: {e}",
-                path.display()
-            )))
-        }
-    };
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => return Ok(Claim::Busy),
-        Err(TryLockError::Error(e)) => {
-            return Err(Failure::Message(format!(
-                "cannot lock {}: {e}",
-                path.display()
-            )))
-        }
-    }
-    // The creator removes the claim before it lets the lock go: a claim still there now was
-    // left by a run that died.
-    Ok(if path.exists() {
-        Claim::Stale(file)
-    } else {
-        Claim::Free
-    })
-}
-
-/// Whether `dir` holds the claim file of a run that is claiming it this very moment.
-fn being_claimed(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().starts_with(CREATING_FILE))
-    })
-}
-
-/// Removes the per-process claim files (`.neardup-creating.PID`) of runs that died between
-/// making one and linking it into place: a live claimer holds its file's lock, so a file whose
-/// lock can be taken is left over. Without this a run killed in that window would leave the
-/// directory "being created" forever.
-fn clear_dead_claimers(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let prefix = format!("{CREATING_FILE}.");
-    for entry in entries.filter_map(|e| e.ok()) {
-        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
-            continue;
-        }
-        let path = entry.path();
-        let Ok(file) = File::options().read(true).write(true).open(&path) else {
-            continue;
-        };
-        if file.try_lock().is_ok() {
-            // Best effort: if it cannot be removed, the "being created" message still applies.
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
-
-fn being_created(dir: &Path) -> Failure {
-    Failure::Message(format!(
-        "{} is being created by another `neardup index` right now; wait for that run to \
-         finish, then rerun this command",
-        dir.display()
-    ))
-}
-
-/// Claims an empty directory for creating an index: the claim file is made and locked under a
-/// name of this process's own, then linked to [`CREATING_FILE`], which succeeds for exactly one
-/// of several processes, and is locked from the moment it exists.
-fn claim(dir: &Path) -> CliResult<File> {
-    let own = dir.join(format!("{CREATING_FILE}.{}", std::process::id()));
-    let cannot = |e: std::io::Error| {
-        Failure::Message(format!(
-            "cannot create {}: {e}",
-            dir.join(CREATING_FILE).display()
-        ))
-    };
-    // Another run's `clear_dead_claimers` may take our file for a dead run's in the instant
-    // between its creation and its lock, and remove it: then the link finds no file, and we
-    // make it again.
-    let mut attempts = 0;
-    let (file, linked) = loop {
-        attempts += 1;
-        let file = File::create(&own).map_err(cannot)?;
-        file.lock().map_err(cannot)?;
-        let linked = std::fs::hard_link(&own, dir.join(CREATING_FILE));
-        match &linked {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 5 => continue,
-            _ => {}
-        }
-        match std::fs::remove_file(&own) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(cannot(e)),
-        }
-        break (file, linked);
-    };
-    match linked {
-        Ok(()) => Ok(file),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::Message(format!(
-            "{} was created by another process at the same time (another `neardup index` is \
-             creating the index there); wait for that run to finish, then rerun this command \
-             to add to the index",
-            dir.display()
-        ))),
-        Err(e) => Err(cannot(e)),
-    }
-}
-
-/// Removes what a run that died while creating an index left in `dir`: the directory was empty
-/// when it was claimed, so everything in it but the claim is that run's.
-fn clear_stale_creation(dir: &Path) -> CliResult<()> {
-    let clear = || -> std::io::Result<()> {
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            if entry.file_name() == CREATING_FILE {
-                continue;
-            }
-            if entry.file_type()?.is_dir() {
-                std::fs::remove_dir_all(entry.path())?;
-            } else {
-                std::fs::remove_file(entry.path())?;
-            }
-        }
-        Ok(())
-    };
-    clear().map_err(|e| {
-        Failure::Message(format!(
-            "a run that was creating an index in {} died before it was complete, and what it \
-             left cannot be removed ({e}); delete the directory and rerun",
-            dir.display()
-        ))
-    })
-}
-
-/// Ends the creation: the claim is removed while still locked, then the lock is let go.
-fn release(dir: &Path, claim: File) -> CliResult<()> {
-    std::fs::remove_file(dir.join(CREATING_FILE))?;
-    drop(claim);
-    Ok(())
-}
-
 /// An index whose record names another scheme than this version computes for its settings:
 /// another version of neardup built it (or its record was edited).
-fn built_elsewhere(dir: &Path, record: &CliRecord, found: &str, computed: &str) -> Failure {
-    Failure::Message(format!(
+fn built_elsewhere(dir: &Path, record: &StoreSettings, found: &str, computed: &str) -> Error {
+    Error::Store(format!(
         "{} records the scheme `{found}`, but this version of neardup computes `{computed}` for \
          the index's settings (language {}, k {}): another version of neardup built it, or its \
          record was edited; rebuild it with this version (`neardup index FILES --index \
@@ -520,8 +422,8 @@ fn open_with(
     dir: &Path,
     index: Index,
     library_record: &IndexRecord,
-    record: CliRecord,
-) -> CliResult<Store> {
+    record: StoreSettings,
+) -> Result<Store> {
     if let Ok(computed) = scheme_for(&record.language) {
         if computed.id() != library_record.scheme_id() {
             return Err(built_elsewhere(
@@ -534,7 +436,7 @@ fn open_with(
     }
     let analyzer = stemmer_for(&record.language).map(|(_, analyzer)| analyzer);
     let config = library_record.config(analyzer, None).map_err(|e| {
-        Failure::Message(format!(
+        Error::Store(format!(
             "{} records settings this version cannot use ({e}); rebuild the index",
             dir.join(RECORD_FILE).display()
         ))
@@ -549,16 +451,17 @@ fn open_with(
     })
 }
 
-/// Opens an index made by `neardup index`, for reading.
+/// Opens a store made by [`open_or_create`] (`neardup index`, Python's `Index.create`).
 ///
-/// Errors: the directory is not such an index, its record is damaged, or the index records
-/// another scheme or layout than the record's settings give (made by another version).
-pub(crate) fn open(dir: &Path) -> CliResult<Store> {
+/// Errors: [`Error::Store`] when the directory is not such an index, is being created, its
+/// record is damaged, or the index records another scheme or layout than the record's settings
+/// give (made by another version); tantivy and I/O errors.
+pub fn open(dir: &Path) -> Result<Store> {
     match inspect_claim(dir)? {
         Claim::Free => {}
         Claim::Busy => return Err(being_created(dir)),
         Claim::Stale(_) => {
-            return Err(Failure::Message(format!(
+            return Err(Error::Store(format!(
                 "a run that was creating an index in {} died before the index was complete; \
                  rerun `neardup index FILES --index {}` to create it",
                 dir.display(),
@@ -572,14 +475,16 @@ pub(crate) fn open(dir: &Path) -> CliResult<Store> {
     }
 }
 
-/// Opens the index in `dir` for an `index` run, creating it when `dir` is missing or empty.
-/// Returns the store and whether it was created.
+/// Opens the store in `dir` for a run that adds documents, creating it when `dir` is missing or
+/// empty. Returns the store and whether it was created.
 ///
-/// Errors: `dir` is a file or a non-empty directory that is not a neardup index; the run asks
-/// for another language or k than the index was built with.
-pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, bool)> {
+/// Errors: [`Error::Setting`] for an unknown language or a `k` no layout supports;
+/// [`Error::Store`] when `dir` is a file, a non-empty directory that is not a store, being
+/// created by another process, or the run asks for another language or `k` than the index was
+/// built with; tantivy and I/O errors.
+pub fn open_or_create(dir: &Path, req: &Requested) -> Result<(Store, bool)> {
     if dir.is_file() {
-        return Err(Failure::Message(format!(
+        return Err(Error::Store(format!(
             "{} is a file; --index needs a directory",
             dir.display()
         )));
@@ -588,12 +493,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     let empty = match std::fs::read_dir(dir) {
         Ok(mut entries) => entries.next().is_none(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => {
-            return Err(Failure::Message(format!(
-                "cannot read {}: {e}",
-                dir.display()
-            )))
-        }
+        Err(e) => return Err(Error::Store(format!("cannot read {}: {e}", dir.display()))),
     };
     let defaults = FieldMap::default();
     let mut stale_claim = None;
@@ -615,7 +515,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
             if being_claimed(dir) {
                 return Err(being_created(dir));
             }
-            return Err(Failure::Message(format!(
+            return Err(Error::Store(format!(
                 "{} is not empty and is not a neardup index; neardup writes only into a new or \
                  empty directory or into an index it made: give another --index",
                 dir.display()
@@ -653,7 +553,7 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         let store = open_with(dir, index, &library_record, record)?;
         return Ok((store, false));
     }
-    let record = CliRecord {
+    let record = StoreSettings {
         fields: FieldMap {
             id: req.id_field.clone().unwrap_or(defaults.id),
             text: req.text_field.clone().unwrap_or(defaults.text),
@@ -662,12 +562,12 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
         },
         language: req.language.clone().unwrap_or_else(|| "auto".into()),
         k: req.k.unwrap_or(3),
-        policy: req.policy.unwrap_or(DedupPolicy::Tag).name().to_string(),
+        policy: req.policy.unwrap_or(Policy::Tag).name().to_string(),
     };
     // Check the settings before anything is written.
-    let config = config_for(&record).map_err(Failure::Usage)?;
+    let config = config_for(&record)?;
     std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::Message(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| Error::Store(format!("cannot create {}: {e}", dir.display())))?;
     let claim = match stale_claim {
         Some(file) => file,
         None => claim(dir)?,
@@ -690,8 +590,8 @@ pub(crate) fn open_or_create(dir: &Path, req: &Requested) -> CliResult<(Store, b
     ))
 }
 
-fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Failure {
-    Failure::Message(format!(
+fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Error {
+    Error::Store(format!(
         "{} was built with {flag} {built}, but this run asks for {flag} {asked}; the language \
          and k of an index are fixed when it is created (fingerprints or keys of two settings \
          cannot be compared): drop the flag, or index into a new directory",
