@@ -29,7 +29,7 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def corpus() -> pd.DataFrame:
+def mixed_corpus() -> pd.DataFrame:
     """The demo corpus (2,224 pages with real near-duplicates), exact copies of some of them
     under other ids, texts without tokens, and synthetic edited copies."""
     docs = [json.loads(line) for line in gzip.open(CORPUS, "rt", encoding="utf-8")]
@@ -42,9 +42,9 @@ def corpus() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def signed(corpus):
+def signed(mixed_corpus):
     rule = Rule()
-    return rule, [rule.sign(t) for t in corpus["text"]]
+    return rule, [rule.sign(t) for t in mixed_corpus["text"]]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +80,8 @@ def pairs_by_index(pairs: pd.DataFrame, index) -> dict:
     return out
 
 
-def test_the_exact_pipeline_finds_the_brute_force_pairs(client, corpus, brute_force):
-    docs = as_dask(corpus)
+def test_the_exact_pipeline_finds_the_brute_force_pairs(client, mixed_corpus, brute_force):
+    docs = as_dask(mixed_corpus)
     pairs = tsd.find_pairs(docs, max_postings_per_key=None).compute()
     found = pairs_by_index(pairs, input_index(docs))
     assert len(brute_force) > 10_000
@@ -92,11 +92,11 @@ def test_the_exact_pipeline_finds_the_brute_force_pairs(client, corpus, brute_fo
     assert sum(1 for d, _ in brute_force.values() if d == 0) > 0
 
 
-def test_the_bounded_pipeline_equals_the_single_machine_join(client, corpus, signed):
+def test_the_bounded_pipeline_equals_the_single_machine_join(client, mixed_corpus, signed):
     rule, sigs = signed
     fps = np.array([s.fingerprint for s in sigs], dtype="<u8").tobytes()
     sketches = b"".join(s.sketch for s in sigs)
-    docs = as_dask(corpus)
+    docs = as_dask(mixed_corpus)
     index = input_index(docs)
     for cap in (2, 5):
         columns, stats = rule.pairs_in_memory(fps, sketches, cap)
@@ -110,9 +110,9 @@ def test_the_bounded_pipeline_equals_the_single_machine_join(client, corpus, sig
         assert pairs_by_index(pairs.compute(), index) == expected
 
 
-def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, corpus, brute_force, tmp_path):
-    ids = corpus["id"].tolist()
-    summary = tsd.deduplicate(as_dask(corpus), str(tmp_path), max_postings_per_key=None)
+def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, mixed_corpus, brute_force, tmp_path):
+    ids = mixed_corpus["id"].tolist()
+    summary = tsd.deduplicate(as_dask(mixed_corpus), str(tmp_path), max_postings_per_key=None)
     pairs = pq.read_table(tmp_path / "pairs").to_pandas()
     clusters = pq.read_table(tmp_path / "clusters").to_pandas()
 
@@ -139,15 +139,17 @@ def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, corpus
     assert summary["clusters"] == len(groups)
     assert summary["clustered"] == sum(len(g) for g in groups)
     # Texts without tokens have only their 4 simhash block keys.
-    empty = sum(1 for t in corpus.text if Rule().sign(t).keys.__len__() == 4)
+    empty = sum(1 for t in mixed_corpus.text if Rule().sign(t).keys.__len__() == 4)
     assert empty >= 2
     assert summary["postings"] == 16 * len(ids) - 12 * empty
 
 
-def test_bad_input_is_refused_with_the_reason(client, corpus):
-    docs = as_dask(corpus)
+def test_bad_input_is_refused_with_the_reason(client, mixed_corpus):
+    docs = as_dask(mixed_corpus)
     with pytest.raises(KeyError, match="column 'body' not in the documents"):
         tsd.signatures(docs, text="body")
+    with pytest.raises(ValueError, match="klingon"):
+        tsd.signatures(docs, language="klingon")
     with pytest.raises(ValueError, match="max_postings_per_key = 0"):
         tsd.find_pairs(docs, max_postings_per_key=0)
     missing = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["some text", None]}), npartitions=1)

@@ -93,7 +93,11 @@ def _u64(buf: bytes) -> np.ndarray:
 
 def _sign_partition(part: pd.DataFrame, id: str, text: str, language: str, partition_info=None):
     rule = _rule(language)
-    number = 0 if partition_info is None else int(partition_info["number"])
+    if partition_info is None:
+        # Row numbers must be unique across partitions; without the partition's number they
+        # would not be.
+        raise RuntimeError("Dask did not pass partition_info to the signing task; expected map_partitions to")
+    number = int(partition_info["number"])
     n = len(part)
     if n >= 1 << _ROW_SHIFT:
         raise ValueError(

@@ -162,27 +162,29 @@ def main(argv=None) -> int:
         "shuffle_method": args.shuffle_method or "default",
     }
 
-    # Baseline in this process: sign + single-machine join, one thread.
-    n0 = min(args.baseline_docs, args.docs)
-    texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
-    rule = Rule()
-    t = time.perf_counter()
-    fps, sketches = rule.sign_many(texts)
-    columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
-    baseline = n0 / (time.perf_counter() - t)
-    del texts, fps, sketches
-    figures["baseline_docs"] = n0
-    figures["baseline_docs_per_s"] = round(baseline)
-    figures["baseline_join"] = stats
-
+    # The workers start first: a process inherits its parent's peak RSS (Linux keeps the maximum
+    # across fork and exec), so they must not be started after the baseline grew the client.
     with LocalCluster(
         n_workers=args.workers, threads_per_worker=1, processes=True, memory_limit=args.memory_limit,
         dashboard_address=None,
     ) as cluster, Client(cluster) as client:
+        client.wait_for_workers(args.workers)
+        # Baseline in this process, the workers idle: sign + single-machine join, one thread.
+        n0 = min(args.baseline_docs, args.docs)
+        texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
+        rule = Rule()
+        t = time.perf_counter()
+        fps, sketches = rule.sign_many(texts)
+        columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
+        baseline = n0 / (time.perf_counter() - t)
+        del texts, fps, sketches
+        figures["baseline_docs"] = n0
+        figures["baseline_docs_per_s"] = round(baseline)
+        figures["baseline_join"] = stats
+
         docs = synthetic_corpus(args.docs, partitions, 1, args.dup_fraction, args.pool)
         t = time.perf_counter()
         docs = docs.persist()
-        client.wait_for_workers(args.workers)
         from distributed import wait
 
         wait(docs)

@@ -1,0 +1,106 @@
+"""Rule, Signature and the batch kernels: the same signatures one at a time and in batches, the
+fingerprint of Scheme, and a ValueError or TypeError (never a crash) for buffers that do not fit."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from conftest import CORPUS, document_text
+from tantivy_simhash import Rule, Scheme, components
+
+
+@pytest.fixture(scope="module")
+def texts():
+    docs = [json.loads(line) for line in gzip.open(CORPUS, "rt", encoding="utf-8")]
+    return [document_text(d) for d in docs[:300]] + ["", "!!!", "word"]
+
+
+def test_signatures_one_at_a_time_equal_the_batch_and_the_scheme(texts):
+    rule, scheme = Rule(), Scheme()
+    sigs = [rule.sign(t) for t in texts]
+    fps, sketches = rule.sign_many(texts)
+    assert np.frombuffer(fps, "<u8").tolist() == [s.fingerprint for s in sigs]
+    assert [scheme.fingerprint(t) for t in texts] == [s.fingerprint for s in sigs]
+    width = rule.sketch_bytes
+    assert width == 128 and len(sketches) == width * len(texts)
+    assert [sketches[i * width : (i + 1) * width] for i in range(len(texts))] == [s.sketch for s in sigs]
+    docs, keys = rule.postings(fps, sketches)
+    docs, keys = np.frombuffer(docs, "<u4"), np.frombuffer(keys, "<u8")
+    for i, s in enumerate(sigs):
+        assert keys[docs == i].tolist() == s.keys
+    # A text without tokens has an all-zero sketch and only its simhash block keys.
+    assert rule.sign("").keys == rule.sign("").keys[: rule.keys_per_document - rule.bands]
+    assert rule.sign("").sketch == bytes(width)
+    assert len(rule.sign(texts[0]).keys) == rule.keys_per_document == 16
+
+
+def test_matches_is_symmetric_and_says_why(texts):
+    rule = Rule()
+    sigs = [rule.sign(t) for t in texts[:120]]
+    kinds = set()
+    for i, a in enumerate(sigs):
+        same = rule.matches(a, a)
+        assert (same.kind, same.distance, same.band) == ("simhash", 0, None)
+        for b in sigs[i + 1 :]:
+            e, f = rule.matches(a, b), rule.matches(b, a)
+            assert (e is None) == (f is None)
+            if e is not None:
+                kinds.add(e.kind)
+                assert (e.kind, e.distance, e.band) == (f.kind, f.distance, f.band)
+                assert bin(a.fingerprint ^ b.fingerprint).count("1") == e.distance
+                if e.kind == "resemblance":
+                    assert e.resemblance >= 0.55 and e.distance > 3
+                    assert set(a.keys) & set(b.keys)
+                else:
+                    assert e.distance <= 3
+    assert kinds == {"simhash", "resemblance"}
+    assert "0.55" in str(rule) and rule.id.startswith("rule-v1;")
+
+
+def test_batch_kernels_refuse_buffers_that_do_not_fit():
+    rule = Rule()
+    fps, sketches = rule.sign_many(["one text with words", "another text with other words"])
+    with pytest.raises(ValueError, match="multiple of 8"):
+        rule.postings(fps[:-1], sketches)
+    with pytest.raises(ValueError, match="sketches has 127 bytes for 2 fingerprints"):
+        rule.postings(fps, sketches[:127])
+    _, keys = rule.postings(fps, sketches)
+    with pytest.raises(ValueError, match="keys has 32 entries but fingerprints has 2"):
+        rule.hot_keys(keys, fps, sketches, 10)
+    with pytest.raises(ValueError, match="keys has 2 entries but rows has 1"):
+        rule.verify_groups(fps, fps[:8], fps, sketches, 0, b"")
+    with pytest.raises(ValueError, match="a has 2 entries but b has 1"):
+        components(fps, fps[:8])
+    with pytest.raises(TypeError):
+        rule.matches(rule.sign("a b c"), "not a signature")
+    with pytest.raises(TypeError):
+        rule.sign_many(["text", 3])
+    with pytest.raises(ValueError, match="unknown language"):
+        Rule("klingon")
+
+
+def pair_set(columns) -> set:
+    types = ["<u8", "<u8", "<u4", "<f4", "<i4"]
+    return set(zip(*(np.frombuffer(b, t).tolist() for b, t in zip(columns, types))))
+
+
+def test_the_group_kernel_reports_what_the_in_memory_join_reports(texts):
+    """verify_groups over all postings at once (every key group complete) equals pairs_in_memory."""
+    rule = Rule()
+    fps, sketches = rule.sign_many(texts)
+    docs, keys = rule.postings(fps, sketches)
+    at = np.frombuffer(docs, "<u4").astype(np.intp)
+    fp = np.frombuffer(fps, "<u8")[at]
+    sk = np.frombuffer(sketches, "<u8").reshape(len(texts), -1)[at]
+    rows = at.astype("<u8")
+    for cap in (0, 2):
+        hot = rule.hot_keys(keys, fp.tobytes(), sk.tobytes(), cap) if cap else b""
+        got, got_stats = rule.verify_groups(keys, rows.tobytes(), fp.tobytes(), sk.tobytes(), cap, hot)
+        want, want_stats = rule.pairs_in_memory(fps, sketches, cap)
+        assert pair_set(got) == pair_set(want)
+        assert got_stats == want_stats
+        assert want_stats["pairs"] > 0
+        if cap:
+            assert want_stats["hot_keys"] > 0
