@@ -26,10 +26,13 @@
 //!    `--rule-lookup-only` runs this section alone.
 //! 3. **Bytes per document** of the fingerprint and key fields (tantivy's space usage).
 //! 4. **Indexing** `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` (title and text indexed with
-//!    the scheme's own analyzer, id `STRING | FAST | STORED`, text not stored): plain tantivy,
-//!    then `DedupWriter` under each policy (batches of 1,000 through `add_documents`, and
-//!    `add_document` one at a time for `Reject`). Best of `--runs` (default 2) runs each, the
-//!    modes taking turns run by run.
+//!    the scheme's own analyzer, id `STRING | FAST | STORED`, text not stored): plain tantivy;
+//!    `DedupWriter` `Off` given signatures computed beforehand (the cost of storing them);
+//!    `Off` signing then `add_document_with_signature` (the text analysed twice); and every
+//!    policy through `add_document` one by one and `add_documents` in batches of 1,000 (one
+//!    analysis per document). Best of `--runs` (default 2) runs each, the modes taking turns
+//!    run by run. Each row gives wall-clock throughput and the process's CPU time (every
+//!    thread), whose ratio holds on a loaded machine.
 
 #[path = "support/pigeonhole.rs"]
 mod pigeonhole;
@@ -556,6 +559,10 @@ fn load(path: &Path) -> Res<Vec<Doc>> {
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Plain,
+    /// `Off`, signatures computed before the clock starts: the cost of storing them.
+    Stored,
+    /// `Off`, `signature` then `add_document_with_signature`: the text analysed twice.
+    TwoAnalyses,
     Batch(Policy),
     OneByOne(Policy),
 }
@@ -564,20 +571,46 @@ impl Mode {
     fn name(self) -> String {
         match self {
             Mode::Plain => "plain tantivy (same analyzer, no fingerprint)".into(),
+            Mode::Stored => "DedupWriter Off, signatures given (storing them only)".into(),
+            Mode::TwoAnalyses => {
+                "DedupWriter Off, sign then add_document_with_signature (two analyses)".into()
+            }
             Mode::Batch(p) => format!("DedupWriter {p:?}, add_documents (batches of 1000)"),
             Mode::OneByOne(p) => format!("DedupWriter {p:?}, add_document one by one"),
         }
     }
 }
 
+/// CPU time of this process so far (every thread, user + system), from /proc/self/stat;
+/// zero where it cannot be read. Unlike wall time it does not grow when other processes
+/// take the cores, so its ratios hold on a loaded machine.
+fn cpu_time() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat(5): 12 and 13 after the name; 100 ticks/s
+    // on Linux (USER_HZ).
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
 struct Run {
     elapsed: Duration,
+    cpu: Duration,
     fields_bytes_per_doc: f64,
     index_bytes_per_doc: f64,
     stored: u64,
 }
 
-fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
+fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
     let dir = tempfile::tempdir()?;
     let config = NearDupConfig::new("id", ["title", "text"]);
     let mut builder = Schema::builder();
@@ -599,11 +632,27 @@ fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
     let budget = 200_000_000;
 
     let start = Instant::now();
+    let cpu_start = cpu_time();
     match mode {
         Mode::Plain => {
             let mut w: IndexWriter = index.writer(budget)?;
             for d in docs {
                 w.add_document(make(d))?;
+            }
+            w.commit()?;
+            w.wait_merging_threads()?;
+        }
+        Mode::Stored | Mode::TwoAnalyses => {
+            let nd = NearDupIndex::create(index.clone(), config)?;
+            let mut w = nd.writer(budget, Policy::Off)?;
+            for (d, sig) in docs.iter().zip(signatures) {
+                let doc = make(d);
+                let sig = if mode == Mode::Stored {
+                    sig.clone()
+                } else {
+                    w.signature(&doc)
+                };
+                w.add_document_with_signature(doc, sig)?;
             }
             w.commit()?;
             w.wait_merging_threads()?;
@@ -625,6 +674,7 @@ fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
         }
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
 
     let reader = index.reader()?;
     let searcher = reader.searcher();
@@ -647,6 +697,7 @@ fn index_once(docs: &[Doc], mode: Mode) -> Res<Run> {
     }
     Ok(Run {
         elapsed,
+        cpu,
         fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
         index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
         stored,
@@ -674,39 +725,63 @@ fn indexing_bench(path: &Path, lang: &str, runs: usize) -> Res<()> {
         docs.len() as f64 / fp_secs,
         bytes as f64 / 1e6 / fp_secs
     );
+    // Signing alone (what DedupWriter computes per document), one thread.
+    let config = NearDupConfig::new("id", ["title", "text"]);
+    let mut signer = config.rule()?.signer(config.scheme());
+    let t = Instant::now();
+    let signatures: Vec<Signature> = docs
+        .iter()
+        .map(|d| signer.sign(&format!("{}\n{}", d.title, d.text)))
+        .collect();
+    let sign_secs = t.elapsed().as_secs_f64();
+    println!(
+        "signing alone (fingerprint + sketch), 1 thread: {:.0} docs/s, {:.1} MB/s",
+        docs.len() as f64 / sign_secs,
+        bytes as f64 / 1e6 / sign_secs
+    );
     let modes = [
         Mode::Plain,
+        Mode::Stored,
+        Mode::TwoAnalyses,
+        Mode::OneByOne(Policy::Off),
+        Mode::OneByOne(Policy::Reject),
+        Mode::OneByOne(Policy::Tag),
+        Mode::OneByOne(Policy::Replace),
         Mode::Batch(Policy::Off),
         Mode::Batch(Policy::Reject),
         Mode::Batch(Policy::Tag),
         Mode::Batch(Policy::Replace),
-        Mode::OneByOne(Policy::Reject),
     ];
     println!(
-        "| writer | docs/s | vs plain | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|"
+        "| writer | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|---|---|"
     );
     // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
     for _ in 0..runs {
         for (mode, slot) in modes.iter().zip(best.iter_mut()) {
-            let r = index_once(&docs, *mode)?;
+            let r = index_once(&docs, *mode, &signatures)?;
             if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
                 *slot = Some(r);
             }
         }
     }
     let mut plain_rate = 0.0;
+    let mut plain_cpu = 0.0;
     for (mode, r) in modes.into_iter().zip(best) {
         let Some(r) = r else { continue };
         let rate = docs.len() as f64 / r.elapsed.as_secs_f64();
+        let cpu = r.cpu.as_secs_f64();
         if mode == Mode::Plain {
             plain_rate = rate;
+            plain_cpu = cpu;
         }
         println!(
-            "| {} | {:.0} | {:.2}x | {} | {:.1} | {:.0} |",
+            "| {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} |",
             mode.name(),
             rate,
             rate / plain_rate,
+            cpu,
+            plain_cpu / cpu.max(1e-9),
             r.stored,
             r.fields_bytes_per_doc,
             r.index_bytes_per_doc

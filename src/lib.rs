@@ -158,6 +158,7 @@ pub mod collapse;
 mod columns;
 mod error;
 pub mod fingerprint;
+mod ids;
 pub mod layout;
 pub mod lookup;
 pub mod mirrors;

@@ -9,6 +9,7 @@
 use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::ids::{segment_ids, SegmentIds};
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
@@ -100,6 +101,8 @@ struct SegmentColumns {
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     keys: Arc<tantivy::InvertedIndexReader>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
+    /// The segment's id reads and id table, shared in the process ([`crate::ids`]).
+    id_table: Arc<SegmentIds>,
 }
 
 /// Lookups over a tantivy [`Searcher`]: each segment's fingerprint, id and signature columns
@@ -149,6 +152,7 @@ impl NearDupSearcher {
                 },
                 keys: seg.inverted_index(fields.keys)?,
                 ids_index: seg.inverted_index(fields.id)?,
+                id_table: segment_ids(seg.segment_id(), &id_name),
             });
         }
         let signatures = SignatureReader::new(searcher, &fields.signature_fields(schema)?)?;
@@ -356,14 +360,28 @@ impl NearDupSearcher {
     }
 
     /// The id of the document at `address`, read from the id column; `None` when the address
-    /// is not in this searcher or the document has no id. Cost: one id read, which
-    /// decompresses a block of the id column's dictionary (tens of microseconds).
-    /// Errors: I/O errors reading the column.
+    /// is not in this searcher or the document has no id. Errors: I/O errors reading the
+    /// column.
+    ///
+    /// Cost: once the segment has served `max(32, ids / 1024)` id reads in this process, one
+    /// column read and a copy, from the segment's id table (its ids decoded once, about their
+    /// bytes + 8 B each in memory, shared by every searcher of the segment and freed with the
+    /// last; building it streams the dictionary once). Before that, each read decompresses a
+    /// block of the id column's dictionary (~13 us), so a one-off lookup never pays the build.
     pub fn id_of(&self, address: DocAddress) -> Result<Option<String>> {
         let Some(cols) = self.segments.get(address.segment_ord as usize) else {
             return Ok(None);
         };
-        read_str(cols.ids.as_ref(), address.doc_id)
+        let Some(column) = cols.ids.as_ref() else {
+            return Ok(None);
+        };
+        if let Some(table) = cols.id_table.table(column) {
+            let Some(ord) = column.ords().first(address.doc_id) else {
+                return Ok(None);
+            };
+            return Ok(table.get(ord).map(str::to_string));
+        }
+        read_str(Some(column), address.doc_id)
     }
 
     /// Where the document at `address` was in the order its writer added documents

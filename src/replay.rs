@@ -16,9 +16,9 @@
 //!
 //! Correctness never depends on tantivy's internal order: tokens are replayed only for a text
 //! byte-equal to the value they were made from, by the same scheme's analysis, and a value is
-//! staged only when analysing it alone gives exactly those tokens (a Han run that continues
-//! across the line break joining two values is cut by jieba as one run, so such values are
-//! analysed again). If tantivy ever tokenized a value without first reading the document's
+//! given exactly the tokens analysing it alone gives (a Han run that continues across the line
+//! break joining two values is cut by jieba as one run: that run alone is cut again within each
+//! value). If tantivy ever tokenized a value without first reading the document's
 //! values on that thread, the text would simply be analysed twice; the counters
 //! ([`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts)) show it, and a
 //! test asserts that nothing is analysed twice.
@@ -53,6 +53,16 @@ pub(crate) struct TokenLog {
 }
 
 impl TokenLog {
+    /// A log for a text of `bytes` bytes: tokens take about as many bytes as the text, and a
+    /// word about six.
+    fn with_capacity(bytes: usize) -> Self {
+        TokenLog {
+            text: String::with_capacity(bytes),
+            tokens: Vec::with_capacity(bytes / 6),
+            overflow: false,
+        }
+    }
+
     pub(crate) fn push(&mut self, token: &str, from: usize, to: usize) {
         let start = self.text.len();
         self.text.push_str(token);
@@ -118,21 +128,29 @@ pub(crate) fn analysis_id(scheme: &Scheme) -> u64 {
     xxh3_64(scheme.id().as_bytes())
 }
 
-/// Splits the tokens of the joined `text` back into its values. A value is staged when its
-/// field is indexed with the replaying tokenizer and analysing it alone gives the same tokens:
-/// no token crosses its ends and no Han run continues from or into a neighbour across the line
-/// break (jieba cuts a run as a whole). `None` when no value is staged.
+/// Cuts `text` as the built-in tokenizer does, calling the sink with each token and its byte
+/// offsets in `text`.
+pub(crate) type Retokenize<'a> = &'a mut dyn FnMut(&str, &mut dyn FnMut(&str, usize, usize));
+
+/// Splits the tokens of the joined `text` back into its values, for the values whose field is
+/// indexed with the replaying tokenizer. A value gets exactly the tokens analysing it alone
+/// gives: the built-in tokenizer cuts text run by run, and only a Han run can continue across
+/// the line break that joins two values (a wrapped line), where jieba cuts the joined run as a
+/// whole; such a run is cut again within the value alone (`retokenize`, a few characters up
+/// to the next punctuation), every other token is taken from the log. `None` when no value is
+/// staged.
 pub(crate) fn stage(
     analysis: u64,
     text: String,
     spans: &[ValueSpan],
     log: TokenLog,
+    retokenize: Retokenize<'_>,
 ) -> Option<Arc<StagedTokens>> {
     if log.overflow || !spans.iter().any(|s| s.replayable) {
         return None;
     }
     let TokenLog {
-        text: token_text,
+        text: mut token_text,
         tokens: logged,
         ..
     } = log;
@@ -148,25 +166,75 @@ pub(crate) fn stage(
         while next < logged.len() && (logged[next].from as usize) < r.end {
             next += 1;
         }
-        let own = &logged[first..next];
-        if !span.replayable
-            || own.iter().any(|t| t.to as usize > r.end)
-            || han_run_crosses(&text, &r)
-        {
+        if !span.replayable {
             continue;
         }
+        let value = &text[r.clone()];
+        let (lead, trail) = han_run_crosses(&text, &r);
+        // The part of the value whose logged tokens are its own: after a Han run continued
+        // from the previous value, before one continued into the next.
+        let own_from = if lead { leading_han_run_end(value) } else { 0 };
+        let own_to = if trail {
+            trailing_han_run_start(value)
+        } else {
+            value.len()
+        };
         let start = tokens.len();
-        // `r.start` fits: every offset logged did.
-        let base = r.start as u32;
-        tokens.extend(own.iter().map(|t| LoggedToken {
-            text: t.text,
-            from: t.from - base,
-            to: t.to - base,
-        }));
-        values.push(StagedValue {
-            text: r,
-            tokens: start..tokens.len(),
-        });
+        let mut cut_again = |piece: Range<usize>, tokens: &mut Vec<LoggedToken>| -> bool {
+            let mut fits = true;
+            retokenize(&value[piece.clone()], &mut |t, from, to| {
+                let at = token_text.len();
+                token_text.push_str(t);
+                match (
+                    u32::try_from(at),
+                    u32::try_from(token_text.len()),
+                    u32::try_from(piece.start + from),
+                    u32::try_from(piece.start + to),
+                ) {
+                    (Ok(a), Ok(b), Ok(from), Ok(to)) => tokens.push(LoggedToken {
+                        text: (a, b),
+                        from,
+                        to,
+                    }),
+                    _ => fits = false,
+                }
+            });
+            fits
+        };
+        let staged = if own_from >= own_to && (lead || trail) {
+            // One Han run from end to end: cut the whole value again.
+            cut_again(0..value.len(), &mut tokens)
+        } else {
+            let mut fits = !lead || cut_again(0..own_from, &mut tokens);
+            // `r.start` fits in 32 bits: every logged offset did.
+            let base = r.start as u32;
+            let (lo, hi) = (r.start + own_from, r.start + own_to);
+            for t in &logged[first..next] {
+                let from = t.from as usize;
+                if from < lo || from >= hi {
+                    continue;
+                }
+                if t.to as usize > hi {
+                    // A token of the log across the end of this value's own part: only a Han
+                    // run does that, and it was cut again above. Never expected; be safe.
+                    fits = false;
+                }
+                tokens.push(LoggedToken {
+                    text: t.text,
+                    from: t.from - base,
+                    to: t.to - base,
+                });
+            }
+            fits && (!trail || cut_again(own_to..value.len(), &mut tokens))
+        };
+        if staged {
+            values.push(StagedValue {
+                text: r,
+                tokens: start..tokens.len(),
+            });
+        } else {
+            tokens.truncate(start);
+        }
     }
     if values.is_empty() {
         return None;
@@ -180,19 +248,46 @@ pub(crate) fn stage(
     }))
 }
 
-/// Whether a Han run continues across either end of `range` in `text` (over whitespace, as the
-/// built-in tokenizer joins a wrapped line).
-fn han_run_crosses(text: &str, range: &Range<usize>) -> bool {
-    let Some(inner) = text.get(range.clone()) else {
-        return true;
-    };
+/// Whether a Han run continues across the start and across the end of `range` in `text`
+/// (over whitespace, as the built-in tokenizer joins a wrapped line).
+fn han_run_crosses(text: &str, range: &Range<usize>) -> (bool, bool) {
+    let inner = &text[range.clone()];
     let solid = |c: &char| !c.is_whitespace();
     let first = inner.chars().find(solid);
     let last = inner.chars().rev().find(solid);
     let before = text[..range.start].chars().rev().find(solid);
     let after = text[range.end..].chars().find(solid);
-    (first.is_some_and(is_han) && before.is_some_and(is_han))
-        || (last.is_some_and(is_han) && after.is_some_and(is_han))
+    (
+        first.is_some_and(is_han) && before.is_some_and(is_han),
+        last.is_some_and(is_han) && after.is_some_and(is_han),
+    )
+}
+
+/// The byte after the last Han character of the Han run (Han characters and whitespace) that
+/// starts `value`.
+fn leading_han_run_end(value: &str) -> usize {
+    let mut end = 0;
+    for (i, c) in value.char_indices() {
+        if is_han(c) {
+            end = i + c.len_utf8();
+        } else if !c.is_whitespace() {
+            break;
+        }
+    }
+    end
+}
+
+/// The first byte of the Han run that ends `value`.
+fn trailing_han_run_start(value: &str) -> usize {
+    let mut start = value.len();
+    for (i, c) in value.char_indices().rev() {
+        if is_han(c) {
+            start = i;
+        } else if !c.is_whitespace() {
+            break;
+        }
+    }
+    start
 }
 
 /// Signs the text fields of `doc` (values joined by line breaks, as
@@ -215,9 +310,12 @@ pub(crate) fn sign_and_stage(
     if replay_fields.is_empty() {
         return (signer.sign(&text), None);
     }
-    let mut log = TokenLog::default();
+    let mut log = TokenLog::with_capacity(text.len());
     let signature = signer.sign_logging(&text, &mut log);
-    (signature, stage(analysis, text, &spans, log))
+    let staged = stage(analysis, text, &spans, log, &mut |piece, sink| {
+        signer.for_each_builtin_token(piece, sink);
+    });
+    (signature, staged)
 }
 
 thread_local! {
@@ -325,8 +423,7 @@ pub struct AnalysisCounts {
     /// Values indexed from the tokens the writer made when signing (no second analysis).
     pub replayed: u64,
     /// Values the tokenizer analysed: fields not fingerprinted, documents added without the
-    /// writer's signing (a signature or fingerprint given, the inner writer), values whose Han
-    /// run continues into a neighbouring value, and query text.
+    /// writer's signing (a signature or fingerprint given, the inner writer), and query text.
     pub analysed: u64,
 }
 

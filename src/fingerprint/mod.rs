@@ -753,6 +753,22 @@ const EXACT_TAG: u64 = 0x4558_0000_0000_0000;
 const WEIGHT_SCALE: f32 = (1u32 << 16) as f32;
 
 impl Fingerprinter {
+    /// Calls `sink(token, from, to)` for every token of `text` as the built-in tokenizer cuts
+    /// it, without fingerprinting; `false` (and no call) for a user analyzer.
+    pub(crate) fn for_each_builtin_token(
+        &mut self,
+        text: &str,
+        sink: &mut dyn FnMut(&str, usize, usize),
+    ) -> bool {
+        match &mut self.analysis {
+            Analysis::Builtin(tokenizer) => {
+                tokenizer.for_each_token(text, sink);
+                true
+            }
+            Analysis::Analyzer(_) => false,
+        }
+    }
+
     /// The scheme this fingerprinter follows.
     pub fn scheme(&self) -> &Scheme {
         &self.scheme

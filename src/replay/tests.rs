@@ -86,11 +86,13 @@ fn staged_check(han: HanSegmentation, values: &[(bool, String)]) {
     for (_, v) in values {
         assert_eq!(replayed(&mut tokenizer, v), analysed(han, v), "value {v:?}");
     }
-    let counts = counters.get();
+    // Every value is replayed: none is analysed again.
     assert_eq!(
-        (counts.replayed + counts.analysed) as usize,
-        values.len(),
-        "every value is either replayed or analysed"
+        counters.get(),
+        AnalysisCounts {
+            replayed: values.len() as u64,
+            analysed: 0
+        }
     );
 }
 
@@ -132,29 +134,42 @@ fn values_without_han_at_their_ends_are_all_replayed() {
 }
 
 #[test]
-fn han_run_across_values_is_analysed_again() {
+fn a_han_run_across_values_is_cut_again_within_each() {
     let scheme = crate::Scheme::default();
     let (title, body) = two_field_schema();
     let mut doc = TantivyDocument::new();
-    // Joined, "北京大\n学" is one Han run (a wrapped line): jieba cuts 北京大学; alone it cuts
-    // the title and the body differently. Both values must be analysed again.
+    // Joined, "北京大\n学" is one Han run (a wrapped line): jieba cuts 北京大学; alone, the
+    // title ends with its own run and the body starts with its own.
     doc.add_text(title, "Title 北京大");
     doc.add_text(body, "学 body text");
     doc.add_text(body, "plain");
     let fields = [title, body];
     let mut signer = MatchRule::default().signer(&scheme);
     let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
-    let staged = staged.expect("the third value is staged");
-    assert_eq!(staged.values.len(), 1);
-    assert_eq!(&staged.text[staged.values[0].text.clone()], "plain");
-    staged_check(
-        HanSegmentation::Jieba,
-        &[
-            (true, "Title 北京大".into()),
-            (false, "学 body text".into()),
-            (false, "plain".into()),
-        ],
-    );
+    let staged = staged.expect("staged");
+    assert_eq!(staged.values.len(), 3);
+    let texts = |v: usize| -> Vec<&str> {
+        staged.tokens[staged.values[v].tokens.clone()]
+            .iter()
+            .map(|t| &staged.token_text[t.text.0 as usize..t.text.1 as usize])
+            .collect()
+    };
+    assert_eq!(texts(0), ["title", "北京", "大"]);
+    assert_eq!(texts(1), ["学", "body", "text"]);
+    for (in_title, values) in [
+        (true, vec!["Title 北京大", "学 body text", "plain"]),
+        // One Han run from end to end, continued on both sides.
+        (false, vec!["我们", " 北京 \n 大学 ", "学习，word 研究"]),
+        (false, vec!["研究", "", "  ", "大学"]),
+    ] {
+        let values: Vec<(bool, String)> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (in_title && i == 0, v.to_string()))
+            .collect();
+        staged_check(HanSegmentation::Jieba, &values);
+        staged_check(HanSegmentation::Chars, &values);
+    }
 }
 
 #[test]

@@ -138,6 +138,16 @@ impl Signer {
         )
     }
 
+    /// The built-in tokenizer's tokens of `text`, without signing ([`crate::replay`] cuts a
+    /// value's Han run that the joined text continued into a neighbour).
+    pub(crate) fn for_each_builtin_token(
+        &mut self,
+        text: &str,
+        sink: &mut dyn FnMut(&str, usize, usize),
+    ) -> bool {
+        self.fingerprinter.for_each_builtin_token(text, sink)
+    }
+
     /// The shingle hashes the sketch of `text` is made of (for evaluation and tests).
     pub fn shingles(&mut self, text: &str) -> Vec<u64> {
         self.sign(text);

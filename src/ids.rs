@@ -1,0 +1,100 @@
+//! Ids at the cost of a column read: a segment's id dictionary decoded once into memory.
+//!
+//! A string fast column keeps its dictionary in compressed blocks, so reading one id through
+//! it decompresses a block (~13 us); a lookup that returns ids pays that per hit. An
+//! [`IdTable`] holds every id of one segment's column by term ordinal, so an id costs the
+//! ordinal read (a fast-field read) and a copy.
+//!
+//! Building a table streams the whole dictionary once (about as long as 1 in 1,000 of its
+//! ids read one by one) and keeps about the ids' bytes + 8 B per distinct id. So a segment
+//! gets its table only after it has served `max(32, ids / 1024)` id reads (in any searcher
+//! of this process): a one-off lookup never pays the build, a writer or a service that looks
+//! up many documents pays it once per segment. Tables are shared by every searcher of the
+//! segment in the process and freed with the last of them (segments are immutable, so a
+//! table never goes stale; deletes do not change the dictionary).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use tantivy::columnar::StrColumn;
+use tantivy::index::SegmentId;
+
+/// Every id of one segment's id column, by term ordinal.
+#[derive(Debug)]
+pub(crate) struct IdTable {
+    bytes: String,
+    /// End of each id in `bytes` (ids are the dictionary's terms, in ordinal order).
+    ends: Vec<u64>,
+}
+
+impl IdTable {
+    /// Streams the dictionary of `column`. `None` when it cannot be read (the caller falls back
+    /// to reading ids one by one, which reports the error) or a term is not UTF-8.
+    fn build(column: &StrColumn) -> Option<IdTable> {
+        let mut stream = column.dictionary().stream().ok()?;
+        let mut bytes = String::new();
+        let mut ends = Vec::with_capacity(column.dictionary().num_terms());
+        while stream.advance() {
+            bytes.push_str(std::str::from_utf8(stream.key()).ok()?);
+            ends.push(bytes.len() as u64);
+        }
+        Some(IdTable { bytes, ends })
+    }
+
+    /// The id of term ordinal `ord`.
+    pub(crate) fn get(&self, ord: u64) -> Option<&str> {
+        let i = usize::try_from(ord).ok()?;
+        let end = *self.ends.get(i)? as usize;
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] as usize,
+        };
+        self.bytes.get(start..end)
+    }
+}
+
+/// What the process knows about one segment's id column: how often it was read, and its table
+/// once built.
+#[derive(Debug, Default)]
+pub(crate) struct SegmentIds {
+    reads: AtomicU64,
+    table: OnceLock<Option<IdTable>>,
+}
+
+impl SegmentIds {
+    /// The table of `column`, if built or worth building now (this read counted).
+    pub(crate) fn table(&self, column: &StrColumn) -> Option<&IdTable> {
+        if let Some(built) = self.table.get() {
+            return built.as_ref();
+        }
+        let reads = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        let threshold = (column.dictionary().num_terms() as u64 / 1024).max(32);
+        if reads < threshold {
+            return None;
+        }
+        self.table.get_or_init(|| IdTable::build(column)).as_ref()
+    }
+}
+
+/// The process's segments, by segment and column name: entries live while a searcher holds
+/// them.
+type Registry = Mutex<HashMap<(SegmentId, String), Weak<SegmentIds>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::default)
+}
+
+/// The shared entry of `segment`'s column `field`.
+pub(crate) fn segment_ids(segment: SegmentId, field: &str) -> Arc<SegmentIds> {
+    let mut map = crate::schema::lock(registry());
+    let key = (segment, field.to_string());
+    if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
+        return found;
+    }
+    // Forget segments no searcher holds any more (merged away, or their searchers dropped).
+    map.retain(|_, weak| weak.strong_count() > 0);
+    let fresh = Arc::new(SegmentIds::default());
+    map.insert(key, Arc::downgrade(&fresh));
+    fresh
+}
