@@ -309,9 +309,9 @@ fn main() -> Res<()> {
     let graph = NearDupGraph::new(searcher.fields(), searcher.searcher())?;
     let gather = secs(t);
     println!(
-        "gather (NearDupGraph::new, {segments} segments): {gather:.3} s; {} live docs, {} distinct fingerprints",
+        "gather (NearDupGraph::new, {segments} segments): {gather:.3} s; {} live docs, {} distinct signatures",
         graph.num_docs(),
-        graph.num_fingerprints()
+        graph.num_signatures()
     );
     let dup_pairs: u64 = graph
         .duplicate_groups()
@@ -326,7 +326,7 @@ fn main() -> Res<()> {
         pool.install(|| -> tantivy_simhash::Result<(f64, u64, u64)> {
             let t = Instant::now();
             let (mut group_pairs, mut doc_pairs) = (0u64, 0u64);
-            graph.for_each_pair(|p| {
+            graph.for_each_group_pair(|p| {
                 group_pairs += 1;
                 doc_pairs += (p.a.docs.len() * p.b.docs.len()) as u64;
             })?;
@@ -338,8 +338,8 @@ fn main() -> Res<()> {
     let (join_n, _, _) = join(threads)?;
     let total_pairs = dup_pairs + cross_pairs;
     println!(
-        "join (for_each_pair): {join1:.3} s on 1 thread, {join_n:.3} s on {threads}; \
-         {group_pairs} pairs of distinct fingerprints + {dup_groups} duplicate groups \
+        "join by the rule (for_each_group_pair): {join1:.3} s on 1 thread, {join_n:.3} s on \
+         {threads}; {group_pairs} pairs of distinct signatures + {dup_groups} duplicate groups \
          = {total_pairs} document pairs"
     );
     let join_peak = peak_mb();
@@ -347,9 +347,9 @@ fn main() -> Res<()> {
     let t = Instant::now();
     let mut with_ids = 0u64;
     let mut id_bytes = 0usize;
-    graph.for_each_id_pair(|a, b, _| {
+    graph.for_each_id_pair(|p| {
         with_ids += 1;
-        id_bytes += a.len() + b.len();
+        id_bytes += p.a.len() + p.b.len();
     })?;
     let ids_time = secs(t);
     println!("every document pair with ids (for_each_id_pair): {ids_time:.3} s, {with_ids} pairs");
@@ -448,7 +448,7 @@ fn main() -> Res<()> {
     // One id read per document instead of batched reads.
     let sample_docs: Vec<DocAddress> = graph
         .groups()
-        .step_by((graph.num_fingerprints() / 10_000).max(1))
+        .step_by((graph.num_signatures() / 10_000).max(1))
         .map(|g| g.docs[0])
         .collect();
     let t = Instant::now();

@@ -4,7 +4,7 @@
 use crate::error::Result;
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::schema::{Field, IndexRecordOption, Schema};
-use tantivy::{DocId, DocSet, InvertedIndexReader, SegmentReader, Term, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, InvertedIndexReader, SegmentReader, Term, TERMINATED};
 
 /// The fingerprint column `field` of a segment.
 pub(crate) fn fingerprint_column(
@@ -42,6 +42,41 @@ pub(crate) fn read_str(col: Option<&StrColumn>, doc: DocId) -> Result<Option<Str
     } else {
         Ok(None)
     }
+}
+
+/// The first string of each of `docs` in per-segment string columns (`columns[segment_ord]`;
+/// `None` where a segment has no such column or a document no value), in the order of `docs`.
+///
+/// Batched: the reads are sorted per segment by term ordinal, so each block of a column's
+/// dictionary is decompressed once per call rather than once per document. This is the one
+/// reader of ids and group ids for many documents (collapse windows, batch jobs, retagging).
+pub(crate) fn read_strs(
+    columns: &[Option<StrColumn>],
+    docs: &[DocAddress],
+) -> Result<Vec<Option<String>>> {
+    let mut out: Vec<Option<String>> = vec![None; docs.len()];
+    // (segment, term ordinal, position in `docs`)
+    let mut wanted: Vec<(u32, u64, u32)> = Vec::with_capacity(docs.len());
+    for (pos, a) in docs.iter().enumerate() {
+        if let Some(Some(col)) = columns.get(a.segment_ord as usize) {
+            if let Some(ord) = col.ords().first(a.doc_id) {
+                wanted.push((a.segment_ord, ord, pos as u32));
+            }
+        }
+    }
+    wanted.sort_unstable();
+    for run in wanted.chunk_by(|x, y| x.0 == y.0) {
+        if let Some(Some(col)) = columns.get(run[0].0 as usize) {
+            let ords: Vec<u64> = run.iter().map(|w| w.1).collect();
+            let mut positions = run.iter().map(|w| w.2 as usize);
+            col.dictionary().sorted_ords_to_term_cb(&ords, |bytes| {
+                if let Some(p) = positions.next() {
+                    out[p] = Some(String::from_utf8_lossy(bytes).into_owned());
+                }
+            })?;
+        }
+    }
+    Ok(out)
 }
 
 /// Calls `f` with every document (live or deleted) in the postings of `term`, in doc id order.

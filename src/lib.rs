@@ -169,8 +169,8 @@ pub mod store;
 pub mod writer;
 
 pub use batch::{
-    pairs_in_memory, Cluster, ClusterMember, Clusters, FingerprintGroup, GroupPair, GroupsWritten,
-    NearDupGraph,
+    pairs_in_memory, Cluster, ClusterMember, Clusters, DocPair, GroupPair, IdPair, NearDupGraph,
+    SignatureGroup,
 };
 pub use collapse::{
     Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey, ShardStatistics,
@@ -193,4 +193,4 @@ pub use schema::{
 pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
 };
-pub use writer::{DedupWriter, Outcome, Policy};
+pub use writer::{DedupWriter, GroupsWritten, Outcome, Policy};

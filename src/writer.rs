@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
+mod retag;
+pub use retag::GroupsWritten;
+
 impl NearDupIndex {
     /// A [`DedupWriter`] with `memory_budget` bytes in total for tantivy's indexing threads
     /// (at least 15 MB per thread; see `Index::writer`).

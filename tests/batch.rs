@@ -1,4 +1,7 @@
 //! Batch jobs against brute force: all pairs and clusters over multi-segment indexes with deletes.
+//! Fingerprint-only corpora exercise the rule's simhash branch at several layouts; signed texts
+//! exercise both branches against a brute force of `MatchRule::matches`; a template shared by
+//! 20,000 documents exercises the hot-key bound.
 
 mod common;
 
@@ -10,7 +13,8 @@ use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
 use tantivy_simhash::batch::{pairs_in_memory, NearDupGraph};
 use tantivy_simhash::{
-    BlockLayout, DedupWriter, Error, Fingerprint, NearDupConfig, NearDupIndex, Policy,
+    BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
+    Policy, Signature, Sketch,
 };
 
 /// Fingerprints with structure: seeds with neighbours at 0..=k+1 bits, exact-duplicate groups
@@ -129,10 +133,14 @@ fn build(
     (t.index, live)
 }
 
+/// The graph's id pairs as (a, b, distance); documents without sketches match by simhash only.
 fn graph_id_pairs(g: &NearDupGraph) -> Vec<(String, String, u32)> {
     let mut out = Vec::new();
-    g.for_each_id_pair(|a, b, d| out.push(ordered(a, b, d)))
-        .unwrap();
+    g.for_each_id_pair(|p| {
+        assert!(matches!(p.evidence, Evidence::Simhash { .. }), "{p:?}");
+        out.push(ordered(p.a, p.b, p.evidence.distance()))
+    })
+    .unwrap();
     out.sort();
     out
 }
@@ -146,7 +154,7 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     let graph = NearDupGraph::new(searcher.fields(), searcher.searcher()).unwrap();
     assert_eq!(graph.num_docs(), live.len());
     let distinct: BTreeSet<Fingerprint> = live.values().copied().collect();
-    assert_eq!(graph.num_fingerprints(), distinct.len());
+    assert_eq!(graph.num_signatures(), distinct.len());
 
     let truth = brute_pairs(&live, k);
     assert!(truth.iter().any(|p| p.2 == 0) && truth.iter().any(|p| p.2 == k));
@@ -156,7 +164,7 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     // The same through addresses, and through groups + group pairs.
     let mut by_addr = Vec::new();
     graph
-        .for_each_doc_pair(|a, b, d| by_addr.push((a, b, d)))
+        .for_each_doc_pair(|p| by_addr.push((p.a, p.b, p.evidence.distance())))
         .unwrap();
     let addrs: Vec<_> = by_addr.iter().flat_map(|&(a, b, _)| [a, b]).collect();
     let ids = graph.read_ids(&addrs).unwrap();
@@ -178,13 +186,20 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     for g in graph.duplicate_groups() {
         grouped += g.docs.len() * (g.docs.len() - 1) / 2;
     }
-    graph
-        .for_each_pair(|p| {
-            assert!(p.distance >= 1 && p.distance <= k);
-            assert_eq!(p.a.fingerprint.distance(p.b.fingerprint), p.distance);
+    let stats = graph
+        .for_each_group_pair(|p| {
+            let d = p.evidence.distance();
+            assert!(d >= 1 && d <= k);
+            assert_eq!(
+                p.a.signature
+                    .fingerprint
+                    .distance(p.b.signature.fingerprint),
+                d
+            );
             grouped += p.a.docs.len() * p.b.docs.len();
         })
         .unwrap();
+    assert_eq!(stats.hot_keys, 0);
     assert_eq!(grouped, truth.len());
 
     // Clusters: the same components as brute-force union-find, named by their smallest id.
@@ -381,7 +396,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
 
     let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
-    let written = clusters.write_groups_from_store(&graph, &w).unwrap();
+    let written = w.retag_from_store(&clusters).unwrap();
     assert!(written.rewritten > 0);
     w.commit().unwrap();
     check_written_groups(&index, &live, 3);
@@ -403,11 +418,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     assert_eq!(d.get_first(body).and_then(|v| v.as_str()), Some("text 1"));
     let graph = NearDupGraph::new(s.fields(), s.searcher()).unwrap();
     assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
-    let again = graph
-        .clusters()
-        .unwrap()
-        .write_groups_from_store(&graph, &w)
-        .unwrap();
+    let again = w.retag_from_store(&graph.clusters().unwrap()).unwrap();
     assert_eq!(again.rewritten, 0);
     assert_eq!(again.unchanged, written.rewritten + written.unchanged);
 }
@@ -428,11 +439,9 @@ fn cluster_ids_written_with_supplied_documents() {
     w.commit().unwrap();
     let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
-    let err = clusters.write_groups_from_store(&graph, &w).unwrap_err();
+    let err = w.retag_from_store(&clusters).unwrap_err();
     assert!(matches!(err, Error::Schema { .. }), "{err}");
-    let written = clusters
-        .write_groups(&graph, &w, |id, _| Ok(doc!(t.id => id)))
-        .unwrap();
+    let written = w.retag(&clusters, |id, _| Ok(doc!(t.id => id))).unwrap();
     let members: usize = clusters.iter().map(|c| c.len()).sum();
     assert_eq!(written.rewritten, members);
     w.commit().unwrap();
@@ -493,11 +502,329 @@ fn stale_tag_of_a_document_left_alone_is_corrected() {
     let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
     let clusters = graph.clusters().unwrap();
     assert!(clusters.is_empty());
-    let written = clusters.write_groups_from_store(&graph, &w).unwrap();
+    let written = w.retag_from_store(&clusters).unwrap();
     assert_eq!(written.rewritten, 1); // "b"; "c" already carries its own id
     assert_eq!(written.unchanged, 1);
     w.commit().unwrap();
     let groups = group_values(&index);
     assert_eq!(groups["b"].as_deref(), Some("b"));
     assert_eq!(groups["c"].as_deref(), Some("c"));
+}
+
+const WORDS: [&str; 24] = [
+    "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
+    "reader", "writer", "page", "site", "menu", "footer", "copy", "mirror", "软件", "开发", "过程",
+    "需求", "分析", "设计",
+];
+
+/// Base texts and edited copies (a few words changed, some under another site's chrome), so
+/// both branches of the rule fire.
+fn texts(seed: u64, n: usize) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    let mut chrome: Vec<bool> = Vec::new();
+    for _ in 0..n {
+        if !out.is_empty() && rng.below(2) == 0 {
+            let mut d = out[rng.below(out.len() as u64) as usize].clone();
+            for _ in 0..rng.below(d.len() as u64 / 6 + 1) {
+                let at = rng.below(d.len() as u64) as usize;
+                d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
+            }
+            out.push(d);
+            chrome.push(rng.below(3) == 0);
+        } else {
+            let len = 5 + rng.below(120) as usize;
+            out.push(
+                (0..len)
+                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+                    .collect(),
+            );
+            chrome.push(false);
+        }
+    }
+    out.into_iter()
+        .zip(chrome)
+        .map(|(d, c)| {
+            let body = d.join(" ");
+            if c {
+                format!("Daily Site\nhome | docs | blog | contact\n\n{body}\n\n(c) 2024 Daily Site")
+            } else {
+                body
+            }
+        })
+        .collect()
+}
+
+/// Every pair (i, j), i < j, of live documents that `rule` matches: the brute-force oracle.
+fn brute_rule_pairs(
+    rule: &MatchRule,
+    sigs: &[Signature],
+    live: &BTreeSet<usize>,
+) -> BTreeMap<(usize, usize), Evidence> {
+    let live: Vec<usize> = live.iter().copied().collect();
+    let mut out = BTreeMap::new();
+    for (x, &i) in live.iter().enumerate() {
+        for &j in &live[x + 1..] {
+            if let Some(e) = rule.matches(&sigs[i], &sigs[j]) {
+                out.insert((i, j), e);
+            }
+        }
+    }
+    out
+}
+
+/// The graph's pairs as ((i, j), evidence) over documents named `d{i}`.
+fn rule_pairs(graph: &NearDupGraph) -> BTreeMap<(usize, usize), Evidence> {
+    let num = |id: &str| -> usize { id[1..].parse().unwrap() };
+    let mut out = BTreeMap::new();
+    let mut calls = 0;
+    graph
+        .for_each_id_pair(|p| {
+            calls += 1;
+            let (a, b) = (num(p.a), num(p.b));
+            out.insert((a.min(b), a.max(b)), p.evidence);
+        })
+        .unwrap();
+    assert_eq!(calls, out.len(), "a pair reported twice");
+    out
+}
+
+fn components(pairs: &BTreeMap<(usize, usize), Evidence>) -> BTreeSet<Vec<String>> {
+    let mut parent: BTreeMap<usize, usize> = BTreeMap::new();
+    fn find(p: &mut BTreeMap<usize, usize>, x: usize) -> usize {
+        let mut x = x;
+        while let Some(&up) = p.get(&x).filter(|&&up| up != x) {
+            x = up;
+        }
+        x
+    }
+    for &(a, b) in pairs.keys() {
+        parent.entry(a).or_insert(a);
+        parent.entry(b).or_insert(b);
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        parent.insert(ra.max(rb), ra.min(rb));
+    }
+    let nodes: Vec<usize> = parent.keys().copied().collect();
+    let mut comps: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        let r = find(&mut parent, n);
+        comps.entry(r).or_default().push(format!("d{n}"));
+    }
+    comps
+        .into_values()
+        .map(|mut c| {
+            c.sort();
+            c
+        })
+        .collect()
+}
+
+/// Signed texts through DedupWriter in several segments, with deletes: the graph's pairs are
+/// exactly the brute force of `MatchRule::matches` over the live documents (with the same
+/// evidence), and the clusters are their connected components.
+#[test]
+fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
+    let t = ram_index(BlockLayout::default());
+    let rule = t.index.rule().clone();
+    let mut signer = rule.signer(t.index.scheme());
+    let texts = texts(21, 300);
+    let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
+    let mut w = t.index.writer(30_000_000, Policy::Off).unwrap();
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    for (i, text) in texts.iter().enumerate() {
+        w.add_document(doc!(t.id => format!("d{i}"), t.body => text.as_str()))
+            .unwrap();
+        if i % 70 == 69 {
+            w.commit().unwrap();
+        }
+    }
+    w.commit().unwrap();
+    let mut live: BTreeSet<usize> = (0..texts.len()).collect();
+    for i in (3..texts.len()).step_by(8) {
+        w.delete_term(Term::from_field_text(t.id, &format!("d{i}")));
+        live.remove(&i);
+    }
+    w.commit().unwrap();
+    let searcher = t.index.searcher().unwrap();
+    assert!(searcher.segment_readers().len() >= 3);
+    let fields = t.index.fields();
+    let graph = NearDupGraph::new(fields, &searcher).unwrap();
+    assert_eq!(graph.num_docs(), live.len());
+
+    let oracle = brute_rule_pairs(&rule, &sigs, &live);
+    let simhash = oracle
+        .values()
+        .filter(|e| matches!(e, Evidence::Simhash { .. }))
+        .count();
+    let resemblance = oracle.len() - simhash;
+    assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
+    assert_eq!(rule_pairs(&graph), oracle);
+
+    // Narrowing the simhash branch keeps the resemblance branch: the oracle is
+    // `matches_within`.
+    let narrow = NearDupGraph::with_max_distance(fields, &searcher, 1).unwrap();
+    let oracle_narrow: BTreeMap<_, _> = oracle
+        .keys()
+        .filter_map(|&(i, j)| {
+            rule.matches_within(&sigs[i], &sigs[j], 1)
+                .map(|e| ((i, j), e))
+        })
+        .collect();
+    assert!(oracle_narrow.len() < oracle.len());
+    assert_eq!(rule_pairs(&narrow), oracle_narrow);
+
+    let clusters = graph.clusters().unwrap();
+    let got: BTreeSet<Vec<String>> = clusters
+        .iter()
+        .map(|c| {
+            let ids: Vec<String> = c.members.iter().map(|m| m.id.clone()).collect();
+            assert_eq!(c.id, ids[0]);
+            ids
+        })
+        .collect();
+    // Ids compare as strings ("d10" < "d9"), as cluster names do.
+    let want: BTreeSet<Vec<String>> = components(&oracle)
+        .into_iter()
+        .map(|mut c| {
+            c.sort();
+            c
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(clusters.join_stats().hot_keys, 0);
+}
+
+/// `n` signatures behind one hot simhash block key (the same low 16 bits: a template) with
+/// random sketches, and every 10th a near copy of the previous one: half the copies differ in
+/// one bit of each of the three other blocks (the top bit among them, so the two sit far apart
+/// in the hot key's postings) and share nothing but the hot key; the others share a second
+/// block key too.
+fn hot_key_corpus(n: usize, seed: u64) -> Vec<Signature> {
+    let mut rng = Rng(seed);
+    let mut sigs: Vec<Signature> = Vec::with_capacity(n);
+    for i in 0..n {
+        let fingerprint = if i % 10 == 9 {
+            let previous = sigs[i - 1].fingerprint.0;
+            if i % 20 == 19 {
+                // One bit in each of blocks 1, 2 and 3: only block 0 (hot) is shared.
+                Fingerprint(previous ^ (1 << 20) ^ (1 << 36) ^ (1 << 63))
+            } else {
+                Fingerprint(previous ^ (1 << 40))
+            }
+        } else {
+            Fingerprint((rng.next_u64() & !0xffff) | 0x1234)
+        };
+        let words: Vec<u64> = (0..16).map(|_| rng.next_u64()).collect();
+        sigs.push(Signature {
+            fingerprint,
+            sketch: Sketch { words },
+        });
+    }
+    sigs
+}
+
+/// The brute force of the rule over a large set: a pair can only match within k or when a
+/// band is shared, so those are filtered first (exactly, by comparing the precomputed band
+/// values), then checked with `MatchRule::matches`.
+fn brute_rule_pairs_filtered(rule: &MatchRule, sigs: &[Signature]) -> BTreeSet<(usize, usize)> {
+    let m = rule.minhash();
+    let bands: Vec<Vec<u64>> = sigs
+        .iter()
+        .map(|s| (0..m.bands).map(|b| s.sketch.band(m, b)).collect())
+        .collect();
+    let k = rule.layout().max_distance();
+    let mut out = BTreeSet::new();
+    for i in 0..sigs.len() {
+        for j in i + 1..sigs.len() {
+            let close = sigs[i].fingerprint.distance(sigs[j].fingerprint) <= k;
+            if (close || bands[i].iter().zip(&bands[j]).any(|(x, y)| x == y))
+                && rule.matches(&sigs[i], &sigs[j]).is_some()
+            {
+                out.insert((i, j));
+            }
+        }
+    }
+    out
+}
+
+/// The keys `a` and `b` share.
+fn shared_keys(rule: &MatchRule, a: &Signature, b: &Signature) -> Vec<u64> {
+    let kb = rule.keys(b);
+    rule.keys(a)
+        .into_iter()
+        .filter(|k| kb.contains(k))
+        .collect()
+}
+
+fn check_hot_key(n: usize, bound: usize) {
+    let t = ram_index(BlockLayout::default());
+    let rule = t.index.rule().clone();
+    let sigs = hot_key_corpus(n, 5);
+    let mut w = t.index.writer(100_000_000, Policy::Off).unwrap();
+    for (i, sig) in sigs.iter().enumerate() {
+        w.add_document_with_signature(doc!(t.id => format!("d{i}")), sig.clone())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap())
+        .unwrap()
+        .max_postings_per_key(bound);
+    let mut found = BTreeSet::new();
+    let stats = graph
+        .for_each_id_pair(|p| {
+            let (a, b): (usize, usize) = (p.a[1..].parse().unwrap(), p.b[1..].parse().unwrap());
+            assert!(found.insert((a.min(b), a.max(b))), "pair reported twice");
+        })
+        .unwrap();
+    let oracle = brute_rule_pairs_filtered(&rule, &sigs);
+    assert_eq!(oracle.len(), n / 10);
+    assert!(stats.hot_keys >= 1, "{stats:?}");
+    // The work is bounded: at most `bound` comparisons per posting, where quadratic would be
+    // n^2 / 2 on the hot key alone.
+    let postings = (n * rule.keys_per_document()) as u64;
+    assert!(stats.comparisons <= postings * bound as u64, "{stats:?}");
+    assert!(stats.comparisons < (n as u64 * n as u64) / 20, "{stats:?}");
+    // Precision is untouched; a pair is missed only when every key it shares is hot.
+    assert!(found.is_subset(&oracle));
+    let missed: Vec<&(usize, usize)> = oracle.difference(&found).collect();
+    for &&(i, j) in &missed {
+        assert_eq!(shared_keys(&rule, &sigs[i], &sigs[j]).len(), 1, "d{i} d{j}");
+    }
+    // The copies that share a second (cold) key are all found; copies that share only the hot
+    // key and sit far apart in its postings are the documented loss.
+    let cold = oracle
+        .iter()
+        .filter(|&&(i, j)| shared_keys(&rule, &sigs[i], &sigs[j]).len() > 1)
+        .count();
+    assert_eq!(cold, n / 20);
+    assert!(found.len() >= cold);
+    assert!(!missed.is_empty());
+    eprintln!(
+        "hot key of {n} documents, bound {bound}: {} of {} pairs found ({} missed, all sharing \
+         only the hot key); {} comparisons ({:.0} per document)",
+        found.len(),
+        oracle.len(),
+        missed.len(),
+        stats.comparisons,
+        stats.comparisons as f64 / n as f64
+    );
+}
+
+/// A template shared by 20,000 documents: all-pairs stays linear in them (the bound), and
+/// misses only pairs whose one shared key is the hot one.
+#[test]
+fn a_template_shared_by_20k_documents_is_bounded() {
+    check_hot_key(20_000, tantivy_simhash::batch::DEFAULT_MAX_POSTINGS_PER_KEY);
+}
+
+/// The same at 100,000 documents (run with `--ignored`; the figures it prints are in
+/// docs/QUALITY.md, "Hot keys").
+#[test]
+#[ignore]
+fn a_template_shared_by_100k_documents_is_bounded() {
+    check_hot_key(
+        100_000,
+        tantivy_simhash::batch::DEFAULT_MAX_POSTINGS_PER_KEY,
+    );
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use tantivy_simhash::{Fingerprint, Scheme};
+use tantivy_simhash::{Fingerprint, MatchRule, Scheme, Signature};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neardup");
 const K: u32 = 3;
@@ -72,6 +72,14 @@ fn sample_docs() -> Vec<(String, String)> {
             (v["id"].as_str().unwrap().to_string(), joined)
         })
         .collect()
+}
+
+/// The signatures the index stores (default scheme and rule): the oracle of its decisions.
+fn signatures(docs: &[(String, String)]) -> (MatchRule, Vec<Signature>) {
+    let rule = MatchRule::default();
+    let mut signer = rule.signer(&Scheme::default());
+    let sigs = docs.iter().map(|(_, t)| signer.sign(t)).collect();
+    (rule, sigs)
 }
 
 fn fingerprints(docs: &[(String, String)]) -> Vec<Fingerprint> {
@@ -735,8 +743,8 @@ fn stop_signals_commit_what_was_indexed() {
 #[test]
 fn search_collapses_near_duplicates_by_default() {
     let docs = sample_docs();
-    let fps = fingerprints(&docs);
-    let fp_of = |id: &str| fps[docs.iter().position(|(d, _)| d == id).unwrap()];
+    let (rule, sigs) = signatures(&docs);
+    let sig_of = |id: &str| &sigs[docs.iter().position(|(d, _)| d == id).unwrap()];
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
     let out = index_sample(&dir, &["--dedup", "off"]);
@@ -768,21 +776,26 @@ fn search_collapses_near_duplicates_by_default() {
     assert!(tied.iter().any(|h| h["id"] == groups[0]["id"]));
     let mut folded = 0;
     for (i, g) in groups.iter().enumerate() {
-        let leader = fp_of(g["id"].as_str().unwrap());
+        let leader = sig_of(g["id"].as_str().unwrap());
         let members = g["members"].as_array().unwrap();
         assert!(g["group_size"].as_u64().unwrap() as usize > members.len());
         for m in members {
-            let id = m["id"].as_str().unwrap();
+            // Every member is matched by the rule with its leader, with that evidence.
+            let evidence = rule.matches(leader, sig_of(m["id"].as_str().unwrap()));
+            let evidence = evidence.expect("a member the rule does not match with its leader");
+            assert_eq!(m["distance"].as_u64().unwrap() as u32, evidence.distance());
             assert_eq!(
-                m["distance"].as_u64().unwrap() as u32,
-                leader.distance(fp_of(id))
+                m["resemblance"].as_f64().map(|r| r as f32),
+                evidence.resemblance()
             );
-            assert!(leader.distance(fp_of(id)) <= K);
             folded += 1;
         }
         for h in &groups[..i] {
-            let other = fp_of(h["id"].as_str().unwrap());
-            assert!(leader.distance(other) > K, "leaders are more than k apart");
+            let other = sig_of(h["id"].as_str().unwrap());
+            assert!(
+                rule.matches(leader, other).is_none(),
+                "leaders do not match"
+            );
         }
     }
     assert!(folded > 0, "the query must fold near-duplicates");
@@ -855,15 +868,24 @@ fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
     assert!(stdout(&out).contains("help.srccode.edu"));
 }
 
-/// Every pair of sample documents within k, by brute force: (smaller id, larger id, distance).
-fn brute_pairs(docs: &[(String, String)], fps: &[Fingerprint]) -> Vec<(String, String, u32)> {
+/// A pair of ids with the rule's evidence: (smaller id, larger id, distance, resemblance).
+type RulePair = (String, String, u32, Option<String>);
+
+/// Every pair of sample documents the rule matches (its simhash branch narrowed to `k`), by
+/// brute force of `MatchRule::matches_within`.
+fn brute_pairs(
+    docs: &[(String, String)],
+    rule: &MatchRule,
+    sigs: &[Signature],
+    k: u32,
+) -> Vec<RulePair> {
     let mut pairs = Vec::new();
-    for i in 0..fps.len() {
-        for j in i + 1..fps.len() {
-            let d = fps[i].distance(fps[j]);
-            if d <= K {
+    for i in 0..sigs.len() {
+        for j in i + 1..sigs.len() {
+            if let Some(e) = rule.matches_within(&sigs[i], &sigs[j], k) {
                 let (a, b) = (&docs[i].0, &docs[j].0);
-                pairs.push((a.min(b).clone(), a.max(b).clone(), d));
+                let r = e.resemblance().map(|r| format!("{r:.3}"));
+                pairs.push((a.min(b).clone(), a.max(b).clone(), e.distance(), r));
             }
         }
     }
@@ -874,9 +896,9 @@ fn brute_pairs(docs: &[(String, String)], fps: &[Fingerprint]) -> Vec<(String, S
 #[test]
 fn pairs_and_clusters_agree_with_brute_force() {
     let docs = sample_docs();
-    let fps = fingerprints(&docs);
-    let expected = brute_pairs(&docs, &fps);
-    assert!(!expected.is_empty());
+    let (rule, sigs) = signatures(&docs);
+    let expected = brute_pairs(&docs, &rule, &sigs, K);
+    assert!(expected.iter().any(|p| p.3.is_none()) && expected.iter().any(|p| p.3.is_some()));
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
     let out = index_sample(&dir, &["--dedup", "off"]);
@@ -884,21 +906,38 @@ fn pairs_and_clusters_agree_with_brute_force() {
 
     let out = neardup(&["pairs", p(&dir), "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let mut got: Vec<(String, String, u32)> = json_lines(&out)
+    let mut got: Vec<RulePair> = json_lines(&out)
         .iter()
         .map(|v| {
+            let branch = v["match"].as_str().unwrap();
+            let resemblance = v["resemblance"].as_f64().map(|r| format!("{r:.3}"));
+            assert_eq!(branch == "resemblance", resemblance.is_some(), "{v}");
             (
                 v["a"].as_str().unwrap().to_string(),
                 v["b"].as_str().unwrap().to_string(),
                 v["distance"].as_u64().unwrap() as u32,
+                resemblance,
             )
         })
         .collect();
     got.sort();
     assert_eq!(got, expected);
-    // A smaller k keeps exactly the closer pairs; --limit cuts the output.
+    // The TSV lines say the same: distance, id, id, resemblance (or "-").
+    let out = neardup(&["pairs", p(&dir)]);
+    let mut tsv: Vec<RulePair> = stdout(&out)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 4, "{l}");
+            let r = (f[3] != "-").then(|| f[3].to_string());
+            (f[1].to_string(), f[2].to_string(), f[0].parse().unwrap(), r)
+        })
+        .collect();
+    tsv.sort();
+    assert_eq!(tsv, expected);
+    // A smaller k narrows the simhash branch only; --limit cuts the output.
     let out = neardup(&["pairs", p(&dir), "-k", "1", "--json"]);
-    let n1 = expected.iter().filter(|p| p.2 <= 1).count();
+    let n1 = brute_pairs(&docs, &rule, &sigs, 1).len();
     assert_eq!(json_lines(&out).len(), n1);
     let out = neardup(&["pairs", p(&dir), "--limit", "2", "--json"]);
     assert_eq!(json_lines(&out).len(), 2.min(expected.len()));
@@ -914,7 +953,7 @@ fn pairs_and_clusters_agree_with_brute_force() {
         }
         x
     }
-    for (a, b, _) in &expected {
+    for (a, b, _, _) in &expected {
         let (ra, rb) = (
             find(&mut parent, index_of(a)),
             find(&mut parent, index_of(b)),

@@ -16,8 +16,8 @@ use tantivy::query::{EnableScoring, Explanation, Query, QueryParser, Scorer, Wei
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocId, Index, Order, Score, Searcher, SegmentReader, Term};
 use tantivy_simhash::{
-    Collapsed, Fingerprint, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
-    RankKey,
+    BlockLayout, Collapsed, Error, Evidence, Fingerprint, MatchRule, NearDupCollapse,
+    NearDupConfig, NearDupIndex, NearDupSearcher, Policy, RankKey, Signature,
 };
 
 const WORDS: [&str; 12] = [
@@ -80,7 +80,18 @@ struct TestIndex {
 }
 
 fn build(docs: &[DocSpec], commit_every: usize, policy: Policy) -> TestIndex {
-    let config = NearDupConfig::new("id", ["body"]);
+    build_with_layout(docs, commit_every, policy, BlockLayout::default())
+}
+
+/// An index whose rule's simhash distance is the layout's (`max_distance` can narrow it, never
+/// widen it).
+fn build_with_layout(
+    docs: &[DocSpec],
+    commit_every: usize,
+    policy: Policy,
+    layout: BlockLayout,
+) -> TestIndex {
+    let config = NearDupConfig::new("id", ["body"]).with_layout(layout);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST | STORED);
     let body = builder.add_text_field("body", TEXT);
@@ -276,7 +287,8 @@ fn by_score_matches_oracle_on_many_segments() {
             for k in [0, 3] {
                 let collapse = NearDupCollapse::by_score(t.index.fields(), limit)
                     .fetch(fetch)
-                    .max_distance(k);
+                    .max_distance(k)
+                    .unwrap();
                 let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
                 let want = oracle(all(), fetch, limit, k, Order::Desc, false);
                 assert_eq!(
@@ -413,11 +425,12 @@ fn distance_k_joins_and_k_plus_one_does_not() {
         // a at exactly k joins; b at k + 1 leads its own group (whatever its distance to a:
         // members never attract).
         let (_, docs) = boundary_case(k, k + 1, 11 + k as u64);
-        let t = build(&docs, 2, Policy::Off);
+        let t = build_with_layout(&docs, 2, Policy::Off, BlockLayout::for_distance(6).unwrap());
         let s = t.index.lookups().unwrap();
         let q = query(&t, "needle");
         let got = NearDupCollapse::by_score(t.index.fields(), 10)
             .max_distance(k)
+            .unwrap()
             .search(s.searcher(), q.as_ref())
             .unwrap();
         let ids: Vec<(String, Members)> = got
@@ -463,7 +476,8 @@ proptest! {
                 }
             })
             .collect();
-        let t = build(&docs, n / 2 + 1, Policy::Off);
+        let layout = BlockLayout::for_distance(4).unwrap();
+        let t = build_with_layout(&docs, n / 2 + 1, Policy::Off, layout);
         let fps = fingerprints(&docs);
         let s = t.index.lookups().unwrap();
         let q = query(&t, "needle");
@@ -471,6 +485,7 @@ proptest! {
         let collapse =
             NearDupCollapse::by_score(t.index.fields(), 4)
                 .max_distance(k)
+                .unwrap()
                 .fetch(fetch);
         let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
         let all = all_hits_by_score(&s, q.as_ref(), &fps);
@@ -899,5 +914,239 @@ fn the_rank_order_is_stated_once_and_a_disagreeing_collector_is_an_error() {
     assert_eq!(
         leaders(&agreeing.search(s.searcher(), q.as_ref()).unwrap()),
         first_five
+    );
+}
+
+/// Texts in near-duplicate families from the query vocabulary: bases, copies with a few words
+/// changed (the simhash branch), and copies under another site's chrome or with a paragraph
+/// added (beyond the simhash distance, caught by the resemblance branch).
+fn signed_texts(n: usize, seed: u64) -> Vec<String> {
+    let mut rng = Rng(seed);
+    let mut bases: Vec<Vec<&str>> = Vec::new();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let variant = rng.below(4);
+        if bases.is_empty() || variant == 0 {
+            let len = 30 + rng.below(60) as usize;
+            let words: Vec<&str> = (0..len)
+                .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+                .collect();
+            out.push(words.join(" "));
+            bases.push(words);
+            continue;
+        }
+        let mut d = bases[rng.below(bases.len() as u64) as usize].clone();
+        for _ in 0..rng.below(3) {
+            let at = rng.below(d.len() as u64) as usize;
+            d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
+        }
+        let body = d.join(" ");
+        out.push(match variant {
+            1 => body,
+            2 => format!("Site News\nhome | about | theta rho\n\n{body}\n\nall rights reserved"),
+            _ => {
+                let extra: Vec<&str> = (0..d.len() / 4)
+                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
+                    .collect();
+                format!("{body}\n\n{}", extra.join(" "))
+            }
+        });
+    }
+    out
+}
+
+/// Signed documents through DedupWriter (the index computes and stores their signatures).
+fn build_signed(texts: &[String], first: usize, commit_every: usize) -> TestIndex {
+    let config = NearDupConfig::new("id", ["body"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let body = builder.add_text_field("body", TEXT);
+    builder.add_u64_field("rank", FAST);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
+    let mut writer = index
+        .writer_with_num_threads(1, 20_000_000, Policy::Off)
+        .unwrap();
+    writer
+        .index_writer()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    for (i, text) in texts.iter().enumerate() {
+        let name = format!("d{:05}", first + i);
+        writer
+            .add_document(doc!(id => name, body => text.as_str()))
+            .unwrap();
+        if (i + 1) % commit_every == 0 {
+            writer.commit().unwrap();
+        }
+    }
+    writer.commit().unwrap();
+    TestIndex { index, id, body }
+}
+
+/// (leader id, [(member id, distance, resemblance)], count, count_exact)
+type RuleSummary = Vec<(String, Vec<(String, Option<u32>, Option<f32>)>, usize, bool)>;
+
+fn rule_summary<K: RankKey>(c: &Collapsed<K>) -> RuleSummary {
+    c.groups()
+        .iter()
+        .map(|g| {
+            let members = g
+                .members
+                .iter()
+                .map(|m| (m.id.clone(), m.distance, m.resemblance))
+                .collect();
+            (g.leader.id.clone(), members, g.count, g.count_exact)
+        })
+        .collect()
+}
+
+/// The oracle by the rule: every hit of the query ranked by (score, fingerprint, id), cut at
+/// the `fetch`-th (ties left out), folded greedily with `MatchRule::matches_within`; exact
+/// counts from every hit's first matching leader.
+fn rule_oracle(
+    hits: &[(Score, String)],
+    sigs: &HashMap<String, Signature>,
+    rule: &MatchRule,
+    (fetch, limit, k): (usize, usize, u32),
+    exact_counts: bool,
+) -> RuleSummary {
+    let mut all: Vec<(Score, &String, &Signature)> =
+        hits.iter().map(|(s, id)| (*s, id, &sigs[id])).collect();
+    all.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap()
+            .then_with(|| a.2.fingerprint.cmp(&b.2.fingerprint))
+            .then_with(|| a.1.cmp(b.1))
+    });
+    let complete = all.len() < fetch;
+    let window: Vec<_> = if complete {
+        all.clone()
+    } else {
+        let cutoff = all[fetch - 1].0;
+        all.iter().filter(|h| h.0 > cutoff).cloned().collect()
+    };
+    type Group<'a> = (
+        &'a Signature,
+        String,
+        Vec<(String, Option<u32>, Option<f32>)>,
+    );
+    let mut groups: Vec<Group> = Vec::new();
+    for (_, id, sig) in &window {
+        let joined = groups
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| rule.matches_within(g.0, sig, k).map(|e| (i, e)));
+        match joined {
+            Some((i, e)) => groups[i]
+                .2
+                .push(((*id).clone(), Some(e.distance()), e.resemblance())),
+            None if groups.len() < limit => groups.push((sig, (*id).clone(), Vec::new())),
+            None => {}
+        }
+    }
+    let counts: Vec<usize> = if exact_counts && !complete {
+        let mut counts = vec![0; groups.len()];
+        for (_, _, sig) in &all {
+            let first = groups
+                .iter()
+                .position(|g| rule.matches_within(g.0, sig, k).is_some());
+            if let Some(i) = first {
+                counts[i] += 1;
+            }
+        }
+        counts
+    } else {
+        groups.iter().map(|g| g.2.len() + 1).collect()
+    };
+    groups
+        .into_iter()
+        .zip(counts)
+        .map(|((_, id, members), count)| (id, members, count, complete || exact_counts))
+        .collect()
+}
+
+/// Every live hit of `q` by score, with its id.
+fn scored_ids(s: &NearDupSearcher, q: &dyn Query) -> Vec<(Score, String)> {
+    let n = s.searcher().num_docs() as usize;
+    s.searcher()
+        .search(q, &TopDocs::with_limit(n.max(1)).order_by_score())
+        .unwrap()
+        .into_iter()
+        .map(|(score, a)| (score, s.id_of(a).unwrap().unwrap()))
+        .collect()
+}
+
+/// Signed texts, so both branches of the rule fire: the collapse (plain and with exact
+/// counts, whole and narrowed to k = 1) equals the oracle that folds by
+/// `MatchRule::matches_within`, with the evidence (distance, resemblance) of every member; and
+/// three shards merge to the single index's result.
+#[test]
+fn the_collapse_folds_by_the_match_rule() {
+    let texts = signed_texts(600, 31);
+    let t = build_signed(&texts, 0, 80);
+    let rule = t.index.rule().clone();
+    let mut signer = rule.signer(t.index.scheme());
+    let sigs: HashMap<String, Signature> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (format!("d{i:05}"), signer.sign(x)))
+        .collect();
+    let s = t.index.lookups().unwrap();
+    assert!(s.searcher().segment_readers().len() >= 5);
+    let shards: Vec<TestIndex> = (0..3)
+        .map(|p| build_signed(&texts[p * 200..(p + 1) * 200], p * 200, 50))
+        .collect();
+    let shard_searchers: Vec<NearDupSearcher> =
+        shards.iter().map(|t| t.index.lookups().unwrap()).collect();
+    let shard_refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
+    let mut by_resemblance = 0;
+    for text in ["alpha", "beta", "omega", "theta rho", "zeta"] {
+        let q = query(&t, text);
+        let hits = scored_ids(&s, q.as_ref());
+        for (fetch, limit, k) in [(12, 4, 3), (40, 8, 3), (40, 8, 1), (5000, 20, 3)] {
+            for exact in [false, true] {
+                let collapse = NearDupCollapse::by_score(t.index.fields(), limit)
+                    .fetch(fetch)
+                    .max_fetch(fetch)
+                    .max_distance(k)
+                    .unwrap()
+                    .exact_counts(exact);
+                let got = collapse.search(s.searcher(), q.as_ref()).unwrap();
+                let want = rule_oracle(&hits, &sigs, &rule, (fetch, limit, k), exact);
+                let case = format!("{text:?} fetch {fetch} limit {limit} k {k} exact {exact}");
+                assert_eq!(rule_summary(&got), want, "{case}");
+                by_resemblance += want
+                    .iter()
+                    .flat_map(|g| &g.1)
+                    .filter(|m| m.2.is_some())
+                    .count();
+                // Single-term scores are the same in any layout: the shards merge to it.
+                if !text.contains(' ') {
+                    let merged = collapse.search_shards(&shard_refs, q.as_ref()).unwrap();
+                    assert_eq!(rule_summary(&merged), want, "shards: {case}");
+                }
+            }
+        }
+    }
+    assert!(by_resemblance > 0, "no member joined by resemblance");
+}
+
+/// `max_distance` narrows the rule and cannot widen it beyond what the keys guarantee.
+#[test]
+fn max_distance_beyond_the_layout_is_an_error() {
+    let t = build_signed(&signed_texts(5, 1), 0, 5);
+    let err = NearDupCollapse::by_score(t.index.fields(), 3)
+        .max_distance(4)
+        .err();
+    assert!(matches!(err, Some(Error::InvalidConfig(_))), "{err:?}");
+    let sig = |fp: u64| Signature {
+        fingerprint: Fingerprint(fp),
+        sketch: Default::default(),
+    };
+    let rule = MatchRule::default();
+    assert_eq!(rule.matches_within(&sig(0), &sig(0b11), 1), None);
+    assert_eq!(
+        rule.matches_within(&sig(0), &sig(0b11), 2),
+        Some(Evidence::Simhash { distance: 2 })
     );
 }

@@ -284,10 +284,8 @@ fn rewriting_groups_keeps_the_input_order_and_the_replaced_ids() {
 
     let searcher = t.index.lookups().unwrap();
     let graph = tantivy_simhash::NearDupGraph::new(searcher.fields(), searcher.searcher()).unwrap();
-    let written = graph
-        .clusters()
-        .unwrap()
-        .write_groups(&graph, &writer, |id, _| Ok(doc!(t.id => id)))
+    let written = writer
+        .retag(&graph.clusters().unwrap(), |id, _| Ok(doc!(t.id => id)))
         .unwrap();
     assert_eq!(written.rewritten, 4, "{written:?}");
     writer.commit().unwrap();

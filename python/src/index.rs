@@ -22,16 +22,19 @@ use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
 pub(crate) struct Member {
     id: String,
     score: f32,
-    /// The distance to the result's document (None when a fingerprint is missing).
+    /// The simhash distance to the result's document (None when a fingerprint is missing).
     distance: Option<u32>,
+    /// The resemblance estimate with the result's document when the match rule's resemblance
+    /// branch folded it (None for a fold within the simhash distance).
+    resemblance: Option<f32>,
 }
 
 #[pymethods]
 impl Member {
     fn __repr__(&self) -> String {
         format!(
-            "Member(id={:?}, score={}, distance={:?})",
-            self.id, self.score, self.distance
+            "Member(id={:?}, score={}, distance={:?}, resemblance={:?})",
+            self.id, self.score, self.distance, self.resemblance
         )
     }
 }
@@ -135,10 +138,12 @@ impl Index {
     }
 }
 
-/// A pair (id_a, id_b, distance), or the message of the error that stopped the pairs.
-type PairMessage = Result<(String, String, u32), String>;
+/// A pair (id_a, id_b, distance, resemblance estimate or None), or the message of the error
+/// that stopped the pairs.
+type PairMessage = Result<PairTuple, String>;
+type PairTuple = (String, String, u32, Option<f32>);
 
-/// An iterator over the pairs within k, computed on a thread of their own.
+/// An iterator over the pairs the match rule finds, computed on a thread of their own.
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct PairIterator {
     rx: Mutex<Receiver<PairMessage>>,
@@ -150,7 +155,7 @@ impl PairIterator {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(String, String, u32)>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PairTuple>> {
         let next = py.detach(|| {
             let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
             rx.recv().ok()
@@ -280,10 +285,14 @@ impl Index {
         Ok(py.detach(|| similar(&store, id.as_deref(), text.as_deref(), k, limit))?)
     }
 
-    /// Every pair of documents within ``k`` (the index's k by default), as
-    /// ``(id_a, id_b, distance)`` with ``id_a < id_b``, in no particular order. The pairs are
-    /// computed on a thread of their own as you iterate (one pass over the index; the GIL is
-    /// free meanwhile).
+    /// Every pair of documents the index's match rule matches ("simhash within k, or a shared
+    /// MinHash band and an estimated resemblance of at least the rule's threshold"; ``k``
+    /// narrows the simhash branch, the index's k by default), as
+    /// ``(id_a, id_b, distance, resemblance)`` with ``id_a < id_b``, in no particular order:
+    /// ``distance`` is the simhash distance, ``resemblance`` the sketches' estimate for a pair
+    /// matched by resemblance (``None`` for a simhash match). The pairs are computed on a
+    /// thread of their own as you iterate (one pass over the index; the GIL is free
+    /// meanwhile).
     #[pyo3(signature = (k = None))]
     fn pairs(&self, k: Option<u32>) -> PyResult<PairIterator> {
         let store = self.store()?;
@@ -294,12 +303,13 @@ impl Index {
                 let searcher = store.index.searcher()?;
                 let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
                 let mut receiver_gone = false;
-                graph.for_each_id_pair(|a, b, distance| {
+                graph.for_each_id_pair(|p| {
                     if receiver_gone {
                         return;
                     }
-                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                    let pair = (a.to_string(), b.to_string(), distance);
+                    let (a, b) = if p.a <= p.b { (p.a, p.b) } else { (p.b, p.a) };
+                    let e = p.evidence;
+                    let pair = (a.to_string(), b.to_string(), e.distance(), e.resemblance());
                     receiver_gone = tx.send(Ok(pair)).is_err();
                 })?;
                 Ok(())
@@ -311,7 +321,7 @@ impl Index {
         Ok(PairIterator { rx: Mutex::new(rx) })
     }
 
-    /// The clusters (connected components of the pairs within ``k``) of at least
+    /// The clusters (connected components of the pairs of :meth:`pairs`) of at least
     /// ``min_size`` documents, largest first (then by id). Cost: one pass over the index and the
     /// all-pairs join.
     #[pyo3(signature = (k = None, *, min_size = 2))]
@@ -462,7 +472,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
         }
         return Ok(hits);
     }
-    // Exact group sizes, as the command line prints them: one more pass over the hits.
+    // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
     let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
     let results = collapse.search(s, &parsed)?;
     for (rank, g) in results.groups().iter().enumerate() {
@@ -483,6 +493,7 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
                     id: m.id.clone(),
                     score: m.key,
                     distance: m.distance,
+                    resemblance: m.resemblance,
                 })
                 .collect(),
         });

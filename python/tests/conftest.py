@@ -46,7 +46,7 @@ def components(ids, pairs) -> list:
             x = parent[x]
         return x
 
-    for a, b, _ in pairs:
+    for a, b, *_ in pairs:
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)

@@ -14,21 +14,34 @@ def fingerprints(corpus):
     return dict(zip((d["id"] for d in corpus), Scheme().fingerprints(texts)))
 
 
-def test_pairs_equal_brute_force(py_index_path, fingerprints):
+def test_pairs_follow_the_match_rule(py_index_path, fingerprints):
+    """The simhash branch against brute force; the resemblance branch's pairs carry their
+    evidence (beyond k, an estimate at least the rule's threshold). The command line interop
+    tests compare every pair with the Rust library's."""
     with Index.open(py_index_path) as index:
         assert len(index) == len(fingerprints)
         for k in (0, 3):
             found = list(index.pairs(k=k))
             assert len(found) == len(set(found))
-            assert set(found) == brute_force_pairs(fingerprints, k)
-        assert set(index.pairs()) == brute_force_pairs(fingerprints, 3)
+            by_simhash = {(a, b, d) for a, b, d, r in found if r is None}
+            assert by_simhash == brute_force_pairs(fingerprints, k)
+            by_resemblance = [(a, b, d, r) for a, b, d, r in found if r is not None]
+            assert by_resemblance, "the corpus holds copies beyond the simhash distance"
+            for a, b, d, r in by_resemblance:
+                assert a < b and d == popcount(fingerprints[a] ^ fingerprints[b]) > k
+                assert 0.55 <= r <= 1.0
+        assert set(index.pairs()) == set(index.pairs(k=3))
 
 
-def test_clusters_equal_connected_components_of_brute_force_pairs(py_index_path, fingerprints):
+def test_clusters_equal_connected_components_of_the_pairs(py_index_path, fingerprints):
     with Index.open(py_index_path) as index:
         clusters = index.clusters()
-        oracle = components(fingerprints, brute_force_pairs(fingerprints, 3))
+        oracle = components(fingerprints, set(index.pairs()))
         assert sorted(c.members for c in clusters) == oracle
+        # Every simhash component lies within one cluster.
+        cluster_of = {m: c.id for c in clusters for m in c.members}
+        for group in components(fingerprints, brute_force_pairs(fingerprints, 3)):
+            assert len({cluster_of[m] for m in group}) == 1
         assert all(c.id == c.members[0] and len(c) == len(c.members) for c in clusters)
         sizes = [len(c) for c in clusters]
         assert sizes == sorted(sizes, reverse=True)
@@ -63,13 +76,18 @@ def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
     with Index.open(py_index_path) as index:
         everything = index.search(query, limit=10_000, collapse=False)
         fps = {h.id: index.fingerprint_of(h.id) for h in everything}
+        # The match rule's relation among all documents, from the all-pairs join (the collapse
+        # folds hit by hit with MatchRule::matches; the join is another implementation).
+        evidence = {}
+        for a, b, d, r in index.pairs():
+            evidence[(a, b)] = evidence[(b, a)] = (d, r)
         # Oracle: rank best first (ties by fingerprint, then id, as documented); a hit joins
-        # the first leader within k, else leads a group of its own.
+        # the first leader the rule matches it with, else leads a group of its own.
         everything.sort(key=lambda h: (-h.score, fps[h.id], h.id))
         leaders, sizes = [], {}
         for h in everything:
             for leader in leaders:
-                if popcount(fps[leader] ^ fps[h.id]) <= index.k:
+                if (leader, h.id) in evidence:
                     sizes[leader] += 1
                     break
             else:
@@ -82,7 +100,11 @@ def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
         assert max(h.group_size for h in hits) > 1, "the query should fold near-duplicates"
         for h in hits:
             for m in h.members:
-                assert m.distance == popcount(fps[h.id] ^ fps[m.id]) <= index.k
+                d, r = evidence[(h.id, m.id)]
+                assert m.distance == d == popcount(fps[h.id] ^ fps[m.id])
+                assert (m.resemblance is None) == (r is None)
+                if r is not None:
+                    assert abs(m.resemblance - r) < 1e-6 and m.distance > index.k
         plain = index.search(query, limit=8, collapse=False)
         assert [h.score for h in plain] == [h.score for h in everything[:8]]
         assert all(h.group_size == 1 and not h.members for h in plain)

@@ -64,6 +64,24 @@ pub enum Evidence {
     },
 }
 
+impl Evidence {
+    /// The Hamming distance of the two fingerprints (whichever branch matched).
+    pub fn distance(&self) -> u32 {
+        match *self {
+            Evidence::Simhash { distance } | Evidence::Resemblance { distance, .. } => distance,
+        }
+    }
+
+    /// The sketches' resemblance estimate, for a match by the resemblance branch (`None` for a
+    /// simhash match, where it was not computed).
+    pub fn resemblance(&self) -> Option<f32> {
+        match *self {
+            Evidence::Simhash { .. } => None,
+            Evidence::Resemblance { resemblance, .. } => Some(resemblance),
+        }
+    }
+}
+
 /// The one definition of a near-duplicate that every consumer uses:
 ///
 /// > two documents match when their simhash fingerprints are within `k` (the layout's
@@ -192,8 +210,21 @@ impl MatchRule {
     /// Whether `a` and `b` match, and why. The single definition every consumer uses. Cost: a
     /// popcount, and for pairs beyond the simhash radius one pass over the sketches.
     pub fn matches(&self, a: &Signature, b: &Signature) -> Option<Evidence> {
+        self.matches_within(a, b, self.spec.layout.max_distance())
+    }
+
+    /// [`matches`](Self::matches) with the simhash branch narrowed to `max_distance` (a
+    /// consumer's own `k`; the resemblance branch is unchanged). Only a `max_distance` up to the
+    /// layout's keeps the guarantee that every match shares a key (callers check it with
+    /// [`crate::BlockLayout::max_distance`]). Cost: as `matches`.
+    pub fn matches_within(
+        &self,
+        a: &Signature,
+        b: &Signature,
+        max_distance: u32,
+    ) -> Option<Evidence> {
         let distance = a.fingerprint.distance(b.fingerprint);
-        if distance <= self.spec.layout.max_distance() {
+        if distance <= max_distance {
             return Some(Evidence::Simhash { distance });
         }
         if self.spec.band_max_distance.is_some_and(|k| distance > k) {

@@ -21,7 +21,7 @@ Index documents with a dedup policy, then search with near-duplicates collapsed:
         w.add_many(rows)                           # any iterable of dicts, or a pyarrow Table
     for hit in index.search("some words", limit=10):
         print(hit.id, hit.group_size)
-    for a, b, d in index.pairs(k=3):
+    for a, b, distance, resemblance in index.pairs(k=3):
         ...
 
 The match rule itself (simhash within 3, or a shared MinHash band and an estimated resemblance

@@ -105,11 +105,13 @@ class Writer:
     def __exit__(self, exc_type: Any, exc_value: Any = None, traceback: Any = None) -> bool: ...
 
 class Member:
-    """A near-duplicate folded into a search result."""
+    """A near-duplicate folded into a search result: its simhash ``distance`` to the result,
+    and the ``resemblance`` estimate when the match rule's resemblance branch folded it."""
 
     id: str
     score: float
     distance: Optional[int]
+    resemblance: Optional[float]
 
 class Hit:
     """A search result; with collapse, the near-duplicates folded into it."""
@@ -134,17 +136,19 @@ class Match:
     host: str
 
 class Cluster:
-    """Documents linked by chains of pairs within k; ``id`` is the smallest member id."""
+    """Documents linked by chains of pairs the match rule matches; ``id`` is the smallest
+    member id."""
 
     id: str
     members: List[str]
     def __len__(self) -> int: ...
 
-class PairIterator(Iterator[Tuple[str, str, int]]):
-    """``(id_a, id_b, distance)`` with ``id_a < id_b``, computed as you iterate."""
+class PairIterator(Iterator[Tuple[str, str, int, Optional[float]]]):
+    """``(id_a, id_b, distance, resemblance)`` with ``id_a < id_b``, computed as you iterate;
+    ``resemblance`` is the sketches' estimate for a pair matched by resemblance, else ``None``."""
 
     def __iter__(self) -> "PairIterator": ...
-    def __next__(self) -> Tuple[str, str, int]: ...
+    def __next__(self) -> Tuple[str, str, int, Optional[float]]: ...
 
 class PagePair(TypedDict):
     page_a: str
@@ -208,9 +212,11 @@ class Index:
     ) -> List[Match]:
         """Near-duplicates of a document (itself left out) or of a text, nearest first."""
     def pairs(self, k: Optional[int] = None) -> PairIterator:
-        """Every pair within ``k`` (default: the index's k)."""
+        """Every pair the match rule matches, as ``(id_a, id_b, distance, resemblance)``
+        (``resemblance`` is ``None`` for a simhash match); ``k`` narrows the simhash branch
+        (default: the index's k)."""
     def clusters(self, k: Optional[int] = None, *, min_size: int = 2) -> List[Cluster]:
-        """Connected components of the pairs within ``k``, largest first."""
+        """Connected components of the pairs of :meth:`pairs`, largest first."""
     def mirrors(self, *, host: Optional[str] = None, all: bool = False) -> List[HostPair]:
         """Host pairs that copy each other's pages, best first."""
     def fingerprint_of(self, id: str) -> Optional[int]:

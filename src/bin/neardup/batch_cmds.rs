@@ -5,7 +5,9 @@ use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::NearDupGraph;
+use tantivy_simhash::batch::{NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
+use tantivy_simhash::signature::PairStats;
+use tantivy_simhash::Evidence;
 
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     let k = store.checked_k(k)?;
@@ -17,11 +19,48 @@ fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     )?)
 }
 
+/// The rule the graph pairs by, with its narrowed simhash radius.
+fn rule_text(graph: &NearDupGraph) -> String {
+    let rule = graph.rule();
+    if graph.max_distance() == rule.layout().max_distance() {
+        rule.to_string()
+    } else {
+        format!(
+            "{rule}; simhash branch narrowed to distance {}",
+            graph.max_distance()
+        )
+    }
+}
+
+/// One pair of `neardup pairs --json`: the ids, the simhash distance, which branch of the rule
+/// matched (`"simhash"` or `"resemblance"`) and, for a resemblance match, the sketches' estimate.
 #[derive(Serialize)]
 struct PairLine<'a> {
     a: &'a str,
     b: &'a str,
     distance: u32,
+    #[serde(rename = "match")]
+    branch: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resemblance: Option<f32>,
+}
+
+/// The rule's branch that matched, as `pairs` prints it.
+fn branch(evidence: &Evidence) -> &'static str {
+    match evidence {
+        Evidence::Simhash { .. } => "simhash",
+        Evidence::Resemblance { .. } => "resemblance",
+    }
+}
+
+/// Says on stderr when the join cut hot keys (some pairs may be missing).
+pub(crate) fn warn_hot_keys(stats: &PairStats, bound: usize) {
+    if stats.hot_keys > 0 {
+        super::eprintln_quiet(&format!(
+            "note: {} shared by more than {bound} distinct documents compared each document with              the next {bound} only; a pair that shares nothing but such keys may be missing",
+            count(stats.hot_keys, "key", "keys")
+        ));
+    }
 }
 
 pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
@@ -33,16 +72,28 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     // The graph calls back for every pair; after a write error (a closed pipe) or the limit,
     // the rest are only counted.
     let mut failed: Option<Failure> = None;
-    graph.for_each_id_pair(|a, b, distance| {
+    let stats = graph.for_each_id_pair(|pair| {
         total += 1;
         if failed.is_some() || (args.limit > 0 && printed >= args.limit) {
             return;
         }
-        let (a, b) = if a <= b { (a, b) } else { (b, a) };
-        let written = if out.is_json() {
-            out.json_line(&PairLine { a, b, distance })
+        let (a, b) = if pair.a <= pair.b {
+            (pair.a, pair.b)
         } else {
-            out.line(format_args!("{distance}\t{a}\t{b}"))
+            (pair.b, pair.a)
+        };
+        let (distance, resemblance) = (pair.evidence.distance(), pair.evidence.resemblance());
+        let written = if out.is_json() {
+            out.json_line(&PairLine {
+                a,
+                b,
+                distance,
+                branch: branch(&pair.evidence),
+                resemblance,
+            })
+        } else {
+            let resemblance = resemblance.map_or("-".to_string(), |r| format!("{r:.3}"));
+            out.line(format_args!("{distance}\t{a}\t{b}\t{resemblance}"))
         };
         match written {
             Ok(()) => printed += 1,
@@ -52,11 +103,12 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     if let Some(e) = failed {
         return Err(e);
     }
+    warn_hot_keys(&stats, DEFAULT_MAX_POSTINGS_PER_KEY);
     if !out.is_json() {
         super::eprintln_quiet(&format!(
-            "{} within distance {} among {}{}",
+            "{} by the rule ({}) among {}{}",
             count(total, "pair", "pairs"),
-            graph.max_distance(),
+            rule_text(&graph),
             count(graph.num_docs() as u64, "document", "documents"),
             if printed < total as usize {
                 format!(" ({printed} printed)")
@@ -102,6 +154,7 @@ pub(crate) fn clusters_in(
 ) -> CliResult<()> {
     let graph = graph(store, k)?;
     let clusters = graph.clusters()?;
+    warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
     let mut sorted: Vec<_> = clusters
         .iter()
         .filter(|c| c.len() >= min_size.max(2))
@@ -114,11 +167,11 @@ pub(crate) fn clusters_in(
     }
     if !out.is_json() {
         out.line(format_args!(
-            "{} of at least {} documents within distance {} (chains of pairs), {} in \
+            "{} of at least {} documents linked by chains of pairs by the rule ({}), {} in \
              clusters of {}; largest first",
             count(total as u64, "cluster", "clusters"),
             min_size.max(2),
-            graph.max_distance(),
+            rule_text(&graph),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;

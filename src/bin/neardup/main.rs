@@ -66,13 +66,16 @@ enum Command {
     Search(SearchArgs),
     /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
     Similar(SimilarArgs),
-    /// Every pair of documents within distance k (each pair once), exact duplicates included.
+    /// Every pair of documents the index's match rule matches (each pair once), exact
+    /// duplicates included.
     ///
-    /// The pairs go to stdout (`distance<TAB>id<TAB>id`, or JSON lines with --json), so that
-    /// `neardup pairs DIR > pairs.tsv` holds nothing else; the count line ("N pairs within
-    /// distance k among M documents") goes to stderr, and is left out with --json.
+    /// The pairs go to stdout, so that `neardup pairs DIR > pairs.tsv` holds nothing else:
+    /// `distance<TAB>id<TAB>id<TAB>resemblance` (the simhash distance; the sketches' resemblance
+    /// estimate for a pair matched by the resemblance branch, `-` for a simhash match), or JSON
+    /// lines with --json. The count line ("N pairs by the rule (...) among M documents") goes to
+    /// stderr, and is left out with --json.
     Pairs(PairsArgs),
-    /// Clusters: documents linked by chains of pairs within k, largest first.
+    /// Clusters: documents linked by chains of pairs the match rule matches, largest first.
     Clusters(ClustersArgs),
     /// Mirror sites: host pairs that copy each other's pages, or the hosts that copy one host.
     Mirrors(MirrorsArgs),
@@ -214,13 +217,15 @@ struct SimilarArgs {
 struct PairsArgs {
     /// The index directory.
     dir: PathBuf,
-    /// Largest distance (at most the index's k; default: the index's k).
+    /// Narrows the rule's simhash branch to this distance (at most the index's k; default:
+    /// the index's k); the resemblance branch is unchanged.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
     /// Print at most this many pairs (0: all; all are still counted).
     #[arg(long, short = 'n', default_value_t = 0)]
     limit: usize,
-    /// One JSON object per line on stdout: {"a", "b", "distance"}.
+    /// One JSON object per line on stdout: {"a", "b", "distance", "match", "resemblance"}
+    /// ("match": "simhash" or "resemblance"; "resemblance" only for a resemblance match).
     #[arg(long)]
     json: bool,
 }
@@ -229,7 +234,8 @@ struct PairsArgs {
 struct ClustersArgs {
     /// The index directory.
     dir: PathBuf,
-    /// Largest distance of a link (at most the index's k; default: the index's k).
+    /// Narrows the rule's simhash branch to this distance (at most the index's k; default:
+    /// the index's k); the resemblance branch is unchanged.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
     /// At most this many clusters, largest first (0: all).

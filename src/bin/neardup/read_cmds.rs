@@ -73,11 +73,15 @@ pub(crate) fn search_in(
     Ok(())
 }
 
+/// A member of a collapsed group: its simhash distance to the leader, and the resemblance
+/// estimate when the match rule's resemblance branch folded it (absent otherwise).
 #[derive(Serialize)]
 struct GroupMember<'a> {
     id: &'a str,
     score: f32,
     distance: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resemblance: Option<f32>,
 }
 
 #[derive(Serialize)]
@@ -101,8 +105,8 @@ fn print_collapsed(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    // Exact group sizes cost one more pass over the hits (docs/PERFORMANCE.md): worth it for
-    // a person reading "N near-duplicates".
+    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
+    // for a person reading "N near-duplicates".
     let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
     let results = collapse.search(searcher, query)?;
     if results.groups().is_empty() && !out.is_json() {
@@ -126,6 +130,7 @@ fn print_collapsed(
                         id: &m.id,
                         score: m.key,
                         distance: m.distance,
+                        resemblance: m.resemblance,
                     })
                     .collect(),
             })?;
@@ -134,16 +139,27 @@ fn print_collapsed(
         print_hit(out, rank + 1, g.leader.key, &shown)?;
         if g.count > 1 {
             // The members are those of the window of top hits; the count covers every hit. The
-            // nearest are listed, ties by id: near-duplicates often score within a rounding
+            // nearest are listed (simhash matches by distance, then resemblance matches, most
+            // resembling first), ties by id: near-duplicates often score within a rounding
             // error of each other, and that order changes with the index's segments.
             let mut nearest: Vec<_> = g.members.iter().collect();
-            nearest.sort_by_key(|m| (m.distance.unwrap_or(u32::MAX), m.id.as_str()));
+            nearest.sort_by(|a, b| {
+                let key = |m: &tantivy_simhash::CollapsedHit<f32>| match m.resemblance {
+                    None => (0u8, m.distance.unwrap_or(u32::MAX) as f32),
+                    Some(r) => (1, -r),
+                };
+                let (x, y) = (key(a), key(b));
+                x.0.cmp(&y.0)
+                    .then(x.1.total_cmp(&y.1))
+                    .then_with(|| a.id.cmp(&b.id))
+            });
             let listed: Vec<String> = nearest
                 .into_iter()
                 .take(3)
-                .map(|m| match m.distance {
-                    Some(d) => format!("{} (d={d})", m.id),
-                    None => m.id.clone(),
+                .map(|m| match (m.resemblance, m.distance) {
+                    (Some(r), _) => format!("{} (resemblance {r:.2})", m.id),
+                    (None, Some(d)) => format!("{} (d={d})", m.id),
+                    (None, None) => m.id.clone(),
                 })
                 .collect();
             let others = g.count - 1;

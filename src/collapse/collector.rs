@@ -1,0 +1,563 @@
+//! [`NearDupCollapse`]: the collector, its settings, and the search loop that widens the fetch.
+
+use super::merge::ShardStatistics;
+use super::result::Settings;
+use super::window::{
+    check_rank_order, fold, rank_order, tied_on_key_and_fingerprint, window_cutoff, WindowColumns,
+};
+use super::{
+    Collapsed, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH, DEFAULT_MAX_POSTINGS_PER_KEY,
+    DEFAULT_OVERFETCH,
+};
+use crate::columns::field_name;
+use crate::error::{Error, Result};
+use crate::schema::NearDupFields;
+use crate::signature::store::SignatureFields;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::Arc;
+use tantivy::collector::sort_key::{Comparator, ComparatorEnum};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
+use tantivy::fastfield::FastFieldReaders;
+use tantivy::fastfield::FastValue;
+use tantivy::query::{Query, Weight};
+use tantivy::schema::Schema;
+use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, SegmentReader};
+
+/// Folds near-duplicate hits of an inner top-docs collector into groups. See the
+/// [module docs](self).
+///
+/// Build it with [`by_score`](NearDupCollapse::by_score) or
+/// [`by_fast_field`](NearDupCollapse::by_fast_field), which make the inner `TopDocs` themselves
+/// (the rank order is stated once), or with [`with_top_docs`](NearDupCollapse::with_top_docs)
+/// for any other sort key. `C` is the inner collector's type. Page through groups by asking
+/// for more, not with `and_offset`.
+pub struct NearDupCollapse<C> {
+    inner: C,
+    /// Makes the inner collector for a fetch size (widening asks for larger ones).
+    top_docs: Arc<dyn Fn(usize) -> C + Send + Sync>,
+    pub(super) settings: Settings,
+    pub(super) fields: NearDupFields,
+}
+
+/// The names of the columns a collapse reads, from the searched index's schema (fast fields are
+/// opened by name).
+pub(super) struct ColumnNames {
+    pub(super) signature: SignatureFields,
+    pub(super) id: String,
+    pub(super) group: Option<String>,
+}
+
+impl ColumnNames {
+    pub(super) fn new(fields: NearDupFields, schema: &Schema) -> Result<ColumnNames> {
+        Ok(ColumnNames {
+            signature: fields.signature_fields(schema)?.names().clone(),
+            id: field_name(schema, fields.id)?.to_string(),
+            group: match fields.group {
+                Some(g) => Some(field_name(schema, g)?.to_string()),
+                None => None,
+            },
+        })
+    }
+}
+
+impl NearDupCollapse<()> {
+    /// Collapses the hits of the index `fields` is the handle of into at most `limit` groups,
+    /// ranked by score (best first), as `TopDocs::with_limit(fetch).order_by_score()` ranks
+    /// them, folding the hits that the index's [`MatchRule`](crate::MatchRule) matches with a
+    /// leader. Defaults: the
+    /// rule's simhash distance `k` (the layout's
+    /// [`max_distance`](crate::BlockLayout::max_distance)), fetch = 3 x `limit`, max fetch =
+    /// 64 x `limit`. Cost: nothing until searched.
+    pub fn by_score(
+        fields: NearDupFields,
+        limit: usize,
+    ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Score, DocAddress)>>> {
+        NearDupCollapse::with_top_docs(fields, limit, Order::Desc, |fetch| {
+            TopDocs::with_limit(fetch).order_by_score()
+        })
+    }
+
+    /// Like [`by_score`](Self::by_score), ranked by the fast field `field` in `order`, as
+    /// `TopDocs::with_limit(fetch).order_by_fast_field::<T>(field, order)` ranks them
+    /// (documents without a value last). Errors at search time when `field` is not a fast
+    /// field of type `T`.
+    pub fn by_fast_field<T>(
+        fields: NearDupFields,
+        limit: usize,
+        field: &str,
+        order: Order,
+    ) -> NearDupCollapse<impl Collector<Fruit = Vec<(Option<T>, DocAddress)>>>
+    where
+        T: FastValue + Serialize + DeserializeOwned,
+        ComparatorEnum: Comparator<Option<T>>,
+    {
+        let field = field.to_string();
+        NearDupCollapse::with_top_docs(fields, limit, order, move |fetch| {
+            TopDocs::with_limit(fetch).order_by_fast_field::<T>(field.clone(), order)
+        })
+    }
+}
+
+impl<C> NearDupCollapse<C> {
+    /// Collapses with the inner collector `top_docs(fetch)` makes, which must rank hits in
+    /// `order` (for any sort key `by_score` and `by_fast_field` do not cover, such as
+    /// `TopDocs::order_by` or `tweak_score`). A fruit that is not in `order` is an error at
+    /// search time ([`Error::Tantivy`] saying so), never a silently wrong result. Defaults as
+    /// in [`by_score`](NearDupCollapse::by_score).
+    ///
+    /// ```
+    /// # use tantivy::collector::TopDocs;
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index, Order};
+    /// # use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// # let date = builder.add_u64_field("date", FAST);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// # writer.add_document(doc!(id => "a", body => "the first text of the two", date => 1u64))?;
+    /// # writer.add_document(doc!(id => "b", body => "another text entirely here", date => 2u64))?;
+    /// # writer.commit()?;
+    /// # let searcher = index.searcher()?;
+    /// // Told descending, but the collector ranks ascending: an error, not wrong groups.
+    /// let confused = NearDupCollapse::with_top_docs(index.fields(), 10, Order::Desc, |n| {
+    ///     TopDocs::with_limit(n).order_by_fast_field::<u64>("date", Order::Asc)
+    /// });
+    /// assert!(confused.search(&searcher, &AllQuery).is_err());
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn with_top_docs(
+        fields: NearDupFields,
+        limit: usize,
+        order: Order,
+        top_docs: impl Fn(usize) -> C + Send + Sync + 'static,
+    ) -> Self {
+        let fetch = limit.saturating_mul(DEFAULT_OVERFETCH).max(1);
+        let rule = fields.rule();
+        NearDupCollapse {
+            inner: top_docs(fetch),
+            top_docs: Arc::new(top_docs),
+            settings: Settings {
+                limit,
+                fetch,
+                max_fetch: limit.saturating_mul(DEFAULT_MAX_OVERFETCH).max(fetch),
+                max_distance: rule.layout().max_distance(),
+                rule: rule.spec().clone(),
+                order,
+                by_tag: false,
+                keep_window: false,
+                read_ids: true,
+                exact_counts: false,
+                max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
+            },
+            fields,
+        }
+    }
+
+    /// Fetches `fetch` hits (at least 1) before folding. Raises `max_fetch` to it if needed.
+    pub fn fetch(mut self, fetch: usize) -> Self {
+        self.settings.fetch = fetch.max(1);
+        self.settings.max_fetch = self.settings.max_fetch.max(self.settings.fetch);
+        self.inner = (self.top_docs)(self.settings.fetch);
+        self
+    }
+
+    /// Bounds the widening of [`search`](Self::search): it never fetches more than `max_fetch`
+    /// hits (at least the initial fetch).
+    pub fn max_fetch(mut self, max_fetch: usize) -> Self {
+        self.settings.max_fetch = max_fetch.max(self.settings.fetch);
+        self
+    }
+
+    /// Narrows the rule's simhash branch: a hit joins a leader within `max_distance`
+    /// (inclusive), or by the resemblance branch as before ([`MatchRule::matches_within`]).
+    /// Errors with [`Error::InvalidConfig`] beyond the layout's `k`: exact counts find hits
+    /// through the rule's keys, which guarantee nothing farther.
+    ///
+    /// [`MatchRule::matches_within`]: crate::MatchRule::matches_within
+    pub fn max_distance(mut self, max_distance: u32) -> Result<Self> {
+        crate::layout::check_distance(self.settings.rule.layout.max_distance(), max_distance)?;
+        self.settings.max_distance = max_distance;
+        Ok(self)
+    }
+
+    /// Bounds the work of [`exact_counts`](Self::exact_counts) per key of a leader: a key with
+    /// more than `max_postings_per_key` documents in a segment (a hot key: a template shared
+    /// by thousands of pages) is read only that far, and the count of a leader with such a key
+    /// is then a lower bound, marked so ([`CollapsedGroup::count_exact`] false). Default
+    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`] (at least 1; `usize::MAX` reads everything).
+    ///
+    /// [`CollapsedGroup::count_exact`]: super::CollapsedGroup::count_exact
+    pub fn max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
+        self.settings.max_postings_per_key = max_postings_per_key.max(1);
+        self
+    }
+
+    /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
+    /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
+    pub fn by_tag(mut self) -> Result<Self> {
+        if self.fields.group.is_none() {
+            return Err(Error::Schema {
+                field: "group".into(),
+                problem: "collapsing by tag reads the group field that Policy::Tag fills, but \
+                          the configuration has none; keep NearDupConfig's group field"
+                    .into(),
+            });
+        }
+        self.settings.by_tag = true;
+        Ok(self)
+    }
+
+    /// Keeps every hit of the window in the result (not only the returned groups), with its
+    /// id, as [`Collapsed::merge`] needs. Costs one id read per hit of the window.
+    pub fn keep_window(mut self, keep: bool) -> Self {
+        self.settings.keep_window = keep;
+        self
+    }
+
+    /// Reads the user id of every returned hit (the default). Without, ids are read only where
+    /// the ranking needs them (hits tied on their key) and are empty elsewhere: use the
+    /// addresses. Reading an id decompresses a block of the id column's dictionary (the reads
+    /// are batched per segment in ordinal order, so a block is read once per search); on
+    /// natural-en this is most of the cost of a collapse (docs/PERFORMANCE.md).
+    /// [`keep_window`](Self::keep_window) always reads them.
+    pub fn read_ids(mut self, read_ids: bool) -> Self {
+        self.settings.read_ids = read_ids;
+        self
+    }
+
+    /// Makes [`search`](Self::search) and [`search_shards`](Self::search_shards) count every
+    /// group exactly when the window does not hold every hit: the count of a leader becomes
+    /// the number of hits of the query whose first returned leader (in rank order) the rule
+    /// matches them with, as if every hit had been folded. The member lists stay those of the
+    /// window.
+    ///
+    /// How: every document the rule matches with a leader shares one of the leader's keys, so
+    /// each leader's keys are looked up (the lookup of
+    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature),
+    /// bounded by [`max_postings_per_key`](Self::max_postings_per_key)), each match is given
+    /// to its first leader, and the query's matching documents are found among them by
+    /// seeking its scorer. Cost, per shard and segment: for each of the `limit` leaders, one
+    /// term look-up per key (16 by default) and one verification per candidate (at most keys
+    /// x the bound), then one scorer seek per match: independent of how many documents the
+    /// query matches. A leader with a key beyond the bound gets a lower bound, marked
+    /// `count_exact = false`. By tag: one more pass over every hit of the query, reading one
+    /// group ordinal per hit.
+    pub fn exact_counts(mut self, exact: bool) -> Self {
+        self.settings.exact_counts = exact;
+        self
+    }
+
+    fn with_fetch(&self, fetch: usize) -> NearDupCollapse<C> {
+        NearDupCollapse {
+            inner: (self.top_docs)(fetch),
+            top_docs: self.top_docs.clone(),
+            settings: Settings {
+                fetch,
+                ..self.settings.clone()
+            },
+            fields: self.fields,
+        }
+    }
+
+    /// Searches `query` and collapses, widening the fetch (doubling it) while fewer than
+    /// `limit` groups are found and more hits exist, up to `max_fetch`. See the
+    /// [module docs](self) for the bound and the guarantee.
+    ///
+    /// Cost: one search per fetch tried (block-max pruning kept when the query allows it), one
+    /// signature read per hit fetched (the fingerprint and 16 sketch words: bit-packed fast
+    /// fields, a few ns each), up to `limit` rule checks per hit, one id read per returned hit
+    /// (and per tied hit).
+    /// Errors: tantivy errors (for example the inner collector's fast field is missing).
+    pub fn search<K>(&self, searcher: &Searcher, query: &dyn Query) -> Result<Collapsed<K>>
+    where
+        C: Collector<Fruit = Vec<(K, DocAddress)>>,
+        K: RankKey,
+    {
+        let mut result = self.widen(|collapse| Ok(searcher.search(query, collapse)?))?;
+        if self.settings.exact_counts {
+            self.count_exactly(&[searcher], query, &mut result)?;
+        }
+        Ok(result)
+    }
+
+    /// Like [`search`](Self::search) over several indexes of one corpus: each shard is searched
+    /// with BM25 statistics summed over all shards ([`ShardStatistics`]) and its whole window
+    /// kept, then [`Collapsed::merge`] combines them; widening re-searches every shard. The
+    /// result equals [`search`](Self::search) on one index holding all the documents (ids
+    /// unique; see the module docs on multi-term scores), and keeps its window.
+    ///
+    /// Cost: per fetch tried, one search per shard (pruning kept) with one id read per hit of
+    /// its window, BM25 statistics asked of every shard, then the merge. Errors: tantivy
+    /// errors; [`Error::InvalidConfig`] when `shards` is empty.
+    pub fn search_shards<K>(&self, shards: &[&Searcher], query: &dyn Query) -> Result<Collapsed<K>>
+    where
+        C: Collector<Fruit = Vec<(K, DocAddress)>>,
+        K: RankKey,
+    {
+        let statistics = ShardStatistics::new(shards.to_vec());
+        self.widen(|collapse| {
+            let collapse = NearDupCollapse {
+                inner: (collapse.top_docs)(collapse.settings.fetch),
+                top_docs: collapse.top_docs.clone(),
+                settings: Settings {
+                    keep_window: true,
+                    ..collapse.settings.clone()
+                },
+                fields: collapse.fields,
+            };
+            let mut parts = Vec::with_capacity(shards.len());
+            for shard in shards {
+                parts.push(shard.search_with_statistics_provider(query, &collapse, &statistics)?);
+            }
+            Collapsed::merge(parts)
+        })
+        .and_then(|mut result| {
+            if self.settings.exact_counts {
+                self.count_exactly(shards, query, &mut result)?;
+            }
+            Ok(result)
+        })
+    }
+
+    fn widen<K: RankKey>(
+        &self,
+        mut run: impl FnMut(&NearDupCollapse<C>) -> Result<Collapsed<K>>,
+    ) -> Result<Collapsed<K>> {
+        let mut fetch = self.settings.fetch;
+        loop {
+            let result = run(&self.with_fetch(fetch))?;
+            if result.groups.len() >= self.settings.limit
+                || result.is_complete()
+                || fetch >= self.settings.max_fetch
+            {
+                return Ok(result);
+            }
+            fetch = fetch.saturating_mul(2).min(self.settings.max_fetch);
+        }
+    }
+}
+
+/// The per-segment collector of [`NearDupCollapse`]: the inner one, plus what the merge needs.
+pub struct CollapseSegmentCollector<S> {
+    inner: S,
+    segment_ord: SegmentOrdinal,
+    fast_fields: FastFieldReaders,
+    schema: Schema,
+}
+
+/// The per-segment fruit of [`NearDupCollapse`]: the inner fruit and the segment's columns.
+pub struct CollapseSegmentFruit<T> {
+    inner: T,
+    segment_ord: SegmentOrdinal,
+    fast_fields: FastFieldReaders,
+    schema: Schema,
+}
+
+impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
+    type Fruit = CollapseSegmentFruit<S::Fruit>;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        self.inner.collect(doc, score);
+    }
+
+    fn collect_block(&mut self, docs: &[DocId]) {
+        self.inner.collect_block(docs);
+    }
+
+    fn harvest(self) -> Self::Fruit {
+        CollapseSegmentFruit {
+            inner: self.inner.harvest(),
+            segment_ord: self.segment_ord,
+            fast_fields: self.fast_fields,
+            schema: self.schema,
+        }
+    }
+}
+
+impl<C, K> Collector for NearDupCollapse<C>
+where
+    C: Collector<Fruit = Vec<(K, DocAddress)>>,
+    K: RankKey,
+{
+    type Fruit = Collapsed<K>;
+    type Child = CollapseSegmentCollector<C::Child>;
+
+    fn check_schema(&self, schema: &Schema) -> tantivy::Result<()> {
+        ColumnNames::new(self.fields, schema).map_err(to_tantivy)?;
+        self.inner.check_schema(schema)
+    }
+
+    fn for_segment(
+        &self,
+        segment_ord: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<Self::Child> {
+        Ok(CollapseSegmentCollector {
+            inner: self.inner.for_segment(segment_ord, segment)?,
+            segment_ord,
+            fast_fields: segment.fast_fields().clone(),
+            schema: segment.schema().clone(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        self.inner.requires_scoring()
+    }
+
+    /// Delegated, so the inner collector's pruning (block-max WAND) is kept.
+    fn collect_segment(
+        &self,
+        weight: &dyn Weight,
+        segment_ord: SegmentOrdinal,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<CollapseSegmentFruit<<C::Child as SegmentCollector>::Fruit>> {
+        Ok(CollapseSegmentFruit {
+            inner: self.inner.collect_segment(weight, segment_ord, reader)?,
+            segment_ord,
+            fast_fields: reader.fast_fields().clone(),
+            schema: reader.schema().clone(),
+        })
+    }
+
+    fn merge_fruits(
+        &self,
+        segment_fruits: Vec<CollapseSegmentFruit<<C::Child as SegmentCollector>::Fruit>>,
+    ) -> tantivy::Result<Collapsed<K>> {
+        let mut segments: Vec<Option<FastFieldReaders>> = Vec::new();
+        let mut inner_fruits = Vec::with_capacity(segment_fruits.len());
+        let mut names = None;
+        for fruit in segment_fruits {
+            if names.is_none() {
+                names = Some(ColumnNames::new(self.fields, &fruit.schema).map_err(to_tantivy)?);
+            }
+            let ord = fruit.segment_ord as usize;
+            if segments.len() <= ord {
+                segments.resize(ord + 1, None);
+            }
+            segments[ord] = Some(fruit.fast_fields);
+            inner_fruits.push(fruit.inner);
+        }
+        let ranked = self.inner.merge_fruits(inner_fruits)?;
+        match names {
+            Some(names) => self.fold_ranked(ranked, &segments, &names),
+            // No segment: nothing was ranked, and nothing is read.
+            None => Ok(self.fold_nothing()),
+        }
+        .map_err(to_tantivy)
+    }
+}
+
+/// A crate error as tantivy's (a collector returns tantivy's errors).
+fn to_tantivy(e: Error) -> tantivy::TantivyError {
+    match e {
+        Error::Tantivy(e) => e,
+        other => tantivy::TantivyError::InvalidArgument(other.to_string()),
+    }
+}
+
+impl<C> NearDupCollapse<C> {
+    /// The merge step of the collector: the inner collector's ranked hits become the window,
+    /// with their signatures (and, where needed, ids and tags), folded into groups.
+    fn fold_ranked<K: RankKey>(
+        &self,
+        ranked: Vec<(K, DocAddress)>,
+        segments: &[Option<FastFieldReaders>],
+        names: &ColumnNames,
+    ) -> Result<Collapsed<K>> {
+        let settings = &self.settings;
+        let order = settings.order;
+        check_rank_order(&ranked, order)?;
+        let rule = settings.rule()?;
+        let mut columns = WindowColumns::new(segments, &names.signature);
+        let mut window = Vec::with_capacity(ranked.len());
+        for (key, address) in ranked {
+            let signature = columns.signature(address)?;
+            window.push(CollapsedHit {
+                key,
+                id: String::new(),
+                address,
+                shard: 0,
+                fingerprint: signature.as_ref().map(|s| s.fingerprint),
+                sketch: signature.map(|s| s.sketch),
+                distance: None,
+                resemblance: None,
+                group: None,
+            });
+        }
+        // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
+        // more, tied with the last one.
+        let cutoff = window_cutoff(&mut window, settings.fetch, order);
+        self.rank_window(&mut window, &columns, names)?;
+        if settings.by_tag {
+            if let Some(group_field) = &names.group {
+                let targets: Vec<&mut CollapsedHit<K>> = window.iter_mut().collect();
+                columns.read_strings(targets, group_field, |h| &mut h.group)?;
+            }
+        }
+        let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
+        let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
+        for group in groups.iter_mut() {
+            needs_id.push(&mut group.leader);
+            needs_id.extend(group.members.iter_mut());
+        }
+        if settings.keep_window {
+            needs_id.extend(rest.iter_mut());
+        } else {
+            rest.clear();
+        }
+        if settings.read_ids || settings.keep_window {
+            needs_id.retain(|h| h.id.is_empty());
+            columns.read_strings(needs_id, &names.id, |h| &mut h.id)?;
+        }
+        Ok(Collapsed {
+            groups,
+            rest,
+            cutoff,
+            settings: settings.clone(),
+        })
+    }
+
+    /// The result of a search over no segment.
+    fn fold_nothing<K>(&self) -> Collapsed<K> {
+        Collapsed {
+            groups: Vec::new(),
+            rest: Vec::new(),
+            cutoff: None,
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// Sorts the window: ties on the key by fingerprint (already read), then by user id for
+    /// hits equal on both (exact duplicates, whose ids are read for that), so the order does
+    /// not depend on addresses.
+    fn rank_window<K: RankKey>(
+        &self,
+        window: &mut [CollapsedHit<K>],
+        columns: &WindowColumns<'_>,
+        names: &ColumnNames,
+    ) -> Result<()> {
+        let order = self.settings.order;
+        window.sort_by(|a, b| rank_order(a, b, order));
+        if !(self.settings.read_ids || self.settings.keep_window) {
+            return Ok(());
+        }
+        let tied = tied_on_key_and_fingerprint(window, order);
+        if tied.iter().any(|&t| t) {
+            let targets: Vec<&mut CollapsedHit<K>> = window
+                .iter_mut()
+                .zip(&tied)
+                .filter(|(_, &t)| t)
+                .map(|(h, _)| h)
+                .collect();
+            columns.read_strings(targets, &names.id, |h| &mut h.id)?;
+            window.sort_by(|a, b| rank_order(a, b, order));
+        }
+        Ok(())
+    }
+}

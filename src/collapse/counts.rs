@@ -1,0 +1,206 @@
+//! Exact counts: how many hits of the query each returned leader stands for.
+
+use super::collector::ColumnNames;
+use super::{Collapsed, NearDupCollapse, RankKey};
+use crate::error::Result;
+use crate::signature::store::SignatureReader;
+use crate::signature::{Evidence, MatchRule, Signature};
+use std::collections::HashMap;
+use tantivy::query::{EnableScoring, Query, Weight};
+use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
+
+impl<C> NearDupCollapse<C> {
+    /// Counts, over every hit of `query` in `searchers`, the hits whose first returned leader
+    /// (in rank order) the rule (or the tag) joins them to. See
+    /// [`exact_counts`](Self::exact_counts).
+    pub(super) fn count_exactly<K: RankKey>(
+        &self,
+        searchers: &[&Searcher],
+        query: &dyn Query,
+        result: &mut Collapsed<K>,
+    ) -> Result<()> {
+        if result.is_complete() || result.groups.is_empty() {
+            return Ok(());
+        }
+        let (counts, cut) = if self.settings.by_tag {
+            (self.count_by_tag(searchers, query, result)?, Vec::new())
+        } else {
+            self.count_by_rule(searchers, query, result)?
+        };
+        for (i, (group, count)) in result.groups.iter_mut().zip(counts).enumerate() {
+            // A leader without a fingerprint (or tag) is counted by nobody but itself.
+            let unkeyed = if self.settings.by_tag {
+                group.leader.group.is_none()
+            } else {
+                group.leader.fingerprint.is_none()
+            };
+            group.count = if unkeyed { 1 } else { count };
+            group.count_exact = !cut.get(i).copied().unwrap_or(false);
+        }
+        Ok(())
+    }
+
+    /// Counts by the rule: the leaders' keys are looked up, each match goes to its first
+    /// leader, and the matches that are hits of the query are counted. Also says which leaders
+    /// have a key beyond the hot-key bound in some segment (their count is a lower bound).
+    fn count_by_rule<K: RankKey>(
+        &self,
+        searchers: &[&Searcher],
+        query: &dyn Query,
+        result: &Collapsed<K>,
+    ) -> Result<(Vec<usize>, Vec<bool>)> {
+        let rule = self.settings.rule()?;
+        let bound = self.settings.max_postings_per_key;
+        let leaders: Vec<Option<Signature>> =
+            result.groups.iter().map(|g| g.leader.signature()).collect();
+        let mut counts = vec![0usize; leaders.len()];
+        let mut cut = vec![false; leaders.len()];
+        for searcher in searchers {
+            let fields = self.fields.signature_fields(searcher.schema())?;
+            let reader = SignatureReader::new(searcher, &fields)?;
+            // (segment, doc) -> the first leader that matches it.
+            let mut first: HashMap<(u32, DocId), usize> = HashMap::new();
+            for (i, leader) in leaders.iter().enumerate() {
+                let Some(leader) = leader else { continue };
+                cut[i] |= has_hot_key(searcher, fields.keys_field(), &rule, leader, bound)?;
+                reader.for_each_match(&rule, leader, bound, |m| {
+                    if self.joins(&rule, leader, m.evidence, m.signature) {
+                        let a = m.address;
+                        first.entry((a.segment_ord, a.doc_id)).or_insert(i);
+                    }
+                })?;
+            }
+            let mut matched: Vec<(u32, DocId, usize)> =
+                first.into_iter().map(|((s, d), i)| (s, d, i)).collect();
+            matched.sort_unstable();
+            let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+            for run in matched.chunk_by(|a, b| a.0 == b.0) {
+                let segment = searcher.segment_reader(run[0].0);
+                count_hits(weight.as_ref(), segment, run, &mut counts)?;
+            }
+        }
+        Ok((counts, cut))
+    }
+
+    /// Whether a match the lookup found (by the full rule) joins under this collapse's
+    /// narrowed simhash distance.
+    fn joins(
+        &self,
+        rule: &MatchRule,
+        leader: &Signature,
+        evidence: Evidence,
+        candidate: &Signature,
+    ) -> bool {
+        match evidence {
+            Evidence::Simhash { distance } if distance > self.settings.max_distance => rule
+                .matches_within(leader, candidate, self.settings.max_distance)
+                .is_some(),
+            _ => true,
+        }
+    }
+
+    /// Counts by tag: one pass over every hit of the query, reading its group ordinal.
+    fn count_by_tag<K: RankKey>(
+        &self,
+        searchers: &[&Searcher],
+        query: &dyn Query,
+        result: &Collapsed<K>,
+    ) -> Result<Vec<usize>> {
+        let tags: Vec<Option<&str>> = result
+            .groups
+            .iter()
+            .map(|g| g.leader.group.as_deref())
+            .collect();
+        let mut counts = vec![0usize; tags.len()];
+        for searcher in searchers {
+            let names = ColumnNames::new(self.fields, searcher.schema())?;
+            let Some(group_field) = &names.group else {
+                return Ok(counts);
+            };
+            let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+            for seg in searcher.segment_readers() {
+                let alive = seg.alive_bitset();
+                let Some(column) = seg.fast_fields().str(group_field)? else {
+                    continue;
+                };
+                // The leaders' tags as this segment's term ordinals.
+                let mut ords: Vec<Option<u64>> = Vec::with_capacity(tags.len());
+                for tag in &tags {
+                    ords.push(match tag {
+                        Some(t) => column.dictionary().term_ord(t.as_bytes())?,
+                        None => None,
+                    });
+                }
+                if ords.iter().all(Option::is_none) {
+                    continue;
+                }
+                weight.for_each_no_score(seg, &mut |docs| {
+                    for &doc in docs {
+                        if alive.is_some_and(|a| !a.is_alive(doc)) {
+                            continue;
+                        }
+                        let Some(ord) = column.ords().first(doc) else {
+                            continue;
+                        };
+                        if let Some(i) = ords.iter().position(|&o| o == Some(ord)) {
+                            counts[i] += 1;
+                        }
+                    }
+                })?;
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// Whether a key of `leader` holds more than `bound` documents in a segment of `searcher`, so
+/// that a lookup with that bound may miss some of its matches. Cost: one term look-up per key
+/// and segment.
+fn has_hot_key(
+    searcher: &Searcher,
+    keys: tantivy::schema::Field,
+    rule: &MatchRule,
+    leader: &Signature,
+    bound: usize,
+) -> Result<bool> {
+    if bound == usize::MAX {
+        return Ok(false);
+    }
+    let terms: Vec<Term> = rule
+        .keys(leader)
+        .into_iter()
+        .map(|k| Term::from_field_u64(keys, k))
+        .collect();
+    for segment in searcher.segment_readers() {
+        let inverted = segment.inverted_index(keys)?;
+        for term in &terms {
+            if inverted.doc_freq(term)? as usize > bound {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Adds to `counts[leader]` every `(segment, doc, leader)` of `run` (one segment, sorted by doc)
+/// that is a hit of the query: one seek of its scorer per document.
+fn count_hits(
+    weight: &dyn Weight,
+    segment: &tantivy::SegmentReader,
+    run: &[(u32, DocId, usize)],
+    counts: &mut [usize],
+) -> Result<()> {
+    let mut scorer = weight.scorer(segment, 1.0)?;
+    for &(_, doc, leader) in run {
+        if scorer.doc() < doc {
+            scorer.seek(doc);
+        }
+        if scorer.doc() == TERMINATED {
+            break;
+        }
+        if scorer.doc() == doc {
+            counts[leader] += 1;
+        }
+    }
+    Ok(())
+}

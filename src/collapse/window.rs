@@ -1,0 +1,232 @@
+//! The window and the fold: ranking the inner collector's hits, cutting the window, reading
+//! what the fold needs (signatures, tied ids, tags), and folding hits into groups by the
+//! match rule.
+
+use super::result::Settings;
+use super::{CollapsedGroup, CollapsedHit, RankKey};
+use crate::columns::read_strs;
+use crate::error::Result;
+use crate::signature::store::{SegmentSignatures, SignatureFields};
+use crate::signature::{Evidence, MatchRule, Signature};
+use std::cmp::Ordering;
+use tantivy::columnar::StrColumn;
+use tantivy::fastfield::FastFieldReaders;
+use tantivy::{DocAddress, Order};
+
+/// Fails when the inner collector's hits are not ranked in `order`: the collapse was told
+/// another order than the collector ranks in, and every window, cutoff and group would be
+/// wrong.
+pub(super) fn check_rank_order<K: RankKey>(
+    ranked: &[(K, DocAddress)],
+    order: Order,
+) -> tantivy::Result<()> {
+    let misordered = ranked
+        .windows(2)
+        .position(|pair| pair[1].0.rank_cmp(&pair[0].0, order) == Ordering::Less);
+    match misordered {
+        None => Ok(()),
+        Some(i) => Err(tantivy::TantivyError::InvalidArgument(format!(
+            "NearDupCollapse was told the inner collector ranks in {order:?} order, but it \
+             ranked key {:?} before {:?}; give NearDupCollapse::with_top_docs the order its \
+             collector ranks in, or use by_score / by_fast_field, which state it once",
+            ranked[i].0,
+            ranked[i + 1].0
+        ))),
+    }
+}
+
+/// Ranks two hits: key, then fingerprint, then user id, then shard and address.
+pub(super) fn rank_order<K: RankKey>(
+    a: &CollapsedHit<K>,
+    b: &CollapsedHit<K>,
+    order: Order,
+) -> Ordering {
+    a.key
+        .rank_cmp(&b.key, order)
+        .then_with(|| a.fingerprint.cmp(&b.fingerprint))
+        .then_with(|| a.id.cmp(&b.id))
+        .then_with(|| a.shard.cmp(&b.shard))
+        .then_with(|| a.address.cmp(&b.address))
+}
+
+/// With `hits` sorted best first: when there are at least `fetch`, keeps only those ranked
+/// strictly better than the `fetch`-th and returns its key.
+pub(super) fn window_cutoff<K: RankKey>(
+    hits: &mut Vec<CollapsedHit<K>>,
+    fetch: usize,
+    order: Order,
+) -> Option<K> {
+    if fetch == 0 || hits.len() < fetch {
+        return None;
+    }
+    let cutoff = hits[fetch - 1].key.clone();
+    hits.truncate(fetch);
+    while hits
+        .last()
+        .is_some_and(|h| h.key.rank_cmp(&cutoff, order) != Ordering::Less)
+    {
+        hits.pop();
+    }
+    Some(cutoff)
+}
+
+/// Whether `hit` joins the group led by `leader` (whose signature is `leader_signature`), and
+/// the evidence: by tag, the same stored group id; else the match rule, its simhash branch
+/// narrowed to the settings' distance.
+fn joins<K>(
+    settings: &Settings,
+    rule: &MatchRule,
+    leader: &CollapsedHit<K>,
+    leader_signature: Option<&Signature>,
+    hit: &CollapsedHit<K>,
+    hit_signature: Option<&Signature>,
+) -> Option<Option<Evidence>> {
+    if settings.by_tag {
+        let same = leader.group.is_some() && leader.group == hit.group;
+        let distance = match (leader.fingerprint, hit.fingerprint) {
+            (Some(a), Some(b)) => Some(Evidence::Simhash {
+                distance: a.distance(b),
+            }),
+            _ => None,
+        };
+        return same.then_some(distance);
+    }
+    let (a, b) = (leader_signature?, hit_signature?);
+    rule.matches_within(a, b, settings.max_distance).map(Some)
+}
+
+/// The greedy fold over the window (sorted best first): a hit joins the first group whose
+/// leader it matches, else leads a new group while fewer than `limit` exist. Returns the
+/// groups and the window's other hits. Cost: up to `limit` rule checks per hit (a popcount,
+/// and a pass over the sketches for pairs beyond the simhash distance).
+pub(super) fn fold<K: RankKey>(
+    window: Vec<CollapsedHit<K>>,
+    settings: &Settings,
+    rule: &MatchRule,
+    complete: bool,
+) -> (Vec<CollapsedGroup<K>>, Vec<CollapsedHit<K>>) {
+    let mut groups: Vec<CollapsedGroup<K>> = Vec::with_capacity(settings.limit.min(window.len()));
+    let mut leaders: Vec<Option<Signature>> = Vec::with_capacity(groups.capacity());
+    let mut rest = Vec::new();
+    'hits: for mut hit in window {
+        let signature = hit.signature();
+        for (group, leader_signature) in groups.iter_mut().zip(&leaders) {
+            let found = joins(
+                settings,
+                rule,
+                &group.leader,
+                leader_signature.as_ref(),
+                &hit,
+                signature.as_ref(),
+            );
+            if let Some(evidence) = found {
+                hit.distance = evidence.map(|e| e.distance());
+                hit.resemblance = evidence.and_then(|e| e.resemblance());
+                group.members.push(hit);
+                group.count += 1;
+                continue 'hits;
+            }
+        }
+        hit.resemblance = None;
+        if groups.len() < settings.limit {
+            hit.distance = hit.fingerprint.map(|_| 0);
+            leaders.push(signature);
+            groups.push(CollapsedGroup {
+                leader: hit,
+                members: Vec::new(),
+                count: 1,
+                count_exact: complete,
+            });
+        } else {
+            hit.distance = None;
+            rest.push(hit);
+        }
+    }
+    (groups, rest)
+}
+
+/// The columns of the window's segments, opened on first use.
+pub(super) struct WindowColumns<'a> {
+    segments: &'a [Option<FastFieldReaders>],
+    fields: &'a SignatureFields,
+    signatures: Vec<Option<SegmentSignatures>>,
+}
+
+impl<'a> WindowColumns<'a> {
+    pub(super) fn new(
+        segments: &'a [Option<FastFieldReaders>],
+        fields: &'a SignatureFields,
+    ) -> WindowColumns<'a> {
+        WindowColumns {
+            segments,
+            fields,
+            signatures: (0..segments.len()).map(|_| None).collect(),
+        }
+    }
+
+    /// The signature of the document at `address`, if it has a fingerprint. Cost: the
+    /// segment's 17 columns opened once, then one fingerprint and 16 sketch-word reads
+    /// (bit-packed columns, a few ns each).
+    pub(super) fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
+        let ord = address.segment_ord as usize;
+        let Some(ff) = self.segments.get(ord).and_then(Option::as_ref) else {
+            return Ok(None);
+        };
+        if self.signatures[ord].is_none() {
+            self.signatures[ord] = Some(SegmentSignatures::from_fast_fields(ff, self.fields)?);
+        }
+        Ok(self.signatures[ord]
+            .as_ref()
+            .and_then(|s| s.get(address.doc_id)))
+    }
+
+    /// Reads the string column `field` of each target into `slot`, batched per segment in
+    /// term-ordinal order (each dictionary block touched is decompressed once); targets without
+    /// a value are left alone.
+    pub(super) fn read_strings<K, T: From<String>>(
+        &self,
+        mut targets: Vec<&mut CollapsedHit<K>>,
+        field: &str,
+        slot: impl Fn(&mut CollapsedHit<K>) -> &mut T,
+    ) -> Result<()> {
+        let columns: Vec<Option<StrColumn>> = self
+            .segments
+            .iter()
+            .map(|ff| match ff {
+                Some(ff) => ff.str(field),
+                None => Ok(None),
+            })
+            .collect::<tantivy::Result<_>>()?;
+        let addresses: Vec<DocAddress> = targets.iter().map(|h| h.address).collect();
+        for (target, value) in targets.iter_mut().zip(read_strs(&columns, &addresses)?) {
+            if let Some(value) = value {
+                *slot(target) = T::from(value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Marks the hits of `window` (sorted) that are tied with a neighbour on key and fingerprint:
+/// exact duplicates, whose order the user id decides.
+pub(super) fn tied_on_key_and_fingerprint<K: RankKey>(
+    window: &[CollapsedHit<K>],
+    order: Order,
+) -> Vec<bool> {
+    let mut tied = vec![false; window.len()];
+    let same = |a: &CollapsedHit<K>, b: &CollapsedHit<K>| {
+        a.fingerprint == b.fingerprint && a.key.rank_cmp(&b.key, order) == Ordering::Equal
+    };
+    let mut start = 0;
+    while start < window.len() {
+        let mut end = start + 1;
+        while end < window.len() && same(&window[end], &window[start]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            tied[start..end].iter_mut().for_each(|t| *t = true);
+        }
+        start = end;
+    }
+    tied
+}
