@@ -972,6 +972,14 @@ impl Matcher for SimhashMatcher {
 
 /// The truth's own resemblance (`tools/shingles.py`): NFKC, case folding, every Han ideograph a
 /// token, every other run of word characters a token, 3-shingles (fewer tokens: one shingle).
+/// Han ideographs (the CJK unified blocks and extensions, compatibility ideographs): the truth's
+/// own tokenisation, independent of the crate's.
+fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2A6DF
+        | 0x2A700..=0x2EBEF | 0x2F800..=0x2FA1F | 0x30000..=0x3134F)
+}
+
 fn truth_shingles(text: &str) -> HashSet<u64> {
     use unicode_normalization::UnicodeNormalization;
     let norm: String = text.nfkc().collect();
@@ -979,7 +987,7 @@ fn truth_shingles(text: &str) -> HashSet<u64> {
     let mut tokens: Vec<String> = Vec::new();
     let mut cur = String::new();
     for c in norm.chars() {
-        if tantivy_simhash::fingerprint::is_han(c) {
+        if is_han(c) {
             if !cur.is_empty() {
                 tokens.push(std::mem::take(&mut cur));
             }

@@ -172,9 +172,7 @@ pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, DocPair, GroupPair, IdPair, NearDupGraph,
     SignatureGroup,
 };
-pub use collapse::{
-    Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey, ShardStatistics,
-};
+pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey};
 pub use error::{Error, Result};
 pub use fingerprint::{
     register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
@@ -187,8 +185,7 @@ pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, 
 pub use query::NearDupQuery;
 pub use replay::{AnalysisCounts, AnalyzedDocument};
 pub use schema::{
-    IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, RECORD_FILE, REPLACED_FIELD,
-    SEQUENCE_FIELD,
+    IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD,
 };
 pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,

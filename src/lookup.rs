@@ -274,7 +274,7 @@ impl NearDupSearcher {
             .first(address.doc_id)
     }
 
-    /// Whether a live document records that it replaced `id` under [`Policy::Replace`]
+    /// Whether a live document records that it replaced `id` under [`Policy::Replace`](crate::Policy::Replace)
     /// (directly, or through a document it replaced): an input with this id was already
     /// handled, and adding it again would bring back a copy a newer document replaced. Always
     /// `false` on indexes without [`REPLACED_FIELD`]. Cost: one term lookup per segment.
@@ -326,7 +326,7 @@ impl NearDupSearcher {
             .max()
     }
 
-    /// The group of the document at `address` (under [`Policy::Tag`]), read from the group
+    /// The group of the document at `address` (under [`Policy::Tag`](crate::Policy::Tag)), read from the group
     /// column; `None` without a group field or value. Cost and errors as
     /// [`id_of`](Self::id_of).
     pub fn group_of(&self, address: DocAddress) -> Result<Option<String>> {

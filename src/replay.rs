@@ -10,7 +10,7 @@
 //!    the text values they came from;
 //! 3. whenever tantivy reads the document's values (its first step when indexing a document, on
 //!    the indexing thread), the document makes its tokens the thread's current ones;
-//! 4. the tokenizer registered under [`SIMHASH_TOKENIZER_NAME`](crate::SIMHASH_TOKENIZER_NAME)
+//! 4. the tokenizer registered under [`SIMHASH_TOKENIZER_NAME`]
 //!    ([`crate::register_tokenizer`]) replays the current tokens for a text **equal** to a
 //!    staged value, and analyses any other text as before.
 //!
@@ -24,12 +24,13 @@
 //! test asserts that nothing is analysed twice.
 
 use crate::fingerprint::{is_han, Scheme, SIMHASH_TOKENIZER_NAME};
+use crate::schema::join_text_values;
 use crate::signature::{Signature, Signer};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tantivy::schema::{Document, Field, Value};
+use tantivy::schema::{Document, Field};
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::TantivyDocument;
 use xxhash_rust::xxh3::xxh3_64;
@@ -204,24 +205,13 @@ pub(crate) fn sign_and_stage(
     text_fields: &[Field],
     replay_fields: &[Field],
 ) -> (Signature, Option<Arc<StagedTokens>>) {
-    let mut text = String::new();
     let mut spans = Vec::new();
-    for &f in text_fields {
-        let replayable = replay_fields.contains(&f);
-        for v in doc.get_all(f) {
-            if let Some(s) = v.as_str() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                let start = text.len();
-                text.push_str(s);
-                spans.push(ValueSpan {
-                    range: start..text.len(),
-                    replayable,
-                });
-            }
-        }
-    }
+    let text = join_text_values(doc, text_fields, |field, range| {
+        spans.push(ValueSpan {
+            range,
+            replayable: replay_fields.contains(&field),
+        })
+    });
     if replay_fields.is_empty() {
         return (signer.sign(&text), None);
     }

@@ -7,12 +7,12 @@
 //!   enough), 8 bytes per document before compression;
 //! - the keys of its [`BlockLayout`] as a multi-valued `u64` **indexed** field without
 //!   fieldnorms, so a lookup reads a few short postings lists;
-//! - optionally, under [`Policy::Tag`], the id of the first document of its near-duplicate group
+//! - optionally, under [`Policy::Tag`](crate::Policy::Tag), the id of the first document of its near-duplicate group
 //!   in a string fast field, so results can be collapsed exactly.
 //!
 //! The user's **id field** must be a text field indexed with the `raw` tokenizer and fast:
 //! `STRING | FAST` (add `STORED` if you want it back from the doc store). Lookups return ids read
-//! from its column, [`Policy::Replace`] deletes by it, and [`NearDupQuery::from_id`] finds a
+//! from its column, [`Policy::Replace`](crate::Policy::Replace) deletes by it, and [`NearDupQuery::from_id`](crate::NearDupQuery::from_id) finds a
 //! document by it.
 //!
 //! Which [`Scheme`] and [`BlockLayout`] built an index ([`IndexRecord`]: their ids and
@@ -20,7 +20,7 @@
 //! recorded twice: in a small file
 //! (`.tantivy-simhash.json`; tantivy's garbage collection never deletes names starting with a dot)
 //! written by [`NearDupIndex::create`], and in the payload of every commit made through
-//! [`DedupWriter::commit`]. [`NearDupIndex::open`] checks the record against what the caller
+//! [`DedupWriter::commit`](crate::DedupWriter::commit). [`NearDupIndex::open`] checks the record against what the caller
 //! asks for: fingerprints of two schemes cannot be compared, so a mismatch is an error
 //! ([`Error::IndexMismatch`]), and so is a missing or mistyped field ([`Error::Schema`]).
 //!
@@ -68,8 +68,9 @@ use tantivy::schema::{
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Directory, Index, IndexReader, TantivyDocument};
 
-/// The name of the file that records the scheme and layout of an index.
-pub const RECORD_FILE: &str = ".tantivy-simhash.json";
+/// The name of the file that records the scheme and layout of an index. Internal: the record is
+/// read and written through [`IndexRecord`] and [`NearDupIndex::set_application_data`].
+pub(crate) const RECORD_FILE: &str = ".tantivy-simhash.json";
 
 /// The field [`NearDupConfig::add_fields`] adds for each document's place in the order the
 /// writer added documents (a `u64` fast field). Near-duplicates at the same distance are ranked
@@ -78,8 +79,8 @@ pub const RECORD_FILE: &str = ".tantivy-simhash.json";
 pub const SEQUENCE_FIELD: &str = "simhash_seq";
 
 /// The field [`NearDupConfig::add_fields`] adds for the ids a document replaced under
-/// [`Policy::Replace`] (directly, or through the documents it replaced), a multi-valued
-/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`] reads it, so a rerun over the same
+/// [`Policy::Replace`](crate::Policy::Replace) (directly, or through the documents it replaced), a multi-valued
+/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`](crate::NearDupSearcher::is_replaced) reads it, so a rerun over the same
 /// input can skip the ids that were replaced. Indexes made without it do not record them.
 pub const REPLACED_FIELD: &str = "simhash_replaced";
 
@@ -92,7 +93,7 @@ const OLD_RECORD_FORMATS: [&str; 1] = ["tantivy-simhash/1"];
 /// How an index uses fingerprints: the scheme, the layout and the field names.
 ///
 /// Defaults: [`Scheme::default`], [`BlockLayout::default`] (4 x 16, k <= 3), fields `simhash`
-/// (fingerprint), `simhash_keys` (keys) and `simhash_group` (group, for [`Policy::Tag`]).
+/// (fingerprint), `simhash_keys` (keys) and `simhash_group` (group, for [`Policy::Tag`](crate::Policy::Tag)).
 #[derive(Clone, Debug)]
 pub struct NearDupConfig {
     scheme: Scheme,
@@ -141,7 +142,7 @@ impl NearDupConfig {
     }
 
     /// Uses `rule` to match documents (its layout becomes the layout). The writer stores every
-    /// document's [`Signature`](crate::Signature) (fingerprint, sketch, the rule's keys), and
+    /// document's [`Signature`] (fingerprint, sketch, the rule's keys), and
     /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature) finds
     /// the documents the rule matches.
     pub fn with_rule(mut self, rule: MatchRule) -> Self {
@@ -268,7 +269,7 @@ impl NearDupConfig {
 /// beside them ([`NearDupIndex::set_application_data`]).
 ///
 /// It lives in a small file ([`RECORD_FILE`]) written by [`NearDupIndex::create`] and in the
-/// payload of every commit made through [`DedupWriter::commit`].
+/// payload of every commit made through [`DedupWriter::commit`](crate::DedupWriter::commit).
 ///
 /// ```
 /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
@@ -522,6 +523,18 @@ impl NearDupFields {
     pub fn sketch_fields(&self) -> impl ExactSizeIterator<Item = Field> + Clone {
         let first = self.first_sketch.field_id();
         (first..first + self.sketch_words).map(Field::from_field_id)
+    }
+
+    /// The group field, or the one error every feature that needs it gives: `needs` says what
+    /// needs it ("Policy::Tag stores each document's group in", ...).
+    pub(crate) fn require_group(&self, needs: &str) -> Result<Field> {
+        self.group.ok_or_else(|| Error::Schema {
+            field: "group".into(),
+            problem: format!(
+                "{needs} the group field, but the configuration has none; keep NearDupConfig's \
+                 group field (NearDupConfig::with_group_field(Some(..)))"
+            ),
+        })
     }
 
     /// The signature fields resolved against `schema` (the names the signature columns are
@@ -941,7 +954,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The text a document is fingerprinted from: the string values of `fields`, in field order,
+/// joined by line breaks.
 pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
+    join_text_values(doc, fields, |_, _| {})
+}
+
+/// [`document_text`], calling `on_value(field, range)` with where in the text each value went.
+pub(crate) fn join_text_values(
+    doc: &TantivyDocument,
+    fields: &[Field],
+    mut on_value: impl FnMut(Field, std::ops::Range<usize>),
+) -> String {
     let mut text = String::new();
     for &f in fields {
         for v in doc.get_all(f) {
@@ -949,7 +973,9 @@ pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
                 if !text.is_empty() {
                     text.push('\n');
                 }
+                let start = text.len();
                 text.push_str(s);
+                on_value(f, start..text.len());
             }
         }
     }

@@ -56,7 +56,7 @@ pub enum Policy {
     Tag,
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
     /// It records the ids it replaced (with those its victims had replaced) in
-    /// [`REPLACED_FIELD`], so a rerun over the same input can skip them
+    /// [`REPLACED_FIELD`](crate::schema::REPLACED_FIELD), so a rerun over the same input can skip them
     /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back.
     Replace,
 }
@@ -82,6 +82,9 @@ impl Policy {
             .find(|p| p.name().eq_ignore_ascii_case(name))
     }
 }
+
+/// Why [`Policy::Tag`] needs the group field (the start of its error message).
+const TAG_NEEDS_GROUP: &str = "Policy::Tag stores each document's group in";
 
 /// What happened to a document given to [`DedupWriter`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -316,13 +319,8 @@ impl DedupWriter {
         writer: IndexWriter<AnalyzedDocument>,
         policy: Policy,
     ) -> Result<Self> {
-        if policy == Policy::Tag && index.fields.group.is_none() {
-            return Err(Error::Schema {
-                field: "group".into(),
-                problem: "Policy::Tag stores each document's group in the group field, but the \
-                          configuration has none; keep NearDupConfig's group field"
-                    .into(),
-            });
+        if policy == Policy::Tag {
+            index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
         let reader: IndexReader = index
             .index
@@ -361,12 +359,8 @@ impl DedupWriter {
 
     /// Changes the policy for the documents added from now on.
     pub fn set_policy(&mut self, policy: Policy) -> Result<()> {
-        if policy == Policy::Tag && self.index.fields.group.is_none() {
-            return Err(Error::Schema {
-                field: "group".into(),
-                problem: "Policy::Tag needs the group field; keep NearDupConfig's group field"
-                    .into(),
-            });
+        if policy == Policy::Tag {
+            self.index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
         self.policy = policy;
         Ok(())

@@ -108,7 +108,8 @@ fn an_index_of_the_previous_format_is_refused_with_a_rebuild_message() {
     let t = ram_index(BlockLayout::default());
     let tantivy_index = t.index.index().clone();
     let dir = tantivy_index.directory();
-    let path = std::path::Path::new(tantivy_simhash::RECORD_FILE);
+    // The record file's name, as the schema module documents it.
+    let path = std::path::Path::new(".tantivy-simhash.json");
     let record = String::from_utf8(dir.atomic_read(path).unwrap()).unwrap();
     assert!(record.contains("tantivy-simhash/2"), "{record}");
     let old = record.replace("tantivy-simhash/2", "tantivy-simhash/1");

@@ -11,6 +11,9 @@ use tantivy_simhash::{
     BlockLayout, Error, Features, Fingerprint, NearDupConfig, NearDupIndex, Outcome, Policy, Scheme,
 };
 
+/// The record file's name, as the schema module documents it (the constant is internal).
+const RECORD_FILE: &str = ".tantivy-simhash.json";
+
 const TEXT_A: &str =
     "Permission is hereby granted, free of charge, to any person obtaining a copy \
     of this software and associated documentation files, to deal in the software without \
@@ -522,13 +525,13 @@ fn the_record_survives_plain_commits_and_merges() {
     w.index_writer_mut().merge(&segs).wait().unwrap();
     w.commit().unwrap();
     w.wait_merging_threads().unwrap();
-    assert!(dir.path().join(tantivy_simhash::RECORD_FILE).exists());
+    assert!(dir.path().join(RECORD_FILE).exists());
     let reopened = Index::open_in_dir(dir.path()).unwrap();
     NearDupIndex::open(reopened.clone(), config.clone()).unwrap();
     let payload = reopened.load_metas().unwrap().payload.unwrap();
     assert!(payload.contains(Scheme::default().id()), "{payload}");
     // Without the file, the payload of the last commit still identifies the scheme.
-    std::fs::remove_file(dir.path().join(tantivy_simhash::RECORD_FILE)).unwrap();
+    std::fs::remove_file(dir.path().join(RECORD_FILE)).unwrap();
     let reopened = Index::open_in_dir(dir.path()).unwrap();
     NearDupIndex::open(reopened.clone(), config.clone()).unwrap();
     let other = config.with_layout(BlockLayout::for_distance(4).unwrap());
@@ -633,7 +636,7 @@ fn a_record_without_parameters_still_opens_with_its_configuration() {
     let index = Index::create_in_dir(dir.path(), schema_with(&config)).unwrap();
     NearDupIndex::create(index.clone(), config.clone()).unwrap();
     // An older release wrote only the ids and field names.
-    let path = dir.path().join(tantivy_simhash::RECORD_FILE);
+    let path = dir.path().join(RECORD_FILE);
     let mut record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     record.as_object_mut().unwrap().remove("settings").unwrap();

@@ -201,14 +201,8 @@ impl<C> NearDupCollapse<C> {
     /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
     /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
     pub fn by_tag(mut self) -> Result<Self> {
-        if self.fields.group.is_none() {
-            return Err(Error::Schema {
-                field: "group".into(),
-                problem: "collapsing by tag reads the group field that Policy::Tag fills, but \
-                          the configuration has none; keep NearDupConfig's group field"
-                    .into(),
-            });
-        }
+        self.fields
+            .require_group("collapsing by tag reads the tags Policy::Tag stores in")?;
         self.settings.by_tag = true;
         Ok(self)
     }
@@ -344,6 +338,9 @@ impl<C> NearDupCollapse<C> {
 }
 
 /// The per-segment collector of [`NearDupCollapse`]: the inner one, plus what the merge needs.
+/// Public only because tantivy's `Collector` trait names it (`Collector::Child`); nothing to
+/// use directly.
+#[doc(hidden)]
 pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
@@ -352,6 +349,9 @@ pub struct CollapseSegmentCollector<S> {
 }
 
 /// The per-segment fruit of [`NearDupCollapse`]: the inner fruit and the segment's columns.
+/// Public only because tantivy's `Collector` trait names it (`SegmentCollector::Fruit`);
+/// nothing to use directly.
+#[doc(hidden)]
 pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,

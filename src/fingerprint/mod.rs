@@ -21,9 +21,9 @@
 
 mod analysis;
 
+pub(crate) use analysis::is_han;
 pub use analysis::{
-    is_han, HanSegmentation, Normalization, SimhashTokenStream, SimhashTokenizer, MAX_TOKEN_CHARS,
-    SIMHASH_TOKENIZER_NAME,
+    HanSegmentation, Normalization, SimhashTokenStream, SimhashTokenizer, SIMHASH_TOKENIZER_NAME,
 };
 
 use crate::error::{Error, Result};
@@ -1022,7 +1022,7 @@ fn flush(
 
 /// Feature keys are already xxh3 hashes: hashing them again would only cost time.
 #[derive(Default, Clone, Copy, Debug)]
-pub struct IdentityHasher(u64);
+pub(crate) struct IdentityHasher(u64);
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {

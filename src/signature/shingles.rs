@@ -17,7 +17,7 @@ use crate::fingerprint::is_han;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-/// How a document's shingles are chosen. See the [module docs](self).
+/// How a document's shingles are chosen. See the [`signature` module docs](crate::signature).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shingling {
     /// Units per shingle (3, as in the evaluation's resemblance).

@@ -143,12 +143,7 @@ impl DedupWriter {
     }
 
     fn group_field(&self) -> Result<Field> {
-        self.index.fields.group.ok_or_else(|| Error::Schema {
-            field: "group".into(),
-            problem: "cluster ids are stored in the group field, but the configuration has none; \
-                      keep NearDupConfig's group field"
-                .into(),
-        })
+        self.index.fields.require_group("cluster ids are stored in")
     }
 
     /// The fields the index fills itself: never copied from a supplied document.

@@ -1,5 +1,5 @@
 //! `neardup pairs` and `neardup clusters`: batch jobs over the whole index
-//! ([`NearDupGraph`](tantivy_simhash::batch::NearDupGraph)).
+//! (`NearDupGraph`).
 
 use super::output::{count, one_line};
 use super::store::{self, Store};

@@ -1,4 +1,4 @@
-//! `neardup index`: JSONL files into an index, through [`DedupWriter`](tantivy_simhash::DedupWriter).
+//! `neardup index`: JSONL files into an index, through [`DedupWriter`].
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::count;

@@ -1,5 +1,5 @@
 //! `neardup mirrors`: which hosts carry copies of which other hosts' pages
-//! ([`MirrorFinder`](tantivy_simhash::mirrors::MirrorFinder)).
+//! (`MirrorFinder`).
 
 use super::store::{self, Store};
 use super::{CliResult, Failure, MirrorsArgs, Out, Status};
