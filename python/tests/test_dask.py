@@ -172,3 +172,36 @@ def test_components_equal_a_python_union_find():
         for member in group:
             expected[member] = group[0]
     assert got == expected
+
+
+def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, neardup, cli_index, py_index_path, corpus, tmp_path):
+    """`neardup pairs` / `clusters` and the binding's `index.pairs()` / `clusters()` (the match rule,
+    on the same documents, each index holding all of them) report what the pipeline writes."""
+    from conftest import json_lines, run_cli
+    from tantivy_simhash import Index
+
+    docs = pd.DataFrame({"id": [d["id"] for d in corpus], "text": [document_text(d) for d in corpus]})
+    tsd.deduplicate(dd.from_pandas(docs, npartitions=4, sort=False), str(tmp_path), max_postings_per_key=None)
+    pairs = pq.read_table(tmp_path / "pairs").to_pandas()
+    clusters = pq.read_table(tmp_path / "clusters").to_pandas()
+    found = {}
+    for a, b, d, band, r in zip(pairs.id_a, pairs.id_b, pairs.distance, pairs.band, pairs.resemblance):
+        found[tuple(sorted((a, b)))] = (int(d), None if band < 0 else round(float(r), 5))
+    groups = {}
+    for i, c in zip(clusters.id, clusters.cluster):
+        groups.setdefault(c, []).append(i)
+    found_clusters = sorted(sorted(g) for g in groups.values() if len(g) >= 2)
+
+    out = run_cli(neardup, "pairs", str(cli_index), "--json").stdout
+    cli = {}
+    for p in json_lines(out):
+        r = p.get("resemblance")
+        cli[tuple(sorted((p["a"], p["b"])))] = (p["distance"], None if r is None else round(r, 5))
+    assert len(cli) > 10_000
+    assert found == cli
+    out = run_cli(neardup, "clusters", str(cli_index), "-n", "0", "--json").stdout
+    assert found_clusters == sorted(sorted(c["members"]) for c in json_lines(out))
+    with Index.open(py_index_path) as index:
+        py = {tuple(sorted((a, b))): (d, None if r is None else round(r, 5)) for a, b, d, r in index.pairs()}
+        assert found == py
+        assert found_clusters == sorted(sorted(c.members) for c in index.clusters())

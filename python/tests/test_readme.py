@@ -29,7 +29,7 @@ def test_readme_dask_example_runs():
     """The pipeline's example on a local cluster of two worker processes; it asserts its output."""
     block = readme_python_blocks()[1]
     assert "deduplicate(" in block and "assert" in block
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
 
 
 def test_package_docstring_examples_run():

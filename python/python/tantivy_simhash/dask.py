@@ -40,10 +40,11 @@ Install with ``pip install "./python[dask]"`` (``dask[distributed]``, ``pyarrow`
     import dask.dataframe as dd
     from tantivy_simhash.dask import deduplicate
 
-    with Client(LocalCluster(n_workers=2, processes=True)) as client:
-        docs = dd.read_parquet("corpus/")             # columns id, text
-        summary = deduplicate(docs, "out/")           # out/pairs/, out/clusters/
-        print(summary)
+    if __name__ == "__main__":  # worker processes re-import the main module
+        with LocalCluster(n_workers=2, processes=True) as cluster, Client(cluster):
+            docs = dd.read_parquet("corpus/")         # columns id, text
+            summary = deduplicate(docs, "out/")       # out/pairs/, out/clusters/
+            print(summary)
 """
 
 from __future__ import annotations
