@@ -9,7 +9,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy::TantivyDocument;
 use tantivy_simhash::store::FieldMap;
 use tantivy_simhash::{DedupWriter, NearDupSearcher, Outcome as LibOutcome, Policy};
 
@@ -309,16 +308,9 @@ impl WriterState {
                 continue;
             }
             self.seen.insert(doc.id.clone());
-            let f = store.fields;
-            let mut d = TantivyDocument::default();
-            d.add_text(f.id, &doc.id);
-            if !doc.title.is_empty() {
-                d.add_text(f.title, &doc.title);
-            }
-            d.add_text(f.text, &doc.text);
-            if !doc.host.is_empty() {
-                d.add_text(f.host, &doc.host);
-            }
+            let d = store
+                .fields
+                .document(&doc.id, &doc.title, &doc.text, &doc.host);
             batch.push(d);
             batch_ids.push((outcomes.len(), doc.id));
             outcomes.push(None);

@@ -126,6 +126,29 @@ pub struct DocFields {
     pub host: Field,
 }
 
+impl DocFields {
+    /// A document of this store: `id` and `text` always, `title` and `host` only when not
+    /// empty (an empty host must not count as a host). Cost: four field values, no analysis.
+    pub fn document(
+        &self,
+        id: &str,
+        title: &str,
+        text: &str,
+        host: &str,
+    ) -> tantivy::TantivyDocument {
+        let mut d = tantivy::TantivyDocument::default();
+        d.add_text(self.id, id);
+        if !title.is_empty() {
+            d.add_text(self.title, title);
+        }
+        d.add_text(self.text, text);
+        if !host.is_empty() {
+            d.add_text(self.host, host);
+        }
+        d
+    }
+}
+
 /// An open store: the directory, the index and its settings.
 pub struct Store {
     /// The directory.

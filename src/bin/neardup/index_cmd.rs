@@ -459,16 +459,10 @@ impl Run<'_> {
             }
         }
         self.seen.insert(doc.id.clone());
-        let f = self.store.fields;
-        let mut d = TantivyDocument::default();
-        d.add_text(f.id, &doc.id);
-        if !doc.title.is_empty() {
-            d.add_text(f.title, &doc.title);
-        }
-        d.add_text(f.text, &doc.text);
-        if !doc.host.is_empty() {
-            d.add_text(f.host, &doc.host);
-        }
+        let d = self
+            .store
+            .fields
+            .document(&doc.id, &doc.title, &doc.text, &doc.host);
         self.batch.push((d, doc.id));
         if self.batch.len() >= BATCH {
             self.flush(out)?;
