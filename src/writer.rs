@@ -15,8 +15,8 @@ use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, 
 
 mod ids;
 mod retag;
-use ids::{CommittedId, PendingIds, Taken};
 pub use ids::IdPolicy;
+use ids::{CommittedId, PendingIds, Taken};
 pub use retag::GroupsWritten;
 
 impl NearDupIndex {
@@ -519,15 +519,16 @@ impl DedupWriter {
     /// A document the id policy settles (skipped or reported) is not signed.
     ///
     /// ```
-    /// # use tantivy::schema::{Schema, STORED, STRING, TEXT};
-    /// # use tantivy::doc;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index};
     /// # use tantivy_simhash::{IdPolicy, NearDupConfig, NearDupIndex, Outcome, Policy};
     /// # fn main() -> tantivy_simhash::Result<()> {
+    /// # let config = NearDupConfig::new("id", ["body"]);
     /// # let mut builder = Schema::builder();
-    /// # let id = builder.add_text_field("id", STRING | STORED);
+    /// # let id = builder.add_text_field("id", STRING | FAST);
     /// # let body = builder.add_text_field("body", TEXT);
-    /// # let config = NearDupConfig::new("id", &["body"]);
-    /// # let index = NearDupIndex::create_in_ram(builder, config)?;
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
     /// // Re-ingesting a document skips it instead of storing it twice.
     /// let mut writer = index.writer(50_000_000, Policy::Off)?.with_id_policy(IdPolicy::KeepFirst);
     /// let first = doc!(id => "a", body => "the first version of the page");
@@ -597,7 +598,7 @@ impl DedupWriter {
         let id = self.prepare(doc)?;
         let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
         if matches!(self.id_policy, IdPolicy::KeepFirst | IdPolicy::Report) {
-            let taken = lock(&self.pending).ids.taken(&id, committed);
+            let taken = lock(&self.pending).ids.taken(&id, &committed);
             if let Some(taken) = taken {
                 return self.id_taken(id, taken).map(Settled::Done);
             }
@@ -634,7 +635,7 @@ impl DedupWriter {
         let mut pending = lock(&self.pending);
         // The id check, the near-duplicate check and the insertion are one step under the lock:
         // of two threads adding one id, exactly one wins.
-        let taken = pending.ids.taken(&id, committed);
+        let taken = pending.ids.taken(&id, &committed);
         let replacing = match (self.id_policy, taken) {
             (IdPolicy::KeepFirst | IdPolicy::Report, Some(taken)) => {
                 drop(pending);

@@ -248,8 +248,17 @@ impl Index {
                 *slot = value;
             }
         }
-        let writer =
-            py.detach(|| Writer::open(store, policy_name, parsed, id_policy, map, memory_mb, threads))?;
+        let writer = py.detach(|| {
+            Writer::open(
+                store,
+                policy_name,
+                parsed,
+                id_policy,
+                map,
+                memory_mb,
+                threads,
+            )
+        })?;
         Ok(writer)
     }
 

@@ -1,9 +1,11 @@
 //! [`IdPolicy`]: what [`DedupWriter`](super::DedupWriter) does with a document whose id is
 //! already in the index (tantivy has no primary key), and the writer's table of uncommitted ids.
 
+use crate::columns::for_each_posting;
 use crate::error::Result;
 use crate::lookup::NearDupSearcher;
 use std::collections::{HashMap, HashSet};
+use tantivy::{DocAddress, Term};
 
 /// What [`DedupWriter`](super::DedupWriter) does with a document whose id is already taken:
 /// tantivy has no primary key, so without a policy re-ingesting a document stores it twice.
@@ -15,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 /// taken when a live document records that it replaced that id under
 /// [`Policy::Replace`](super::Policy::Replace) (the near-duplicate policy), so a rerun over the
 /// same input does not bring back a copy a newer near-duplicate replaced
-/// ([`NearDupSearcher::is_replaced`]; for committed documents as of the last commit).
+/// ([`NearDupSearcher::is_replaced`]).
 ///
 /// **Order**: the id check, the near-duplicate check and the insertion are one step under the
 /// writer's lock, so of documents with one id added at once from several threads exactly one
@@ -83,13 +85,14 @@ impl IdPolicy {
 
 /// What the last commit says about an id: read outside the writer's lock (the committed
 /// snapshot changes only at a commit, which takes the writer mutably).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct CommittedId {
     /// A committed document with a fingerprint has the id (deletes since the commit not
     /// applied).
     pub(super) live: bool,
-    /// A live committed document records that it replaced the id.
-    pub(super) replaced: bool,
+    /// The ids of the committed documents that record they replaced the id (read only when
+    /// no committed document has it, and not for [`IdPolicy::Replace`]).
+    pub(super) replaced_by: Vec<String>,
 }
 
 impl CommittedId {
@@ -99,9 +102,36 @@ impl CommittedId {
             return Ok(CommittedId::default());
         }
         let live = searcher.address_of_id(id)?.is_some();
-        let replaced = !live && policy != IdPolicy::Replace && searcher.is_replaced(id)?;
-        Ok(CommittedId { live, replaced })
+        let replaced_by = if live || policy == IdPolicy::Replace {
+            Vec::new()
+        } else {
+            replaced_by(searcher, id)?
+        };
+        Ok(CommittedId { live, replaced_by })
     }
+}
+
+/// The ids of the live documents of `searcher` that record they replaced `id`: one term lookup
+/// per segment, and an id read per recorder.
+fn replaced_by(searcher: &NearDupSearcher, id: &str) -> Result<Vec<String>> {
+    let Some(field) = searcher.fields().replaced else {
+        return Ok(Vec::new());
+    };
+    let term = Term::from_field_text(field, id);
+    let mut recorders = Vec::new();
+    for (ord, segment) in searcher.searcher().segment_readers().iter().enumerate() {
+        let inverted = segment.inverted_index(field)?;
+        let mut docs = Vec::new();
+        for_each_posting(&inverted, &term, |doc| {
+            if !segment.is_deleted(doc) {
+                docs.push(doc);
+            }
+        })?;
+        for doc in docs {
+            recorders.extend(searcher.id_of(DocAddress::new(ord as u32, doc))?);
+        }
+    }
+    Ok(recorders)
 }
 
 /// Why an id is taken.
@@ -163,7 +193,7 @@ impl PendingIds {
     }
 
     /// Whether `id` is taken, given what the last commit says about it.
-    pub(super) fn taken(&self, id: &str, committed: CommittedId) -> Option<Taken> {
+    pub(super) fn taken(&self, id: &str, committed: &CommittedId) -> Option<Taken> {
         if self.live.contains_key(id) || (committed.live && !self.deleted.contains(id)) {
             return Some(Taken::Live);
         }
@@ -171,6 +201,12 @@ impl PendingIds {
             .replaced_by
             .get(id)
             .is_some_and(|by| by.iter().any(|b| self.live.contains_key(b)));
-        (replaced_pending || committed.replaced).then_some(Taken::Replaced)
+        // A committed recorder deleted since the commit no longer takes the id (unless it was
+        // added again, which the pending check above sees).
+        let replaced_committed = committed
+            .replaced_by
+            .iter()
+            .any(|b| !self.deleted.contains(b));
+        (replaced_pending || replaced_committed).then_some(Taken::Replaced)
     }
 }
