@@ -174,7 +174,7 @@ pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, DocPair, GroupPair, IdPair, NearDupGraph,
     SignatureGroup,
 };
-pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey};
+pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
 pub use error::{Error, Result};
 pub use fingerprint::{
     register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
