@@ -159,6 +159,7 @@ mod columns;
 mod error;
 pub mod fingerprint;
 mod ids;
+mod keytable;
 pub mod layout;
 pub mod lookup;
 pub mod mirrors;
@@ -180,6 +181,7 @@ pub use fingerprint::{
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
+pub use keytable::KeyTableStats;
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
