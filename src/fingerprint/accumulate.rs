@@ -322,7 +322,7 @@ mod tests {
             for _ in 0..n {
                 let h = rng.next();
                 // Mostly counts 1-4 (grouped), some larger.
-                let c = if rng.next() % 5 == 0 {
+                let c = if rng.next().is_multiple_of(5) {
                     (rng.next() % 40) as u32 + 1
                 } else {
                     (rng.next() % 4) as u32 + 1
@@ -331,7 +331,7 @@ mod tests {
             }
             let pairs: Vec<(u64, u32)> = table.iter().collect();
             // A factor that is 1 for most features and not for some.
-            let factor = |h: u64| if h % 7 == 0 { 0.3 } else { 1.0 };
+            let factor = |h: u64| if h.is_multiple_of(7) { 0.3 } else { 1.0 };
             for kind_weight in [1.0f32, 0.5] {
                 let mut acc = [0i64; 64];
                 flush(&table, &mut acc, unit, kind_weight, weight, factor);
