@@ -127,6 +127,19 @@ fn mix(mut x: u64) -> u64 {
 pub(crate) struct Bins {
     values: Vec<u32>,
     any: bool,
+    /// The first [`PROBES`] bins each bin's densification probes, bin by bin (the sequences do
+    /// not depend on the document: computed once per bin count).
+    probes: Vec<u16>,
+}
+
+/// Probes per bin kept in [`Bins::probes`]; a bin that needs more computes them (a document
+/// with fewer shingles than bins / 8 or so).
+const PROBES: usize = 32;
+
+/// The bin that empty bin `i` of `n` probes at attempt `attempt` (1-based).
+#[inline]
+fn probe(i: usize, attempt: u64, n: usize) -> usize {
+    (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize
 }
 
 impl Bins {
@@ -157,7 +170,13 @@ impl Bins {
         if !self.any {
             return false;
         }
-        densify(&mut self.values);
+        let n = self.values.len();
+        if self.probes.len() != n * PROBES {
+            self.probes = (0..n)
+                .flat_map(|i| (1..=PROBES as u64).map(move |a| probe(i, a, n) as u16))
+                .collect();
+        }
+        densify(&mut self.values, &self.probes);
         true
     }
 
@@ -185,8 +204,9 @@ pub(crate) fn one_permutation(
 }
 
 /// Optimal densification: empty bin i probes bins by a sequence seeded by i (and the attempt)
-/// until it finds a filled one. Both documents use the same sequences.
-fn densify(bins: &mut [u32]) {
+/// until it finds a filled one. Both documents use the same sequences. `probes` holds the first
+/// [`PROBES`] of each bin's sequence (at most 1024 bins, so a bin fits in `u16`).
+fn densify(bins: &mut [u32], probes: &[u16]) {
     let n = bins.len();
     // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
     let mut filled = [0u64; 16];
@@ -200,10 +220,15 @@ fn densify(bins: &mut [u32]) {
         if is_filled(i) {
             continue;
         }
-        let mut attempt = 0u64;
+        let known = probes.get(i * PROBES..(i + 1) * PROBES).unwrap_or(&[]);
+        if let Some(&j) = known.iter().find(|&&j| is_filled(usize::from(j))) {
+            bins[i] = bins[usize::from(j)];
+            continue;
+        }
+        let mut attempt = known.len() as u64;
         loop {
             attempt += 1;
-            let j = (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize;
+            let j = probe(i, attempt, n);
             if is_filled(j) {
                 bins[i] = bins[j];
                 break;
