@@ -72,8 +72,7 @@ pub struct Signer {
     shingling: Shingling,
     minhash: MinHashConfig,
     collector: ShingleCollector,
-    shingles: Vec<u64>,
-    bins: Vec<u32>,
+    bins: minhash::Bins,
 }
 
 impl Signer {
@@ -84,8 +83,7 @@ impl Signer {
             shingling: rule.spec().shingling,
             minhash: *rule.minhash(),
             collector: ShingleCollector::default(),
-            shingles: Vec::new(),
-            bins: Vec::new(),
+            bins: minhash::Bins::default(),
         }
     }
 
@@ -112,7 +110,9 @@ impl Signer {
         mut log: Option<&mut TokenLog>,
     ) -> (Signature, FingerprintKind) {
         let collector = &mut self.collector;
-        collector.clear();
+        // Lines matter only to chrome detection.
+        let lines = self.shingling.min_line_words > 0;
+        collector.clear(lines);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
             Some(&mut |t: &str, hash, line, from, to| {
@@ -121,11 +121,14 @@ impl Signer {
                     log.push(t, from, to);
                 }
             }),
+            lines,
         );
-        self.shingles.clear();
-        self.collector.shingles(&self.shingling, &mut self.shingles);
-        let sketch = if minhash::one_permutation(&self.minhash, &self.shingles, &mut self.bins) {
-            Sketch::from_bins(&self.minhash, &self.bins)
+        let bins = &mut self.bins;
+        bins.clear(&self.minhash);
+        self.collector
+            .for_each_shingle(&self.shingling, |shingle| bins.add(shingle));
+        let sketch = if bins.finish() {
+            Sketch::from_bins(&self.minhash, bins.values())
         } else {
             Sketch::empty(&self.minhash)
         };
@@ -151,7 +154,10 @@ impl Signer {
     /// The shingle hashes the sketch of `text` is made of (for evaluation and tests).
     pub fn shingles(&mut self, text: &str) -> Vec<u64> {
         self.sign(text);
-        self.shingles.clone()
+        let mut out = Vec::new();
+        self.collector
+            .for_each_shingle(&self.shingling, |shingle| out.push(shingle));
+        out
     }
 }
 

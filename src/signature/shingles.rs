@@ -56,92 +56,142 @@ impl Shingling {
 
 const UNIT_SEED: u64 = 0x756e_6974_0000_0001;
 
-/// Order-aware combination of unit hashes: each position rotates and multiplies by its own odd
-/// constant, then splitmix64's finaliser mixes (cheaper than hashing the bytes again).
-fn shingle_hash(units: &[(u64, u32)]) -> u64 {
-    const ODD: [u64; 8] = [
-        0x9e37_79b9_7f4a_7c15,
-        0xc2b2_ae3d_27d4_eb4f,
-        0x1656_67b1_9e37_79f9,
-        0x27d4_eb2f_1656_67c5,
-        0x94d0_49bb_1331_11eb,
-        0xbf58_476d_1ce4_e5b9,
-        0xff51_afd7_ed55_8ccd,
-        0xc4ce_b9fe_1a85_ec53,
-    ];
-    let mut x = units.len() as u64;
-    for (i, (h, _)) in units.iter().enumerate() {
-        x ^= h.rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
-    }
+/// Multipliers of the positions of a shingle (the 9th unit reuses the first).
+const ODD: [u64; 8] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+    0x27d4_eb2f_1656_67c5,
+    0x94d0_49bb_1331_11eb,
+    0xbf58_476d_1ce4_e5b9,
+    0xff51_afd7_ed55_8ccd,
+    0xc4ce_b9fe_1a85_ec53,
+];
+
+#[inline]
+fn finish(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
 
+/// Order-aware combination of unit hashes: each position rotates and multiplies by its own odd
+/// constant, then splitmix64's finaliser mixes (cheaper than hashing the bytes again).
+#[inline]
+fn shingle_hash(units: &[u64]) -> u64 {
+    let mut x = units.len() as u64;
+    for (i, h) in units.iter().enumerate() {
+        x ^= h.rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
+    }
+    finish(x)
+}
+
+/// [`shingle_hash`] of every window of `N` units, in order (the same values; the width known at
+/// compile time lets the position constants fold).
+#[inline]
+fn windows_of<const N: usize>(units: &[u64], emit: &mut impl FnMut(u64)) {
+    for w in units.windows(N) {
+        let mut x = N as u64;
+        for i in 0..N {
+            x ^= w[i].rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
+        }
+        emit(finish(x));
+    }
+}
+
 /// Collects units from a token stream and turns them into shingle hashes. Reusable.
 #[derive(Default, Debug)]
 pub(crate) struct ShingleCollector {
-    /// (unit hash, line) per unit.
-    units: Vec<(u64, u32)>,
-    /// Tokens per line.
+    /// The hash of each unit.
+    units: Vec<u64>,
+    /// The line of each unit (only when chrome is skipped: `lines` was set by `clear`).
+    unit_lines: Vec<u32>,
+    /// Tokens per line (likewise).
     line_words: Vec<u32>,
+    lines: bool,
 }
 
 impl ShingleCollector {
-    pub(crate) fn clear(&mut self) {
+    /// Starts a document; `lines`: whether tokens' lines matter (chrome detection).
+    pub(crate) fn clear(&mut self, lines: bool) {
         self.units.clear();
+        self.unit_lines.clear();
         self.line_words.clear();
+        self.lines = lines;
     }
 
     /// One token of the scheme's analysis with its seeded hash, on 0-based line `line`
-    /// (non-decreasing).
+    /// (non-decreasing; ignored unless `clear` was told lines matter).
+    #[inline]
     pub(crate) fn token(&mut self, token: &str, hash: u64, line: u32) {
-        let l = line as usize;
-        if self.line_words.len() <= l {
-            self.line_words.resize(l + 1, 0);
-        }
-        self.line_words[l] += 1;
-        if token.chars().next().is_some_and(is_han) {
+        let before = self.units.len();
+        // Han characters (U+3400 and above) start with a UTF-8 byte >= 0xE3: a token starting
+        // below is not Han (ASCII words, the common case, skip decoding a char).
+        if token.as_bytes().first().is_some_and(|&b| b >= 0xe3)
+            && token.chars().next().is_some_and(is_han)
+        {
             let mut buf = [0u8; 4];
             for c in token.chars() {
                 let unit = xxh3_64_with_seed(c.encode_utf8(&mut buf).as_bytes(), UNIT_SEED);
-                self.units.push((unit, line));
+                self.units.push(unit);
             }
         } else {
-            self.units.push((hash, line));
+            self.units.push(hash);
+        }
+        if self.lines {
+            let l = line as usize;
+            if self.line_words.len() <= l {
+                self.line_words.resize(l + 1, 0);
+            }
+            self.line_words[l] += 1;
+            let added = self.units.len() - before;
+            self.unit_lines.extend(std::iter::repeat_n(line, added));
         }
     }
 
-    /// The shingle hashes (with repeats) chosen by `shingling`, appended to `out`.
-    pub(crate) fn shingles(&self, shingling: &Shingling, out: &mut Vec<u64>) {
+    /// Calls `emit` with each shingle hash (with repeats) chosen by `shingling`.
+    pub(crate) fn for_each_shingle(&self, shingling: &Shingling, mut emit: impl FnMut(u64)) {
         let width = usize::from(shingling.width.max(1));
-        let start = out.len();
-        let mut all = 0u32;
         let n = width.min(8);
-        let hash = |w: &[(u64, u32)]| shingle_hash(w);
         if self.units.is_empty() {
             return;
         }
         if self.units.len() < n {
-            out.push(hash(&self.units));
+            emit(shingle_hash(&self.units));
             return;
         }
         let min_words = shingling.min_line_words;
-        for w in self.units.windows(n) {
-            all += 1;
-            if min_words == 0 || self.line_words[w[0].1 as usize] >= min_words {
-                out.push(hash(w));
+        if min_words == 0 || !self.lines {
+            self.all_windows(n, &mut emit);
+            return;
+        }
+        let is_content =
+            |start: usize| self.line_words[self.unit_lines[start] as usize] >= min_words;
+        let all = (self.units.len() - n + 1) as u64;
+        let content = (0..all as usize).filter(|&s| is_content(s)).count() as u64;
+        let judged_whole = content < all
+            && (content < u64::from(shingling.min_content_shingles)
+                || content * 100 < all * u64::from(shingling.min_content_percent));
+        if judged_whole {
+            self.all_windows(n, &mut emit);
+        } else {
+            for (start, w) in self.units.windows(n).enumerate() {
+                if is_content(start) {
+                    emit(shingle_hash(w));
+                }
             }
         }
-        let content = (out.len() - start) as u64;
-        if min_words > 0
-            && content < u64::from(all)
-            && (content < u64::from(shingling.min_content_shingles)
-                || content * 100 < u64::from(all) * u64::from(shingling.min_content_percent))
-        {
-            out.truncate(start);
-            for w in self.units.windows(n) {
-                out.push(hash(w));
+    }
+
+    fn all_windows(&self, n: usize, emit: &mut impl FnMut(u64)) {
+        match n {
+            3 => windows_of::<3>(&self.units, emit),
+            2 => windows_of::<2>(&self.units, emit),
+            4 => windows_of::<4>(&self.units, emit),
+            _ => {
+                for w in self.units.windows(n) {
+                    emit(shingle_hash(w));
+                }
             }
         }
     }
