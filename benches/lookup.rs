@@ -9,6 +9,8 @@
 //! `SIMHASH_BENCH_DOCS` fingerprints (default 100,000; 91% random, 9% in near-duplicate clusters)
 //! in an on-disk index with the default layout, with 8 segments and with 1. One iteration runs
 //! one query (they cycle through 256 queries: half near an indexed fingerprint, half random).
+//! The searcher's key tables are built before measuring (`NearDupSearcher::build_key_tables`);
+//! the `_postings` rows read every key from its postings instead (`with_key_tables(false)`).
 //! Percentiles (p50, p99) and ratios measured in one run: `examples/index_bench.rs`.
 
 #[path = "../examples/support/pigeonhole.rs"]
@@ -56,7 +58,9 @@ fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher
         w.commit().unwrap();
     }
     w.wait_merging_threads().unwrap();
-    index.lookups().unwrap()
+    let s = index.lookups().unwrap();
+    s.build_key_tables();
+    s
 }
 
 fn bench_lookup(c: &mut Criterion) {
@@ -104,6 +108,14 @@ fn bench_lookup(c: &mut Criterion) {
             BenchmarkId::new("lookup_addresses", segments),
             &s,
             |b, s| b.iter(|| black_box(s.lookup_addresses(next(), k).unwrap().len())),
+        );
+        let postings = NearDupSearcher::new(s.fields(), s.searcher())
+            .unwrap()
+            .with_key_tables(false);
+        group.bench_with_input(
+            BenchmarkId::new("lookup_addresses_postings", segments),
+            &postings,
+            |b, p| b.iter(|| black_box(p.lookup_addresses(next(), k).unwrap().len())),
         );
         group.bench_with_input(
             BenchmarkId::new("query_docset_collector", segments),

@@ -42,12 +42,51 @@ use tantivy::{DocId, DocSet, InvertedIndexReader, Term, TERMINATED};
 /// The bits of a key below its position's tag.
 const VALUE_MASK: u64 = (1 << 48) - 1;
 
+/// The default bound on the memory all key tables of the process hold together: 1 GiB, the
+/// tables of about 10 million documents under the default rule.
+pub const DEFAULT_KEY_TABLE_MEMORY_LIMIT: u64 = 1 << 30;
+
+static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(DEFAULT_KEY_TABLE_MEMORY_LIMIT);
+static MEMORY_USED: AtomicU64 = AtomicU64::new(0);
+
+/// Bounds the memory that the key tables of the whole process may hold together (default
+/// [`DEFAULT_KEY_TABLE_MEMORY_LIMIT`]). A segment whose table would pass the bound gets none
+/// and is read from its postings (slower, same results) until other tables are freed; tables
+/// already built are kept. `0` builds no more tables. See
+/// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables).
+pub fn set_key_table_memory_limit(bytes: u64) {
+    MEMORY_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// The memory the process's key tables hold now, in bytes.
+pub fn key_table_memory_used() -> u64 {
+    MEMORY_USED.load(Ordering::Relaxed)
+}
+
+/// Reserves `bytes` of the process's budget for a table; `false` when it would pass the bound.
+fn reserve(bytes: u64) -> bool {
+    let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
+    MEMORY_USED
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+            used.checked_add(bytes).filter(|&total| total <= limit)
+        })
+        .is_ok()
+}
+
 /// The in-memory keys of one segment under one rule. See the [module docs](self).
 #[derive(Debug)]
 pub(crate) struct KeyTable {
     rule: MatchRule,
     families: Vec<Option<Family>>,
     build_time: Duration,
+    /// Bytes of the process's budget this table holds (returned when it is dropped).
+    reserved: u64,
+}
+
+impl Drop for KeyTable {
+    fn drop(&mut self) {
+        MEMORY_USED.fetch_sub(self.reserved, Ordering::Relaxed);
+    }
 }
 
 /// One key position's documents by key value.
@@ -129,7 +168,13 @@ fn low_mask(bits: u32) -> u64 {
 impl KeyTable {
     /// Reads the signature of every document of a segment (`max_doc` documents, deleted ones
     /// included) from `columns` and files its keys under `rule`.
-    pub(crate) fn build(rule: &MatchRule, columns: &SegmentSignatures, max_doc: u32) -> KeyTable {
+    /// `None` when the table would pass the process's memory bound
+    /// ([`set_key_table_memory_limit`]).
+    pub(crate) fn build(
+        rule: &MatchRule,
+        columns: &SegmentSignatures,
+        max_doc: u32,
+    ) -> Option<KeyTable> {
         let started = Instant::now();
         let blocks = rule.layout().num_keys();
         let positions = blocks + rule.minhash().bands as usize;
@@ -144,6 +189,15 @@ impl KeyTable {
                 Family::plan(width, max_doc)
             })
             .collect();
+        // At most one entry per document and position, and the directories.
+        let reserved: u64 = plans
+            .iter()
+            .flatten()
+            .map(|&(bucket_bits, _, _)| 4 * (u64::from(max_doc) + (1u64 << bucket_bits) + 1))
+            .sum();
+        if !reserve(reserved) {
+            return None;
+        }
         // (bucket, entry) per position, in doc id order.
         let mut filed: Vec<Vec<(u32, u32)>> = plans
             .iter()
@@ -210,11 +264,21 @@ impl KeyTable {
                 })
             })
             .collect();
-        KeyTable {
+        let mut table = KeyTable {
             rule: rule.clone(),
             families,
             build_time: started.elapsed(),
+            reserved,
+        };
+        // Hold what the table really takes (the estimate is an upper bound of the entries).
+        let actual = table.heap_bytes() as u64;
+        if actual >= reserved {
+            MEMORY_USED.fetch_add(actual - reserved, Ordering::Relaxed);
+        } else {
+            MEMORY_USED.fetch_sub(reserved - actual, Ordering::Relaxed);
         }
+        table.reserved = actual;
+        Some(table)
     }
 
     /// Whether this table was built for `rule`.
@@ -264,6 +328,8 @@ impl KeyTable {
 pub(crate) struct SegmentKeys {
     lookups: AtomicU64,
     table: OnceLock<KeyTable>,
+    /// Serialises builds, so a table is built once even when the budget refuses a first try.
+    building: Mutex<()>,
 }
 
 impl SegmentKeys {
@@ -302,16 +368,20 @@ impl SegmentKeys {
     }
 
     /// Builds the table (once; a concurrent caller waits for it) from `columns`.
+    /// `None` when the process's memory bound refuses it (lookups then read postings).
     pub(crate) fn build(
         &self,
         rule: &MatchRule,
         columns: &SegmentSignatures,
         max_doc: u32,
     ) -> Option<&KeyTable> {
-        let built = self
-            .table
-            .get_or_init(|| KeyTable::build(rule, columns, max_doc));
-        built.is_for(rule).then_some(built)
+        let _building = crate::schema::lock(&self.building);
+        if self.table.get().is_none() {
+            let table = KeyTable::build(rule, columns, max_doc)?;
+            // Only this thread sets it (under `building`), so this cannot fail.
+            let _ = self.table.set(table);
+        }
+        self.built_for(rule)
     }
 }
 

@@ -181,7 +181,10 @@ pub use fingerprint::{
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
-pub use keytable::KeyTableStats;
+pub use keytable::{
+    key_table_memory_used, set_key_table_memory_limit, KeyTableStats,
+    DEFAULT_KEY_TABLE_MEMORY_LIMIT,
+};
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};

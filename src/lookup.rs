@@ -197,8 +197,11 @@ impl NearDupSearcher {
     ///
     /// Cost: **about 6-8 B of memory per key per document** (~100-130 B per document under the
     /// default rule's 16 keys; ~25-32 B for documents with a fingerprint only), and a build
-    /// that reads every document's signature once (measured in docs/PERFORMANCE.md). Set
-    /// `false` where that memory is not available; results do not change.
+    /// that reads every document's signature once (measured in docs/PERFORMANCE.md). The
+    /// tables of the whole process are bounded together by
+    /// [`set_key_table_memory_limit`](crate::set_key_table_memory_limit) (default 1 GiB, about
+    /// 10 million documents): past it, segments are read from their postings. Set `false`
+    /// where that memory is not available; results do not change.
     pub fn with_key_tables(mut self, enabled: bool) -> Self {
         self.signatures = self.signatures.with_key_tables(enabled);
         self
@@ -229,9 +232,11 @@ impl NearDupSearcher {
     /// nearest first, then resemblance matches most resembling first), ties by id. Exactly the
     /// documents a brute-force scan with [`MatchRule::matches`](crate::MatchRule::matches)
     /// finds (every match shares a key), unless a key is hot
-    /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment one
-    /// term look-up per key of the rule (16 by default), one fingerprint read per candidate,
-    /// sketch reads only for candidates that share a band; then one id read per match (see
+    /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment and
+    /// key of the rule (16 by default), a few array reads from the segment's key table once it
+    /// is built ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a
+    /// postings read; one fingerprint read per candidate, sketch reads only for candidates that
+    /// share a band; then one id read per match (see
     /// [`lookup_signature_addresses`](Self::lookup_signature_addresses) to skip it).
     pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<NearDup>> {
         let mut found = Vec::new();
@@ -297,10 +302,12 @@ impl NearDupSearcher {
     /// nearest first (ties by id). A fingerprint has no sketch, so the rule's resemblance branch
     /// cannot be evaluated: use [`NearDupIndex::lookup_text`],
     /// [`lookup_id`](Self::lookup_id) or [`lookup_signature`](Self::lookup_signature) for the
-    /// rule. No bound on hot keys applies (every posting is read). Cost: per segment, one term look-up and postings read per key, one column read per
-    /// candidate; then one id read per match, which decompresses a block of the id column's
-    /// dictionary (see [`lookup_addresses`](Self::lookup_addresses) to skip it). Measured in
-    /// docs/PERFORMANCE.md.
+    /// rule. No bound on hot keys applies (every posting is read). Cost: per segment and block
+    /// key, a few array reads from the key table once built
+    /// ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a postings read;
+    /// one column read per candidate; then one id read per match (see
+    /// [`lookup_addresses`](Self::lookup_addresses) to skip it, and [`id_of`](Self::id_of) for
+    /// its cost). Measured in docs/PERFORMANCE.md.
     pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
         self.lookup_within(fp, self.fields.layout().max_distance())
     }

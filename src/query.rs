@@ -353,14 +353,27 @@ impl DocPredicate for RulePredicate {
         }
         docs.sort_unstable();
         docs.dedup();
-        let columns = match columns {
-            Some(columns) => columns,
-            None => self.shared.columns(reader)?,
+        // The fingerprint column decides most candidates; the sketch columns (16 more opens)
+        // only when a candidate lies beyond the simhash radius under the rule.
+        let fingerprints = fingerprint_column(reader, self.shared.fields.fingerprint)?;
+        let radius = rule.layout().max_distance();
+        let query = self.shared.signature.fingerprint;
+        let needs_sketch = self.test == Test::Rule
+            && docs.iter().any(|&doc| {
+                fingerprints
+                    .first(doc)
+                    .is_some_and(|fp| query.distance(Fingerprint(fp)) > radius)
+            });
+        let columns = match (columns, needs_sketch) {
+            (Some(columns), true) => Some(columns),
+            (None, true) => Some(self.shared.columns(reader)?),
+            (_, false) => None,
         };
         Ok(ConstOrVariableSegmentPredicate::Variable {
             predicate: Verify {
                 shared: Arc::clone(&self.shared),
                 test: self.test,
+                fingerprints,
                 columns,
                 candidate: Signature {
                     fingerprint: Fingerprint(0),
@@ -376,14 +389,16 @@ impl DocPredicate for RulePredicate {
 struct Verify {
     shared: Arc<Shared>,
     test: Test,
-    columns: SegmentSignatures,
+    fingerprints: tantivy::columnar::Column<u64>,
+    /// Every signature column; opened only when a candidate needs its sketch.
+    columns: Option<SegmentSignatures>,
     candidate: Signature,
 }
 
 impl SegmentDocPredicate for Verify {
     fn eval(&mut self, doc: DocId) -> bool {
         let query = &self.shared.signature;
-        let Some(fp) = self.columns.fingerprint(doc) else {
+        let Some(fp) = self.fingerprints.first(doc).map(Fingerprint) else {
             return false;
         };
         let distance = query.fingerprint.distance(fp);
@@ -392,8 +407,11 @@ impl SegmentDocPredicate for Verify {
             Test::Within(k) => distance <= k,
             Test::Rule if distance <= rule.layout().max_distance() => true,
             Test::Rule => {
-                // Beyond the radius only the resemblance branch can match: read the sketch.
-                self.columns.read_into(doc, &mut self.candidate)
+                // Beyond the radius only the resemblance branch can match: read the sketch
+                // (the columns are open whenever a candidate lies beyond the radius).
+                self.columns
+                    .as_ref()
+                    .is_some_and(|c| c.read_into(doc, &mut self.candidate))
                     && rule.matches(query, &self.candidate).is_some()
             }
         }

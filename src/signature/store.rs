@@ -301,8 +301,9 @@ impl SignatureReader {
     }
 
     /// Calls `f` once for every live document that
-    /// `rule` matches with `query`: per segment, one term look-up and postings read per key of
-    /// `query`, one signature read and one [`MatchRule::matches`] per candidate (a document met
+    /// `rule` matches with `query`: per segment and key of `query`, a few array reads from the
+    /// segment's key table once built ([`with_key_tables`](Self::with_key_tables)), else a term
+    /// look-up and postings read; one signature read and one [`MatchRule::matches`] per candidate (a document met
     /// under several keys is verified and reported once: a per-segment set of the matches).
     ///
     /// Because every pair the rule matches shares a key, this finds exactly the documents a
