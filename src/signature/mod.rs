@@ -115,7 +115,7 @@ impl Signer {
         collector.clear(lines);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
-            Some(&mut |t: &str, hash, line, from, to| {
+            Some(|t: &str, hash, line, from, to| {
                 collector.token(t, hash, line);
                 if let Some(log) = log.as_mut() {
                     log.push(t, from, to);
