@@ -97,7 +97,9 @@
 //! ```
 //!
 //! **3. Collapse any query.** [`NearDupCollapse`] returns one hit per near-duplicate group,
-//! keeping tantivy's pruning.
+//! keeping tantivy's pruning; or one per value of any fast field ([`GroupBy`]), with the
+//! leader chosen by a field (the newest version) and a derank mode
+//! ([`Collapsed::deranked`]).
 //!
 //! ```
 //! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};

@@ -26,7 +26,7 @@ use tantivy::schema::Schema;
 use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 /// Folds near-duplicate hits of an inner top-docs collector into groups. See the
-/// [module docs](self).
+/// [module docs](crate::collapse).
 ///
 /// Build it with [`by_score`](NearDupCollapse::by_score) or
 /// [`by_fast_field`](NearDupCollapse::by_fast_field), which make the inner `TopDocs` themselves
@@ -386,7 +386,7 @@ impl<C> NearDupCollapse<C> {
 
     /// Searches `query` and collapses, widening the fetch (doubling it) while fewer than
     /// `limit` groups are found and more hits exist, up to `max_fetch`. See the
-    /// [module docs](self) for the bound and the guarantee.
+    /// [module docs](crate::collapse) for the bound and the guarantee.
     ///
     /// Cost: one search per fetch tried (block-max pruning kept when the query allows it), one
     /// signature read per hit fetched (the fingerprint and 16 sketch words: bit-packed fast

@@ -16,7 +16,7 @@ pub struct CollapsedHit<K> {
     /// The key the hit was ranked by (its score, or its fast field value).
     pub key: K,
     /// The user id (the id field's value; empty if the document has none, or when ids were
-    /// not read: [`NearDupCollapse::read_ids`]).
+    /// not read: [`NearDupCollapse::read_ids`](super::NearDupCollapse::read_ids)).
     pub id: String,
     /// Where the document is, in the searcher of shard `shard`.
     pub address: DocAddress,
