@@ -24,6 +24,7 @@
 //! assert!(rule.matches(&a, &a).is_some());
 //! ```
 
+mod chrome;
 mod minhash;
 mod pairs;
 mod rule;
@@ -35,7 +36,9 @@ pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairSt
 pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
 pub use shingles::Shingling;
 
-use crate::fingerprint::{Fingerprint, FingerprintKind, Fingerprinter, Scheme};
+use crate::fingerprint::{
+    Fingerprint, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
+};
 use crate::replay::TokenLog;
 
 /// The default bound on the candidates read per key (per segment, and in
@@ -71,6 +74,8 @@ pub struct Signer {
     fingerprinter: Fingerprinter,
     shingling: Shingling,
     minhash: MinHashConfig,
+    /// The scheme's tokens carry byte offsets into the signed text (the built-in tokenizer).
+    builtin_offsets: bool,
     collector: ShingleCollector,
     shingles: Vec<u64>,
     bins: Vec<u32>,
@@ -83,6 +88,10 @@ impl Signer {
             fingerprinter: scheme.fingerprinter(),
             shingling: rule.spec().shingling,
             minhash: *rule.minhash(),
+            builtin_offsets: matches!(
+                scheme.parameters().tokenization,
+                TokenizationParameters::Builtin { .. }
+            ),
             collector: ShingleCollector::default(),
             shingles: Vec::new(),
             bins: Vec::new(),
@@ -113,15 +122,23 @@ impl Signer {
     ) -> (Signature, FingerprintKind) {
         let collector = &mut self.collector;
         collector.clear();
+        // Token offsets index `text` itself only under the built-in tokenizer (a user
+        // analyzer's offsets index the normalised text).
+        let spans = self.builtin_offsets;
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
             Some(&mut |t: &str, hash, line, from, to| {
-                collector.token(t, hash, line);
+                collector.token(t, hash, line, spans.then(|| text.get(from..to)).flatten());
                 if let Some(log) = log.as_mut() {
                     log.push(t, from, to);
                 }
             }),
         );
+        if self.shingling.chrome {
+            if let Some(lines) = chrome::chrome_lines(text) {
+                self.collector.drop_chrome(&lines);
+            }
+        }
         self.shingles.clear();
         self.collector.shingles(&self.shingling, &mut self.shingles);
         let sketch = if minhash::one_permutation(&self.minhash, &self.shingles, &mut self.bins) {
