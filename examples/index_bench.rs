@@ -288,39 +288,63 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         "indexed {n} signatures (Policy::Off, 1 thread, 8 commits) in {:.2} s",
         t.elapsed().as_secs_f64()
     );
+    // `p` reads every key from its postings (no key tables): the lookups before issue 13.
+    let p = index
+        .lookups()?
+        .with_max_postings_per_key(usize::MAX)
+        .with_key_tables(false);
     let s = index.lookups()?.with_max_postings_per_key(usize::MAX);
+    key_table_report(&s, n)?;
     // Warm every path once.
     for q in &queries {
         s.lookup(q.fingerprint)?;
         s.lookup_signature(q)?;
+        p.lookup(q.fingerprint)?;
+        p.lookup_signature(q)?;
     }
     type Method<'a> = (&'a str, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
     let methods: Vec<Method> = vec![
         (
-            "simhash-only: NearDupSearcher::lookup (with ids)",
+            "postings, simhash-only: lookup (with ids)",
+            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            "postings, rule: lookup_signature (with ids)",
+            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
+        ),
+        (
+            "postings, simhash-only: lookup_addresses (no ids)",
+            Box::new(|q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            "postings, rule: lookup_signature_addresses (no ids)",
+            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: lookup (with ids)",
             Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
         ),
         (
-            "rule: NearDupSearcher::lookup_signature (with ids)",
+            "key tables, rule: lookup_signature (with ids)",
             Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
         ),
         (
-            "simhash-only: lookup_addresses (no ids)",
+            "key tables, simhash-only: lookup_addresses (no ids)",
             Box::new(|q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
         ),
         (
-            "rule: lookup_signature_addresses (no ids)",
+            "key tables, rule: lookup_signature_addresses (no ids)",
             Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
         ),
         (
-            "simhash-only: NearDupQuery::new + DocSetCollector",
+            "key tables, simhash-only: NearDupQuery::new + DocSetCollector",
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::new(s.fields(), q.fingerprint);
                 Ok(s.searcher().search(&query, &DocSetCollector)?.len())
             }),
         ),
         (
-            "rule: NearDupQuery::from_signature + DocSetCollector",
+            "key tables, rule: NearDupQuery::from_signature + DocSetCollector",
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::from_signature(s.fields(), q.clone())
                     .with_max_postings_per_key(usize::MAX);
@@ -328,6 +352,8 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
             }),
         ),
     ];
+    // Each method runs every query in turn (as a service doing only that would: taking turns
+    // query by query would measure each method with the others' data in the caches).
     let mut rows = Vec::new();
     for (name, f) in &methods {
         let mut times = Vec::with_capacity(queries.len());
@@ -340,17 +366,20 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         rows.push((*name, stats(times), found));
     }
     println!(
-        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | matches |\n|---|---|---|---|---|---|---|"
+        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
     );
     for (i, (name, st, found)) in rows.iter().enumerate() {
         let base = &rows[i - i % 2].1;
+        // The same method's simhash-only row read from postings (the first four rows).
+        let postings = &rows[(i - i % 2) % 4].1;
         println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {found} |",
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
             st.p50,
             st.p99,
             st.mean,
             st.p50 / base.p50,
-            st.p99 / base.p99
+            st.p99 / base.p99,
+            st.p50 / postings.p50,
         );
     }
     // Recall of the rule lookup against brute force, on a quarter of the queries.
@@ -378,6 +407,23 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     Ok(())
 }
 
+/// Builds the key tables of `s` now and prints their memory and build time.
+fn key_table_report(s: &NearDupSearcher, n: usize) -> Res<()> {
+    let t = Instant::now();
+    let st = s.build_key_tables();
+    println!(
+        "key tables: {} segment(s), {} documents, {:.1} MB = {:.1} B per document; built in {:.1} ms \
+         ({:.2} us per document)",
+        st.segments,
+        st.documents,
+        st.bytes as f64 / 1e6,
+        st.bytes as f64 / n.max(1) as f64,
+        us(t.elapsed()) / 1e3,
+        us(st.build_time) / n.max(1) as f64,
+    );
+    Ok(())
+}
+
 fn run_lookups(
     s: &NearDupSearcher,
     fps: &[u64],
@@ -395,6 +441,7 @@ fn run_lookups(
         qs.len(),
         us(open_cost)
     );
+    key_table_report(s, fps.len())?;
 
     // Expected result sizes, from brute force; also warms every path once.
     let mut want = Vec::with_capacity(qs.len());
@@ -471,6 +518,26 @@ fn run_lookups(
         expected_bf += want[i];
     }
     rows.push(("brute-force scan (1/4 of the queries)", stats(times), found));
+
+    // Every key from its postings (no key tables): the lookups before issue 13.
+    let p = NearDupSearcher::new(s.fields(), s.searcher())?.with_key_tables(false);
+    let mut with_ids = Vec::with_capacity(qs.len());
+    let mut without = Vec::with_capacity(qs.len());
+    let (mut found_with, mut found_without) = (0, 0);
+    for &q in qs {
+        let t = Instant::now();
+        found_with += p.lookup(Fingerprint(q))?.len();
+        with_ids.push(t.elapsed());
+        let t = Instant::now();
+        found_without += p.lookup_addresses(Fingerprint(q), k)?.len();
+        without.push(t.elapsed());
+    }
+    rows.push(("postings: lookup (with ids)", stats(with_ids), found_with));
+    rows.push((
+        "postings: lookup_addresses (no ids)",
+        stats(without),
+        found_without,
+    ));
 
     let table_p50 = rows[3].1.p50;
     let table_p99 = rows[3].1.p99;

@@ -159,6 +159,7 @@ mod columns;
 mod error;
 pub mod fingerprint;
 mod ids;
+mod keytable;
 pub mod layout;
 pub mod lookup;
 pub mod mirrors;
@@ -173,13 +174,14 @@ pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, Clusters, DocPair, GroupPair, IdPair, NearDupGraph,
     SignatureGroup,
 };
-pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, NearDupCollapse, RankKey};
+pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
 pub use error::{Error, Result};
 pub use fingerprint::{
     register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
+pub use keytable::KeyTableStats;
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};

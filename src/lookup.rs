@@ -10,6 +10,7 @@ use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::ids::{segment_ids, SegmentIds};
+use crate::keytable::{for_each_key_doc, KeyTableStats};
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
@@ -176,6 +177,45 @@ impl NearDupSearcher {
     /// The bound on candidates read per key and segment by the rule's lookups.
     pub fn max_postings_per_key(&self) -> usize {
         self.max_postings_per_key
+    }
+
+    /// Whether lookups may keep each segment's keys in memory (`true` unless set). Without a
+    /// table, each key of a lookup costs a term-dictionary look-up and a postings read per
+    /// segment (16 keys x 8 segments = 128 for the default rule on 8 segments); with one, a few
+    /// array reads.
+    ///
+    /// A segment's **key table** is built from its fingerprint and sketch columns (a document's
+    /// keys are a function of its signature) once the segment has served
+    /// `max(32, documents / 1024)` lookups in the process, so a one-off lookup never pays the
+    /// build; or at once with [`build_key_tables`](Self::build_key_tables). It holds every
+    /// document of the segment, deleted ones included, by key, in doc id order: the same
+    /// candidates as the postings, so results (the bound on hot keys included) are identical
+    /// either way, and deletes are checked against the searcher's alive bitset as always (a
+    /// table never goes stale: it depends on the immutable segment only). Tables are shared by
+    /// every searcher of the segment in the process and freed with the last one (merged-away
+    /// segments free theirs when their searchers go).
+    ///
+    /// Cost: **about 6-8 B of memory per key per document** (~100-130 B per document under the
+    /// default rule's 16 keys; ~25-32 B for documents with a fingerprint only), and a build
+    /// that reads every document's signature once (measured in docs/PERFORMANCE.md). Set
+    /// `false` where that memory is not available; results do not change.
+    pub fn with_key_tables(mut self, enabled: bool) -> Self {
+        self.signatures = self.signatures.with_key_tables(enabled);
+        self
+    }
+
+    /// Builds the key table of every segment that has none yet (see
+    /// [`with_key_tables`](Self::with_key_tables)), so no later lookup pays a build; returns
+    /// what the tables of this searcher's segments hold. Does nothing with key tables
+    /// disabled. Cost: reading every document's signature once per segment without a table.
+    pub fn build_key_tables(&self) -> KeyTableStats {
+        self.signatures.build_key_tables(self.fields.rule())
+    }
+
+    /// What the key tables of this searcher's segments hold (nothing with key tables
+    /// disabled), without building any.
+    pub fn key_table_stats(&self) -> KeyTableStats {
+        self.signatures.key_table_stats(self.fields.rule())
     }
 
     /// The signature columns and key postings of every segment, for lookups with an explicit
@@ -470,15 +510,17 @@ impl NearDupSearcher {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
         let keys_field = self.fields.keys;
-        let terms: Vec<Term> = layout
-            .keys(fp)
-            .into_iter()
-            .map(|key| Term::from_field_u64(keys_field, key))
-            .collect();
+        let keys = layout.keys(fp);
+        let mut runs = Vec::with_capacity(keys.len());
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
-            for (combo, term) in terms.iter().enumerate() {
-                for_each_posting(&cols.keys, term, |doc| {
+            runs.clear();
+            if let Some(table) = self.signatures.key_table(ord, self.fields.rule(), false) {
+                table.runs_into(&keys, &mut runs);
+            }
+            for (combo, &key) in keys.iter().enumerate() {
+                let run = runs.get(combo).copied().flatten();
+                for_each_key_doc(run, &cols.keys, (keys_field, key), usize::MAX, |doc| {
                     if let Some(v) = cols.fingerprints.first(doc) {
                         let other = Fingerprint(v);
                         let d = fp.distance(other);

@@ -56,9 +56,10 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
-use crate::columns::fingerprint_column;
+use crate::columns::{field_name, fingerprint_column};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::keytable::{for_each_key_doc, segment_keys, SegmentKeys};
 use crate::layout::check_distance;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::{NearDupFields, NearDupIndex};
@@ -69,7 +70,6 @@ use tantivy::query::doc_predicate_query::{
     ConstOrVariableSegmentPredicate, DocPredicate, DocPredicateQuery, SegmentDocPredicate,
 };
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Score, Searcher, SeekDangerResult, SegmentReader, Term, TERMINATED};
 
 /// What a candidate must satisfy.
@@ -97,6 +97,8 @@ struct Shared {
     signature: Signature,
     fields: NearDupFields,
     terms: Vec<Term>,
+    /// The keys of `terms`, in the rule's key order.
+    keys: Vec<u64>,
 }
 
 impl Shared {
@@ -113,6 +115,12 @@ impl Shared {
         SegmentSignatures::open(reader, names.names())
             .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))
     }
+
+    /// The segment's key-table entry, shared with the process's [`NearDupSearcher`]s.
+    fn keys(&self, reader: &SegmentReader) -> tantivy::Result<Arc<SegmentKeys>> {
+        let name = field_name(reader.schema(), self.fields.fingerprint)?;
+        Ok(segment_keys(reader.segment_id(), name))
+    }
 }
 
 impl NearDupQuery {
@@ -121,17 +129,17 @@ impl NearDupQuery {
     /// [`NearDupIndex::sign`]). Cost: computing the keys; the postings are read when the query
     /// runs.
     pub fn from_signature(fields: NearDupFields, signature: Signature) -> Self {
-        let terms = fields
-            .rule()
-            .keys(&signature)
-            .into_iter()
-            .map(|k| Term::from_field_u64(fields.keys, k))
+        let keys = fields.rule().keys(&signature);
+        let terms = keys
+            .iter()
+            .map(|&k| Term::from_field_u64(fields.keys, k))
             .collect();
         NearDupQuery {
             shared: Arc::new(Shared {
                 signature,
                 fields,
                 terms,
+                keys,
             }),
             test: Test::Rule,
             max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
@@ -312,24 +320,43 @@ impl DocPredicate for RulePredicate {
         reader: &SegmentReader,
     ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
         let inverted = reader.inverted_index(self.shared.fields.keys)?;
+        // The segment's key table is shared with the process's NearDupSearchers; this query
+        // counts as a lookup towards building it. The columns are opened only for a build or
+        // for candidates (opening them costs more than reading a table).
+        let rule = self.shared.rule();
+        let entry = self.shared.keys(reader)?;
+        let mut columns = None;
+        if entry.built_for(rule).is_none() && entry.count_lookup(reader.max_doc()) {
+            let opened = self.shared.columns(reader)?;
+            entry.build(rule, &opened, reader.max_doc());
+            columns = Some(opened);
+        }
+        let keys = &self.shared.keys;
+        let mut runs = Vec::with_capacity(keys.len());
+        if let Some(table) = entry.built_for(rule) {
+            table.runs_into(keys, &mut runs);
+        }
         let mut docs = Vec::new();
-        for term in &self.shared.terms {
-            if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
-                let mut doc = postings.doc();
-                let mut read = 0usize;
-                while doc != TERMINATED && read < self.max_postings_per_key {
-                    docs.push(doc);
-                    read += 1;
-                    doc = postings.advance();
-                }
-            }
+        let field = self.shared.fields.keys;
+        for (position, &key) in keys.iter().enumerate() {
+            let run = runs.get(position).copied().flatten();
+            for_each_key_doc(
+                run,
+                &inverted,
+                (field, key),
+                self.max_postings_per_key,
+                |doc| docs.push(doc),
+            )?;
         }
         if docs.is_empty() {
             return Ok(ConstOrVariableSegmentPredicate::Const(false));
         }
         docs.sort_unstable();
         docs.dedup();
-        let columns = self.shared.columns(reader)?;
+        let columns = match columns {
+            Some(columns) => columns,
+            None => self.shared.columns(reader)?,
+        };
         Ok(ConstOrVariableSegmentPredicate::Variable {
             predicate: Verify {
                 shared: Arc::clone(&self.shared),

@@ -16,7 +16,7 @@ use tantivy::query::{EnableScoring, Explanation, Query, QueryParser, Scorer, Wei
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocId, Index, Order, Score, Searcher, SegmentReader, Term};
 use tantivy_simhash::{
-    BlockLayout, Collapsed, Error, Evidence, Fingerprint, MatchRule, NearDupCollapse,
+    BlockLayout, Collapsed, Error, Evidence, Fingerprint, GroupBy, MatchRule, NearDupCollapse,
     NearDupConfig, NearDupIndex, NearDupSearcher, Policy, RankKey, Signature,
 };
 
@@ -507,7 +507,7 @@ fn tag_collapse_groups_by_stored_group_id() {
         for (limit, fetch) in [(5, 20), (10, 400)] {
             let collapse = NearDupCollapse::by_score(t.index.fields(), limit)
                 .fetch(fetch)
-                .by_tag()
+                .group_by(GroupBy::Tag)
                 .unwrap();
             let got = s.searcher().search(q.as_ref(), &collapse).unwrap();
             let want = oracle(
@@ -537,7 +537,7 @@ fn tag_collapse_needs_the_group_field() {
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
     let err = NearDupCollapse::by_score(index.fields(), 3)
-        .by_tag()
+        .group_by(GroupBy::Tag)
         .err()
         .unwrap();
     assert!(err.to_string().contains("group"), "{err}");
@@ -760,7 +760,7 @@ fn exact_counts_count_every_hit() {
                 .fetch(9)
                 .max_fetch(9);
             if by_tag {
-                collapse = collapse.by_tag().unwrap();
+                collapse = collapse.group_by(GroupBy::Tag).unwrap();
             }
             let windowed = collapse.search(s.searcher(), q.as_ref()).unwrap();
             let exact = collapse

@@ -1,5 +1,6 @@
 //! [`NearDupCollapse`]: the collector, its settings, and the search loop that widens the fetch.
 
+use super::field::{resolve, GroupBy, LeaderOrder, Purpose, ValueKind};
 use super::merge::ShardStatistics;
 use super::result::Settings;
 use super::window::{
@@ -45,18 +46,41 @@ pub struct NearDupCollapse<C> {
 pub(super) struct ColumnNames {
     pub(super) signature: SignatureFields,
     pub(super) id: String,
-    pub(super) group: Option<String>,
+    /// The field hits are grouped by (the group field by tag, the user's field by field) and
+    /// its kind; `None` by the rule.
+    pub(super) group_by: Option<(String, ValueKind)>,
+    /// The leader-order field and its kind.
+    pub(super) leader_order: Option<(String, ValueKind)>,
 }
 
 impl ColumnNames {
-    pub(super) fn new(fields: NearDupFields, schema: &Schema) -> Result<ColumnNames> {
+    /// The names, with the user's fields checked against `schema` ([`Error::Schema`] for a
+    /// field that is missing, not fast, or of a type that cannot be read so).
+    pub(super) fn new(
+        fields: NearDupFields,
+        settings: &Settings,
+        schema: &Schema,
+    ) -> Result<ColumnNames> {
+        let group_by = match &settings.group_by {
+            GroupBy::Rule => None,
+            GroupBy::Tag => {
+                let group = fields.require_group("collapsing by tag reads")?;
+                Some((field_name(schema, group)?.to_string(), ValueKind::Str))
+            }
+            GroupBy::Field(name) => Some((name.clone(), resolve(schema, name, Purpose::Group)?)),
+        };
+        let leader_order = match &settings.leader_order {
+            None => None,
+            Some(l) => Some((
+                l.field.clone(),
+                resolve(schema, &l.field, Purpose::LeaderOrder)?,
+            )),
+        };
         Ok(ColumnNames {
             signature: fields.signature_fields(schema)?.names().clone(),
             id: field_name(schema, fields.id)?.to_string(),
-            group: match fields.group {
-                Some(g) => Some(field_name(schema, g)?.to_string()),
-                None => None,
-            },
+            group_by,
+            leader_order,
         })
     }
 }
@@ -149,7 +173,8 @@ impl<C> NearDupCollapse<C> {
                 max_distance: rule.layout().max_distance(),
                 rule: rule.spec().clone(),
                 order,
-                by_tag: false,
+                group_by: GroupBy::Rule,
+                leader_order: None,
                 keep_window: false,
                 read_ids: true,
                 exact_counts: false,
@@ -198,13 +223,113 @@ impl<C> NearDupCollapse<C> {
         self
     }
 
-    /// Folds by the group id stored under [`Policy::Tag`](crate::Policy::Tag) instead of by
-    /// fingerprint distance. Errors with [`Error::Schema`] when the index has no group field.
-    pub fn by_tag(mut self) -> Result<Self> {
-        self.fields
-            .require_group("collapsing by tag reads the tags Policy::Tag stores in")?;
-        self.settings.by_tag = true;
+    /// What hits are folded by: the match rule (the default), the tags of
+    /// [`Policy::Tag`](crate::Policy::Tag), or the value of any fast field (a distinct filter:
+    /// one hit per value, before the top-k). Everything else holds as by the rule: the
+    /// window, widening, pruning, counts, members and shard merge; fingerprint distances to
+    /// the leader are still reported.
+    ///
+    /// Cost, by tag or field: one read of the field per hit of the window (a string column's
+    /// reads batched per dictionary block), and one comparison per group per hit; with
+    /// [`exact_counts`](Self::exact_counts), one more pass over every hit of the query
+    /// reading one value each. Errors: [`Error::Schema`] when collapsing by tag and the index
+    /// has no group field; at search time, [`Error::Schema`] when the named field is missing
+    /// from the searched schema, not a fast field, or not of type str, u64, i64, f64, date or
+    /// bool (by [`searcher.search`](tantivy::Searcher::search), the same message as tantivy's
+    /// `InvalidArgument`).
+    ///
+    /// ```
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index};
+    /// # use tantivy_simhash::{GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// let url = builder.add_text_field("url", STRING | FAST);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// // Two versions of one page (the old one not deleted yet), and another page.
+    /// writer.add_document(doc!(id => "1", url => "/a", body => "first version of page a"))?;
+    /// writer.add_document(doc!(id => "2", url => "/a", body => "page a, rewritten entirely"))?;
+    /// writer.add_document(doc!(id => "3", url => "/b", body => "page b"))?;
+    /// # writer.commit()?;
+    /// # let searcher = index.searcher()?;
+    /// let distinct = NearDupCollapse::by_score(index.fields(), 10)
+    ///     .group_by(GroupBy::Field("url".into()))?;
+    /// let results = distinct.search(&searcher, &AllQuery)?;
+    /// assert_eq!(results.groups().len(), 2); // one hit per url
+    /// let page_a = results.groups().iter().find(|g| g.count == 2).unwrap();
+    /// assert_eq!(page_a.leader.group.as_deref(), Some("/a"));
+    /// assert_eq!(page_a.members.len(), 1); // the other version, with its address
+    /// // A field the schema lacks is an error that says so, not an empty result.
+    /// let missing = NearDupCollapse::by_score(index.fields(), 10)
+    ///     .group_by(GroupBy::Field("path".into()))?;
+    /// assert!(missing.search(&searcher, &AllQuery).is_err());
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn group_by(mut self, group_by: GroupBy) -> Result<Self> {
+        if group_by == GroupBy::Tag {
+            self.fields
+                .require_group("collapsing by tag reads the tags Policy::Tag stores in")?;
+        }
+        self.settings.group_by = group_by;
         Ok(self)
+    }
+
+    /// Chooses each group's leader by the fast field `field` in `order` (for example the
+    /// newest version: a date or version field, [`Order::Desc`]) instead of by rank: the
+    /// group still ranks where its best-ranked hit ranks, but the hit shown as its
+    /// [`leader`](super::CollapsedGroup::leader) is the first of the group's hits in the
+    /// window (leader and members, the candidates) by that field, documents without a value
+    /// last, ties by rank; the others are its members, in rank order. For groups by the rule,
+    /// tag or field alike. Exact counts do not widen the candidates: a hit outside the window
+    /// is counted, never chosen (it has no score to show). Member distances are to the chosen
+    /// leader (by the rule, a member may then be farther than `k` from it: both are within
+    /// reach of the best-ranked hit). [`Collapsed::merge`] chooses the same leaders as one
+    /// index.
+    ///
+    /// Cost: one column read per hit of the window. Errors at search time: [`Error::Schema`]
+    /// when `field` is missing, not fast, or not a u64, i64, f64, date or bool field (a str
+    /// column's term ordinals do not compare across segments).
+    ///
+    /// ```
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index, Order};
+    /// # use tantivy_simhash::{GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// let url = builder.add_text_field("url", STRING | FAST);
+    /// let version = builder.add_u64_field("version", FAST);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// writer.add_document(doc!(id => "1", url => "/a", version => 1u64, body => "tantivy tantivy"))?;
+    /// writer.add_document(doc!(id => "2", url => "/a", version => 2u64, body => "tantivy"))?;
+    /// # writer.commit()?;
+    /// # let searcher = index.searcher()?;
+    /// # let term = tantivy::Term::from_field_text(body, "tantivy");
+    /// # let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::WithFreqs);
+    /// // The latest version of each url, ranked where the url's best hit ranks.
+    /// let latest = NearDupCollapse::by_score(index.fields(), 10)
+    ///     .group_by(GroupBy::Field("url".into()))?
+    ///     .leader_order("version", Order::Desc);
+    /// let results = latest.search(&searcher, &query)?;
+    /// assert_eq!(results.groups()[0].leader.id, "2");
+    /// assert_eq!(results.groups()[0].members[0].id, "1"); // the best-scored hit
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn leader_order(mut self, field: &str, order: Order) -> Self {
+        self.settings.leader_order = Some(LeaderOrder {
+            field: field.to_string(),
+            order,
+        });
+        self
     }
 
     /// Keeps every hit of the window in the result (not only the returned groups), with its
@@ -240,8 +365,8 @@ impl<C> NearDupCollapse<C> {
     /// term look-up per key (16 by default) and one verification per candidate (at most keys
     /// x the bound), then one scorer seek per match: independent of how many documents the
     /// query matches. A leader with a key beyond the bound gets a lower bound, marked
-    /// `count_exact = false`. By tag: one more pass over every hit of the query, reading one
-    /// group ordinal per hit.
+    /// `count_exact = false`. By tag or field: one more pass over every hit of the query,
+    /// reading one value per hit.
     pub fn exact_counts(mut self, exact: bool) -> Self {
         self.settings.exact_counts = exact;
         self
@@ -273,6 +398,7 @@ impl<C> NearDupCollapse<C> {
         C: Collector<Fruit = Vec<(K, DocAddress)>>,
         K: RankKey,
     {
+        ColumnNames::new(self.fields, &self.settings, searcher.schema())?;
         let mut result = self.widen(|collapse| Ok(searcher.search(query, collapse)?))?;
         if self.settings.exact_counts {
             self.count_exactly(&[searcher], query, &mut result)?;
@@ -294,6 +420,9 @@ impl<C> NearDupCollapse<C> {
         C: Collector<Fruit = Vec<(K, DocAddress)>>,
         K: RankKey,
     {
+        for shard in shards {
+            ColumnNames::new(self.fields, &self.settings, shard.schema())?;
+        }
         let statistics = ShardStatistics::new(shards.to_vec());
         self.widen(|collapse| {
             let collapse = NearDupCollapse {
@@ -389,7 +518,7 @@ where
     type Child = CollapseSegmentCollector<C::Child>;
 
     fn check_schema(&self, schema: &Schema) -> tantivy::Result<()> {
-        ColumnNames::new(self.fields, schema).map_err(to_tantivy)?;
+        ColumnNames::new(self.fields, &self.settings, schema).map_err(to_tantivy)?;
         self.inner.check_schema(schema)
     }
 
@@ -434,7 +563,10 @@ where
         let mut names = None;
         for fruit in segment_fruits {
             if names.is_none() {
-                names = Some(ColumnNames::new(self.fields, &fruit.schema).map_err(to_tantivy)?);
+                names = Some(
+                    ColumnNames::new(self.fields, &self.settings, &fruit.schema)
+                        .map_err(to_tantivy)?,
+                );
             }
             let ord = fruit.segment_ord as usize;
             if segments.len() <= ord {
@@ -488,17 +620,27 @@ impl<C> NearDupCollapse<C> {
                 distance: None,
                 resemblance: None,
                 group: None,
+                leader_value: None,
             });
         }
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
         self.rank_window(&mut window, &columns, names)?;
-        if settings.by_tag {
-            if let Some(group_field) = &names.group {
+        if let Some((field, kind)) = &names.group_by {
+            if *kind == ValueKind::Str {
                 let targets: Vec<&mut CollapsedHit<K>> = window.iter_mut().collect();
-                columns.read_strings(targets, group_field, |h| &mut h.group)?;
+                columns.read_strings(targets, field, |h| &mut h.group)?;
+            } else {
+                columns.read_values(&mut window, field, *kind, |h, raw| {
+                    h.group = Some(kind.render(raw))
+                })?;
             }
+        }
+        if let Some((field, kind)) = &names.leader_order {
+            columns.read_values(&mut window, field, *kind, |h, raw| {
+                h.leader_value = Some(raw)
+            })?;
         }
         let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
         let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();

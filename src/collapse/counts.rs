@@ -1,6 +1,8 @@
 //! Exact counts: how many hits of the query each returned leader stands for.
 
 use super::collector::ColumnNames;
+use super::field::{GroupBy, SegmentValues};
+use super::window::anchor;
 use super::{Collapsed, NearDupCollapse, RankKey};
 use crate::error::Result;
 use crate::signature::store::SignatureReader;
@@ -10,8 +12,8 @@ use tantivy::query::{EnableScoring, Query, Weight};
 use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
 
 impl<C> NearDupCollapse<C> {
-    /// Counts, over every hit of `query` in `searchers`, the hits whose first returned leader
-    /// (in rank order) the rule (or the tag) joins them to. See
+    /// Counts, over every hit of `query` in `searchers`, the hits whose first returned group
+    /// (in rank order) the rule (or the tag, or the field's value) joins them to. See
     /// [`exact_counts`](Self::exact_counts).
     pub(super) fn count_exactly<K: RankKey>(
         &self,
@@ -22,17 +24,20 @@ impl<C> NearDupCollapse<C> {
         if result.is_complete() || result.groups.is_empty() {
             return Ok(());
         }
-        let (counts, cut) = if self.settings.by_tag {
-            (self.count_by_tag(searchers, query, result)?, Vec::new())
+        let by_value = self.settings.group_by != GroupBy::Rule;
+        let (counts, cut) = if by_value {
+            (self.count_by_value(searchers, query, result)?, Vec::new())
         } else {
             self.count_by_rule(searchers, query, result)?
         };
+        let order = self.settings.order;
         for (i, (group, count)) in result.groups.iter_mut().zip(counts).enumerate() {
-            // A leader without a fingerprint (or tag) is counted by nobody but itself.
-            let unkeyed = if self.settings.by_tag {
-                group.leader.group.is_none()
+            // A group without a fingerprint (or value) is counted by nobody but its hit.
+            let anchor = anchor(group, order);
+            let unkeyed = if by_value {
+                anchor.group.is_none()
             } else {
-                group.leader.fingerprint.is_none()
+                anchor.fingerprint.is_none()
             };
             group.count = if unkeyed { 1 } else { count };
             group.count_exact = !cut.get(i).copied().unwrap_or(false);
@@ -51,8 +56,14 @@ impl<C> NearDupCollapse<C> {
     ) -> Result<(Vec<usize>, Vec<bool>)> {
         let rule = self.settings.rule()?;
         let bound = self.settings.max_postings_per_key;
-        let leaders: Vec<Option<Signature>> =
-            result.groups.iter().map(|g| g.leader.signature()).collect();
+        // The hits the fold formed the groups around (with a leader order, not always the
+        // leaders shown).
+        let order = self.settings.order;
+        let leaders: Vec<Option<Signature>> = result
+            .groups
+            .iter()
+            .map(|g| anchor(g, order).signature())
+            .collect();
         let mut counts = vec![0usize; leaders.len()];
         let mut cut = vec![false; leaders.len()];
         for searcher in searchers {
@@ -99,35 +110,34 @@ impl<C> NearDupCollapse<C> {
         }
     }
 
-    /// Counts by tag: one pass over every hit of the query, reading its group ordinal.
-    fn count_by_tag<K: RankKey>(
+    /// Counts by tag or field: one pass over every hit of the query, reading its value.
+    fn count_by_value<K: RankKey>(
         &self,
         searchers: &[&Searcher],
         query: &dyn Query,
         result: &Collapsed<K>,
     ) -> Result<Vec<usize>> {
-        let tags: Vec<Option<&str>> = result
+        // Every hit of a group has the group's value.
+        let values: Vec<Option<&str>> = result
             .groups
             .iter()
             .map(|g| g.leader.group.as_deref())
             .collect();
-        let mut counts = vec![0usize; tags.len()];
+        let mut counts = vec![0usize; values.len()];
         for searcher in searchers {
-            let names = ColumnNames::new(self.fields, searcher.schema())?;
-            let Some(group_field) = &names.group else {
+            let names = ColumnNames::new(self.fields, &self.settings, searcher.schema())?;
+            let Some((field, kind)) = &names.group_by else {
                 return Ok(counts);
             };
             let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
             for seg in searcher.segment_readers() {
                 let alive = seg.alive_bitset();
-                let Some(column) = seg.fast_fields().str(group_field)? else {
-                    continue;
-                };
-                // The leaders' tags as this segment's term ordinals.
-                let mut ords: Vec<Option<u64>> = Vec::with_capacity(tags.len());
-                for tag in &tags {
-                    ords.push(match tag {
-                        Some(t) => column.dictionary().term_ord(t.as_bytes())?,
+                let column = SegmentValues::open(seg.fast_fields(), field, *kind)?;
+                // The groups' values as this segment's column values (term ordinals).
+                let mut ords: Vec<Option<u64>> = Vec::with_capacity(values.len());
+                for value in &values {
+                    ords.push(match value {
+                        Some(v) => column.lookup(*kind, v)?,
                         None => None,
                     });
                 }
@@ -139,7 +149,7 @@ impl<C> NearDupCollapse<C> {
                         if alive.is_some_and(|a| !a.is_alive(doc)) {
                             continue;
                         }
-                        let Some(ord) = column.ords().first(doc) else {
+                        let Some(ord) = column.first(doc) else {
                             continue;
                         };
                         if let Some(i) = ords.iter().position(|&o| o == Some(ord)) {

@@ -47,16 +47,27 @@
 //! less than twice `max_fetch`. At the bound the result says so ([`Collapsed::is_complete`] is
 //! false and fewer than `limit` groups are returned).
 //!
-//! ## Collapsing by tag
+//! ## Collapsing by tag or by any fast field
 //!
-//! When documents were tagged at index time ([`Policy::Tag`](crate::Policy::Tag)), the stored
-//! group id is an exact key: [`NearDupCollapse::by_tag`] folds a hit into the first leader with
-//! the same group id (fingerprint distances are still reported; a hit without a group id stands
-//! alone). It reads the group id of every hit in the window (one dictionary block per
-//! distinct block touched). Across shards, group ids
-//! compare as strings: they must have been assigned for the whole corpus (a `DedupWriter` per
-//! shard names groups after that shard's first document, so merged groups follow the shards'
-//! tags, not those one index would have given).
+//! [`NearDupCollapse::group_by`] folds by an exact key instead of the rule ([`GroupBy`]): the
+//! group id stored at index time ([`Policy::Tag`](crate::Policy::Tag), `GroupBy::Tag`), or the
+//! value of any fast field of the schema, string or numeric (`GroupBy::Field`: a distinct filter
+//! by a primary key, Elasticsearch's `collapse.field`). A hit joins the first leader with the
+//! same value; a hit without a value stands alone. Everything above holds unchanged (the
+//! window, widening, pruning, counts exact or lower bounds, members, shard merge); fingerprint
+//! distances are still reported. It reads the value of every hit in the window (for a string
+//! field, one dictionary block per distinct block touched). Across shards, values compare as
+//! strings (numbers rendered in decimal), so tags must have been assigned for the whole corpus
+//! (a `DedupWriter` per shard names groups after that shard's first document, so merged groups
+//! follow the shards' tags, not those one index would have given).
+//!
+//! ## Leaders by a field, and the derank mode
+//!
+//! A group ranks where its best-ranked hit ranks. With
+//! [`leader_order`](NearDupCollapse::leader_order), the hit shown as its leader is instead the
+//! first of its window hits by a numeric or date fast field (the newest version, say), ties by
+//! rank. [`Collapsed::deranked`] is the derank mode: nothing is dropped, the groups' other
+//! hits are moved behind all the leaders, in rank order.
 //!
 //! ## Shards
 //!
@@ -112,11 +123,13 @@
 
 mod collector;
 mod counts;
+mod field;
 mod merge;
 mod result;
 mod window;
 
 pub use collector::{CollapseSegmentCollector, CollapseSegmentFruit, NearDupCollapse};
+pub use field::GroupBy;
 pub use merge::ShardStatistics;
 pub use result::{Collapsed, CollapsedGroup, CollapsedHit};
 

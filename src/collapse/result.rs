@@ -1,6 +1,8 @@
 //! What a collapse returns: [`Collapsed`], its groups and hits, and the settings it was
 //! computed with.
 
+use super::field::{GroupBy, LeaderOrder};
+use super::window::rank_order;
 use super::RankKey;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -35,16 +37,28 @@ pub struct CollapsedHit<K> {
     /// distance, a fold by tag, and hits outside the returned groups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resemblance: Option<f32>,
-    /// Its stored group id, read only when collapsing [by tag](super::NearDupCollapse::by_tag).
+    /// The value it was grouped by: its stored group id ([`GroupBy::Tag`]), or its value of
+    /// the field ([`GroupBy::Field`]: a string as stored, a number in decimal, a bool as
+    /// `true`/`false`, a date as its nanosecond UNIX timestamp); `None` when folding by the
+    /// rule, or when the document has no value.
     pub group: Option<String>,
+    /// Its value of the [leader order](super::NearDupCollapse::leader_order) field, as
+    /// tantivy's order-preserving `u64` (carried so that [`Collapsed::merge`] chooses the same
+    /// leaders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) leader_value: Option<u64>,
 }
 
-/// A group of near-duplicate hits: the best-ranked one leads.
+/// A group of hits (near-duplicates, or equal on a key): it ranks where its best-ranked hit
+/// ranks, which leads it unless a [leader order](super::NearDupCollapse::leader_order) chose
+/// another.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CollapsedGroup<K> {
-    /// The best-ranked hit of the group.
+    /// The hit shown for the group: its best-ranked hit, or the first of its window hits in
+    /// the leader order.
     pub leader: CollapsedHit<K>,
-    /// The other hits of the window folded into this group, in rank order.
+    /// The other hits of the window folded into this group, in rank order (with a leader
+    /// order, the best-ranked hit may be one of them).
     pub members: Vec<CollapsedHit<K>>,
     /// The leader and its members: "1 + N similar pages".
     pub count: usize,
@@ -63,7 +77,8 @@ pub(super) struct Settings {
     /// The match rule's parameters (the merge folds by it).
     pub(super) rule: RuleSpec,
     pub(super) order: Order,
-    pub(super) by_tag: bool,
+    pub(super) group_by: GroupBy,
+    pub(super) leader_order: Option<LeaderOrder>,
     pub(super) keep_window: bool,
     pub(super) read_ids: bool,
     pub(super) exact_counts: bool,
@@ -125,6 +140,52 @@ impl<K: RankKey> Collapsed<K> {
     /// The number of groups asked for.
     pub fn limit(&self) -> usize {
         self.settings.limit
+    }
+
+    /// The derank mode: instead of dropping the hits folded into a group, a flat list where
+    /// each group's leader keeps its place and the others are moved behind the leaders: every
+    /// [`leader`](CollapsedGroup::leader) in group order, then every
+    /// [`member`](CollapsedGroup::members) of every group in rank order (the rank tie rules
+    /// of the [module docs](super)). The list holds the groups' hits of the window, as
+    /// deterministic as the groups, and [`merge`](Self::merge) of shards gives the list of
+    /// one index. Ask for as many groups as leading hits are wanted; as with the groups, the
+    /// list is the whole truth only for the window ([`is_complete`](Self::is_complete)
+    /// otherwise says that more hits, and so more moved hits, exist).
+    ///
+    /// Cost: sorting the members (no index access).
+    ///
+    /// ```
+    /// # use tantivy::query::AllQuery;
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index, Order};
+    /// # use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// # let rank = builder.add_u64_field("rank", FAST);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let mut writer = index.writer(20_000_000, Policy::Off)?;
+    /// let notice = "Copyright notice: this software is distributed under the terms of the \
+    ///               licence below, without any warranty, in the hope that it will be useful.";
+    /// writer.add_document(doc!(id => "a", body => notice, rank => 4u64))?;
+    /// writer.add_document(doc!(id => "b", body => notice, rank => 3u64))?; // a copy of "a"
+    /// writer.add_document(doc!(id => "c", body => "Release notes for version two.", rank => 2u64))?;
+    /// # writer.commit()?;
+    /// # let searcher = index.searcher()?;
+    /// let collapse = NearDupCollapse::by_fast_field::<u64>(index.fields(), 10, "rank", Order::Desc);
+    /// let results = collapse.search(&searcher, &AllQuery)?;
+    /// let flat: Vec<&str> = results.deranked().iter().map(|h| h.id.as_str()).collect();
+    /// assert_eq!(flat, ["a", "c", "b"]); // "b" is moved behind the leaders, not dropped
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn deranked(&self) -> Vec<&CollapsedHit<K>> {
+        let order = self.settings.order;
+        let mut moved: Vec<&CollapsedHit<K>> =
+            self.groups.iter().flat_map(|g| &g.members).collect();
+        moved.sort_by(|a, b| rank_order(a, b, order));
+        self.groups.iter().map(|g| &g.leader).chain(moved).collect()
     }
 }
 

@@ -2,6 +2,7 @@
 //! what the fold needs (signatures, tied ids, tags), and folding hits into groups by the
 //! match rule.
 
+use super::field::{GroupBy, SegmentValues, ValueKind};
 use super::result::Settings;
 use super::{CollapsedGroup, CollapsedHit, RankKey};
 use crate::columns::read_strs;
@@ -71,7 +72,7 @@ pub(super) fn window_cutoff<K: RankKey>(
 }
 
 /// Whether `hit` joins the group led by `leader` (whose signature is `leader_signature`), and
-/// the evidence: by tag, the same stored group id; else the match rule, its simhash branch
+/// the evidence: by tag or field, the same value; else the match rule, its simhash branch
 /// narrowed to the settings' distance.
 fn joins<K>(
     settings: &Settings,
@@ -81,7 +82,7 @@ fn joins<K>(
     hit: &CollapsedHit<K>,
     hit_signature: Option<&Signature>,
 ) -> Option<Option<Evidence>> {
-    if settings.by_tag {
+    if settings.group_by != GroupBy::Rule {
         let same = leader.group.is_some() && leader.group == hit.group;
         let distance = match (leader.fingerprint, hit.fingerprint) {
             (Some(a), Some(b)) => Some(Evidence::Simhash {
@@ -96,9 +97,10 @@ fn joins<K>(
 }
 
 /// The greedy fold over the window (sorted best first): a hit joins the first group whose
-/// leader it matches, else leads a new group while fewer than `limit` exist. Returns the
-/// groups and the window's other hits. Cost: up to `limit` rule checks per hit (a popcount,
-/// and a pass over the sketches for pairs beyond the simhash distance).
+/// leader it matches, else leads a new group while fewer than `limit` exist; then, with a
+/// leader order, each group's leader is chosen ([`choose_leaders`]). Returns the groups and
+/// the window's other hits. Cost: up to `limit` rule checks per hit (a popcount, and a pass
+/// over the sketches for pairs beyond the simhash distance).
 pub(super) fn fold<K: RankKey>(
     window: Vec<CollapsedHit<K>>,
     settings: &Settings,
@@ -142,7 +144,70 @@ pub(super) fn fold<K: RankKey>(
             rest.push(hit);
         }
     }
+    if let Some(leader_order) = &settings.leader_order {
+        choose_leaders(&mut groups, leader_order.order, settings, rule);
+    }
     (groups, rest)
+}
+
+/// The best-ranked hit of a group (the one the fold formed it around: with a leader order it
+/// may be a member).
+pub(super) fn anchor<K: RankKey>(group: &CollapsedGroup<K>, order: Order) -> &CollapsedHit<K> {
+    group
+        .members
+        .iter()
+        .fold(&group.leader, |best, m| match rank_order(m, best, order) {
+            Ordering::Less => m,
+            _ => best,
+        })
+}
+
+/// Makes each group's leader the first of its hits (leader and members: the group's hits of
+/// the window) by the leader-order value in `order` (documents without a value last), ties by
+/// rank; the others stay members in rank order, with their distance (and, when the rule
+/// matches them, resemblance) to the new leader. By the rule, a member may then be farther
+/// than `k` from the new leader (both are within reach of the best-ranked hit).
+fn choose_leaders<K: RankKey>(
+    groups: &mut [CollapsedGroup<K>],
+    order: Order,
+    settings: &Settings,
+    rule: &MatchRule,
+) {
+    for group in groups {
+        let best = group.members.iter().enumerate().fold(
+            None,
+            |best: Option<(usize, Option<u64>)>, (i, m)| {
+                let current = best.map_or(group.leader.leader_value, |b| b.1);
+                // Members are in rank order, so only a strictly better value wins a tie.
+                match m.leader_value.rank_cmp(&current, order) {
+                    Ordering::Less => Some((i, m.leader_value)),
+                    _ => best,
+                }
+            },
+        );
+        let Some((i, _)) = best else { continue };
+        let new_leader = group.members.remove(i);
+        let old_leader = std::mem::replace(&mut group.leader, new_leader);
+        // The old leader ranked before every member: it goes first.
+        group.members.insert(0, old_leader);
+        group.leader.distance = group.leader.fingerprint.map(|_| 0);
+        group.leader.resemblance = None;
+        let leader_signature = group.leader.signature();
+        for m in &mut group.members {
+            m.distance = match (group.leader.fingerprint, m.fingerprint) {
+                (Some(a), Some(b)) => Some(a.distance(b)),
+                _ => None,
+            };
+            m.resemblance = None;
+            if settings.group_by == GroupBy::Rule {
+                let evidence = match (&leader_signature, m.signature()) {
+                    (Some(a), Some(b)) => rule.matches_within(a, &b, settings.max_distance),
+                    _ => None,
+                };
+                m.resemblance = evidence.and_then(|e| e.resemblance());
+            }
+        }
+    }
 }
 
 /// The columns of the window's segments, opened on first use.
@@ -178,6 +243,35 @@ impl<'a> WindowColumns<'a> {
         Ok(self.signatures[ord]
             .as_ref()
             .and_then(|s| s.get(address.doc_id)))
+    }
+
+    /// Reads the numeric column `field` (of `kind`) of each hit as its order-preserving `u64`
+    /// into `set`; hits without a value are left alone. Cost: one column read per hit.
+    pub(super) fn read_values<K>(
+        &self,
+        hits: &mut [CollapsedHit<K>],
+        field: &str,
+        kind: ValueKind,
+        mut set: impl FnMut(&mut CollapsedHit<K>, u64),
+    ) -> Result<()> {
+        let mut columns: Vec<Option<SegmentValues>> =
+            (0..self.segments.len()).map(|_| None).collect();
+        for hit in hits {
+            let ord = hit.address.segment_ord as usize;
+            let Some(ff) = self.segments.get(ord).and_then(Option::as_ref) else {
+                continue;
+            };
+            if columns[ord].is_none() {
+                columns[ord] = Some(SegmentValues::open(ff, field, kind)?);
+            }
+            if let Some(raw) = columns[ord]
+                .as_ref()
+                .and_then(|c| c.first(hit.address.doc_id))
+            {
+                set(hit, raw);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the string column `field` of each target into `slot`, batched per segment in

@@ -10,12 +10,11 @@ use super::minhash::low_mask;
 use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::keytable::{for_each_key_doc, segment_keys, KeyTable, KeyTableStats, SegmentKeys};
 use std::collections::HashSet;
 use tantivy::columnar::Column;
-use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST,
-};
-use tantivy::{DocAddress, DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+use tantivy::schema::{Field, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST};
+use tantivy::{DocAddress, DocId, Searcher, SegmentReader};
 
 /// The names of the fields that hold signatures under a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,8 +211,10 @@ pub struct SignatureReader {
     segments: Vec<(
         SegmentSignatures,
         std::sync::Arc<tantivy::InvertedIndexReader>,
+        std::sync::Arc<SegmentKeys>,
     )>,
     searcher: Searcher,
+    key_tables: bool,
 }
 
 impl SignatureReader {
@@ -224,18 +225,79 @@ impl SignatureReader {
             segments.push((
                 SegmentSignatures::open(segment, fields.names())?,
                 segment.inverted_index(fields.keys)?,
+                segment_keys(segment.segment_id(), &fields.names().fingerprint),
             ));
         }
         Ok(SignatureReader {
             keys: fields.keys,
             segments,
             searcher: searcher.clone(),
+            key_tables: true,
         })
+    }
+
+    /// Whether lookups may use in-memory key tables (see
+    /// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables): built
+    /// once a segment has served `max(32, documents / 1024)` lookups, ~6-8 B per key per
+    /// document, shared by the process's searchers of the segment); `true` unless set. With `false` every key is
+    /// read from its postings and no table is built (tables other searchers built are not
+    /// used either). The results are the same either way.
+    pub fn with_key_tables(mut self, enabled: bool) -> Self {
+        self.key_tables = enabled;
+        self
+    }
+
+    /// Whether lookups may use in-memory key tables.
+    pub fn key_tables(&self) -> bool {
+        self.key_tables
+    }
+
+    /// The key table of segment `ord` under `rule`, if tables are enabled and it is built or
+    /// worth building now (`build_now`, or enough lookups served).
+    pub(crate) fn key_table(
+        &self,
+        ord: usize,
+        rule: &MatchRule,
+        build_now: bool,
+    ) -> Option<&KeyTable> {
+        if !self.key_tables {
+            return None;
+        }
+        let (columns, _, keys) = self.segments.get(ord)?;
+        let max_doc = self.searcher.segment_reader(ord as u32).max_doc();
+        keys.table(rule, columns, max_doc, build_now)
+    }
+
+    /// Builds the key table of every segment that has none yet, under `rule`, and sums what
+    /// the tables of this reader's segments hold (nothing when tables are disabled).
+    pub fn build_key_tables(&self, rule: &MatchRule) -> KeyTableStats {
+        for ord in 0..self.segments.len() {
+            self.key_table(ord, rule, true);
+        }
+        self.key_table_stats(rule)
+    }
+
+    /// What the key tables built under `rule` for this reader's segments hold (nothing when
+    /// tables are disabled); builds none.
+    pub fn key_table_stats(&self, rule: &MatchRule) -> KeyTableStats {
+        let mut stats = KeyTableStats::default();
+        if !self.key_tables {
+            return stats;
+        }
+        for (ord, (_, _, keys)) in self.segments.iter().enumerate() {
+            if let Some(table) = keys.built_for(rule) {
+                stats.segments += 1;
+                stats.documents += u64::from(self.searcher.segment_reader(ord as u32).max_doc());
+                stats.bytes += table.heap_bytes() as u64;
+                stats.build_time += table.build_time();
+            }
+        }
+        stats
     }
 
     /// The signature columns of segment `ord`.
     pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
-        self.segments.get(ord as usize).map(|(s, _)| s)
+        self.segments.get(ord as usize).map(|(s, _, _)| s)
     }
 
     /// Calls `f` once for every live document that
@@ -259,11 +321,8 @@ impl SignatureReader {
         max_postings_per_key: usize,
         mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
-        let terms: Vec<Term> = rule
-            .keys(query)
-            .into_iter()
-            .map(|k| Term::from_field_u64(self.keys, k))
-            .collect();
+        let keys = rule.keys(query);
+        let mut runs = Vec::with_capacity(keys.len());
         let mut candidate = Signature {
             fingerprint: Fingerprint(0),
             sketch: Sketch::default(),
@@ -273,18 +332,15 @@ impl SignatureReader {
             .collect();
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
-        for (ord, (columns, inverted)) in self.segments.iter().enumerate() {
+        for (ord, (columns, inverted, _)) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
+            runs.clear();
+            if let Some(table) = self.key_table(ord, rule, false) {
+                table.runs_into(&keys, &mut runs);
+            }
             seen.clear();
-            for (position, term) in terms.iter().enumerate() {
-                let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)?
-                else {
-                    continue;
-                };
-                let mut doc = postings.doc();
-                let mut read = 0usize;
-                while doc != TERMINATED && read < max_postings_per_key {
-                    read += 1;
+            for (position, &key) in keys.iter().enumerate() {
+                let mut visit = |doc: DocId| {
                     if !seen.contains(&doc) && !segment.is_deleted(doc) {
                         verified += 1;
                         if let Some(evidence) = self.verify(
@@ -304,8 +360,15 @@ impl SignatureReader {
                             });
                         }
                     }
-                    doc = postings.advance();
-                }
+                };
+                let run = runs.get(position).copied().flatten();
+                for_each_key_doc(
+                    run,
+                    inverted,
+                    (self.keys, key),
+                    max_postings_per_key,
+                    &mut visit,
+                )?;
             }
         }
         Ok(verified)
@@ -324,7 +387,7 @@ impl SignatureReader {
     ) -> Result<super::PairStats> {
         let mut addresses = Vec::new();
         let mut signatures = Vec::new();
-        for (ord, (columns, _)) in self.segments.iter().enumerate() {
+        for (ord, (columns, _, _)) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
             for doc in segment.doc_ids_alive() {
                 if let Some(sig) = columns.get(doc) {
