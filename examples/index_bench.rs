@@ -5,6 +5,7 @@
 //! cargo run --release --example index_bench -- ../shared/data --sizes 100000 --queries 500 --runs 1
 //! cargo run --release --example index_bench -- ../shared/data --skip-lookup     # indexing only
 //! cargo run --release --example index_bench -- ../shared/data --skip-indexing   # lookup only
+//! cargo run --release --example index_bench -- ../shared/data --skip-lookup --sample 5000 --modes plain,stored,off
 //! ```
 //!
 //! 1. **Lookup latency** at each size (default 100k and 1M fingerprints, 91% random and 9% in
@@ -32,7 +33,10 @@
 //!    policy through `add_document` one by one and `add_documents` in batches of 1,000 (one
 //!    analysis per document). Best of `--runs` (default 2) runs each, the modes taking turns
 //!    run by run. Each row gives wall-clock throughput and the process's CPU time (every
-//!    thread), whose ratio holds on a loaded machine.
+//!    thread), whose ratio holds on a loaded machine. `--sample N` indexes the first N records
+//!    of each language; `--modes` picks modes (comma-separated: `plain`, `stored`, `two`, and
+//!    `off`, `reject`, `tag`, `replace` one by one or `batch-off` .. `batch-replace`; plain is
+//!    always run, as the baseline); `--langs en` one language.
 
 #[path = "support/pigeonhole.rs"]
 mod pigeonhole;
@@ -65,6 +69,9 @@ struct Args {
     lookup: bool,
     indexing: bool,
     rule_lookup_only: bool,
+    sample: Option<usize>,
+    modes: Option<Vec<String>>,
+    langs: Vec<String>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -76,6 +83,9 @@ fn parse_args() -> Res<Args> {
         lookup: true,
         indexing: true,
         rule_lookup_only: false,
+        sample: None,
+        modes: None,
+        langs: vec!["en".into(), "zh".into()],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -92,6 +102,11 @@ fn parse_args() -> Res<Args> {
             "--skip-lookup" => args.lookup = false,
             "--skip-indexing" => args.indexing = false,
             "--rule-lookup-only" => args.rule_lookup_only = true,
+            "--langs" => args.langs = value("--langs")?.split(',').map(str::to_string).collect(),
+            "--sample" => args.sample = Some(value("--sample")?.parse()?),
+            "--modes" => {
+                args.modes = Some(value("--modes")?.split(',').map(str::to_string).collect())
+            }
             s if !s.starts_with("--") => args.data = PathBuf::from(s),
             s => return Err(format!("unknown option {s}").into()),
         }
@@ -124,9 +139,9 @@ fn main() -> Res<()> {
         }
     }
     if args.indexing {
-        for lang in ["en", "zh"] {
+        for lang in &args.langs {
             let path = args.data.join(format!("natural-{lang}.jsonl.gz"));
-            indexing_bench(&path, lang, args.runs)?;
+            indexing_bench(&path, lang, &args)?;
         }
     }
     Ok(())
@@ -635,6 +650,18 @@ enum Mode {
 }
 
 impl Mode {
+    /// The mode's name for `--modes`.
+    fn key(self) -> String {
+        let policy = |p: Policy| format!("{p:?}").to_lowercase();
+        match self {
+            Mode::Plain => "plain".into(),
+            Mode::Stored => "stored".into(),
+            Mode::TwoAnalyses => "two".into(),
+            Mode::OneByOne(p) => policy(p),
+            Mode::Batch(p) => format!("batch-{}", policy(p)),
+        }
+    }
+
     fn name(self) -> String {
         match self {
             Mode::Plain => "plain tantivy (same analyzer, no fingerprint)".into(),
@@ -771,8 +798,12 @@ fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
     })
 }
 
-fn indexing_bench(path: &Path, lang: &str, runs: usize) -> Res<()> {
-    let docs = load(path)?;
+fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
+    let runs = args.runs;
+    let mut docs = load(path)?;
+    if let Some(n) = args.sample {
+        docs.truncate(n);
+    }
     let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
     println!(
         "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s)",
@@ -819,6 +850,24 @@ fn indexing_bench(path: &Path, lang: &str, runs: usize) -> Res<()> {
         Mode::Batch(Policy::Tag),
         Mode::Batch(Policy::Replace),
     ];
+    let modes: Vec<Mode> = match &args.modes {
+        None => modes.to_vec(),
+        Some(wanted) => {
+            for w in wanted {
+                if !modes.iter().any(|m| m.key() == *w) {
+                    return Err(format!(
+                        "unknown mode `{w}`; expected one of: {}",
+                        modes.iter().map(|m| m.key()).collect::<Vec<_>>().join(", ")
+                    )
+                    .into());
+                }
+            }
+            modes
+                .into_iter()
+                .filter(|m| *m == Mode::Plain || wanted.contains(&m.key()))
+                .collect()
+        }
+    };
     println!(
         "| writer | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|---|---|"
     );

@@ -889,6 +889,90 @@ fn search_collapses_near_duplicates_by_default() {
 }
 
 #[test]
+fn search_distinct_field_gives_one_result_per_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let out = index_sample(&dir, &["--dedup", "off"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let query = "google cloud client library";
+    // The oracle: every hit, one by one, with its host.
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "-n",
+        "100000",
+        "--no-collapse",
+        "--json",
+    ]);
+    let all = json_lines(&out);
+    let mut best: std::collections::HashMap<String, (f64, usize)> = Default::default();
+    for h in &all {
+        let entry = best
+            .entry(h["host"].as_str().unwrap().to_string())
+            .or_insert((f64::MIN, 0));
+        entry.0 = entry.0.max(h["score"].as_f64().unwrap());
+        entry.1 += 1;
+    }
+    assert!(best.len() > 3 && best.values().any(|b| b.1 > 1));
+    let n = 3;
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "-n",
+        "3",
+        "--distinct-field",
+        "host",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let groups = json_lines(&out);
+    assert_eq!(groups.len(), n);
+    let mut scores: Vec<f64> = best.values().map(|b| b.0).collect();
+    scores.sort_by(|a, b| b.total_cmp(a));
+    for (g, want_score) in groups.iter().zip(&scores) {
+        let host = g["host"].as_str().unwrap();
+        // The leader is the host's best hit, in rank order of the hosts' best hits; the
+        // group counts every hit of the host.
+        assert_eq!(g["distinct_value"], host);
+        assert_eq!(g["score"].as_f64().unwrap(), *want_score);
+        assert_eq!(g["score"].as_f64().unwrap(), best[host].0);
+        assert_eq!(g["group_size"].as_u64().unwrap() as usize, best[host].1);
+        assert_eq!(g["group_size_exact"], true);
+    }
+    // In text, the group line names the field.
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "-n",
+        "3",
+        "--distinct-field",
+        "host",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("more with host"), "{}", stdout(&out));
+    // A field that is not fast is an error that says what to do.
+    let out = neardup(&["search", p(&dir), query, "--distinct-field", "text"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("not a fast field"),
+        "{}",
+        stderr(&out)
+    );
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        query,
+        "--distinct-field",
+        "host",
+        "--no-collapse",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+#[test]
 fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
     // The fixture holds 24 pages of help.srccode.edu (an original) and their copies on two full
     // mirrors, 24 pages of an unrelated host, and natural documents (mirrors-truth.json).

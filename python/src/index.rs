@@ -14,7 +14,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::FieldMap;
-use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
+use tantivy_simhash::{GroupBy, HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
@@ -243,21 +243,31 @@ impl Index {
 
     /// The best ``limit`` results for ``query`` (tantivy's query syntax over title and text):
     /// one result per group of near-duplicates when ``collapse``, with the group's size
-    /// (exact: one more pass over the matching documents), else single documents.
-    #[pyo3(signature = (query, limit = 10, collapse = true))]
+    /// (exact: one more pass over the matching documents), else single documents. With
+    /// ``collapse_field`` (a fast field: ``"host"``, or ``"group"`` for the tags of
+    /// ``policy="tag"``), one result per value of that field instead (the best-ranked hit of
+    /// each; a document without a value stands alone).
+    #[pyo3(signature = (query, limit = 10, collapse = true, collapse_field = None))]
     fn search(
         &self,
         py: Python<'_>,
         query: &str,
         limit: usize,
         collapse: bool,
+        collapse_field: Option<String>,
     ) -> PyResult<Vec<Hit>> {
         if limit == 0 {
             return Err(PyValueError::new_err("limit must be at least 1"));
         }
+        if collapse_field.is_some() && !collapse {
+            return Err(PyValueError::new_err(
+                "collapse_field collapses by a field, but collapse=False asks for every \
+                 document; drop one of them",
+            ));
+        }
         let store = self.store()?;
         let query = query.to_string();
-        Ok(py.detach(|| search(&store, &query, limit, collapse))?)
+        Ok(py.detach(|| search(&store, &query, limit, collapse, collapse_field.as_deref()))?)
     }
 
     /// The documents the index's match rule matches with the document ``id`` (itself left out)
@@ -445,7 +455,13 @@ impl Index {
     }
 }
 
-fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Vec<Hit>, Failure> {
+fn search(
+    store: &Store,
+    query: &str,
+    limit: usize,
+    collapse: bool,
+    collapse_field: Option<&str>,
+) -> Result<Vec<Hit>, Failure> {
     let searcher = store.index.searcher()?;
     let f = store.fields;
     let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
@@ -476,8 +492,15 @@ fn search(store: &Store, query: &str, limit: usize, collapse: bool) -> Result<Ve
         return Ok(hits);
     }
     // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
-    let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    let results = collapse.search(s, &parsed)?;
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    if let Some(field) = collapse_field {
+        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
+    }
+    let results = collapse.search(s, &parsed).map_err(|e| match e {
+        // A field that cannot group is the caller's argument.
+        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
+        e => e.into(),
+    })?;
     for (rank, g) in results.groups().iter().enumerate() {
         let shown = store.load_doc(s, g.leader.address)?;
         hits.push(Hit {

@@ -110,6 +110,32 @@ def test_collapsed_search_groups_match_a_greedy_oracle(py_index_path, query):
         assert all(h.group_size == 1 and not h.members for h in plain)
 
 
+@pytest.mark.parametrize("query", ["text:google", "text:cloud", "text:data"])
+def test_search_by_collapse_field_keeps_the_best_hit_per_host(py_index_path, query):
+    with Index.open(py_index_path) as index:
+        everything = index.search(query, limit=10_000, collapse=False)
+        best, size = {}, {}
+        for h in everything:
+            best[h.host] = max(best.get(h.host, h.score), h.score)
+            size[h.host] = size.get(h.host, 0) + 1
+        hits = index.search(query, limit=5, collapse_field="host")
+        assert len(hits) == min(5, len(best))
+        assert len({h.host for h in hits}) == len(hits)
+        want = sorted(best.values(), reverse=True)[: len(hits)]
+        assert [h.score for h in hits] == want
+        for h in hits:
+            assert h.score == best[h.host]
+            assert h.group_size == size[h.host] and h.group_size_exact
+            assert len(h.members) < h.group_size
+        assert any(h.group_size > 1 for h in hits), "some host should have several hits"
+        with pytest.raises(ValueError, match="not a fast field"):
+            index.search(query, collapse_field="text")
+        with pytest.raises(ValueError, match="has none"):
+            index.search(query, collapse_field="nowhere")
+        with pytest.raises(ValueError, match="collapse=False"):
+            index.search(query, collapse=False, collapse_field="host")
+
+
 def test_reject_keeps_no_two_documents_within_k(corpus, tmp_path):
     index = Index.create(tmp_path / "idx", policy="reject")
     scheme = index.scheme

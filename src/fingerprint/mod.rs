@@ -19,7 +19,10 @@
 //! assert_eq!(a.distance(b), 0); // formatting only
 //! ```
 
+mod accumulate;
 mod analysis;
+
+use accumulate::{flush, FeatureCounts};
 
 pub(crate) use analysis::is_han;
 pub use analysis::{
@@ -702,7 +705,7 @@ impl Scheme {
             token_lines: Vec::new(),
             line_tokens: Vec::new(),
             token_text: String::new(),
-            counts: HashMap::default(),
+            counts: FeatureCounts::default(),
             acc: [0; 64],
         }
     }
@@ -729,7 +732,7 @@ pub struct Fingerprinter {
     token_lines: Vec<u32>,
     line_tokens: Vec<u32>,
     token_text: String,
-    counts: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    counts: FeatureCounts,
     acc: [i64; 64],
 }
 
@@ -781,16 +784,18 @@ impl Fingerprinter {
 
     /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
     pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
-        self.fingerprint_with_tokens(text, None)
+        self.fingerprint_with_tokens(text, None, false)
     }
 
     /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
     /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
-    /// per document).
+    /// per document). Lines are counted only when `sink_lines` (or the scheme damps short lines);
+    /// otherwise the sink sees line 0.
     pub(crate) fn fingerprint_with_tokens(
         &mut self,
         text: &str,
         mut sink: Option<TokenSink<'_>>,
+        sink_lines: bool,
     ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
         let seed = inner.seed;
@@ -819,7 +824,7 @@ impl Fingerprinter {
             } = self;
             let mut prev_han = false;
             let (mut line, mut scanned) = (0u32, 0usize);
-            let count_lines = damp > 0 || sink.is_some();
+            let count_lines = damp > 0 || (sink_lines && sink.is_some());
             let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
                 if count_lines {
                     let at = offset_from.min(input.len());
@@ -884,13 +889,13 @@ impl Fingerprinter {
         let mut distinct = 0;
 
         if features.words > 0.0 {
-            self.counts.clear();
+            self.counts.clear(self.token_hashes.len());
             for (i, &h) in self.token_hashes.iter().enumerate() {
-                *self.counts.entry(h).or_insert(0) += occurrence(&self.token_lines, i);
+                self.counts.add(h, occurrence(&self.token_lines, i));
             }
             distinct += self.counts.len();
             flush(
-                &mut self.counts,
+                &self.counts,
                 &mut self.acc,
                 unit,
                 features.words,
@@ -906,7 +911,7 @@ impl Fingerprinter {
         }
         if features.uses_shingles() {
             let n = usize::from(features.shingle_len);
-            self.counts.clear();
+            self.counts.clear(self.token_hashes.len());
             let mut buf = [0u8; 64];
             let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
             for (start, w) in self.token_hashes.windows(n).enumerate() {
@@ -918,14 +923,14 @@ impl Fingerprinter {
                     .map(|i| occurrence(&self.token_lines, i))
                     .min()
                     .unwrap_or(1);
-                *self.counts.entry(h).or_insert(0) += occ;
+                self.counts.add(h, occ);
                 if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
                     all_stop.insert(h);
                 }
             }
             distinct += self.counts.len();
             flush(
-                &mut self.counts,
+                &self.counts,
                 &mut self.acc,
                 unit,
                 features.shingles,
@@ -941,7 +946,7 @@ impl Fingerprinter {
         }
         if features.uses_char_ngrams() {
             let n = usize::from(features.char_ngram_len);
-            self.counts.clear();
+            self.counts.clear(self.token_text.len());
             let starts: Vec<usize> = self
                 .token_text
                 .char_indices()
@@ -951,11 +956,11 @@ impl Fingerprinter {
             for w in starts.windows(n + 1) {
                 let gram = &self.token_text[w[0]..w[n]];
                 let h = xxh3_64_with_seed(gram.as_bytes(), seed ^ CHAR_TAG ^ n as u64);
-                *self.counts.entry(h).or_insert(0) += 1;
+                self.counts.add(h, 1);
             }
             distinct += self.counts.len();
             flush(
-                &mut self.counts,
+                &self.counts,
                 &mut self.acc,
                 1,
                 features.char_ngrams,
@@ -987,51 +992,6 @@ impl Fingerprinter {
             kind: FingerprintKind::Simhash,
             tokens,
             features: distinct,
-        }
-    }
-}
-
-/// For each byte value, eight masks: all ones where the bit is 0 (subtract), zero where 1 (add).
-static SIGN_MASKS: [[i64; 8]; 256] = {
-    let mut t = [[0i64; 8]; 256];
-    let mut b = 0;
-    while b < 256 {
-        let mut i = 0;
-        while i < 8 {
-            t[b][i] = if (b >> i) & 1 == 1 { 0 } else { -1 };
-            i += 1;
-        }
-        b += 1;
-    }
-    t
-};
-
-/// Adds each feature's weight to the 64 counters, with its sign per bit.
-fn flush(
-    counts: &mut HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
-    acc: &mut [i64; 64],
-    unit: u32,
-    kind_weight: f32,
-    weight: TermWeight,
-    factor: impl Fn(u64) -> f32,
-) {
-    for (&h, &count) in counts.iter() {
-        // `count` is in units of 1/unit occurrences; below one occurrence the weight is linear.
-        let tf = count as f32 / unit as f32;
-        let w = match weight {
-            TermWeight::Binary => tf.min(1.0),
-            TermWeight::Sublinear if tf <= 1.0 => tf,
-            TermWeight::Sublinear => 1.0 + tf.ln(),
-        } * kind_weight
-            * factor(h);
-        let w = (w * WEIGHT_SCALE).round() as i64;
-        for byte in 0..8 {
-            let masks = &SIGN_MASKS[((h >> (byte * 8)) & 0xff) as usize];
-            let lanes = &mut acc[byte * 8..byte * 8 + 8];
-            for (a, m) in lanes.iter_mut().zip(masks) {
-                // (w ^ m) - m is w where m == 0 and -w where m == -1.
-                *a += (w ^ m) - m;
-            }
         }
     }
 }

@@ -122,30 +122,92 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The bins of one document's one-permutation MinHash, filled shingle by shingle. Reusable.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bins {
+    values: Vec<u32>,
+    any: bool,
+    /// The first [`PROBES`] bins each bin's densification probes, bin by bin (the sequences do
+    /// not depend on the document: computed once per bin count).
+    probes: Vec<u16>,
+}
+
+/// Probes per bin kept in [`Bins::probes`]; a bin that needs more computes them (a document
+/// with fewer shingles than bins / 8 or so).
+const PROBES: usize = 32;
+
+/// The bin that empty bin `i` of `n` probes at attempt `attempt` (1-based).
+#[inline]
+fn probe(i: usize, attempt: u64, n: usize) -> usize {
+    (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize
+}
+
+impl Bins {
+    /// Starts a document with `config.slots` empty bins.
+    pub(crate) fn clear(&mut self, config: &MinHashConfig) {
+        self.values.clear();
+        self.values.resize(config.slots as usize, EMPTY);
+        self.any = false;
+    }
+
+    /// One shingle hash: its bin keeps the smaller value.
+    #[inline]
+    pub(crate) fn add(&mut self, shingle: u64) {
+        let h = mix(shingle ^ VALUE_SEED);
+        let n = self.values.len() as u64;
+        let bin = (((h >> 32) * n) >> 32) as usize;
+        // EMPTY is u32::MAX: a value equal to it never wins, which only matters for 1 in 2^32.
+        let v = h as u32;
+        if let Some(b) = self.values.get_mut(bin) {
+            *b = (*b).min(v);
+        }
+        self.any = true;
+    }
+
+    /// Fills the empty bins (densification); `false` when no shingle was added (the bins are
+    /// then meaningless).
+    pub(crate) fn finish(&mut self) -> bool {
+        if !self.any {
+            return false;
+        }
+        let n = self.values.len();
+        if self.probes.len() != n * PROBES {
+            self.probes = (0..n)
+                .flat_map(|i| (1..=PROBES as u64).map(move |a| probe(i, a, n) as u16))
+                .collect();
+        }
+        densify(&mut self.values, &self.probes);
+        true
+    }
+
+    pub(crate) fn values(&self) -> &[u32] {
+        &self.values
+    }
+}
+
 /// Fills `bins` (resized to `config.slots`) from the shingle hashes; `false` when there were
 /// no shingles (the bins are then meaningless).
+#[cfg(test)]
 pub(crate) fn one_permutation(
     config: &MinHashConfig,
     shingles: &[u64],
     bins: &mut Vec<u32>,
 ) -> bool {
-    let n = config.slots as usize;
-    bins.clear();
-    bins.resize(n, EMPTY);
-    if shingles.is_empty() {
-        return false;
-    }
+    let mut b = Bins::default();
+    b.clear(config);
     for &s in shingles {
-        let h = mix(s ^ VALUE_SEED);
-        let bin = (((h >> 32) * n as u64) >> 32) as usize;
-        // EMPTY is u32::MAX: a value equal to it never wins, which only matters for 1 in 2^32.
-        let v = h as u32;
-        if v < bins[bin] {
-            bins[bin] = v;
-        }
+        b.add(s);
     }
-    // Optimal densification: empty bin i probes bins by a sequence seeded by i (and the
-    // attempt) until it finds a filled one. Both documents use the same sequences.
+    let any = b.finish();
+    *bins = b.values;
+    any
+}
+
+/// Optimal densification: empty bin i probes bins by a sequence seeded by i (and the attempt)
+/// until it finds a filled one. Both documents use the same sequences. `probes` holds the first
+/// [`PROBES`] of each bin's sequence (at most 1024 bins, so a bin fits in `u16`).
+fn densify(bins: &mut [u32], probes: &[u16]) {
+    let n = bins.len();
     // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
     let mut filled = [0u64; 16];
     for (i, &v) in bins.iter().enumerate() {
@@ -158,17 +220,21 @@ pub(crate) fn one_permutation(
         if is_filled(i) {
             continue;
         }
-        let mut attempt = 0u64;
+        let known = probes.get(i * PROBES..(i + 1) * PROBES).unwrap_or(&[]);
+        if let Some(&j) = known.iter().find(|&&j| is_filled(usize::from(j))) {
+            bins[i] = bins[usize::from(j)];
+            continue;
+        }
+        let mut attempt = known.len() as u64;
         loop {
             attempt += 1;
-            let j = (((mix(((i as u64) << 32) | attempt) >> 32) * n as u64) >> 32) as usize;
+            let j = probe(i, attempt, n);
             if is_filled(j) {
                 bins[i] = bins[j];
                 break;
             }
         }
     }
-    true
 }
 
 /// A b-bit MinHash sketch: the low `bits` bits of every bin, packed into 64-bit words, bin 0 in

@@ -77,8 +77,7 @@ pub struct Signer {
     /// The scheme's tokens carry byte offsets into the signed text (the built-in tokenizer).
     builtin_offsets: bool,
     collector: ShingleCollector,
-    shingles: Vec<u64>,
-    bins: Vec<u32>,
+    bins: minhash::Bins,
 }
 
 impl Signer {
@@ -93,8 +92,7 @@ impl Signer {
                 TokenizationParameters::Builtin { .. }
             ),
             collector: ShingleCollector::default(),
-            shingles: Vec::new(),
-            bins: Vec::new(),
+            bins: minhash::Bins::default(),
         }
     }
 
@@ -120,11 +118,19 @@ impl Signer {
         text: &str,
         mut log: Option<&mut TokenLog>,
     ) -> (Signature, FingerprintKind) {
-        let collector = &mut self.collector;
-        collector.clear();
+        // Lines matter only to chrome detection; most texts have no chrome shape and cost one
+        // scan for a spaced separator.
+        let chrome = if self.shingling.chrome {
+            chrome::chrome_lines(text)
+        } else {
+            None
+        };
+        let lines = self.shingling.min_line_words > 0 || chrome.is_some();
         // Token offsets index `text` itself only under the built-in tokenizer (a user
         // analyzer's offsets index the normalised text).
-        let spans = self.builtin_offsets;
+        let spans = lines && self.builtin_offsets;
+        let collector = &mut self.collector;
+        collector.clear(lines);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
             Some(&mut |t: &str, hash, line, from, to| {
@@ -133,16 +139,17 @@ impl Signer {
                     log.push(t, from, to);
                 }
             }),
+            lines,
         );
-        if self.shingling.chrome {
-            if let Some(lines) = chrome::chrome_lines(text) {
-                self.collector.drop_chrome(&lines);
-            }
+        if let Some(chrome) = &chrome {
+            self.collector.drop_chrome(chrome);
         }
-        self.shingles.clear();
-        self.collector.shingles(&self.shingling, &mut self.shingles);
-        let sketch = if minhash::one_permutation(&self.minhash, &self.shingles, &mut self.bins) {
-            Sketch::from_bins(&self.minhash, &self.bins)
+        let bins = &mut self.bins;
+        bins.clear(&self.minhash);
+        self.collector
+            .for_each_shingle(&self.shingling, |shingle| bins.add(shingle));
+        let sketch = if bins.finish() {
+            Sketch::from_bins(&self.minhash, bins.values())
         } else {
             Sketch::empty(&self.minhash)
         };
@@ -168,7 +175,10 @@ impl Signer {
     /// The shingle hashes the sketch of `text` is made of (for evaluation and tests).
     pub fn shingles(&mut self, text: &str) -> Vec<u64> {
         self.sign(text);
-        self.shingles.clone()
+        let mut out = Vec::new();
+        self.collector
+            .for_each_shingle(&self.shingling, |shingle| out.push(shingle));
+        out
     }
 }
 

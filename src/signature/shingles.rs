@@ -82,82 +82,129 @@ impl Shingling {
 
 const UNIT_SEED: u64 = 0x756e_6974_0000_0001;
 
-/// Order-aware combination of unit hashes: each position rotates and multiplies by its own odd
-/// constant, then splitmix64's finaliser mixes (cheaper than hashing the bytes again).
-fn shingle_hash(units: &[(u64, u32)]) -> u64 {
-    const ODD: [u64; 8] = [
-        0x9e37_79b9_7f4a_7c15,
-        0xc2b2_ae3d_27d4_eb4f,
-        0x1656_67b1_9e37_79f9,
-        0x27d4_eb2f_1656_67c5,
-        0x94d0_49bb_1331_11eb,
-        0xbf58_476d_1ce4_e5b9,
-        0xff51_afd7_ed55_8ccd,
-        0xc4ce_b9fe_1a85_ec53,
-    ];
-    let mut x = units.len() as u64;
-    for (i, (h, _)) in units.iter().enumerate() {
-        x ^= h.rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
-    }
+/// Multipliers of the positions of a shingle (the 9th unit reuses the first).
+const ODD: [u64; 8] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+    0x27d4_eb2f_1656_67c5,
+    0x94d0_49bb_1331_11eb,
+    0xbf58_476d_1ce4_e5b9,
+    0xff51_afd7_ed55_8ccd,
+    0xc4ce_b9fe_1a85_ec53,
+];
+
+#[inline]
+fn finish(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
 
+/// Order-aware combination of unit hashes: each position rotates and multiplies by its own odd
+/// constant, then splitmix64's finaliser mixes (cheaper than hashing the bytes again).
+#[inline]
+fn shingle_hash(units: &[u64]) -> u64 {
+    let mut x = units.len() as u64;
+    for (i, h) in units.iter().enumerate() {
+        x ^= h.rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
+    }
+    finish(x)
+}
+
+/// [`shingle_hash`] of every window of `N` units, in order (the same values; the width known at
+/// compile time lets the position constants fold).
+#[inline]
+fn windows_of<const N: usize>(units: &[u64], emit: &mut impl FnMut(u64)) {
+    for w in units.windows(N) {
+        let mut x = N as u64;
+        for i in 0..N {
+            x ^= w[i].rotate_left(17 * i as u32).wrapping_mul(ODD[i % 8]);
+        }
+        emit(finish(x));
+    }
+}
+
 /// Collects units from a token stream and turns them into shingle hashes. Reusable.
 #[derive(Default, Debug)]
 pub(crate) struct ShingleCollector {
-    /// (unit hash, line) per unit.
-    units: Vec<(u64, u32)>,
-    /// Tokens per line.
+    /// The hash of each unit.
+    units: Vec<u64>,
+    /// The line of each unit (only when chrome is skipped: `lines` was set by `clear`).
+    unit_lines: Vec<u32>,
+    /// Tokens per line (likewise).
     line_words: Vec<u32>,
+    lines: bool,
 }
 
 impl ShingleCollector {
-    pub(crate) fn clear(&mut self) {
+    /// Starts a document; `lines`: whether tokens' lines matter (chrome detection).
+    pub(crate) fn clear(&mut self, lines: bool) {
         self.units.clear();
+        self.unit_lines.clear();
         self.line_words.clear();
+        self.lines = lines;
     }
 
     /// One token of the scheme's analysis with its seeded hash, on 0-based line `line`
-    /// (non-decreasing). `span` is the token's own text in the signed text when the analysis
-    /// gives offsets into it: a Han token can run across a line break (Han runs join across
-    /// whitespace), and each of its characters is then a unit of its own line, so that removing
-    /// a chrome line never takes a character of the next line with it.
+    /// (non-decreasing; ignored unless `clear` was told lines matter). `span` is the token's
+    /// own text in the signed text when the analysis gives offsets into it: a Han token can run
+    /// across a line break (Han runs join across whitespace), and each of its characters is then
+    /// a unit of its own line, so that removing a chrome line never takes a character of the
+    /// next line with it.
+    #[inline]
     pub(crate) fn token(&mut self, token: &str, hash: u64, line: u32, span: Option<&str>) {
-        let l = line as usize;
-        if self.line_words.len() <= l {
-            self.line_words.resize(l + 1, 0);
-        }
-        self.line_words[l] += 1;
-        if token.chars().next().is_some_and(is_han) {
-            let mut char_lines = span.filter(|s| s.contains('\n')).map(|s| {
-                let mut at = line;
-                s.chars().filter_map(move |c| {
-                    if c == '\n' {
-                        at = at.saturating_add(1);
-                    }
-                    (!c.is_whitespace()).then_some(at)
-                })
-            });
+        let before = self.units.len();
+        // Han characters (U+3400 and above) start with a UTF-8 byte >= 0xE3: a token starting
+        // below is not Han (ASCII words, the common case, skip decoding a char).
+        let han = token.as_bytes().first().is_some_and(|&b| b >= 0xe3)
+            && token.chars().next().is_some_and(is_han);
+        if han {
             let mut buf = [0u8; 4];
             for c in token.chars() {
-                let unit_line = char_lines.as_mut().and_then(Iterator::next).unwrap_or(line);
                 let unit = xxh3_64_with_seed(c.encode_utf8(&mut buf).as_bytes(), UNIT_SEED);
-                self.units.push((unit, unit_line));
-            }
-            let last = self.units.last().map_or(l, |u| u.1 as usize);
-            if self.line_words.len() <= last {
-                self.line_words.resize(last + 1, 0);
+                self.units.push(unit);
             }
         } else {
-            self.units.push((hash, line));
+            self.units.push(hash);
+        }
+        if self.lines {
+            let l = line as usize;
+            if self.line_words.len() <= l {
+                self.line_words.resize(l + 1, 0);
+            }
+            self.line_words[l] += 1;
+            let added = self.units.len() - before;
+            match span.filter(|s| han && s.contains('\n')) {
+                Some(span) => {
+                    let mut at = line;
+                    let mut char_lines = span.chars().filter_map(|c| {
+                        if c == '\n' {
+                            at = at.saturating_add(1);
+                        }
+                        (!c.is_whitespace()).then_some(at)
+                    });
+                    for _ in 0..added {
+                        let unit_line = char_lines.next().unwrap_or(line);
+                        self.unit_lines.push(unit_line);
+                    }
+                    let last = self.unit_lines.last().map_or(l, |&u| u as usize);
+                    if self.line_words.len() <= last {
+                        self.line_words.resize(last + 1, 0);
+                    }
+                }
+                None => self.unit_lines.extend(std::iter::repeat_n(line, added)),
+            }
         }
     }
 
     /// Removes the units of chrome lines and of site-name suffixes (`chrome`, per line, from
-    /// [`chrome_lines`](super::chrome::chrome_lines)), unless nothing would remain.
+    /// [`chrome_lines`](super::chrome::chrome_lines)), unless nothing would remain. Needs the
+    /// units' lines (`clear(true)`).
     pub(crate) fn drop_chrome(&mut self, chrome: &[LineChrome]) {
+        if !self.lines || self.unit_lines.len() != self.units.len() {
+            return;
+        }
         let line_of = |l: u32| {
             chrome
                 .get(l as usize)
@@ -165,77 +212,90 @@ impl ShingleCollector {
                 .unwrap_or(LineChrome::Content)
         };
         if self
-            .units
+            .unit_lines
             .iter()
-            .all(|&(_, l)| line_of(l) == LineChrome::Chrome)
+            .all(|&l| line_of(l) == LineChrome::Chrome)
         {
             return;
         }
-        let mut kept: Vec<(u64, u32)> = Vec::with_capacity(self.units.len());
+        let (mut units, mut lines) = (Vec::with_capacity(self.units.len()), Vec::new());
         let mut i = 0;
         while i < self.units.len() {
-            let line = self.units[i].1;
-            let end = i + self.units[i..].iter().take_while(|u| u.1 == line).count();
-            match line_of(line) {
-                LineChrome::Chrome => {}
-                LineChrome::Content => kept.extend_from_slice(&self.units[i..end]),
+            let line = self.unit_lines[i];
+            let end = i + self.unit_lines[i..]
+                .iter()
+                .take_while(|&&l| l == line)
+                .count();
+            let keep = match line_of(line) {
+                LineChrome::Chrome => 0,
+                LineChrome::Content => end - i,
                 LineChrome::NameSuffix { name_line } => {
-                    let name: Vec<u64> = self
-                        .units
-                        .iter()
-                        .filter(|u| u.1 == name_line)
-                        .map(|u| u.0)
+                    let name: Vec<u64> = (0..self.units.len())
+                        .filter(|&u| self.unit_lines[u] == name_line)
+                        .map(|u| self.units[u])
                         .collect();
                     let here = &self.units[i..end];
                     let tail_is_name = !name.is_empty()
                         && here.len() > name.len()
-                        && here[here.len() - name.len()..]
-                            .iter()
-                            .map(|u| u.0)
-                            .eq(name.iter().copied());
-                    let keep = if tail_is_name {
+                        && here[here.len() - name.len()..] == name[..];
+                    if tail_is_name {
                         here.len() - name.len()
                     } else {
                         here.len()
-                    };
-                    kept.extend_from_slice(&here[..keep]);
+                    }
                 }
-            }
+            };
+            units.extend_from_slice(&self.units[i..i + keep]);
+            lines.extend_from_slice(&self.unit_lines[i..i + keep]);
             i = end;
         }
-        self.units = kept;
+        self.units = units;
+        self.unit_lines = lines;
     }
 
-    /// The shingle hashes (with repeats) chosen by `shingling`, appended to `out`.
-    pub(crate) fn shingles(&self, shingling: &Shingling, out: &mut Vec<u64>) {
+    /// Calls `emit` with each shingle hash (with repeats) chosen by `shingling`.
+    pub(crate) fn for_each_shingle(&self, shingling: &Shingling, mut emit: impl FnMut(u64)) {
         let width = usize::from(shingling.width.max(1));
-        let start = out.len();
-        let mut all = 0u32;
         let n = width.min(8);
-        let hash = |w: &[(u64, u32)]| shingle_hash(w);
         if self.units.is_empty() {
             return;
         }
         if self.units.len() < n {
-            out.push(hash(&self.units));
+            emit(shingle_hash(&self.units));
             return;
         }
         let min_words = shingling.min_line_words;
-        for w in self.units.windows(n) {
-            all += 1;
-            if min_words == 0 || self.line_words[w[0].1 as usize] >= min_words {
-                out.push(hash(w));
+        if min_words == 0 || !self.lines {
+            self.all_windows(n, &mut emit);
+            return;
+        }
+        let is_content =
+            |start: usize| self.line_words[self.unit_lines[start] as usize] >= min_words;
+        let all = (self.units.len() - n + 1) as u64;
+        let content = (0..all as usize).filter(|&s| is_content(s)).count() as u64;
+        let judged_whole = content < all
+            && (content < u64::from(shingling.min_content_shingles)
+                || content * 100 < all * u64::from(shingling.min_content_percent));
+        if judged_whole {
+            self.all_windows(n, &mut emit);
+        } else {
+            for (start, w) in self.units.windows(n).enumerate() {
+                if is_content(start) {
+                    emit(shingle_hash(w));
+                }
             }
         }
-        let content = (out.len() - start) as u64;
-        if min_words > 0
-            && content < u64::from(all)
-            && (content < u64::from(shingling.min_content_shingles)
-                || content * 100 < u64::from(all) * u64::from(shingling.min_content_percent))
-        {
-            out.truncate(start);
-            for w in self.units.windows(n) {
-                out.push(hash(w));
+    }
+
+    fn all_windows(&self, n: usize, emit: &mut impl FnMut(u64)) {
+        match n {
+            3 => windows_of::<3>(&self.units, emit),
+            2 => windows_of::<2>(&self.units, emit),
+            4 => windows_of::<4>(&self.units, emit),
+            _ => {
+                for w in self.units.windows(n) {
+                    emit(shingle_hash(w));
+                }
             }
         }
     }

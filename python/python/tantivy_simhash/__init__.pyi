@@ -207,9 +207,17 @@ class Index:
         threads: Optional[int] = None,
     ) -> Writer:
         """A writer; ``fields`` maps ``id``/``text``/``title``/``host`` to your dict keys."""
-    def search(self, query: str, limit: int = 10, collapse: bool = True) -> List[Hit]:
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        collapse: bool = True,
+        collapse_field: Optional[str] = None,
+    ) -> List[Hit]:
         """The best results for ``query`` (tantivy syntax over title and text), one per group of
-        near-duplicates when ``collapse``."""
+        near-duplicates when ``collapse``; with ``collapse_field`` (a fast field: ``"host"``,
+        ``"group"``), one per value of that field. ValueError for a field that is missing or
+        not fast."""
     def similar(
         self,
         *,

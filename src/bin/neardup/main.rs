@@ -187,6 +187,10 @@ struct SearchArgs {
     /// Show every matching document, near-duplicates included, instead of one per group.
     #[arg(long)]
     no_collapse: bool,
+    /// Collapse by the value of this fast field instead of by near-duplicates: one result per
+    /// value (`host`: one per site; `group`: one per tag of `--dedup tag`).
+    #[arg(long, value_name = "FIELD", conflicts_with = "no_collapse")]
+    distinct_field: Option<String>,
     /// One JSON object per line on stdout.
     #[arg(long)]
     json: bool,

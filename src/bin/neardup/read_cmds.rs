@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy_simhash::NearDupCollapse;
+use tantivy_simhash::{GroupBy, NearDupCollapse};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -16,7 +16,12 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     }
     let store = store::open(&args.dir)?;
     let mut out = Out::new(args.json);
-    search_in(&store, &args.query, args.limit, !args.no_collapse, &mut out)?;
+    let collapse = match (&args.distinct_field, args.no_collapse) {
+        (_, true) => Collapse::Off,
+        (None, false) => Collapse::NearDuplicates,
+        (Some(field), false) => Collapse::Field(field),
+    };
+    search_in(&store, &args.query, args.limit, collapse, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
@@ -30,13 +35,24 @@ struct SearchHit<'a> {
     host: &'a str,
 }
 
-/// Prints the best `limit` results for `query`: groups of near-duplicates (the best hit of
-/// each, with the group's size) when `collapse`, else single documents.
+/// How `search` folds its hits.
+#[derive(Clone, Copy)]
+pub(crate) enum Collapse<'a> {
+    /// Every matching document.
+    Off,
+    /// One result per group of near-duplicates.
+    NearDuplicates,
+    /// One result per value of a fast field.
+    Field(&'a str),
+}
+
+/// Prints the best `limit` results for `query`: groups (the best hit of each, with the group's
+/// size) unless `collapse` is off, else single documents.
 pub(crate) fn search_in(
     store: &Store,
     query: &str,
     limit: usize,
-    collapse: bool,
+    collapse: Collapse<'_>,
     out: &mut Out,
 ) -> CliResult<()> {
     let searcher = store.index.searcher()?;
@@ -49,8 +65,12 @@ pub(crate) fn search_in(
         ))
     })?;
     let tantivy_searcher = &searcher;
-    if collapse {
-        return print_collapsed(store, tantivy_searcher, &parsed, limit, out);
+    if let Some(field) = match collapse {
+        Collapse::Off => None,
+        Collapse::NearDuplicates => Some(None),
+        Collapse::Field(field) => Some(Some(field)),
+    } {
+        return print_collapsed(store, tantivy_searcher, &parsed, limit, field, out);
     }
     let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
     if hits.is_empty() && !out.is_json() {
@@ -95,6 +115,9 @@ struct CollapsedLine<'a> {
     group_size: usize,
     /// Whether `group_size` counts every hit of the query (else: at least).
     group_size_exact: bool,
+    /// The value of `--distinct-field` the group shares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distinct_value: Option<&'a str>,
     members: Vec<GroupMember<'a>>,
 }
 
@@ -103,11 +126,15 @@ fn print_collapsed(
     searcher: &tantivy::Searcher,
     query: &dyn tantivy::query::Query,
     limit: usize,
+    distinct_field: Option<&str>,
     out: &mut Out,
 ) -> CliResult<()> {
     // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
     // for a person reading "N near-duplicates".
-    let collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    if let Some(field) = distinct_field {
+        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
+    }
     let results = collapse.search(searcher, query)?;
     if results.groups().is_empty() && !out.is_json() {
         out.line("no document matches")?;
@@ -123,6 +150,7 @@ fn print_collapsed(
                 host: &shown.host,
                 group_size: g.count,
                 group_size_exact: g.count_exact,
+                distinct_value: distinct_field.and(g.leader.group.as_deref()),
                 members: g
                     .members
                     .iter()
@@ -168,11 +196,16 @@ fn print_collapsed(
                 (false, true) => format!(": {}, …", listed.join(", ")),
                 (false, false) => format!(": {}", listed.join(", ")),
             };
-            out.line(format_args!(
-                "             + {}{others} near-duplicate{}{list}",
-                if g.count_exact { "" } else { "at least " },
-                if others == 1 { "" } else { "s" },
-            ))?;
+            let at_least = if g.count_exact { "" } else { "at least " };
+            let plural = if others == 1 { "" } else { "s" };
+            match (distinct_field, g.leader.group.as_deref()) {
+                (Some(field), Some(value)) => out.line(format_args!(
+                    "             + {at_least}{others} more with {field} {value}{list}"
+                ))?,
+                _ => out.line(format_args!(
+                    "             + {at_least}{others} near-duplicate{plural}{list}"
+                ))?,
+            }
         }
     }
     Ok(())
