@@ -8,12 +8,14 @@
 //! For `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` of the data directory (default
 //! `$SIMHASH_DATA` or `../shared/data`; generated text if a file is missing), the records
 //! (`title + "\n" + text`, all of them or the first `--sample N`) are packed into documents of
-//! about 4 KB. Each repetition (default 3) times the scheme's analyzer alone (every token
-//! stream consumed) and then full fingerprinting through one reused `Fingerprinter`; the best
-//! wall time of each is reported as MB/s (10^6 bytes per second), with the ratio
-//! fingerprint / analyzer. Goal: ratio >= 0.7. It also times signing under the default
-//! [`MatchRule`] (fingerprint and MinHash sketch from the same analysis pass), with the ratio
-//! sign / fingerprint: what the second signature costs.
+//! about 4 KB. Each repetition (default 3) times, in turn, the scheme's analyzer alone (every
+//! token stream consumed), full fingerprinting through one reused `Fingerprinter` and signing
+//! under the default [`MatchRule`] (fingerprint and MinHash sketch from the same analysis pass,
+//! what `DedupWriter` computes per document). Each is timed by the thread's CPU time
+//! (`/proc/thread-self/schedstat`, nanoseconds; wall time where it cannot be read), which does
+//! not grow while other processes hold the cores, so the ratios hold on a loaded machine; the
+//! best of the repetitions is reported as MB/s (10^6 bytes per CPU second) with the ratios to
+//! the analyzer. Goals: fingerprint >= 0.7x, signature >= 0.8x (issue 13).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -57,6 +59,24 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
+/// This thread's CPU time, from `/proc/thread-self/schedstat` (its first field, in ns); `None`
+/// where it cannot be read.
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// Times `f` by the thread's CPU time, or by the wall clock where that cannot be read.
+fn timed(f: impl FnOnce()) -> Duration {
+    let (cpu, wall) = (thread_cpu(), Instant::now());
+    f();
+    match (cpu, thread_cpu()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => wall.elapsed(),
+    }
+}
+
 fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
 }
@@ -70,7 +90,15 @@ fn main() {
         }
     };
     let scheme = Scheme::default();
-    println!("scheme {}", scheme.id());
+    println!(
+        "scheme {}; timing by {}",
+        scheme.id(),
+        if thread_cpu().is_some() {
+            "thread CPU time"
+        } else {
+            "wall clock"
+        }
+    );
     let mut fingerprinter = scheme.fingerprinter();
     let rule = MatchRule::default();
     let mut signer = rule.signer(&scheme);
@@ -78,7 +106,7 @@ fn main() {
     // Load jieba's dictionary before any measurement.
     black_box(fingerprinter.fingerprint("预热结巴分词词典"));
     println!(
-        "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>14}",
+        "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>7}",
         "lang",
         "docs",
         "MB",
@@ -87,7 +115,7 @@ fn main() {
         "fingerprint MB/s",
         "ratio",
         "sign MB/s",
-        "sign/fingerpr."
+        "ratio"
     );
     for lang in [Lang::En, Lang::Zh] {
         let corpus = load(&args.dir, lang, args.sample, None);
@@ -96,27 +124,25 @@ fn main() {
         let mut tokens = 0usize;
         for _ in 0..args.reps {
             tokens = 0;
-            let t = Instant::now();
-            for doc in &corpus.docs {
-                let mut stream = analyzer.token_stream(doc);
-                while stream.advance() {
-                    black_box(stream.token());
-                    tokens += 1;
+            best_a = best_a.min(timed(|| {
+                for doc in &corpus.docs {
+                    let mut stream = analyzer.token_stream(doc);
+                    while stream.advance() {
+                        black_box(stream.token());
+                        tokens += 1;
+                    }
                 }
-            }
-            best_a = best_a.min(t.elapsed());
-
-            let t = Instant::now();
-            for doc in &corpus.docs {
-                black_box(fingerprinter.fingerprint(doc));
-            }
-            best_f = best_f.min(t.elapsed());
-
-            let t = Instant::now();
-            for doc in &corpus.docs {
-                black_box(signer.sign(doc));
-            }
-            best_s = best_s.min(t.elapsed());
+            }));
+            best_f = best_f.min(timed(|| {
+                for doc in &corpus.docs {
+                    black_box(fingerprinter.fingerprint(doc));
+                }
+            }));
+            best_s = best_s.min(timed(|| {
+                for doc in &corpus.docs {
+                    black_box(signer.sign(doc));
+                }
+            }));
         }
         let s = mb_per_s(corpus.bytes, best_s);
         let (a, f) = (
@@ -124,7 +150,7 @@ fn main() {
             mb_per_s(corpus.bytes, best_f),
         );
         println!(
-            "{:<4} {:>6} {:>10.2} {:>10} {:>13.1} {:>16.1} {:>7.2} {:>9.1} {:>14.2}{}",
+            "{:<4} {:>6} {:>10.2} {:>10} {:>13.1} {:>16.1} {:>7.2} {:>9.1} {:>7.2}{}",
             lang.code(),
             corpus.docs.len(),
             corpus.bytes as f64 / 1e6,
@@ -133,8 +159,13 @@ fn main() {
             f,
             f / a,
             s,
-            s / f,
-            if f / a >= 0.7 { "" } else { "  (< 0.7 goal)" }
+            s / a,
+            match (f / a >= 0.7, s / a >= 0.8) {
+                (true, true) => "",
+                (false, true) => "  (fingerprint < 0.7 goal)",
+                (true, false) => "  (signature < 0.8 goal)",
+                (false, false) => "  (fingerprint < 0.7, signature < 0.8 goals)",
+            }
         );
     }
 }

@@ -50,7 +50,7 @@ impl FeatureCounts {
     }
 
     /// Adds `by` to the count of `key`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, key: u64, by: u32) {
         if (self.occupied.len() + 1) * 2 > self.slots.len() {
             self.grow();
@@ -77,6 +77,8 @@ impl FeatureCounts {
     }
 
     /// Doubles the table (only when `clear` was given too small an estimate).
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let entries: Vec<(u64, u32)> = self.iter().collect();
         self.slots = vec![Slot::default(); (self.slots.len() * 2).max(16)];

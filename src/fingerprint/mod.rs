@@ -745,8 +745,13 @@ enum Analysis {
 }
 
 /// Receives each token, its seeded hash, the 0-based line it starts on and its byte offsets in
-/// the text (`from..to`).
-pub(crate) type TokenSink<'a> = &'a mut dyn FnMut(&str, u64, u32, usize, usize);
+/// the text (`from..to`). A type parameter rather than `dyn`: the sink is inlined into the
+/// per-token loop.
+pub(crate) trait TokenSink: FnMut(&str, u64, u32, usize, usize) {}
+impl<F: FnMut(&str, u64, u32, usize, usize)> TokenSink for F {}
+
+/// No sink.
+pub(crate) type NoSink = fn(&str, u64, u32, usize, usize);
 
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
 const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
@@ -784,17 +789,17 @@ impl Fingerprinter {
 
     /// The fingerprint of `text` with how it was made. Never panics, whatever the input.
     pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
-        self.fingerprint_with_tokens(text, None, false)
+        self.fingerprint_with_tokens::<NoSink>(text, None, false)
     }
 
     /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
     /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
     /// per document). Lines are counted only when `sink_lines` (or the scheme damps short lines);
     /// otherwise the sink sees line 0.
-    pub(crate) fn fingerprint_with_tokens(
+    pub(crate) fn fingerprint_with_tokens<S: TokenSink>(
         &mut self,
         text: &str,
-        mut sink: Option<TokenSink<'_>>,
+        mut sink: Option<S>,
         sink_lines: bool,
     ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);

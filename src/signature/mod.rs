@@ -133,7 +133,7 @@ impl Signer {
         collector.clear(lines);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
-            Some(&mut |t: &str, hash, line, from, to| {
+            Some(|t: &str, hash, line, from, to| {
                 collector.token(t, hash, line, spans.then(|| text.get(from..to)).flatten());
                 if let Some(log) = log.as_mut() {
                     log.push(t, from, to);
