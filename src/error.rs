@@ -54,6 +54,22 @@ pub enum Error {
     #[error("document: {0}")]
     Document(String),
 
+    /// A document's id is taken and the writer's [`IdPolicy`](crate::IdPolicy) is `Report`:
+    /// nothing was written.
+    #[error(
+        "document id `{id}` is already in the index{}; nothing was written (the writer's id \
+         policy is `report`): give the document another id, delete the old one first, or use \
+         the id policy `replace` (the new version replaces the old) or `keep` (skip it)",
+        if *replaced { " (a document that replaced it under Policy::Replace is)" } else { "" }
+    )]
+    IdTaken {
+        /// The id.
+        id: String,
+        /// Whether the id is taken as one a live document replaced under
+        /// [`Policy::Replace`](crate::Policy::Replace).
+        replaced: bool,
+    },
+
     /// Malformed input data (a JSON line, a table file), with where it was found.
     #[error("{path}:{line}: {message}")]
     Input {

@@ -8,12 +8,15 @@ use crate::replay::{self, AnalyzedDocument, StagedTokens};
 use crate::schema::{document_text, lock, NearDupIndex};
 use crate::signature::{Evidence, MatchRule, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
+mod ids;
 mod retag;
+pub use ids::IdPolicy;
+use ids::{CommittedId, PendingIds, Taken};
 pub use retag::GroupsWritten;
 
 impl NearDupIndex {
@@ -128,23 +131,34 @@ pub enum Outcome {
         /// The document's fingerprint.
         fingerprint: Fingerprint,
     },
+    /// Not added, not signed ([`IdPolicy::KeepFirst`]): the id is taken.
+    IdTaken {
+        /// The id, which a live document has (`replaced == false`) or a live document records
+        /// that it replaced under [`Policy::Replace`] (`replaced == true`).
+        id: String,
+        /// Whether the id is taken as a replaced one.
+        replaced: bool,
+    },
 }
 
 impl Outcome {
-    /// The document's fingerprint.
-    pub fn fingerprint(&self) -> Fingerprint {
+    /// The document's fingerprint; `None` for [`Outcome::IdTaken`] (such a document is not
+    /// signed).
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
         match self {
             Outcome::Added { fingerprint }
             | Outcome::Duplicate { fingerprint, .. }
             | Outcome::Tagged { fingerprint, .. }
-            | Outcome::Replaced { fingerprint, .. } => *fingerprint,
+            | Outcome::Replaced { fingerprint, .. } => Some(*fingerprint),
+            Outcome::IdTaken { .. } => None,
         }
     }
 
-    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`].
+    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`] and
+    /// [`Outcome::IdTaken`].
     pub fn evidence(&self) -> Option<Evidence> {
         match self {
-            Outcome::Added { .. } => None,
+            Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
             Outcome::Duplicate { evidence, .. }
             | Outcome::Tagged { evidence, .. }
             | Outcome::Replaced { evidence, .. } => Some(*evidence),
@@ -153,7 +167,7 @@ impl Outcome {
 
     /// Whether the document was added to the index.
     pub fn is_added(&self) -> bool {
-        !matches!(self, Outcome::Duplicate { .. })
+        !matches!(self, Outcome::Duplicate { .. } | Outcome::IdTaken { .. })
     }
 }
 
@@ -169,13 +183,13 @@ struct PendingDoc {
 
 /// What the writer knows that the last commit does not.
 struct Pending {
-    searcher: NearDupSearcher,
     docs: Vec<PendingDoc>,
     /// The rule's keys (block and band keys) of the pending documents; each list holds at most
     /// `max_postings_per_key` documents (the first added), as the committed postings are read.
     by_key: HashMap<u64, Vec<u32>>,
-    /// Ids deleted since the last commit: committed documents with these ids are ignored.
-    deleted: HashSet<String>,
+    /// The uncommitted ids, and the ids deleted since the last commit (committed documents
+    /// with these ids are ignored).
+    ids: PendingIds,
     keys: Vec<u64>,
     candidates: Vec<u32>,
     /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
@@ -185,6 +199,8 @@ struct Pending {
     /// Candidates verified by the near-duplicate checks, committed and pending, over the
     /// writer's life.
     verified: u64,
+    /// Old versions deleted by [`IdPolicy::Replace`] over the writer's life.
+    ids_replaced: u64,
 }
 
 /// A match among committed or pending documents.
@@ -200,7 +216,7 @@ impl Pending {
     fn clear(&mut self) {
         self.docs.clear();
         self.by_key.clear();
-        self.deleted.clear();
+        self.ids.clear();
     }
 
     /// Live matches of `signature` by `rule`, committed and pending, strongest evidence first;
@@ -209,13 +225,15 @@ impl Pending {
     /// on how tantivy's threads split documents into segments. With `all == false` only the
     /// strongest is guaranteed: reading a committed id decompresses a dictionary block, so ids
     /// of weaker committed matches are not read. Groups are read only when `groups` is set;
-    /// what each match replaced only when `all` is.
+    /// what each match replaced only when `all` is. Documents with the id `replacing` (the old
+    /// versions of a document an [`IdPolicy::Replace`] adds) are not matches.
     fn matches(
         &mut self,
+        searcher: &NearDupSearcher,
         rule: &MatchRule,
         signature: &Signature,
-        all: bool,
-        groups: bool,
+        (all, groups): (bool, bool),
+        replacing: Option<&str>,
     ) -> Result<Vec<Found>> {
         // Pending: the union of the key lists (each bounded), verified once per document.
         self.keys.clear();
@@ -231,7 +249,7 @@ impl Pending {
         let mut pending = Vec::new();
         for &i in &self.candidates {
             let p = &self.docs[i as usize];
-            if !p.alive {
+            if !p.alive || replacing == Some(p.id.as_str()) {
                 continue;
             }
             self.verified += 1;
@@ -244,7 +262,6 @@ impl Pending {
         let best_pending = pending.first().map(|&(e, _)| e);
 
         let mut committed = Vec::new();
-        let searcher = &self.searcher;
         self.verified += searcher.signature_reader().for_each_match(
             rule,
             signature,
@@ -264,19 +281,19 @@ impl Pending {
             if !all && (!found.is_empty() || weaker_than_pending) {
                 break;
             }
-            let Some(id) = self.searcher.id_of(address)? else {
+            let Some(id) = searcher.id_of(address)? else {
                 continue;
             };
-            if self.deleted.contains(&id) {
+            if self.ids.is_deleted(&id) || replacing == Some(id.as_str()) {
                 continue;
             }
             let group = if groups {
-                self.searcher.group_of(address)?
+                searcher.group_of(address)?
             } else {
                 None
             };
             let replaced = if all {
-                self.searcher.replaced_ids_of(address)?
+                searcher.replaced_ids_of(address)?
             } else {
                 Vec::new()
             };
@@ -313,13 +330,14 @@ impl Pending {
                 list.push(i);
             }
         }
+        self.ids.insert(&doc.id, Some(i));
+        self.ids.insert_replaced(&doc.id, &doc.replaced);
         self.docs.push(doc);
     }
 
     fn delete_id(&mut self, id: &str) {
-        self.deleted.insert(id.to_string());
-        for p in &mut self.docs {
-            if p.id == id {
+        for place in self.ids.delete(id) {
+            if let Some(p) = self.docs.get_mut(place as usize) {
                 p.alive = false;
             }
         }
@@ -351,7 +369,11 @@ pub struct DedupWriter {
     index: NearDupIndex,
     writer: IndexWriter<AnalyzedDocument>,
     policy: Policy,
+    id_policy: IdPolicy,
     reader: IndexReader,
+    /// The index as of the last commit (replaced only by `commit`, which takes `&mut self`, so
+    /// it is read outside the lock).
+    searcher: NearDupSearcher,
     pending: Mutex<Pending>,
     fingerprinters: Mutex<Vec<Fingerprinter>>,
     signers: Mutex<Vec<Signer>>,
@@ -384,17 +406,19 @@ impl DedupWriter {
             index,
             writer,
             policy,
+            id_policy: IdPolicy::Off,
             reader,
+            searcher,
             pending: Mutex::new(Pending {
-                searcher,
                 docs: Vec::new(),
                 by_key: HashMap::new(),
-                deleted: HashSet::new(),
+                ids: PendingIds::default(),
                 keys: Vec::new(),
                 candidates: Vec::new(),
                 next_sequence,
                 max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
                 verified: 0,
+                ids_replaced: 0,
             }),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
@@ -415,6 +439,31 @@ impl DedupWriter {
         }
         self.policy = policy;
         Ok(())
+    }
+
+    /// The id policy ([`IdPolicy::Off`] unless set).
+    pub fn id_policy(&self) -> IdPolicy {
+        self.id_policy
+    }
+
+    /// Sets what the writer does with documents whose id is taken, from the next document on
+    /// (ids added earlier since the last commit count as taken: the writer keeps them under
+    /// every id policy).
+    pub fn set_id_policy(&mut self, id_policy: IdPolicy) {
+        self.id_policy = id_policy;
+    }
+
+    /// The writer with `id_policy` ([`set_id_policy`](Self::set_id_policy)), for chaining
+    /// after [`NearDupIndex::writer`].
+    pub fn with_id_policy(mut self, id_policy: IdPolicy) -> Self {
+        self.id_policy = id_policy;
+        self
+    }
+
+    /// The old versions deleted by [`IdPolicy::Replace`] over the writer's life (one per added
+    /// document whose id was taken; rolled back ones included).
+    pub fn ids_replaced(&self) -> u64 {
+        lock(&self.pending).ids_replaced
     }
 
     /// The bound on candidates read per key in each check (per committed segment and in the
@@ -455,34 +504,70 @@ impl DedupWriter {
         &mut self.writer
     }
 
-    /// Signs `doc` from the configured text fields, then adds it under the policy, which
-    /// decides by the index's [`MatchRule`].
+    /// Signs `doc` from the configured text fields, then adds it under the id policy and the
+    /// near-duplicate policy, which decides by the index's [`MatchRule`].
     ///
     /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint,
-    /// sketch or key values; tantivy errors from the lookup or the writer.
+    /// sketch or key values; [`Error::IdTaken`] under [`IdPolicy::Report`]; tantivy errors from
+    /// the lookup or the writer. Nothing is written when it fails.
     ///
     /// The text is analysed once: the tokens of the signature are the tokens tantivy indexes
     /// for the fingerprinted text fields indexed with the scheme's analyzer
     /// ([`crate::replay`]; [`NearDupIndex::analysis_counts`] counts them). Other indexed text
     /// fields are analysed by tantivy as usual; a fingerprinted field tantivy does not index
     /// with that analyzer costs the signing analysis on top of whatever tantivy does with it.
+    /// A document the id policy settles (skipped or reported) is not signed.
+    ///
+    /// ```
+    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+    /// # use tantivy::{doc, Index};
+    /// # use tantivy_simhash::{IdPolicy, NearDupConfig, NearDupIndex, Outcome, Policy};
+    /// # fn main() -> tantivy_simhash::Result<()> {
+    /// # let config = NearDupConfig::new("id", ["body"]);
+    /// # let mut builder = Schema::builder();
+    /// # let id = builder.add_text_field("id", STRING | FAST);
+    /// # let body = builder.add_text_field("body", TEXT);
+    /// # config.add_fields(&mut builder);
+    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// // Re-ingesting a document skips it instead of storing it twice.
+    /// let mut writer = index.writer(50_000_000, Policy::Off)?.with_id_policy(IdPolicy::KeepFirst);
+    /// let first = doc!(id => "a", body => "the first version of the page");
+    /// assert!(writer.add_document(first.clone())?.is_added());
+    /// writer.commit()?;
+    /// let again = writer.add_document(doc!(id => "a", body => "a second version"))?;
+    /// assert_eq!(again, Outcome::IdTaken { id: "a".into(), replaced: false });
+    ///
+    /// // Under IdPolicy::Replace the new version deletes the old one.
+    /// writer.set_id_policy(IdPolicy::Replace);
+    /// assert!(writer.add_document(doc!(id => "a", body => "a second version"))?.is_added());
+    /// writer.commit()?;
+    /// assert_eq!(index.searcher()?.num_docs(), 1);
+    /// assert_eq!(writer.ids_replaced(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_document(&self, doc: TantivyDocument) -> Result<Outcome> {
+        let (id, committed) = match self.settle_by_id(&doc)? {
+            Settled::Open(id, committed) => (id, committed),
+            Settled::Done(outcome) => return Ok(outcome),
+        };
         let (signature, staged) = self.sign_and_stage(&doc);
-        self.add_prepared(doc, signature, true, staged)
+        self.add_prepared(doc, id, committed, signature, true, staged)
     }
 
     /// Adds `doc` with a signature computed elsewhere (with the index's scheme and rule, for
     /// example by [`Signer`]s in parallel): its fingerprint, sketch and the rule's keys are
-    /// stored, and the policy decides by the rule, as for
-    /// [`add_document`](Self::add_document). A signature made with another scheme or rule
-    /// gives meaningless matches (it cannot be detected). Tantivy analyses the text fields
-    /// itself (the writer has no tokens to give it).
+    /// stored, and the policies decide, as for [`add_document`](Self::add_document). A
+    /// signature made with another scheme or rule gives meaningless matches (it cannot be
+    /// detected). Tantivy analyses the text fields itself (the writer has no tokens to give it).
     pub fn add_document_with_signature(
         &self,
         doc: TantivyDocument,
         signature: Signature,
     ) -> Result<Outcome> {
-        self.add_prepared(doc, signature, true, None)
+        let id = self.prepare(&doc)?;
+        let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
+        self.add_prepared(doc, id, committed, signature, true, None)
     }
 
     /// Adds `doc` with only a fingerprint computed elsewhere (for example by a batch job with
@@ -501,17 +586,44 @@ impl DedupWriter {
             fingerprint: fp,
             sketch: crate::signature::Sketch::empty(self.index.rule().minhash()),
         };
-        self.add_prepared(doc, signature, false, None)
+        let id = self.prepare(&doc)?;
+        let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
+        self.add_prepared(doc, id, committed, signature, false, None)
+    }
+
+    /// Checks `doc` and looks its id up in the last commit; settles it when the id policy
+    /// already knows the answer, so a skipped document is never signed. The answer is checked
+    /// again under the lock (another thread may add the id meanwhile).
+    fn settle_by_id(&self, doc: &TantivyDocument) -> Result<Settled> {
+        let id = self.prepare(doc)?;
+        let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
+        if matches!(self.id_policy, IdPolicy::KeepFirst | IdPolicy::Report) {
+            let taken = lock(&self.pending).ids.taken(&id, &committed);
+            if let Some(taken) = taken {
+                return self.id_taken(id, taken).map(Settled::Done);
+            }
+        }
+        Ok(Settled::Open(id, committed))
+    }
+
+    /// What [`IdPolicy::KeepFirst`] or [`IdPolicy::Report`] make of a taken id.
+    fn id_taken(&self, id: String, taken: Taken) -> Result<Outcome> {
+        let replaced = taken == Taken::Replaced;
+        match self.id_policy {
+            IdPolicy::Report => Err(Error::IdTaken { id, replaced }),
+            _ => Ok(Outcome::IdTaken { id, replaced }),
+        }
     }
 
     fn add_prepared(
         &self,
         mut doc: TantivyDocument,
+        id: String,
+        committed: CommittedId,
         signature: Signature,
         with_sketch: bool,
         staged: Option<Arc<StagedTokens>>,
     ) -> Result<Outcome> {
-        let id = self.prepare(&doc)?;
         let rule = self.index.rule();
         let fields = self.index.fields;
         let fp = signature.fingerprint;
@@ -521,22 +633,36 @@ impl DedupWriter {
             self.index.add_fingerprint_to(&mut doc, fp);
         }
         let mut pending = lock(&self.pending);
+        // The id check, the near-duplicate check and the insertion are one step under the lock:
+        // of two threads adding one id, exactly one wins.
+        let taken = pending.ids.taken(&id, &committed);
+        let replacing = match (self.id_policy, taken) {
+            (IdPolicy::KeepFirst | IdPolicy::Report, Some(taken)) => {
+                drop(pending);
+                return self.id_taken(id, taken);
+            }
+            (IdPolicy::Replace, Some(Taken::Live)) => Some(id.clone()),
+            _ => None,
+        };
         // Numbered under the lock, so the numbers follow the order of the checks below.
         if let Some(field) = fields.sequence {
             doc.add_u64(field, pending.next_sequence);
         }
         pending.next_sequence += 1;
         if self.policy == Policy::Off {
+            self.delete_old_version(&mut pending, replacing.as_deref());
+            pending.ids.insert(&id, None);
             drop(pending);
             self.writer
                 .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
             return Ok(Outcome::Added { fingerprint: fp });
         }
         let found = pending.matches(
+            &self.searcher,
             rule,
             &signature,
-            self.policy == Policy::Replace,
-            self.policy == Policy::Tag,
+            (self.policy == Policy::Replace, self.policy == Policy::Tag),
+            replacing.as_deref(),
         )?;
         let outcome = match (self.policy, found.first()) {
             (_, None) => {
@@ -544,6 +670,7 @@ impl DedupWriter {
                 if let (Some(g), Some(field)) = (&group, fields.group) {
                     doc.add_text(field, g);
                 }
+                self.delete_old_version(&mut pending, replacing.as_deref());
                 Outcome::Added { fingerprint: fp }.with_pending(
                     &mut pending,
                     rule,
@@ -571,6 +698,7 @@ impl DedupWriter {
                     evidence: best.evidence,
                     fingerprint: fp,
                 };
+                self.delete_old_version(&mut pending, replacing.as_deref());
                 outcome.with_pending(&mut pending, rule, signature, id, Some(group), Vec::new())
             }
             (_, Some(best)) => {
@@ -588,6 +716,7 @@ impl DedupWriter {
                         .delete_term(Term::from_field_text(fields.id, old));
                     pending.delete_id(old);
                 }
+                self.delete_old_version(&mut pending, replacing.as_deref());
                 // What the deleted documents had replaced is now this document's to remember,
                 // so a rerun skips every id of the chain, not only the last one.
                 let mut carried = replaced.clone();
@@ -618,24 +747,53 @@ impl DedupWriter {
         Ok(outcome)
     }
 
-    /// Adds many documents: signs them in parallel (rayon, one signer per worker), then adds
-    /// them in the given order under the policy (so within a batch the earlier document wins).
-    /// One analysis per document, as [`add_document`](Self::add_document). Stops at the first
-    /// error; documents before it are added.
+    /// Deletes the live documents with id `replacing` ([`IdPolicy::Replace`]), before the new
+    /// version is added (a delete applies to the documents added before it).
+    fn delete_old_version(&self, pending: &mut Pending, replacing: Option<&str>) {
+        if let Some(id) = replacing {
+            self.writer
+                .delete_term(Term::from_field_text(self.index.fields.id, id));
+            pending.delete_id(id);
+            pending.ids_replaced += 1;
+        }
+    }
+
+    /// Adds many documents: checks their ids, signs the ones the id policy leaves open in
+    /// parallel (rayon, one signer per worker), then adds them in the given order under the
+    /// policies (so within a batch the earlier document wins under [`IdPolicy::KeepFirst`] and
+    /// [`Policy::Reject`], the later under [`IdPolicy::Replace`]). One analysis per signed
+    /// document, as [`add_document`](Self::add_document). Stops at the first error; documents
+    /// before it are added.
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
         let scheme = self.index.scheme();
         let rule = self.index.rule();
-        let sigs: Vec<(Signature, Option<Arc<StagedTokens>>)> = docs
+        let settled: Vec<Result<Settled>> = docs.iter().map(|d| self.settle_by_id(d)).collect();
+        let sigs: Vec<Option<(Signature, Option<Arc<StagedTokens>>)>> = docs
             .par_iter()
+            .zip(&settled)
             .map_init(
                 || rule.signer(scheme),
-                |signer, doc| self.sign_and_stage_with(signer, doc),
+                |signer, (doc, settled)| {
+                    matches!(settled, Ok(Settled::Open(..)))
+                        .then(|| self.sign_and_stage_with(signer, doc))
+                },
             )
             .collect();
-        docs.into_iter()
-            .zip(sigs)
-            .map(|(doc, (sig, staged))| self.add_prepared(doc, sig, true, staged))
-            .collect()
+        let mut outcomes = Vec::with_capacity(docs.len());
+        for ((doc, settled), sig) in docs.into_iter().zip(settled).zip(sigs) {
+            let outcome = match (settled?, sig) {
+                (Settled::Done(outcome), _) => outcome,
+                (Settled::Open(id, committed), Some((sig, staged))) => {
+                    self.add_prepared(doc, id, committed, sig, true, staged)?
+                }
+                (Settled::Open(id, committed), None) => {
+                    let (sig, staged) = self.sign_and_stage(&doc);
+                    self.add_prepared(doc, id, committed, sig, true, staged)?
+                }
+            };
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
     }
 
     /// Deletes the documents matching `term`, like [`IndexWriter::delete_term`]. On the id field
@@ -660,12 +818,11 @@ impl DedupWriter {
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
         self.reader.reload()?;
-        let searcher = NearDupSearcher::new(self.index.fields, &self.reader.searcher())?;
+        self.searcher = NearDupSearcher::new(self.index.fields, &self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        pending.searcher = searcher;
         pending.clear();
         Ok(opstamp)
     }
@@ -774,6 +931,13 @@ impl DedupWriter {
         }
         Ok(id)
     }
+}
+
+/// A document after its id check: settled by the id policy, or open (its id and what the last
+/// commit says about it).
+enum Settled {
+    Done(Outcome),
+    Open(String, CommittedId),
 }
 
 impl Outcome {

@@ -257,7 +257,7 @@ fn single_analysis_stores_the_signature_and_indexes_the_tokens_of_two_analyses()
             for (d, o) in chunk.iter().zip(&outcomes) {
                 assert_eq!(
                     o.fingerprint(),
-                    expected[d.0.as_str()].fingerprint,
+                    Some(expected[d.0.as_str()].fingerprint),
                     "{policy:?} {}",
                     d.0
                 );

@@ -14,7 +14,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::FieldMap;
-use tantivy_simhash::{GroupBy, HostPair, MirrorConfig, MirrorFinder, NearDupCollapse};
+use tantivy_simhash::{GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder, NearDupCollapse};
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
@@ -202,17 +202,29 @@ impl Index {
     /// A writer that adds documents under ``policy`` (``"tag"``, ``"reject"``, ``"replace"``
     /// or ``"off"``; the index's recorded policy by default). ``fields`` maps the document keys
     /// (``{"id": "url", "text": "body"}``: defaults are the recorded mapping, ``id``, ``text``,
-    /// ``title``, ``host`` for a new index). ``memory_mb`` is tantivy's indexing memory (at
-    /// least 15 per thread), ``threads`` its indexing threads.
-    #[pyo3(signature = (policy = None, *, fields = None, memory_mb = 256, threads = None))]
+    /// ``title``, ``host`` for a new index). ``ids`` says what to do with a document whose id
+    /// is taken (tantivy has no primary key): ``"keep"`` skips it (outcome ``"skipped"``; an id
+    /// a newer near-duplicate replaced counts as taken, so re-adding the same input adds
+    /// nothing), ``"replace"`` deletes the old version and adds the new one, ``"report"`` raises
+    /// ``tantivy_simhash.Error`` (nothing written), ``"off"`` adds it again. ``memory_mb`` is
+    /// tantivy's indexing memory (at least 15 per thread), ``threads`` its indexing threads.
+    #[pyo3(signature = (policy = None, *, ids = "keep", fields = None, memory_mb = 256, threads = None))]
     fn writer(
         &self,
         py: Python<'_>,
         policy: Option<&str>,
+        ids: &str,
         fields: Option<&Bound<'_, PyDict>>,
         memory_mb: usize,
         threads: Option<usize>,
     ) -> PyResult<Writer> {
+        let id_policy = IdPolicy::from_name(ids).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "unknown ids={ids:?}; expected \"keep\" (skip a document whose id is taken), \
+                 \"replace\" (the new version replaces the old), \"report\" (raise) or \"off\" \
+                 (no id checks)"
+            ))
+        })?;
         let store = self.store()?;
         let record = store.settings();
         let parsed = store::policy_named(policy.unwrap_or(&record.policy))?;
@@ -236,8 +248,17 @@ impl Index {
                 *slot = value;
             }
         }
-        let writer =
-            py.detach(|| Writer::open(store, policy_name, parsed, map, memory_mb, threads))?;
+        let writer = py.detach(|| {
+            Writer::open(
+                store,
+                policy_name,
+                parsed,
+                id_policy,
+                map,
+                memory_mb,
+                threads,
+            )
+        })?;
         Ok(writer)
     }
 

@@ -1,16 +1,15 @@
 //! `Writer`: documents from Python dicts into the index through the library's `DedupWriter`,
-//! with the command line's rules (an id already in the index is skipped; a document needs an id
-//! and a text or title).
+//! with the command line's rules (by default an id already in the index is skipped: the
+//! library's `IdPolicy::KeepFirst`; a document needs an id and a text or title).
 
 use crate::store::Store;
 use crate::Failure;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tantivy_simhash::store::FieldMap;
-use tantivy_simhash::{DedupWriter, NearDupSearcher, Outcome as LibOutcome, Policy};
+use tantivy_simhash::{DedupWriter, IdPolicy, Outcome as LibOutcome, Policy};
 
 /// A document read from a dict.
 pub(crate) struct InputDoc {
@@ -131,7 +130,7 @@ pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<In
 /// ``status`` is ``"added"``, ``"tagged"`` (added in the group of a near-duplicate),
 /// ``"replaced"`` (added; its near-duplicates, listed in ``replaced``, were deleted),
 /// ``"rejected"`` (not added: ``of`` is its nearest near-duplicate) or ``"skipped"`` (not
-/// added: its id is already in the index).
+/// added, ``ids="keep"``: its id is already in the index, or a document that replaced it is).
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
 #[derive(Clone)]
 pub(crate) struct Outcome {
@@ -176,21 +175,8 @@ impl Outcome {
 }
 
 impl Outcome {
-    fn skipped(id: String) -> Self {
-        Outcome {
-            status: "skipped",
-            id,
-            fingerprint: None,
-            of: None,
-            distance: None,
-            resemblance: None,
-            group: None,
-            replaced: Vec::new(),
-        }
-    }
-
     fn from_lib(id: String, outcome: LibOutcome) -> Self {
-        let fingerprint = Some(outcome.fingerprint().0);
+        let fingerprint = outcome.fingerprint().map(|f| f.0);
         let mut o = Outcome {
             status: "added",
             id,
@@ -217,6 +203,7 @@ impl Outcome {
                 o.of = replaced.first().cloned();
                 o.replaced = replaced;
             }
+            LibOutcome::IdTaken { .. } => o.status = "skipped",
         }
         o
     }
@@ -238,7 +225,8 @@ pub(crate) struct Summary {
     replaced: u64,
     /// Documents not stored: near-duplicates of documents already indexed (policy "reject").
     rejected: u64,
-    /// Documents not stored because their id is already in the index.
+    /// Documents not stored because their id is already in the index, or a document that
+    /// replaced it is (``ids="keep"``).
     skipped_existing_id: u64,
     /// Bad documents skipped (``skip_bad=True``).
     skipped_bad: u64,
@@ -284,58 +272,29 @@ impl Summary {
 
 struct WriterState {
     writer: DedupWriter,
-    /// The index as of the last commit, when it had documents: ids in it are skipped.
-    existing: Option<NearDupSearcher>,
-    /// Ids added since the last commit.
-    seen: HashSet<String>,
 }
 
 impl WriterState {
-    /// Adds `docs` in order (fingerprinted in parallel), skipping ids already in the index or
-    /// earlier in this writer's uncommitted documents.
+    /// Adds `docs` in order (fingerprinted in parallel) under the writer's policies.
     fn add(&mut self, store: &Store, docs: Vec<InputDoc>) -> Result<Vec<Outcome>, Failure> {
-        let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(docs.len());
-        let mut batch = Vec::new();
-        let mut batch_ids = Vec::new();
-        for doc in docs {
-            let known = self.seen.contains(&doc.id)
-                || match &self.existing {
-                    Some(s) => s.fingerprint_of_id(&doc.id)?.is_some(),
-                    None => false,
-                };
-            if known {
-                outcomes.push(Some(Outcome::skipped(doc.id)));
-                continue;
-            }
-            self.seen.insert(doc.id.clone());
-            let d = store
-                .fields
-                .document(&doc.id, &doc.title, &doc.text, &doc.host);
-            batch.push(d);
-            batch_ids.push((outcomes.len(), doc.id));
-            outcomes.push(None);
-        }
-        let added = if batch.len() == 1 {
-            batch
-                .pop()
-                .map(|d| self.writer.add_document(d))
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            self.writer.add_documents(batch)?
+        let (batch, ids): (Vec<_>, Vec<_>) = docs
+            .into_iter()
+            .map(|doc| {
+                let d = store
+                    .fields
+                    .document(&doc.id, &doc.title, &doc.text, &doc.host);
+                (d, doc.id)
+            })
+            .unzip();
+        let added = match <[_; 1]>::try_from(batch) {
+            Ok([d]) => vec![self.writer.add_document(d)?],
+            Err(batch) => self.writer.add_documents(batch)?,
         };
-        for ((slot, id), outcome) in batch_ids.into_iter().zip(added) {
-            outcomes[slot] = Some(Outcome::from_lib(id, outcome));
-        }
-        Ok(outcomes.into_iter().flatten().collect())
-    }
-
-    fn commit(&mut self, store: &Store) -> Result<(), Failure> {
-        self.writer.commit()?;
-        // The committed ids are now in the index: look them up there instead of remembering.
-        self.existing = Some(store.index.lookups()?);
-        self.seen.clear();
-        Ok(())
+        Ok(ids
+            .into_iter()
+            .zip(added)
+            .map(|(id, outcome)| Outcome::from_lib(id, outcome))
+            .collect())
     }
 }
 
@@ -348,6 +307,7 @@ impl WriterState {
 pub(crate) struct Writer {
     store: Arc<Store>,
     policy: String,
+    id_policy: IdPolicy,
     fields: FieldMap,
     state: Mutex<Option<WriterState>>,
 }
@@ -357,6 +317,7 @@ impl Writer {
         store: Arc<Store>,
         policy_name: &str,
         policy: Policy,
+        id_policy: IdPolicy,
         fields: FieldMap,
         memory_mb: usize,
         threads: Option<usize>,
@@ -372,18 +333,14 @@ impl Writer {
             Some(0) => return Err(Failure::Value("threads must be at least 1".into())),
             Some(n) => store.index.writer_with_num_threads(n, budget, policy)?,
             None => store.index.writer(budget, policy)?,
-        };
-        let searcher = store.index.lookups()?;
-        let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
+        }
+        .with_id_policy(id_policy);
         Ok(Writer {
             store,
             policy: policy_name.to_string(),
+            id_policy,
             fields,
-            state: Mutex::new(Some(WriterState {
-                writer,
-                existing,
-                seen: HashSet::new(),
-            })),
+            state: Mutex::new(Some(WriterState { writer })),
         })
     }
 
@@ -580,18 +537,14 @@ impl Writer {
 
     /// Makes every document added so far durable and visible to searches.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_state(py, |state, store| state.commit(store))?;
+        self.with_state(py, |state, _| Ok(state.writer.commit().map(|_| ())?))?;
         self.store.remember(&self.policy, &self.fields)?;
         Ok(())
     }
 
     /// Discards every document added since the last commit.
     fn rollback(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_state(py, |state, _| {
-            state.writer.rollback()?;
-            state.seen.clear();
-            Ok(())
-        })
+        self.with_state(py, |state, _| Ok(state.writer.rollback().map(|_| ())?))
     }
 
     /// Closes the writer without committing (uncommitted documents are lost, as with
@@ -606,6 +559,20 @@ impl Writer {
     #[getter]
     fn policy(&self) -> String {
         self.policy.clone()
+    }
+
+    /// What the writer does with a document whose id is taken: "keep", "replace", "report" or
+    /// "off".
+    #[getter]
+    fn ids(&self) -> &'static str {
+        self.id_policy.name()
+    }
+
+    /// The old versions deleted so far because a document with their id was added
+    /// (``ids="replace"``).
+    #[getter]
+    fn ids_replaced(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_state(py, |state, _| Ok(state.writer.ids_replaced()))
     }
 
     /// Whether the writer is closed.

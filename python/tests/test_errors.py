@@ -123,6 +123,8 @@ def test_one_writer_at_a_time(index):
 def test_bad_arguments(index, tmp_path):
     with pytest.raises(ValueError, match="unknown policy `keep`"):
         index.writer("keep")
+    with pytest.raises(ValueError, match='unknown ids="first"'):
+        index.writer(ids="first")
     with pytest.raises(ValueError, match="unknown field `url`"):
         index.writer(fields={"url": "id"})
     with pytest.raises(TypeError):

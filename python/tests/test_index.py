@@ -264,3 +264,73 @@ def test_mirrors_find_the_copied_hosts(py_index_path):
         copies = index.mirrors(host=host, all=True)
         assert all(p["host_a"] == host for p in copies)
         assert report[0]["host_b"] in {p["host_b"] for p in copies}
+
+
+@pytest.mark.parametrize("ids", ["keep", "replace", "report", "off"])
+def test_id_policies_against_a_model(tmp_path, ids):
+    """Random adds, commits and rollbacks over a few repeated ids, checked against a model of
+    the id policy after every commit."""
+    import random
+
+    from tantivy_simhash import Error
+
+    rng = random.Random(5)
+    index = Index.create(tmp_path / "idx", policy="off")
+    scheme = index.scheme
+    committed, working, texts = [], [], {}
+    with index.writer(ids=ids) as w:
+        assert w.ids == ids
+        for step in range(120):
+            roll = rng.random()
+            if roll < 0.7:
+                i = "id%d" % rng.randrange(4)
+                text = " ".join("w%d" % rng.randrange(3000) for _ in range(30))
+                texts[text] = scheme.fingerprint(text)
+                taken = any(d == i for d, _ in working)
+                if ids == "report" and taken:
+                    with pytest.raises(Error, match="`%s` is already in the index" % i):
+                        w.add({"id": i, "text": text})
+                    continue
+                o = w.add({"id": i, "text": text})
+                if ids == "keep" and taken:
+                    assert (o.status, o.fingerprint) == ("skipped", None)
+                    continue
+                assert o.status == "added" and o.fingerprint == texts[text]
+                if ids == "replace":
+                    working = [(d, t) for d, t in working if d != i]
+                working.append((i, text))
+            elif roll < 0.85:
+                w.commit()
+                committed = list(working)
+                assert len(index) == len(committed), step
+                for d, t in committed:
+                    if ids != "off":
+                        assert index.fingerprint_of(d) == texts[t], step
+            else:
+                w.rollback()
+                working = list(committed)
+    assert len(index) == len(working)
+
+
+def test_keep_has_one_winner_among_threads(tmp_path):
+    """Threads adding the same ids at once under ids="keep": exactly one add per id wins."""
+    index = Index.create(tmp_path / "idx", policy="off")
+    outcomes = []
+    lock = threading.Lock()
+    with index.writer(ids="keep") as w:
+
+        def work(t):
+            mine = [w.add({"id": "id%d" % (n % 10), "text": "thread %d doc %d" % (t, n)}) for n in range(50)]
+            with lock:
+                outcomes.extend(mine)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    added = [o for o in outcomes if o.added]
+    assert sorted(o.id for o in added) == ["id%d" % n for n in range(10)]
+    assert len(index) == 10
+    for o in added:
+        assert index.fingerprint_of(o.id) == o.fingerprint

@@ -5,6 +5,7 @@ import pathlib
 from typing import Any, Callable, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
 
 Policy = Literal["tag", "reject", "replace", "off"]
+IdPolicy = Literal["keep", "replace", "report", "off"]
 Status = Literal["added", "tagged", "replaced", "rejected", "skipped"]
 Document = Mapping[str, Any]
 """A document: ``id`` (str or int), ``text`` (str), optionally ``title`` and ``host`` (str)."""
@@ -40,7 +41,8 @@ class Outcome:
     def status(self) -> Status:
         """``"added"``, ``"tagged"`` (added in the group of a near-duplicate), ``"replaced"``
         (added; its near-duplicates were deleted), ``"rejected"`` (not added) or ``"skipped"``
-        (not added: its id is already in the index)."""
+        (not added, ``ids="keep"``: its id is already in the index, or a document that
+        replaced it is)."""
     @property
     def id(self) -> str: ...
     @property
@@ -104,6 +106,13 @@ class Writer:
         """Closes without committing; closing twice is allowed."""
     @property
     def policy(self) -> Policy: ...
+    @property
+    def ids(self) -> IdPolicy:
+        """The id policy given to :meth:`Index.writer`."""
+    @property
+    def ids_replaced(self) -> int:
+        """Old versions deleted so far because a document with their id was added
+        (``ids="replace"``)."""
     @property
     def closed(self) -> bool: ...
     def __enter__(self) -> "Writer": ...
@@ -202,11 +211,16 @@ class Index:
         self,
         policy: Optional[Policy] = None,
         *,
+        ids: IdPolicy = "keep",
         fields: Optional[Mapping[str, str]] = None,
         memory_mb: int = 256,
         threads: Optional[int] = None,
     ) -> Writer:
-        """A writer; ``fields`` maps ``id``/``text``/``title``/``host`` to your dict keys."""
+        """A writer; ``fields`` maps ``id``/``text``/``title``/``host`` to your dict keys.
+        ``ids``: what to do with a document whose id is taken: ``"keep"`` skips it (an id a
+        newer near-duplicate replaced counts as taken), ``"replace"`` deletes the old version
+        and adds the new one, ``"report"`` raises :class:`Error` (nothing written), ``"off"``
+        adds it again."""
     def search(
         self,
         query: str,

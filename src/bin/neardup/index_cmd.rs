@@ -6,14 +6,13 @@ use super::store::{self, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tantivy::TantivyDocument;
-use tantivy_simhash::{DedupWriter, Error, NearDupSearcher, Outcome, Policy};
+use tantivy_simhash::{DedupWriter, Error, IdPolicy, Outcome, Policy};
 
 /// Documents fingerprinted together (in parallel) before they are added in order.
 const BATCH: usize = 256;
@@ -104,7 +103,8 @@ pub(crate) struct Summary {
     pub rejected: u64,
     /// Bad lines skipped (`--skip-bad`).
     pub skipped_bad: u64,
-    /// Documents skipped because their id is already in the index (or earlier in the input).
+    /// Documents skipped because their id is already in the index (or was added earlier in the
+    /// input).
     pub skipped_existing_id: u64,
     /// Documents skipped because a document of the index replaced their id (`replace`, in an
     /// earlier run over the same input).
@@ -231,12 +231,13 @@ pub(crate) fn index_files(
     catch_interrupts();
     let start = Instant::now();
     let policy = store.record.policy();
+    // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped, so a
+    // rerun over the same input adds only what is new.
     let writer = store
         .index
         .writer(opts.memory_mb << 20, policy)
-        .map_err(|e| writer_busy(&store.dir, e))?;
-    let searcher = store.index.lookups()?;
-    let existing = (searcher.searcher().num_docs() > 0).then_some(searcher);
+        .map_err(|e| writer_busy(&store.dir, e))?
+        .with_id_policy(IdPolicy::KeepFirst);
     let total: Option<u64> = files
         .iter()
         .map(|f| {
@@ -250,8 +251,6 @@ pub(crate) fn index_files(
     let mut run = Run {
         store,
         writer,
-        existing,
-        seen: HashSet::new(),
         batch: Vec::with_capacity(BATCH),
         summary: Summary::default(),
         since_commit: 0,
@@ -426,10 +425,6 @@ fn spawn_reader(
 struct Run<'a> {
     store: &'a Store,
     writer: DedupWriter,
-    /// The index as of the last commit, when it had documents: ids in it are skipped.
-    existing: Option<NearDupSearcher>,
-    /// Ids read since the last commit (so memory is bounded by `--commit-every`).
-    seen: HashSet<String>,
     batch: Vec<(TantivyDocument, String)>,
     summary: Summary,
     since_commit: u64,
@@ -441,24 +436,6 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn push(&mut self, doc: InputDoc, out: &mut Out) -> CliResult<()> {
-        let known = self.seen.contains(&doc.id)
-            || match &self.existing {
-                Some(s) => s.fingerprint_of_id(&doc.id)?.is_some(),
-                None => false,
-            };
-        if known {
-            self.summary.skipped_existing_id += 1;
-            return Ok(());
-        }
-        // A rerun meets the ids a newer near-duplicate replaced: adding them again would bring
-        // the old copy back (and delete the newer one), unlike one uninterrupted run.
-        if let Some(s) = &self.existing {
-            if s.is_replaced(&doc.id)? {
-                self.summary.skipped_replaced_id += 1;
-                return Ok(());
-            }
-        }
-        self.seen.insert(doc.id.clone());
         let d = self
             .store
             .fields
@@ -482,7 +459,7 @@ impl Run<'_> {
         let outcomes = self.writer.add_documents(docs)?;
         for (outcome, id) in outcomes.iter().zip(&ids) {
             let event = match outcome {
-                Outcome::Added { .. } => None,
+                Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
                 Outcome::Duplicate { of, evidence, .. } => Some(Event::Rejected {
                     id,
                     of,
@@ -511,6 +488,10 @@ impl Run<'_> {
             match outcome {
                 Outcome::Added { .. } => s.added += 1,
                 Outcome::Duplicate { .. } => s.rejected += 1,
+                // A rerun meets the ids a newer near-duplicate replaced: adding them again
+                // would bring the old copy back (and delete the newer one).
+                Outcome::IdTaken { replaced: true, .. } => s.skipped_replaced_id += 1,
+                Outcome::IdTaken { .. } => s.skipped_existing_id += 1,
                 Outcome::Tagged { .. } => {
                     s.added += 1;
                     s.tagged += 1;
@@ -525,7 +506,11 @@ impl Run<'_> {
                 out.json_line(&event)?;
             }
         }
-        self.since_commit += ids.len() as u64;
+        let skipped = outcomes
+            .iter()
+            .filter(|o| matches!(o, Outcome::IdTaken { .. }))
+            .count();
+        self.since_commit += (ids.len() - skipped) as u64;
         self.tick();
         Ok(())
     }
@@ -533,9 +518,6 @@ impl Run<'_> {
     fn commit(&mut self) -> CliResult<()> {
         self.writer.commit()?;
         self.since_commit = 0;
-        // The committed ids are now in the index: look them up there instead of remembering.
-        self.existing = Some(self.store.index.lookups()?);
-        self.seen.clear();
         Ok(())
     }
 
