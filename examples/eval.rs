@@ -1427,15 +1427,23 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
             AnyMatcher::MinHash(MinHash128 { threshold: 0.5 }),
         ),
     ];
-    // Variants of the rule: shingle width, chrome line threshold, bins and bands, threshold.
-    // The default is width 3, no chrome filter, 12 bands x 3 rows x 8 bits of 128 bins,
-    // t = 0.55; each variant changes one thing.
+    // Variants of the rule: shingle width, chrome, bins and bands, threshold. The default is
+    // width 3, chrome by shape, no short-line filter, 12 bands x 3 rows x 8 bits of 128 bins,
+    // t = 0.55; each variant changes one thing (rule-no-chrome is the previous default).
     let variants: Vec<(String, MatchRule)> = vec![
         ("rule-t0.45".into(), rule(3, 0, 12, 3, 8, 128, 0.45)),
         ("rule-t0.5".into(), rule(3, 0, 12, 3, 8, 128, 0.5)),
         ("rule-t0.6".into(), rule(3, 0, 12, 3, 8, 128, 0.6)),
         ("rule-t0.65".into(), rule(3, 0, 12, 3, 8, 128, 0.65)),
         ("rule-chrome-line8".into(), rule(3, 8, 12, 3, 8, 128, 0.55)),
+        ("rule-no-chrome".into(), {
+            let mut spec = MatchRule::default().spec().clone();
+            spec.shingling.chrome = false;
+            MatchRule::new(spec).unwrap_or_else(|e| {
+                eprintln!("bad rule: {e}");
+                std::process::exit(2)
+            })
+        }),
         ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 128, 0.65)),
         ("rule-256bins".into(), rule(3, 0, 12, 3, 8, 256, 0.55)),
         ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 128, 0.55)),

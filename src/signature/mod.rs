@@ -24,6 +24,7 @@
 //! assert!(rule.matches(&a, &a).is_some());
 //! ```
 
+mod chrome;
 mod minhash;
 mod pairs;
 mod rule;
@@ -35,7 +36,9 @@ pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairSt
 pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
 pub use shingles::Shingling;
 
-use crate::fingerprint::{Fingerprint, FingerprintKind, Fingerprinter, Scheme};
+use crate::fingerprint::{
+    Fingerprint, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
+};
 use crate::replay::TokenLog;
 
 /// The default bound on the candidates read per key (per segment, and in
@@ -71,6 +74,8 @@ pub struct Signer {
     fingerprinter: Fingerprinter,
     shingling: Shingling,
     minhash: MinHashConfig,
+    /// The scheme's tokens carry byte offsets into the signed text (the built-in tokenizer).
+    builtin_offsets: bool,
     collector: ShingleCollector,
     bins: minhash::Bins,
 }
@@ -82,6 +87,10 @@ impl Signer {
             fingerprinter: scheme.fingerprinter(),
             shingling: rule.spec().shingling,
             minhash: *rule.minhash(),
+            builtin_offsets: matches!(
+                scheme.parameters().tokenization,
+                TokenizationParameters::Builtin { .. }
+            ),
             collector: ShingleCollector::default(),
             bins: minhash::Bins::default(),
         }
@@ -109,20 +118,32 @@ impl Signer {
         text: &str,
         mut log: Option<&mut TokenLog>,
     ) -> (Signature, FingerprintKind) {
+        // Lines matter only to chrome detection; most texts have no chrome shape and cost one
+        // scan for a spaced separator.
+        let chrome = if self.shingling.chrome {
+            chrome::chrome_lines(text)
+        } else {
+            None
+        };
+        let lines = self.shingling.min_line_words > 0 || chrome.is_some();
+        // Token offsets index `text` itself only under the built-in tokenizer (a user
+        // analyzer's offsets index the normalised text).
+        let spans = lines && self.builtin_offsets;
         let collector = &mut self.collector;
-        // Lines matter only to chrome detection.
-        let lines = self.shingling.min_line_words > 0;
         collector.clear(lines);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
             Some(|t: &str, hash, line, from, to| {
-                collector.token(t, hash, line);
+                collector.token(t, hash, line, spans.then(|| text.get(from..to)).flatten());
                 if let Some(log) = log.as_mut() {
                     log.push(t, from, to);
                 }
             }),
             lines,
         );
+        if let Some(chrome) = &chrome {
+            self.collector.drop_chrome(chrome);
+        }
         let bins = &mut self.bins;
         bins.clear(&self.minhash);
         self.collector

@@ -128,6 +128,12 @@ impl fmt::Display for Evidence {
 /// key (pigeonhole), resemblance pairs share their band's key. So a lookup of a document's keys,
 /// verified by [`MatchRule::matches`], finds exactly the documents the rule matches.
 ///
+/// By default the sketch's shingles leave out site chrome recognised by its shape
+/// ([`Shingling::chrome`]: link lists and breadcrumbs, the site name that also ends the title,
+/// short lines repeating it), so a page under another site's header and footer estimates the
+/// resemblance of the content. Cost: one scan of the text for a spaced separator (`a | b`),
+/// more only on the lines that have one.
+///
 /// ```
 /// use tantivy_simhash::{MatchRule, Scheme};
 ///
@@ -323,6 +329,9 @@ impl fmt::Display for MatchRule {
             s.minhash.slots,
             s.min_resemblance
         )?;
+        if s.shingling.chrome {
+            f.write_str(" (shingles without site chrome: link lists, the site name)")?;
+        }
         if let Some(k) = s.band_max_distance {
             write!(f, " and simhash within {k}")?;
         }

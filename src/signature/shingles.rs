@@ -4,15 +4,25 @@
 //! resemblance of the evaluation does): jieba's cut of a sentence moves when one character is
 //! edited, single characters do not. A shingle is `width` consecutive units.
 //!
-//! **Chrome** (optional, off by default). Navigation bars, breadcrumbs, link lists, "share this" rows and most footers are
-//! lines of a few words. A line with fewer than `min_line_words` of the scheme's tokens is
-//! chrome, and shingles that start on it are left out. When fewer than `min_content_shingles`
-//! remain (a list of short items, a one-line text), every shingle counts instead, so short and
-//! list-like documents still get a signature. Deterministic and per document: no corpus
-//! statistics. Re-wrapping changes which lines are short, so this family is not
-//! formatting-invariant on its own; the rule's simhash branch (formatting-invariant) covers
-//! formatting-only copies.
+//! **Chrome by shape** (`chrome`, on by default). Before shingling, the units of lines that
+//! have the shape of site chrome are removed: link lists (`Home | Docs | Blog`, breadcrumbs),
+//! the site name when it also ends the title (`Install guide | Daily Dev` over a `Daily Dev`
+//! header; the title's suffix goes too) and short lines that repeat that name (a copyright
+//! footer). The content on both sides then joins up as on the bare page. Shapes, not lengths:
+//! prose never has them, so documents without chrome keep every unit (measured: the natural
+//! corpora's matches barely move), and the decision does not depend on spacing or line width.
+//! If nothing but chrome remains, every unit counts.
+//!
+//! **Short lines** (`min_line_words`, off by default). A line with fewer than
+//! `min_line_words` of the scheme's tokens is chrome, and shingles that start on it are left
+//! out. When fewer than `min_content_shingles` remain (a list of short items, a one-line text),
+//! every shingle counts instead. Measured, it also matches "the same licence body under other
+//! copyright lines", which whole-page resemblance calls different, and re-wrapping changes
+//! which lines are short.
+//!
+//! Both are deterministic and per document: no corpus statistics.
 
+use super::chrome::LineChrome;
 use crate::fingerprint::is_han;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -29,28 +39,44 @@ pub struct Shingling {
     /// Below this share (in percent) of content shingles among all, every shingle counts: a
     /// page that is mostly short lines (a list, a man page synopsis) is judged whole.
     pub min_content_percent: u32,
+    /// Leave out site chrome recognised by its shape (link lists, the site name and the title's
+    /// site suffix, short lines that repeat the site name; [`crate::signature`] module docs):
+    /// its units are removed before shingling, so the content on both sides of a header joins
+    /// up as on the bare page. On by default; a record written before this option existed
+    /// reads as off (what it was built with).
+    #[serde(default)]
+    pub chrome: bool,
 }
 
 impl Default for Shingling {
     fn default() -> Self {
         Shingling {
             width: 3,
-            // Off by default: measured, it finds copies under other chrome but also "the same
-            // licence body under other copyright lines", which whole-page resemblance calls
-            // different (docs/QUALITY.md, "Chrome-aware shingles").
+            // Off: measured, dropping every short line finds copies under other chrome but also
+            // "the same licence body under other copyright lines", which whole-page
+            // resemblance calls different (docs/QUALITY.md, "Chrome-aware shingles").
             min_line_words: 0,
             min_content_shingles: 16,
             min_content_percent: 50,
+            // On: chrome by shape (link lists, the site name) leaves natural documents alone and
+            // finds copies under another site's header and footer (docs/QUALITY.md).
+            chrome: true,
         }
     }
 }
 
 impl Shingling {
     pub(crate) fn id(&self) -> String {
-        format!(
+        let id = format!(
             "sh{};line{};min{};pct{}",
             self.width, self.min_line_words, self.min_content_shingles, self.min_content_percent
-        )
+        );
+        // Only when on, so the ids of rules without it stay as recorded.
+        if self.chrome {
+            id + ";chrome1"
+        } else {
+            id
+        }
     }
 }
 
@@ -121,15 +147,19 @@ impl ShingleCollector {
     }
 
     /// One token of the scheme's analysis with its seeded hash, on 0-based line `line`
-    /// (non-decreasing; ignored unless `clear` was told lines matter).
+    /// (non-decreasing; ignored unless `clear` was told lines matter). `span` is the token's
+    /// own text in the signed text when the analysis gives offsets into it: a Han token can run
+    /// across a line break (Han runs join across whitespace), and each of its characters is then
+    /// a unit of its own line, so that removing a chrome line never takes a character of the
+    /// next line with it.
     #[inline]
-    pub(crate) fn token(&mut self, token: &str, hash: u64, line: u32) {
+    pub(crate) fn token(&mut self, token: &str, hash: u64, line: u32, span: Option<&str>) {
         let before = self.units.len();
         // Han characters (U+3400 and above) start with a UTF-8 byte >= 0xE3: a token starting
         // below is not Han (ASCII words, the common case, skip decoding a char).
-        if token.as_bytes().first().is_some_and(|&b| b >= 0xe3)
-            && token.chars().next().is_some_and(is_han)
-        {
+        let han = token.as_bytes().first().is_some_and(|&b| b >= 0xe3)
+            && token.chars().next().is_some_and(is_han);
+        if han {
             let mut buf = [0u8; 4];
             for c in token.chars() {
                 let unit = xxh3_64_with_seed(c.encode_utf8(&mut buf).as_bytes(), UNIT_SEED);
@@ -145,8 +175,82 @@ impl ShingleCollector {
             }
             self.line_words[l] += 1;
             let added = self.units.len() - before;
-            self.unit_lines.extend(std::iter::repeat_n(line, added));
+            match span.filter(|s| han && s.contains('\n')) {
+                Some(span) => {
+                    let mut at = line;
+                    let mut char_lines = span.chars().filter_map(|c| {
+                        if c == '\n' {
+                            at = at.saturating_add(1);
+                        }
+                        (!c.is_whitespace()).then_some(at)
+                    });
+                    for _ in 0..added {
+                        let unit_line = char_lines.next().unwrap_or(line);
+                        self.unit_lines.push(unit_line);
+                    }
+                    let last = self.unit_lines.last().map_or(l, |&u| u as usize);
+                    if self.line_words.len() <= last {
+                        self.line_words.resize(last + 1, 0);
+                    }
+                }
+                None => self.unit_lines.extend(std::iter::repeat_n(line, added)),
+            }
         }
+    }
+
+    /// Removes the units of chrome lines and of site-name suffixes (`chrome`, per line, from
+    /// [`chrome_lines`](super::chrome::chrome_lines)), unless nothing would remain. Needs the
+    /// units' lines (`clear(true)`).
+    pub(crate) fn drop_chrome(&mut self, chrome: &[LineChrome]) {
+        if !self.lines || self.unit_lines.len() != self.units.len() {
+            return;
+        }
+        let line_of = |l: u32| {
+            chrome
+                .get(l as usize)
+                .copied()
+                .unwrap_or(LineChrome::Content)
+        };
+        if self
+            .unit_lines
+            .iter()
+            .all(|&l| line_of(l) == LineChrome::Chrome)
+        {
+            return;
+        }
+        let (mut units, mut lines) = (Vec::with_capacity(self.units.len()), Vec::new());
+        let mut i = 0;
+        while i < self.units.len() {
+            let line = self.unit_lines[i];
+            let end = i + self.unit_lines[i..]
+                .iter()
+                .take_while(|&&l| l == line)
+                .count();
+            let keep = match line_of(line) {
+                LineChrome::Chrome => 0,
+                LineChrome::Content => end - i,
+                LineChrome::NameSuffix { name_line } => {
+                    let name: Vec<u64> = (0..self.units.len())
+                        .filter(|&u| self.unit_lines[u] == name_line)
+                        .map(|u| self.units[u])
+                        .collect();
+                    let here = &self.units[i..end];
+                    let tail_is_name = !name.is_empty()
+                        && here.len() > name.len()
+                        && here[here.len() - name.len()..] == name[..];
+                    if tail_is_name {
+                        here.len() - name.len()
+                    } else {
+                        here.len()
+                    }
+                }
+            };
+            units.extend_from_slice(&self.units[i..i + keep]);
+            lines.extend_from_slice(&self.unit_lines[i..i + keep]);
+            i = end;
+        }
+        self.units = units;
+        self.unit_lines = lines;
     }
 
     /// Calls `emit` with each shingle hash (with repeats) chosen by `shingling`.
