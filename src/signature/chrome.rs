@@ -180,18 +180,38 @@ fn contains_item(line: &str, name: &str) -> bool {
 }
 
 /// A separator character with whitespace on both sides: every chrome shape needs one.
+///
+/// Scans bytes, not chars: only the bytes that can start a separator (ASCII ones and the lead
+/// bytes of the others) are decoded, with their neighbours; most of a text is skipped by one
+/// table look-up per byte (this check runs on every text a signature is made of).
 fn has_spaced_separator(s: &str) -> bool {
-    let mut prev_space = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if prev_space && SEPARATORS.contains(&c) && chars.peek().is_some_and(|n| n.is_whitespace())
-        {
-            return true;
+    s.bytes().enumerate().any(|(i, b)| {
+        if !MAY_START_SEPARATOR[usize::from(b)] {
+            return false;
         }
-        prev_space = c.is_whitespace();
-    }
-    false
+        // `b` is ASCII or a lead byte, so `i` is a char boundary.
+        let (Some(before), Some(at)) = (s.get(..i), s.get(i..)) else {
+            return false;
+        };
+        let mut rest = at.chars();
+        rest.next().is_some_and(|c| SEPARATORS.contains(&c))
+            && before.chars().next_back().is_some_and(char::is_whitespace)
+            && rest.next().is_some_and(char::is_whitespace)
+    })
 }
+
+/// The first bytes of the UTF-8 encodings of [`SEPARATORS`].
+const MAY_START_SEPARATOR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < SEPARATORS.len() {
+        let mut buf = [0u8; 4];
+        let encoded = SEPARATORS[i].encode_utf8(&mut buf);
+        table[encoded.as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Per line of `text` (split at `\n`), whether it is chrome; `None` when no line is (most
 /// texts: they cost one scan for a spaced separator).
@@ -257,6 +277,41 @@ fn site_name(lines: &[&str], out: &mut [LineChrome]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The char-by-char definition `has_spaced_separator` must agree with.
+    fn spaced_separator_by_chars(s: &str) -> bool {
+        let mut prev_space = false;
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            if prev_space
+                && SEPARATORS.contains(&c)
+                && chars.peek().is_some_and(|n| n.is_whitespace())
+            {
+                return true;
+            }
+            prev_space = c.is_whitespace();
+        }
+        false
+    }
+
+    proptest! {
+        #[test]
+        fn spaced_separators_by_bytes_match_the_char_definition(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(" ".to_string()), Just("\u{3000}".to_string()), Just("\u{a0}".to_string()),
+                    Just("\n".to_string()), Just("a".to_string()), Just("数据".to_string()),
+                    Just("é".to_string()), Just("\u{2028}".to_string()), Just("\u{b6}".to_string()),
+                    proptest::sample::select(SEPARATORS.to_vec()).prop_map(String::from),
+                    any::<char>().prop_map(String::from),
+                ],
+                0..12,
+            )
+        ) {
+            let text: String = parts.concat();
+            prop_assert_eq!(has_spaced_separator(&text), spaced_separator_by_chars(&text), "{:?}", text);
+        }
+    }
 
     #[test]
     fn link_lists_and_site_names_are_chrome() {
