@@ -972,6 +972,206 @@ fn search_distinct_field_gives_one_result_per_host() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
 }
 
+/// Indexes `docs` (id, host, text) one `neardup index` run each, so that the order they were
+/// added in (the order `--leader` reads) is the order of `docs`.
+fn index_one_by_one(dir: &Path, docs: &[(&str, &str, String)]) {
+    let tmp = tempfile::tempdir().unwrap();
+    for (id, host, text) in docs {
+        let input = tmp.path().join(format!("{id}.jsonl"));
+        let line = serde_json::json!({ "id": id, "host": host, "text": text });
+        std::fs::write(&input, format!("{line}\n")).unwrap();
+        let out = index_file(&input, dir, &["--dedup", "off", "--json", "-q"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+}
+
+fn ids_of(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn search_leader_and_derank_follow_the_insertion_order_and_the_ranked_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    // Hosts a, b, c; the number of "zephyr"s (same length otherwise) ranks a1 > b2 > c1 > a3 >
+    // b1 > a2, while they are added in another order. The filler words differ per document.
+    let zephyr = |tf: usize, seed: usize| {
+        let filler: Vec<String> = (0..20 - tf).map(|w| format!("w{seed}x{w}")).collect();
+        format!("{}{}", "zephyr ".repeat(tf), filler.join(" "))
+    };
+    let paragraph = "Permission is hereby granted, free of charge, to any person obtaining a copy \
+                     of this quokka software, to deal in it without restriction, including the \
+                     rights to use, copy, modify, merge, publish and distribute it.";
+    let docs = vec![
+        ("b2", "b.example", zephyr(5, 0)),
+        ("q-b", "q.example", paragraph.to_string()),
+        ("a3", "a.example", zephyr(3, 1)),
+        ("c1", "c.example", zephyr(4, 2)),
+        ("q-c", "q.example", paragraph.to_string()),
+        ("a1", "a.example", zephyr(6, 3)),
+        (
+            "q-other",
+            "r.example",
+            "A field guide to the quokka of Rottnest Island.".to_string(),
+        ),
+        ("b1", "b.example", zephyr(2, 4)),
+        ("q-a", "q.example", paragraph.to_string()),
+        ("a2", "a.example", zephyr(1, 5)),
+    ];
+    index_one_by_one(&dir, &docs);
+    let added = |id: &str| docs.iter().position(|d| d.0 == id).unwrap();
+    let search = |query: &str, extra: &[&str]| {
+        let mut args = vec!["search", p(&dir), query, "--json"];
+        args.extend_from_slice(extra);
+        let out = neardup(&args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        json_lines(&out)
+    };
+
+    // The oracle: every hit, ranked, ungrouped.
+    let all = search("zephyr", &["-n", "100", "--no-collapse"]);
+    assert_eq!(all.len(), 6);
+    let host_of = |id: &str| docs[added(id)].1;
+    for limit in [1usize, 10] {
+        for (flag, newest) in [
+            (None, false),
+            (Some("newest"), true),
+            (Some("oldest"), false),
+        ] {
+            // Groups by host, in rank order of their best hits; the leader: the best-ranked
+            // hit, or the host's document added last / first.
+            let mut hosts: Vec<&str> = Vec::new();
+            for id in ids_of(&all) {
+                if !hosts.contains(&host_of(&id)) {
+                    hosts.push(host_of(&id));
+                }
+            }
+            hosts.truncate(limit);
+            let hits_of = |host: &str| -> Vec<String> {
+                ids_of(&all)
+                    .into_iter()
+                    .filter(|id| host_of(id) == host)
+                    .collect()
+            };
+            let leaders: Vec<String> = hosts
+                .iter()
+                .map(|h| {
+                    let hits = hits_of(h);
+                    match flag {
+                        None => hits[0].clone(),
+                        Some(_) => {
+                            let by_age = hits.iter().map(|id| (added(id), id));
+                            let chosen = if newest { by_age.max() } else { by_age.min() };
+                            chosen.unwrap().1.clone()
+                        }
+                    }
+                })
+                .collect();
+            let moved: Vec<String> = ids_of(&all)
+                .into_iter()
+                .filter(|id| hosts.contains(&host_of(id)) && !leaders.contains(id))
+                .collect();
+            let n = limit.to_string();
+            let mut extra = vec!["-n", n.as_str(), "--distinct-field", "host"];
+            if let Some(flag) = flag {
+                extra.extend(["--leader", flag]);
+            }
+            let groups = search("zephyr", &extra);
+            assert_eq!(ids_of(&groups), leaders, "{flag:?} -n {limit}");
+            for g in &groups {
+                let host = g["host"].as_str().unwrap();
+                assert_eq!(
+                    g["group_size"].as_u64().unwrap() as usize,
+                    hits_of(host).len()
+                );
+            }
+            extra.push("--derank");
+            let flat = search("zephyr", &extra);
+            let want: Vec<String> = leaders.iter().chain(&moved).cloned().collect();
+            assert_eq!(ids_of(&flat), want, "derank {flag:?} -n {limit}");
+            for (i, line) in flat.iter().enumerate() {
+                assert_eq!(line["rank"].as_u64().unwrap() as usize, i + 1);
+                let id = line["id"].as_str().unwrap();
+                let oracle = all.iter().find(|h| h["id"] == id).unwrap();
+                assert_eq!(line["score"], oracle["score"]);
+                assert_eq!(line["moved"], i >= leaders.len());
+                // A moved hit names the leader of its host's group.
+                let leader = leaders.iter().find(|l| host_of(l) == host_of(id)).unwrap();
+                match i >= leaders.len() {
+                    true => assert_eq!(line["leader_id"], leader.as_str()),
+                    false => assert!(line.get("leader_id").is_none()),
+                }
+            }
+        }
+    }
+    // The case the flags were made for: three identical copies (near-duplicates by the rule)
+    // added as q-b, q-c, q-a.
+    for (flag, want) in [("newest", "q-a"), ("oldest", "q-b")] {
+        let groups = search("quokka", &["--leader", flag]);
+        let copies = groups.iter().find(|g| g["group_size"] == 3).unwrap();
+        assert_eq!(copies["id"], want, "--leader {flag}");
+        let mut members: Vec<&str> = copies["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        members.sort();
+        let mut others: Vec<&str> = ["q-a", "q-b", "q-c"]
+            .into_iter()
+            .filter(|c| *c != want)
+            .collect();
+        others.sort();
+        assert_eq!(members, others);
+        let flat = search("quokka", &["--leader", flag, "--derank"]);
+        assert_eq!(flat.len(), 4);
+        let mut moved: Vec<&str> = flat[2..]
+            .iter()
+            .map(|l| {
+                assert_eq!(l["moved"], true);
+                assert_eq!(l["leader_id"], want);
+                l["id"].as_str().unwrap()
+            })
+            .collect();
+        moved.sort();
+        assert_eq!(moved, others);
+        assert!(flat[..2].iter().any(|l| l["id"] == want));
+    }
+    // In text, a moved hit says where it comes from.
+    let out = neardup(&[
+        "search",
+        p(&dir),
+        "quokka",
+        "--leader",
+        "newest",
+        "--derank",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("moved: a near-duplicate of q-a"),
+        "{}",
+        stdout(&out)
+    );
+    // Flags that make no sense together are usage errors (exit 2) that name the flags.
+    for (extra, needle) in [
+        (
+            &["--leader", "newest", "--no-collapse"][..],
+            "--no-collapse",
+        ),
+        (&["--derank", "--no-collapse"][..], "--no-collapse"),
+        (&["--leader", "latest"][..], "newest"),
+    ] {
+        let mut args = vec!["search", p(&dir), "quokka"];
+        args.extend_from_slice(extra);
+        let out = neardup(&args);
+        assert_eq!(code(&out), 2, "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{extra:?}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
     // The fixture holds 24 pages of help.srccode.edu (an original) and their copies on two full

@@ -12,9 +12,12 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
+use tantivy::Order;
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::FieldMap;
-use tantivy_simhash::{GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder, NearDupCollapse};
+use tantivy_simhash::{
+    GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder, NearDupCollapse, SEQUENCE_FIELD,
+};
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
@@ -55,14 +58,24 @@ pub(crate) struct Hit {
     group_size_exact: bool,
     /// The near-duplicates found among the top hits, in rank order.
     members: Vec<Member>,
+    /// With ``derank``: whether the hit was moved behind the leaders (False for a leader, and
+    /// without ``derank``).
+    moved: bool,
+    /// With ``derank``, for a moved hit: the id of its group's leader.
+    leader_id: Option<String>,
 }
 
 #[pymethods]
 impl Hit {
     fn __repr__(&self) -> String {
         format!(
-            "Hit(rank={}, score={:.3}, id={:?}, title={:?}, group_size={})",
-            self.rank, self.score, self.id, self.title, self.group_size
+            "Hit(rank={}, score={:.3}, id={:?}, title={:?}, group_size={}, moved={})",
+            self.rank,
+            self.score,
+            self.id,
+            self.title,
+            self.group_size,
+            if self.moved { "True" } else { "False" }
         )
     }
 }
@@ -268,7 +281,18 @@ impl Index {
     /// ``collapse_field`` (a fast field: ``"host"``, or ``"group"`` for the tags of
     /// ``policy="tag"``), one result per value of that field instead (the best-ranked hit of
     /// each; a document without a value stands alone).
-    #[pyo3(signature = (query, limit = 10, collapse = true, collapse_field = None))]
+    ///
+    /// ``leader`` chooses the hit shown for a group among its hits in the top 64 x ``limit``:
+    /// ``"newest"`` (the copy added to the index last) or ``"oldest"`` (added first); None:
+    /// the best-ranked one. The group still ranks where its best hit ranks. ``derank=True``
+    /// returns one flat list instead: the ``limit`` groups' leaders, then the other hits of
+    /// those groups in the top 64 x ``limit`` in rank order (``moved=True``, ``leader_id``
+    /// naming their leader; ``group_size`` 1, no members).
+    /// Both need ``collapse``; ValueError otherwise, and for a ``leader`` not in the list.
+    #[pyo3(signature = (
+        query, limit = 10, collapse = true, collapse_field = None, leader = None, derank = false
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         py: Python<'_>,
@@ -276,19 +300,48 @@ impl Index {
         limit: usize,
         collapse: bool,
         collapse_field: Option<String>,
+        leader: Option<String>,
+        derank: bool,
     ) -> PyResult<Vec<Hit>> {
         if limit == 0 {
             return Err(PyValueError::new_err("limit must be at least 1"));
         }
-        if collapse_field.is_some() && !collapse {
-            return Err(PyValueError::new_err(
-                "collapse_field collapses by a field, but collapse=False asks for every \
-                 document; drop one of them",
-            ));
+        let leader = match leader.as_deref() {
+            None => None,
+            // The sequence field numbers documents in the order they were added.
+            Some("newest") => Some(Order::Desc),
+            Some("oldest") => Some(Order::Asc),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "leader={other:?} is not a leader choice; use \"newest\" (the copy added \
+                     last), \"oldest\" (added first) or None (the best-ranked hit)"
+                )))
+            }
+        };
+        let needs_collapse = [
+            (
+                collapse_field.is_some(),
+                "collapse_field collapses by a field",
+            ),
+            (leader.is_some(), "leader chooses the hit shown for a group"),
+            (
+                derank,
+                "derank moves the hits of groups behind their leaders",
+            ),
+        ];
+        if let Some((_, what)) = needs_collapse.iter().find(|(set, _)| *set && !collapse) {
+            return Err(PyValueError::new_err(format!(
+                "{what}, but collapse=False asks for every document, ungrouped; drop one of them"
+            )));
         }
         let store = self.store()?;
         let query = query.to_string();
-        Ok(py.detach(|| search(&store, &query, limit, collapse, collapse_field.as_deref()))?)
+        let view = View {
+            collapse_field: collapse_field.as_deref(),
+            leader,
+            derank,
+        };
+        Ok(py.detach(|| search(&store, &query, limit, collapse, view))?)
     }
 
     /// The documents the index's match rule matches with the document ``id`` (itself left out)
@@ -476,12 +529,21 @@ impl Index {
     }
 }
 
+/// How `search` collapses: by a field or by the rule, which hit leads, grouped or deranked.
+#[derive(Clone, Copy)]
+struct View<'a> {
+    collapse_field: Option<&'a str>,
+    /// The order of the sequence field that picks leaders; `None`: the best-ranked hit.
+    leader: Option<Order>,
+    derank: bool,
+}
+
 fn search(
     store: &Store,
     query: &str,
     limit: usize,
     collapse: bool,
-    collapse_field: Option<&str>,
+    view: View<'_>,
 ) -> Result<Vec<Hit>, Failure> {
     let searcher = store.index.searcher()?;
     let f = store.fields;
@@ -508,16 +570,33 @@ fn search(
                 group_size: 1,
                 group_size_exact: true,
                 members: Vec::new(),
+                moved: false,
+                leader_id: None,
             });
         }
         return Ok(hits);
     }
     // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
     let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = collapse_field {
+    if let Some(field) = view.collapse_field {
         collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
     }
+    if view.leader.is_some() || view.derank {
+        // Leaders are chosen among, and moved hits are, the groups' hits in the window: the
+        // widening bound's 64 x limit top hits at once, not 3 x limit (as the command line).
+        collapse = collapse.fetch(limit.saturating_mul(64));
+    }
+    if let Some(order) = view.leader {
+        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
+    }
     let results = collapse.search(s, &parsed).map_err(|e| match e {
+        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
+            Failure::Index(format!(
+                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
+                 which this index does not have (it was made by an older version); rebuild \
+                 it, or search with leader=None"
+            ))
+        }
         // A field that cannot group is the caller's argument.
         e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
         e => e.into(),
@@ -543,7 +622,36 @@ fn search(
                     resemblance: m.resemblance,
                 })
                 .collect(),
+            moved: false,
+            leader_id: None,
         });
+    }
+    if view.derank {
+        // `deranked` lists the leaders (the hits above), then the groups' members in rank
+        // order; a member's leader is found by its address (one index: unique).
+        let leader_of: std::collections::HashMap<tantivy::DocAddress, usize> = results
+            .groups()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.members.iter().map(move |m| (m.address, i)))
+            .collect();
+        for (position, m) in results.deranked().into_iter().enumerate().skip(hits.len()) {
+            let shown = store.load_doc(s, m.address)?;
+            let leader_id = leader_of.get(&m.address).map(|&i| hits[i].id.clone());
+            hits.push(Hit {
+                rank: position + 1,
+                score: m.key,
+                id: shown.id,
+                title: shown.title,
+                host: shown.host,
+                text: shown.text,
+                group_size: 1,
+                group_size_exact: true,
+                members: Vec::new(),
+                moved: true,
+                leader_id,
+            });
+        }
     }
     Ok(hits)
 }

@@ -334,3 +334,85 @@ def test_keep_has_one_winner_among_threads(tmp_path):
     assert len(index) == 10
     for o in added:
         assert index.fingerprint_of(o.id) == o.fingerprint
+
+
+def _zephyr(tf, seed):
+    """A text with ``tf`` "zephyr"s, all of one length: more of them, a better score."""
+    return " ".join(["zephyr"] * tf + [f"w{seed}x{w}" for w in range(20 - tf)])
+
+
+def test_search_leader_and_derank_follow_insertion_order_and_the_ranked_list(tmp_path):
+    paragraph = (
+        "Permission is hereby granted, free of charge, to any person obtaining a copy of this "
+        "quokka software, to deal in it without restriction, including the rights to use, copy, "
+        "modify, merge, publish and distribute it."
+    )
+    # (id, host, text) in the order they are added: one writer session each, so that the order
+    # the index records is this one. The "zephyr" counts rank a1 > b2 > c1 > a3 > b1 > a2.
+    docs = [
+        ("b2", "b.example", _zephyr(5, 0)),
+        ("q-b", "q.example", paragraph),
+        ("a3", "a.example", _zephyr(3, 1)),
+        ("c1", "c.example", _zephyr(4, 2)),
+        ("q-c", "q.example", paragraph),
+        ("a1", "a.example", _zephyr(6, 3)),
+        ("q-other", "r.example", "A field guide to the quokka of Rottnest Island."),
+        ("b1", "b.example", _zephyr(2, 4)),
+        ("q-a", "q.example", paragraph),
+        ("a2", "a.example", _zephyr(1, 5)),
+    ]
+    added = {d[0]: i for i, d in enumerate(docs)}
+    host_of = {d[0]: d[1] for d in docs}
+    index = Index.create(tmp_path / "idx", policy="off")
+    for doc_id, host, text in docs:
+        with index.writer() as w:
+            assert w.add({"id": doc_id, "host": host, "text": text}).status == "added"
+
+    # The oracle: the ungrouped ranked list.
+    ranked = [h.id for h in index.search("zephyr", limit=100, collapse=False)]
+    assert len(ranked) == 6
+    for limit in (1, 10):
+        for leader in (None, "newest", "oldest"):
+            hosts = list(dict.fromkeys(host_of[i] for i in ranked))[:limit]
+            hits_of = {h: [i for i in ranked if host_of[i] == h] for h in hosts}
+            if leader is None:
+                leaders = [hits_of[h][0] for h in hosts]
+            else:
+                pick = max if leader == "newest" else min
+                leaders = [pick(hits_of[h], key=added.__getitem__) for h in hosts]
+            moved = [i for i in ranked if host_of[i] in hosts and i not in leaders]
+
+            groups = index.search("zephyr", limit=limit, collapse_field="host", leader=leader)
+            assert [g.id for g in groups] == leaders, (leader, limit)
+            assert [g.group_size for g in groups] == [len(hits_of[h]) for h in hosts]
+            assert not any(g.moved for g in groups)
+
+            flat = index.search(
+                "zephyr", limit=limit, collapse_field="host", leader=leader, derank=True
+            )
+            assert [h.id for h in flat] == leaders + moved, (leader, limit)
+            assert [h.rank for h in flat] == list(range(1, len(flat) + 1))
+            for position, h in enumerate(flat):
+                is_moved = position >= len(leaders)
+                assert h.moved == is_moved
+                leader_of_host = next(x for x in leaders if host_of[x] == host_of[h.id])
+                assert h.leader_id == (leader_of_host if is_moved else None)
+
+    # Three identical copies (near-duplicates by the rule), added as q-b, q-c, q-a.
+    for leader, want in (("newest", "q-a"), ("oldest", "q-b")):
+        hits = index.search("quokka", leader=leader)
+        (copies,) = [h for h in hits if h.group_size == 3]
+        assert copies.id == want
+        others = sorted({"q-a", "q-b", "q-c"} - {want})
+        assert sorted(m.id for m in copies.members) == others
+        flat = index.search("quokka", leader=leader, derank=True)
+        assert len(flat) == 4 and want in [h.id for h in flat[:2]]
+        assert sorted(h.id for h in flat[2:]) == others
+        assert all(h.moved and h.leader_id == want for h in flat[2:])
+
+    with pytest.raises(ValueError, match="newest"):
+        index.search("quokka", leader="latest")
+    with pytest.raises(ValueError, match="collapse=False"):
+        index.search("quokka", collapse=False, leader="newest")
+    with pytest.raises(ValueError, match="collapse=False"):
+        index.search("quokka", collapse=False, derank=True)

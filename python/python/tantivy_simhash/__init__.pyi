@@ -139,6 +139,10 @@ class Hit:
     group_size: int
     group_size_exact: bool
     members: List[Member]
+    moved: bool
+    """With ``derank``: whether the hit was moved behind the leaders (False for a leader)."""
+    leader_id: Optional[str]
+    """With ``derank``, for a moved hit: the id of its group's leader; else None."""
 
 class Match:
     """A near-duplicate found by :meth:`Index.similar`."""
@@ -227,11 +231,20 @@ class Index:
         limit: int = 10,
         collapse: bool = True,
         collapse_field: Optional[str] = None,
+        leader: Optional[Literal["newest", "oldest"]] = None,
+        derank: bool = False,
     ) -> List[Hit]:
         """The best results for ``query`` (tantivy syntax over title and text), one per group of
         near-duplicates when ``collapse``; with ``collapse_field`` (a fast field: ``"host"``,
         ``"group"``), one per value of that field. ValueError for a field that is missing or
-        not fast."""
+        not fast.
+
+        ``leader``: the hit shown for a group, among its hits in the top 64 x ``limit``:
+        ``"newest"`` (added to the index last) or ``"oldest"`` (added first); None: the
+        best-ranked one (the group still ranks where its best hit ranks). ``derank=True``: one
+        flat list, the ``limit`` leaders then the other hits of their groups (in the top 64 x
+        ``limit``) in rank order (``moved=True``, ``leader_id`` set).
+        Both need ``collapse``; ValueError otherwise or for another ``leader`` value."""
     def similar(
         self,
         *,

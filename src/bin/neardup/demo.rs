@@ -4,7 +4,9 @@
 use super::batch_cmds::clusters_in;
 use super::index_cmd::{index_files, print_summary, IndexOptions};
 use super::mirrors_cmd::mirrors_in;
-use super::read_cmds::{largest_groups, search_in, similar_in, stats_in, Collapse, Source};
+use super::read_cmds::{
+    largest_groups, search_in, similar_in, stats_in, Collapse, GroupView, Source,
+};
 use super::store::{self, Requested};
 use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
@@ -79,7 +81,14 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
 
     for query in QUERIES {
         out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
-        search_in(&store, query, 4, Collapse::NearDuplicates, &mut out)?;
+        search_in(
+            &store,
+            query,
+            4,
+            Collapse::NearDuplicates,
+            GroupView::default(),
+            &mut out,
+        )?;
         out.line("")?;
     }
 

@@ -85,6 +85,16 @@ enum Command {
     Demo(DemoArgs),
 }
 
+/// Which hit of a collapsed group `search` shows as its leader, by the order documents were
+/// added (the store's sequence field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LeaderChoice {
+    /// The copy added last.
+    Newest,
+    /// The copy added first.
+    Oldest,
+}
+
 /// What to do with a document that has a near-duplicate already in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum DedupPolicy {
@@ -191,6 +201,16 @@ struct SearchArgs {
     /// value (`host`: one per site; `group`: one per tag of `--dedup tag`).
     #[arg(long, value_name = "FIELD", conflicts_with = "no_collapse")]
     distinct_field: Option<String>,
+    /// Which hit of a group is shown as its leader: `newest` (the copy added to the index last)
+    /// or `oldest` (added first), among the group's hits in the top 64 x `--limit` hits;
+    /// default: the best-ranked one. The group still ranks where its best hit ranks.
+    #[arg(long, value_enum, value_name = "WHICH", conflicts_with = "no_collapse")]
+    leader: Option<LeaderChoice>,
+    /// Print one flat list instead of groups: the groups' leaders in rank order, then the other
+    /// hits of those groups in the top 64 x `--limit` hits (moved behind the leaders, not
+    /// dropped), each marked as moved. `--limit` counts the leaders.
+    #[arg(long, conflicts_with = "no_collapse")]
+    derank: bool,
     /// One JSON object per line on stdout.
     #[arg(long)]
     json: bool,

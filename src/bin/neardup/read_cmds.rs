@@ -2,13 +2,14 @@
 
 use super::output::{count, evidence_short, one_line, EvidenceJson};
 use super::store::{self, Store, StoredDoc};
-use super::{CliResult, Failure, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
+use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy_simhash::{GroupBy, NearDupCollapse};
+use tantivy::Order;
+use tantivy_simhash::{CollapsedHit, GroupBy, NearDupCollapse, SEQUENCE_FIELD};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -21,7 +22,11 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
         (None, false) => Collapse::NearDuplicates,
         (Some(field), false) => Collapse::Field(field),
     };
-    search_in(&store, &args.query, args.limit, collapse, &mut out)?;
+    let view = GroupView {
+        leader: args.leader,
+        derank: args.derank,
+    };
+    search_in(&store, &args.query, args.limit, collapse, view, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
@@ -46,6 +51,16 @@ pub(crate) enum Collapse<'a> {
     Field(&'a str),
 }
 
+/// How `search` shows collapsed groups (ignored without collapse: the command line refuses the
+/// combination).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct GroupView {
+    /// Which hit leads a group; `None`: its best-ranked hit.
+    pub(crate) leader: Option<LeaderChoice>,
+    /// One flat list: the leaders, then the groups' other hits in rank order.
+    pub(crate) derank: bool,
+}
+
 /// Prints the best `limit` results for `query`: groups (the best hit of each, with the group's
 /// size) unless `collapse` is off, else single documents.
 pub(crate) fn search_in(
@@ -53,6 +68,7 @@ pub(crate) fn search_in(
     query: &str,
     limit: usize,
     collapse: Collapse<'_>,
+    view: GroupView,
     out: &mut Out,
 ) -> CliResult<()> {
     let searcher = store.index.searcher()?;
@@ -70,7 +86,7 @@ pub(crate) fn search_in(
         Collapse::NearDuplicates => Some(None),
         Collapse::Field(field) => Some(Some(field)),
     } {
-        return print_collapsed(store, tantivy_searcher, &parsed, limit, field, out);
+        return print_collapsed(store, tantivy_searcher, &parsed, limit, field, view, out);
     }
     let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
     if hits.is_empty() && !out.is_json() {
@@ -121,12 +137,31 @@ struct CollapsedLine<'a> {
     members: Vec<GroupMember<'a>>,
 }
 
+/// With `--leader` or `--derank`, the window is this many times `--limit` hits.
+const WIDE_WINDOW: usize = 64;
+
+/// A hit of `search --derank`: a leader, or a hit moved behind the leaders.
+#[derive(Serialize)]
+struct DerankedLine<'a> {
+    rank: usize,
+    score: f32,
+    id: &'a str,
+    title: &'a str,
+    host: &'a str,
+    /// Whether the hit was moved behind the leaders (a member of a group, not its leader).
+    moved: bool,
+    /// For a moved hit, the id of its group's leader.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leader_id: Option<&'a str>,
+}
+
 fn print_collapsed(
     store: &Store,
     searcher: &tantivy::Searcher,
     query: &dyn tantivy::query::Query,
     limit: usize,
     distinct_field: Option<&str>,
+    view: GroupView,
     out: &mut Out,
 ) -> CliResult<()> {
     // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
@@ -135,7 +170,35 @@ fn print_collapsed(
     if let Some(field) = distinct_field {
         collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
     }
-    let results = collapse.search(searcher, query)?;
+    if view.leader.is_some() || view.derank {
+        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
+        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
+        // its other hits are not missed because the first groups filled a 3 x limit window.
+        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
+    }
+    if let Some(choice) = view.leader {
+        // The sequence field numbers documents in the order they were added.
+        let order = match choice {
+            LeaderChoice::Newest => Order::Desc,
+            LeaderChoice::Oldest => Order::Asc,
+        };
+        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
+    }
+    let results = collapse.search(searcher, query).map_err(|e| match e {
+        tantivy_simhash::Error::Schema { field, .. }
+            if view.leader.is_some() && field == SEQUENCE_FIELD =>
+        {
+            Failure::Message(format!(
+                "--leader orders by the order documents were added (the field {SEQUENCE_FIELD}), \
+                 which this index does not have (it was made by an older version); rebuild it \
+                 with `neardup index`, or search without --leader"
+            ))
+        }
+        e => e.into(),
+    })?;
+    if view.derank {
+        return print_deranked(store, searcher, &results, distinct_field, out);
+    }
     if results.groups().is_empty() && !out.is_json() {
         out.line("no document matches")?;
     }
@@ -204,6 +267,63 @@ fn print_collapsed(
                 ))?,
                 _ => out.line(format_args!(
                     "             + {at_least}{others} near-duplicate{plural}{list}"
+                ))?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prints [`Collapsed::deranked`](tantivy_simhash::Collapsed::deranked): the leaders in group
+/// order, then the groups' other hits in rank order, each with the id of its leader.
+fn print_deranked(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    results: &tantivy_simhash::Collapsed<f32>,
+    distinct_field: Option<&str>,
+    out: &mut Out,
+) -> CliResult<()> {
+    let groups = results.groups();
+    if groups.is_empty() && !out.is_json() {
+        out.line("no document matches")?;
+    }
+    // The leader of each moved hit (one index: an address names one hit).
+    let leader_of: HashMap<tantivy::DocAddress, usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.members.iter().map(move |m| (m.address, i)))
+        .collect();
+    let mut leader_ids = Vec::with_capacity(groups.len());
+    for g in groups {
+        leader_ids.push(store.load_doc(searcher, g.leader.address)?.id);
+    }
+    let flat: Vec<&CollapsedHit<f32>> = results.deranked();
+    for (position, hit) in flat.iter().enumerate() {
+        let shown = store.load_doc(searcher, hit.address)?;
+        let leader = match position < groups.len() {
+            true => None,
+            false => leader_of.get(&hit.address).map(|&i| leader_ids[i].as_str()),
+        };
+        if out.is_json() {
+            out.json_line(&DerankedLine {
+                rank: position + 1,
+                score: hit.key,
+                id: &shown.id,
+                title: &shown.title,
+                host: &shown.host,
+                moved: position >= groups.len(),
+                leader_id: leader,
+            })?;
+            continue;
+        }
+        print_hit(out, position + 1, hit.key, &shown)?;
+        if let Some(leader) = leader {
+            match distinct_field {
+                Some(field) => {
+                    out.line(format_args!("             moved: same {field} as {leader}"))?
+                }
+                None => out.line(format_args!(
+                    "             moved: a near-duplicate of {leader}"
                 ))?,
             }
         }
