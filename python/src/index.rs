@@ -65,6 +65,32 @@ pub(crate) struct Hit {
     leader_id: Option<String>,
 }
 
+impl Hit {
+    /// A hit shown on its own, a group of one: without collapse, or a member `derank` moved
+    /// behind the leaders (`moved`, with its leader's id when known).
+    fn alone(
+        rank: usize,
+        score: f32,
+        shown: tantivy_simhash::store::StoredDoc,
+        moved: bool,
+        leader_id: Option<String>,
+    ) -> Hit {
+        Hit {
+            rank,
+            score,
+            id: shown.id,
+            title: shown.title,
+            host: shown.host,
+            text: shown.text,
+            group_size: 1,
+            group_size_exact: true,
+            members: Vec::new(),
+            moved,
+            leader_id,
+        }
+    }
+}
+
 #[pymethods]
 impl Hit {
     fn __repr__(&self) -> String {
@@ -559,20 +585,13 @@ fn search(
     if !collapse {
         let found = s.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
         for (rank, (score, addr)) in found.into_iter().enumerate() {
-            let shown = store.load_doc(s, addr)?;
-            hits.push(Hit {
-                rank: rank + 1,
+            hits.push(Hit::alone(
+                rank + 1,
                 score,
-                id: shown.id,
-                title: shown.title,
-                host: shown.host,
-                text: shown.text,
-                group_size: 1,
-                group_size_exact: true,
-                members: Vec::new(),
-                moved: false,
-                leader_id: None,
-            });
+                store.load_doc(s, addr)?,
+                false,
+                None,
+            ));
         }
         return Ok(hits);
     }
@@ -638,19 +657,7 @@ fn search(
         for (position, m) in results.deranked().into_iter().enumerate().skip(hits.len()) {
             let shown = store.load_doc(s, m.address)?;
             let leader_id = leader_of.get(&m.address).map(|&i| hits[i].id.clone());
-            hits.push(Hit {
-                rank: position + 1,
-                score: m.key,
-                id: shown.id,
-                title: shown.title,
-                host: shown.host,
-                text: shown.text,
-                group_size: 1,
-                group_size_exact: true,
-                members: Vec::new(),
-                moved: true,
-                leader_id,
-            });
+            hits.push(Hit::alone(position + 1, m.key, shown, true, leader_id));
         }
     }
     Ok(hits)
