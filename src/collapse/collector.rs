@@ -9,8 +9,8 @@ use super::window::{
     StrField, WindowColumns,
 };
 use super::{
-    Collapsed, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH, DEFAULT_MAX_POSTINGS_PER_KEY,
-    DEFAULT_OVERFETCH,
+    Collapsed, CollapsedGroup, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH,
+    DEFAULT_MAX_POSTINGS_PER_KEY, DEFAULT_OVERFETCH,
 };
 use crate::columns::field_name;
 use crate::error::{Error, Result};
@@ -601,6 +601,23 @@ where
     }
 }
 
+/// Reads the ids of the returned hits (leaders, members and the kept rest of the window) not
+/// read yet (hits tied on key and fingerprint were, to rank them).
+fn read_result_ids<K>(
+    groups: &mut [CollapsedGroup<K>],
+    rest: &mut [CollapsedHit<K>],
+    columns: &mut WindowColumns<'_>,
+) -> Result<()> {
+    let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
+    for group in groups.iter_mut() {
+        needs_id.push(&mut group.leader);
+        needs_id.extend(group.members.iter_mut());
+    }
+    needs_id.extend(rest.iter_mut());
+    needs_id.retain(|h| h.id.is_empty());
+    columns.read_strings(needs_id, StrField::Id, |h| &mut h.id)
+}
+
 /// A crate error as tantivy's (a collector returns tantivy's errors).
 fn to_tantivy(e: Error) -> tantivy::TantivyError {
     match e {
@@ -623,22 +640,7 @@ impl<C> NearDupCollapse<C> {
         check_rank_order(&ranked, order)?;
         let rule = settings.rule()?;
         let mut columns = WindowColumns::new(segments, names, &self.columns);
-        let mut window = Vec::with_capacity(ranked.len());
-        for (key, address) in ranked {
-            let signature = columns.signature(address)?;
-            window.push(CollapsedHit {
-                key,
-                id: String::new(),
-                address,
-                shard: 0,
-                fingerprint: signature.as_ref().map(|s| s.fingerprint),
-                sketch: signature.map(|s| s.sketch),
-                distance: None,
-                resemblance: None,
-                group: None,
-                leader_value: None,
-            });
-        }
+        let mut window = columns.hits(ranked)?;
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
@@ -650,19 +652,11 @@ impl<C> NearDupCollapse<C> {
             columns.read_leader_values(&mut window)?;
         }
         let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
-        let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
-        for group in groups.iter_mut() {
-            needs_id.push(&mut group.leader);
-            needs_id.extend(group.members.iter_mut());
-        }
-        if settings.keep_window {
-            needs_id.extend(rest.iter_mut());
-        } else {
+        if !settings.keep_window {
             rest.clear();
         }
         if settings.read_ids || settings.keep_window {
-            needs_id.retain(|h| h.id.is_empty());
-            columns.read_strings(needs_id, StrField::Id, |h| &mut h.id)?;
+            read_result_ids(&mut groups, &mut rest, &mut columns)?;
         }
         Ok(Collapsed {
             groups,
