@@ -36,6 +36,14 @@ use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, Segment
 /// (the rank order is stated once), or with [`with_top_docs`](NearDupCollapse::with_top_docs)
 /// for any other sort key. `C` is the inner collector's type. Page through groups by asking
 /// for more, not with `and_offset`.
+///
+/// **Reuse one collapse for many searches** (it is `Send + Sync`): it keeps the columns it
+/// opened in each segment it searched (19 at most: fingerprint, 16 sketch words, id, group or
+/// leader field; opening them costs a few microseconds each, more than the fold itself), and
+/// the segments' id tables ([`read_ids`](Self::read_ids)), so that later searches only read
+/// values. A segment is released once 64 searches of this collapse (one per shard and
+/// re-search) have not read it, and everything with the collapse; until then a merged-away
+/// segment's column data stays mapped.
 pub struct NearDupCollapse<C> {
     inner: C,
     /// Makes the inner collector for a fetch size (widening asks for larger ones).
@@ -347,10 +355,17 @@ impl<C> NearDupCollapse<C> {
 
     /// Reads the user id of every returned hit (the default). Without, ids are read only where
     /// the ranking needs them (hits tied on their key) and are empty elsewhere: use the
-    /// addresses. Reading an id decompresses a block of the id column's dictionary (the reads
-    /// are batched per segment in ordinal order, so a block is read once per search); on
-    /// natural-en this is most of the cost of a collapse (docs/PERFORMANCE.md).
-    /// [`keep_window`](Self::keep_window) always reads them.
+    /// addresses. [`keep_window`](Self::keep_window) always reads them.
+    ///
+    /// Cost: a segment's ids are read through its **id table** (every id of the segment in
+    /// memory, about the ids' bytes + 8 B each; shared in the process with
+    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)) once the process has read
+    /// `max(32, ids / 1024)` of its ids: an id then costs a column read and a copy. Before
+    /// that (and for a collapse used once), the ids of one search are read per segment in
+    /// one pass over the dictionary blocks they fall in, one block decompression each (~13 us
+    /// on natural-en). The table is built (one pass over the segment's dictionary) by the
+    /// search that crosses the threshold, and freed when neither this collapse (see
+    /// [`NearDupCollapse`]) nor a searcher reads the segment any more.
     pub fn read_ids(mut self, read_ids: bool) -> Self {
         self.settings.read_ids = read_ids;
         self
@@ -397,8 +412,10 @@ impl<C> NearDupCollapse<C> {
     ///
     /// Cost: one search per fetch tried (block-max pruning kept when the query allows it), one
     /// signature read per hit fetched (the fingerprint and 16 sketch words: bit-packed fast
-    /// fields, a few ns each), up to `limit` rule checks per hit, one id read per returned hit
-    /// (and per tied hit).
+    /// fields, a few ns each; the columns opened once per segment, see [`NearDupCollapse`]), up
+    /// to `limit` rule checks per hit, one id read per returned hit and per tied hit (see
+    /// [`read_ids`](Self::read_ids)). On natural-en, about 1.5x `TopDocs(limit)` without ids,
+    /// and less than `TopDocs(limit)` reading its ids (docs/PERFORMANCE.md).
     /// Errors: tantivy errors (for example the inner collector's fast field is missing).
     pub fn search<K>(&self, searcher: &Searcher, query: &dyn Query) -> Result<Collapsed<K>>
     where
