@@ -230,33 +230,7 @@ pub(crate) fn index_files(
 ) -> CliResult<Summary> {
     catch_interrupts();
     let start = Instant::now();
-    let policy = store.record.policy();
-    // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped, so a
-    // rerun over the same input adds only what is new.
-    let writer = store
-        .index
-        .writer(opts.memory_mb << 20, policy)
-        .map_err(|e| writer_busy(&store.dir, e))?
-        .with_id_policy(IdPolicy::KeepFirst);
-    let progress = progress_bar(input_bytes(files), opts.quiet);
-    let consumed = Arc::new(AtomicU64::new(0));
-    let mut run = Run {
-        store,
-        writer,
-        batch: Vec::with_capacity(BATCH),
-        summary: Summary::default(),
-        since_commit: 0,
-        commit_every: opts.commit_every,
-        progress,
-        consumed: consumed.clone(),
-        start,
-    };
-    let rx = spawn_reader(
-        files.to_vec(),
-        store.record.fields.clone(),
-        opts.max_line_bytes,
-        consumed,
-    );
+    let (mut run, rx) = Run::start(store, files, opts, start)?;
     let mut last_place: Option<(usize, u64)> = None;
     loop {
         if let Some((number, name)) = stop_signal() {
@@ -430,6 +404,45 @@ struct Run<'a> {
     progress: ProgressBar,
     consumed: Arc<AtomicU64>,
     start: Instant,
+}
+
+impl<'a> Run<'a> {
+    /// Opens the writer and starts the thread that reads and parses `files`.
+    fn start(
+        store: &'a Store,
+        files: &[PathBuf],
+        opts: &IndexOptions,
+        start: Instant,
+    ) -> CliResult<(Run<'a>, Receiver<ReadMsg>)> {
+        let policy = store.record.policy();
+        // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped,
+        // so a rerun over the same input adds only what is new.
+        let writer = store
+            .index
+            .writer(opts.memory_mb << 20, policy)
+            .map_err(|e| writer_busy(&store.dir, e))?
+            .with_id_policy(IdPolicy::KeepFirst);
+        let progress = progress_bar(input_bytes(files), opts.quiet);
+        let consumed = Arc::new(AtomicU64::new(0));
+        let run = Run {
+            store,
+            writer,
+            batch: Vec::with_capacity(BATCH),
+            summary: Summary::default(),
+            since_commit: 0,
+            commit_every: opts.commit_every,
+            progress,
+            consumed: consumed.clone(),
+            start,
+        };
+        let rx = spawn_reader(
+            files.to_vec(),
+            store.record.fields.clone(),
+            opts.max_line_bytes,
+            consumed,
+        );
+        Ok((run, rx))
+    }
 }
 
 impl Run<'_> {
