@@ -37,7 +37,10 @@ use tantivy::{doc, DocAddress, DocSet, Index, TERMINATED};
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+#[path = "support/data.rs"]
+mod data;
+
+use data::{load_average, Res};
 
 struct Args {
     docs: usize,
@@ -247,12 +250,7 @@ fn main() -> Res<()> {
         "# batch_bench: N = {n}, layout {} (k = {k}), {} segments, {threads} threads, load average {}",
         layout.id(),
         args.segments,
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split(' ')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     let fps = corpus(n, 42);
 

@@ -265,7 +265,8 @@ pub struct MirrorReport {
 }
 
 impl MirrorReport {
-    /// The mirror pairs ([`HostPair::is_mirror`]), best first.
+    /// The mirror pairs ([`HostPair::is_mirror`]), best first. Cost: a lazy filter over the
+    /// pairs.
     pub fn mirror_pairs(&self) -> impl Iterator<Item = &HostPair> {
         self.pairs.iter().filter(|p| p.is_mirror)
     }
@@ -301,7 +302,8 @@ impl MirrorFinder {
     /// A finder that fingerprints content with `scheme`.
     ///
     /// Errors ([`Error::InvalidConfig`]): `max_distance` beyond 9, `chrome_min_pages` of 1 (every
-    /// line would be chrome), `min_share` outside `0..=1` or not finite.
+    /// line would be chrome), `min_share` outside `0..=1` or not finite. Cost: builds the match
+    /// rule (its layout and MinHash permutations); no I/O.
     pub fn new(scheme: Scheme, config: MirrorConfig) -> Result<Self> {
         let layout = BlockLayout::for_distance(config.max_distance)?;
         let rule = MatchRule::new(RuleSpec {
@@ -334,7 +336,7 @@ impl MirrorFinder {
         })
     }
 
-    /// The settings.
+    /// The settings. Free.
     pub fn config(&self) -> &MirrorConfig {
         &self.config
     }

@@ -88,7 +88,7 @@ pub struct StoreSettings {
 }
 
 impl StoreSettings {
-    /// The recorded policy ([`Policy::Tag`] when the name is unknown).
+    /// The recorded policy ([`Policy::Tag`] when the name is unknown). Free; never fails.
     pub fn policy(&self) -> Policy {
         Policy::from_name(&self.policy).unwrap_or(Policy::Tag)
     }
@@ -164,7 +164,7 @@ pub struct Store {
 
 impl Store {
     /// `k` (the index's own by default). Errors with [`Error::Setting`] when the index's keys
-    /// cannot guarantee it.
+    /// cannot guarantee it. Free (no I/O).
     pub fn checked_k(&self, k: Option<u32>) -> Result<u32> {
         let max = self.index.layout().max_distance();
         let k = k.unwrap_or(max);
@@ -396,7 +396,8 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
 }
 
 /// Stores the field mapping and policy in the library's record, as the next run's defaults
-/// (the record file is rewritten atomically). Errors: I/O errors.
+/// (the record file is rewritten atomically). Cost: one small JSON file written. Errors: I/O
+/// errors.
 pub fn write_record(index: &NearDupIndex, record: &StoreSettings) -> Result<()> {
     let saved = SavedSettings {
         format: CLI_SETTINGS_FORMAT.to_string(),
@@ -479,6 +480,9 @@ fn open_with(
 /// Errors: [`Error::Store`] when the directory is not such an index, is being created, its
 /// record is damaged, or the index records another scheme or layout than the record's settings
 /// give (made by another version); tantivy and I/O errors.
+///
+/// Cost: reads the record and opens the tantivy index (its meta file and segment footers); no
+/// document is read.
 pub fn open(dir: &Path) -> Result<Store> {
     match inspect_claim(dir)? {
         Claim::Free => {}
@@ -505,6 +509,9 @@ pub fn open(dir: &Path) -> Result<Store> {
 /// [`Error::Store`] when `dir` is a file, a non-empty directory that is not a store, being
 /// created by another process, or the run asks for another language or `k` than the index was
 /// built with; tantivy and I/O errors.
+///
+/// Cost: as [`open`]; creating writes an empty index, its record and, while it runs, a claim
+/// file that tells other runs the directory is being created.
 pub fn open_or_create(dir: &Path, req: &Requested) -> Result<(Store, bool)> {
     if dir.is_file() {
         return Err(Error::Store(format!(
