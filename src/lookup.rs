@@ -10,7 +10,7 @@ use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::ids::{segment_ids, SegmentIds};
-use crate::keytable::{for_each_key_doc, KeyTableStats};
+use crate::keytable::KeyTableStats;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
@@ -100,7 +100,6 @@ struct SegmentColumns {
     sequences: Option<Column<u64>>,
     replaced: Option<StrColumn>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
-    keys: Arc<tantivy::InvertedIndexReader>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
     /// The segment's id reads and id table, shared in the process ([`crate::ids`]).
     id_table: Arc<SegmentIds>,
@@ -151,7 +150,6 @@ impl NearDupSearcher {
                     Some(field) => Some(seg.inverted_index(field)?),
                     None => None,
                 },
-                keys: seg.inverted_index(fields.keys)?,
                 ids_index: seg.inverted_index(fields.id)?,
                 id_table: segment_ids(seg.segment_id(), &id_name),
             });
@@ -516,35 +514,28 @@ impl NearDupSearcher {
     ) -> Result<()> {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
-        let keys_field = self.fields.keys;
         let keys = layout.keys(fp);
-        let mut runs = Vec::with_capacity(keys.len());
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
-            runs.clear();
-            if let Some(table) = self.signatures.key_table(ord, self.fields.rule(), false) {
-                table.runs_into(&keys, &mut runs);
-            }
-            for (combo, &key) in keys.iter().enumerate() {
-                let run = runs.get(combo).copied().flatten();
-                for_each_key_doc(run, &cols.keys, (keys_field, key), usize::MAX, |doc| {
-                    if let Some(v) = cols.fingerprints.first(doc) {
-                        let other = Fingerprint(v);
-                        let d = fp.distance(other);
-                        // A document sharing several keys is reported under the first only.
-                        if d <= max_distance
-                            && layout.first_shared_key(fp, other) == Some(combo)
-                            && !seg.is_deleted(doc)
-                        {
-                            f(FingerprintMatch {
-                                address: DocAddress::new(ord as u32, doc),
-                                distance: d,
-                                fingerprint: other,
-                            });
-                        }
+            let visit = |combo: usize, doc| {
+                if let Some(v) = cols.fingerprints.first(doc) {
+                    let other = Fingerprint(v);
+                    let d = fp.distance(other);
+                    // A document sharing several keys is reported under the first only.
+                    if d <= max_distance
+                        && layout.first_shared_key(fp, other) == Some(combo)
+                        && !seg.is_deleted(doc)
+                    {
+                        f(FingerprintMatch {
+                            address: DocAddress::new(ord as u32, doc),
+                            distance: d,
+                            fingerprint: other,
+                        });
                     }
-                })?;
-            }
+                }
+            };
+            self.signatures
+                .for_each_key_doc(ord, self.fields.rule(), &keys, usize::MAX, visit)?;
         }
         Ok(())
     }
