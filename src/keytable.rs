@@ -21,7 +21,8 @@
 //! for an index of fingerprints only; docs/PERFORMANCE.md has the measured figures). A position whose suffix and doc id do not fit in 32
 //! bits with a directory of at most `max(8 x documents, 65,536)` buckets (keys much wider than
 //! the segment needs: layouts of 2-3 blocks per key with 32-48 key bits) gets no table and is
-//! read from its postings; the default rule's keys (16 and 20 bits) always fit.
+//! read from its postings (or scanned, keys in columns only); the default rule's keys (16 and
+//! 20 bits) always fit.
 //!
 //! In an index with key postings ([`NearDupConfig::with_key_postings`](crate::NearDupConfig::with_key_postings)),
 //! tables are built lazily, once a segment has served `max(32, documents / 1024)` lookups in
@@ -57,8 +58,10 @@ static MEMORY_USED: AtomicU64 = AtomicU64::new(0);
 
 /// Bounds the memory that the key tables of the whole process may hold together (default
 /// [`DEFAULT_KEY_TABLE_MEMORY_LIMIT`]). A segment whose table would pass the bound gets none
-/// and is read from its postings (slower, same results) until other tables are freed; tables
-/// already built are kept. `0` builds no more tables. See
+/// and is read from its postings (slower, same results), or, in an index whose keys live in
+/// the columns only, scanned on every lookup (much slower: a read of every document of the
+/// segment; counted in [`KeyTableStats::scans`]) until other tables are freed; tables already
+/// built are kept. `0` builds no more tables. See
 /// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables).
 pub fn set_key_table_memory_limit(bytes: u64) {
     MEMORY_LIMIT.store(bytes, Ordering::Relaxed);
@@ -481,24 +484,25 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
     /// order) under each key of `keys` (the first `keys.len()` keys of [`MatchRule::keys`]),
     /// position by position: from the segment's table, else its postings, else (keys in
     /// columns only) a scan of its signature columns. Every source gives the same documents
-    /// in the same order.
+    /// in the same order. `runs` is scratch space (kept by the caller across segments).
     pub(crate) fn for_each_key_doc(
         &mut self,
         rule: &MatchRule,
         keys: &[u64],
         limit: usize,
+        runs: &mut Vec<Option<KeyRun<'a>>>,
         mut f: impl FnMut(usize, DocId),
     ) -> tantivy::Result<()> {
         let postings = self.postings;
         let (entry, max_doc) = (self.entry, self.max_doc);
-        let mut runs: Vec<Option<KeyRun<'a>>> = Vec::new();
+        runs.clear();
         if let Some(table) = self.table(rule)? {
-            table.runs_into(keys, &mut runs);
+            table.runs_into(keys, runs);
         }
         let scanned = if postings.is_none() && (runs.len() < keys.len() || runs.contains_none()) {
             entry.scans.fetch_add(1, Ordering::Relaxed);
             let columns = self.columns.columns()?;
-            scan_keys(rule, columns, max_doc, keys, &runs, limit)
+            scan_keys(rule, columns, max_doc, keys, runs, limit)
         } else {
             Vec::new()
         };

@@ -347,10 +347,12 @@ impl DocPredicate for RulePredicate {
             tables: true,
         };
         let mut docs = Vec::new();
+        let mut runs = Vec::with_capacity(self.shared.keys.len());
         source.for_each_key_doc(
             rule,
             &self.shared.keys,
             self.max_postings_per_key,
+            &mut runs,
             |_, doc| docs.push(doc),
         )?;
         let columns = source.columns.opened;

@@ -12,7 +12,7 @@ use super::minhash::low_mask;
 use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::keytable::{segment_keys, KeyTableStats, SegmentKeySource, SegmentKeys};
+use crate::keytable::{segment_keys, KeyRun, KeyTableStats, SegmentKeySource, SegmentKeys};
 use std::collections::HashSet;
 use tantivy::columnar::Column;
 use tantivy::schema::{
@@ -290,17 +290,17 @@ impl SignatureReader {
     /// Calls `f(position, doc)` with the first `limit` documents (deleted ones included, in
     /// doc id order) of segment `ord` under each key of `keys` (the first `keys.len()` keys of
     /// [`MatchRule::keys`]), position by position: from the segment's key table, its postings
-    /// or a scan of its columns (see [`crate::keytable`]).
-    pub(crate) fn for_each_key_doc(
-        &self,
+    /// or a scan of its columns (see [`crate::keytable`]). `runs` is scratch space, kept by
+    /// the caller across segments.
+    pub(crate) fn for_each_key_doc<'s>(
+        &'s self,
         ord: usize,
-        rule: &MatchRule,
-        keys: &[u64],
-        limit: usize,
+        (rule, keys, limit): (&MatchRule, &[u64], usize),
+        runs: &mut Vec<Option<KeyRun<'s>>>,
         f: impl FnMut(usize, DocId),
     ) -> Result<()> {
         if let Some(mut source) = self.key_source(ord) {
-            source.for_each_key_doc(rule, keys, limit, f)?;
+            source.for_each_key_doc(rule, keys, limit, runs, f)?;
         }
         Ok(())
     }
@@ -415,6 +415,7 @@ impl SignatureReader {
             .collect();
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
+        let mut runs = Vec::with_capacity(keys.len());
         for (ord, reader_segment) in self.segments.iter().enumerate() {
             let columns = &reader_segment.columns;
             let segment = self.searcher.segment_reader(ord as u32);
@@ -440,7 +441,7 @@ impl SignatureReader {
                     }
                 }
             };
-            self.for_each_key_doc(ord, rule, &keys, max_postings_per_key, visit)?;
+            self.for_each_key_doc(ord, (rule, &keys, max_postings_per_key), &mut runs, visit)?;
         }
         Ok(verified)
     }
