@@ -300,8 +300,7 @@ fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
         "merged to one segment in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    drop(w);
-    drop(index);
+    drop((searcher, index));
     first_lookup(dir.path(), Fingerprint(qs[0]))?;
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let searcher = index.lookups()?;
@@ -824,6 +823,8 @@ struct Run {
     fields_bytes_per_doc: f64,
     index_bytes_per_doc: f64,
     stored: u64,
+    /// Candidates the writer's near-duplicate checks verified, per document given.
+    verified_per_doc: f64,
 }
 
 fn index_once(
@@ -850,6 +851,7 @@ fn index_once(
         doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
     };
     let budget = 200_000_000;
+    let mut verified = 0;
 
     let start = Instant::now();
     let cpu_start = cpu_time();
@@ -889,6 +891,7 @@ fn index_once(
                     w.add_document(make(d))?;
                 }
             }
+            verified = w.candidates_verified();
             w.commit()?;
             w.wait_merging_threads()?;
         }
@@ -921,6 +924,7 @@ fn index_once(
         fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
         index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
         stored,
+        verified_per_doc: verified as f64 / docs.len().max(1) as f64,
     })
 }
 
@@ -1007,7 +1011,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         })
         .collect();
     println!(
-        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|---|---|---|"
+        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
@@ -1030,7 +1034,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             plain_cpu = cpu;
         }
         println!(
-            "| {} | {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} |",
+            "| {} | {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} | {:.1} |",
             mode.name(),
             match (mode, key_postings) {
                 (Mode::Plain, _) => "-",
@@ -1043,7 +1047,8 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             plain_cpu / cpu.max(1e-9),
             r.stored,
             r.fields_bytes_per_doc,
-            r.index_bytes_per_doc
+            r.index_bytes_per_doc,
+            r.verified_per_doc
         );
     }
     Ok(())
