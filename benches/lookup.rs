@@ -7,10 +7,13 @@
 //! ```
 //!
 //! `SIMHASH_BENCH_DOCS` fingerprints (default 100,000; 91% random, 9% in near-duplicate clusters)
-//! in an on-disk index with the default layout, with 8 segments and with 1. One iteration runs
-//! one query (they cycle through 256 queries: half near an indexed fingerprint, half random).
-//! The searcher's key tables are built before measuring (`NearDupSearcher::build_key_tables`);
-//! the `_postings` rows read every key from its postings instead (`with_key_tables(false)`).
+//! in an on-disk index with the default layout, with 8 segments and with 1, keeping its keys in
+//! postings (`/postings` rows) and in columns only (`/columns` rows,
+//! `NearDupConfig::with_key_postings`). One iteration runs one query (they cycle through 256
+//! queries: half near an indexed fingerprint, half random). The searcher's key tables are built
+//! before measuring (`NearDupSearcher::build_key_tables`); the `no_table` rows disable them
+//! (`with_key_tables(false)`): every key from its postings, or, keys in columns only, a scan of
+//! the fingerprint column.
 //! Percentiles (p50, p99) and ratios measured in one run: `examples/index_bench.rs`.
 
 #[path = "../examples/support/pigeonhole.rs"]
@@ -35,9 +38,16 @@ fn docs() -> usize {
         .unwrap_or(100_000)
 }
 
-/// An index of `fps` in `segments` segments.
-fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher {
-    let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
+/// An index of `fps` in `segments` segments, its keys in postings or in columns only.
+fn build(
+    dir: &std::path::Path,
+    fps: &[u64],
+    segments: usize,
+    key_postings: bool,
+) -> NearDupSearcher {
+    let config = NearDupConfig::new("id", Vec::<String>::new())
+        .with_group_field(None)
+        .with_key_postings(key_postings);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -98,35 +108,29 @@ fn bench_lookup(c: &mut Criterion) {
             black_box(buf.len())
         })
     });
-    for segments in [8, 1] {
+    for (segments, key_postings) in [(8, true), (8, false), (1, true), (1, false)] {
         let dir = tempfile::tempdir().unwrap();
-        let s = build(dir.path(), &fps, segments);
-        group.bench_with_input(BenchmarkId::new("lookup_with_ids", segments), &s, |b, s| {
+        let s = build(dir.path(), &fps, segments, key_postings);
+        let keys = if key_postings { "postings" } else { "columns" };
+        let id = |name: &str| BenchmarkId::new(format!("{name}/{keys}"), segments);
+        group.bench_with_input(id("lookup_with_ids"), &s, |b, s| {
             b.iter(|| black_box(s.lookup(next()).unwrap().len()))
         });
-        group.bench_with_input(
-            BenchmarkId::new("lookup_addresses", segments),
-            &s,
-            |b, s| b.iter(|| black_box(s.lookup_addresses(next(), k).unwrap().len())),
-        );
-        let postings = NearDupSearcher::new(s.fields(), s.searcher())
+        group.bench_with_input(id("lookup_addresses"), &s, |b, s| {
+            b.iter(|| black_box(s.lookup_addresses(next(), k).unwrap().len()))
+        });
+        let no_table = NearDupSearcher::new(s.fields(), s.searcher())
             .unwrap()
             .with_key_tables(false);
-        group.bench_with_input(
-            BenchmarkId::new("lookup_addresses_postings", segments),
-            &postings,
-            |b, p| b.iter(|| black_box(p.lookup_addresses(next(), k).unwrap().len())),
-        );
-        group.bench_with_input(
-            BenchmarkId::new("query_docset_collector", segments),
-            &s,
-            |b, s| {
-                b.iter(|| {
-                    let q = NearDupQuery::new(s.fields(), next());
-                    black_box(s.searcher().search(&q, &DocSetCollector).unwrap().len())
-                })
-            },
-        );
+        group.bench_with_input(id("lookup_addresses_no_table"), &no_table, |b, p| {
+            b.iter(|| black_box(p.lookup_addresses(next(), k).unwrap().len()))
+        });
+        group.bench_with_input(id("query_docset_collector"), &s, |b, s| {
+            b.iter(|| {
+                let q = NearDupQuery::new(s.fields(), next());
+                black_box(s.searcher().search(&q, &DocSetCollector).unwrap().len())
+            })
+        });
     }
     group.finish();
 }

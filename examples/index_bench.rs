@@ -6,7 +6,12 @@
 //! cargo run --release --example index_bench -- ../shared/data --skip-lookup     # indexing only
 //! cargo run --release --example index_bench -- ../shared/data --skip-indexing   # lookup only
 //! cargo run --release --example index_bench -- ../shared/data --skip-lookup --sample 5000 --modes plain,stored,off
+//! cargo run --release --example index_bench -- ../shared/data --keys columns,postings --sizes 1000000 --skip-indexing
 //! ```
+//!
+//! `--keys` (default `columns,postings`) says where the indexes keep the rule's keys
+//! (`NearDupConfig::with_key_postings`): every lookup section and every indexing mode runs once
+//! per storage listed (plain tantivy once).
 //!
 //! 1. **Lookup latency** at each size (default 100k and 1M fingerprints, 91% random and 9% in
 //!    near-duplicate clusters of 10), with the default layout (4 x 16, k = 3), in an on-disk
@@ -14,7 +19,9 @@
 //!    fingerprint (0..=4 bits flipped), half random. Methods: `NearDupSearcher::lookup` (ids
 //!    included), `NearDupQuery` through `Searcher::search` with `DocSetCollector`, an in-memory
 //!    pigeonhole table and a brute-force scan over the same fingerprints. Recall of every
-//!    method is checked against brute force.
+//!    method is checked against brute force. Also the first lookup of a fresh index handle
+//!    (no key table in the process yet: with keys in columns only it builds every segment's
+//!    table) and the second.
 //! 2. **Lookup by the match rule vs simhash-only** at each size, side by side on one index
 //!    (8 segments) of signatures (fingerprint + 128-bin sketch, the rule's 16 keys): the
 //!    simhash-only `NearDupSearcher::lookup` (the default before lookups moved to the rule)
@@ -72,6 +79,8 @@ struct Args {
     sample: Option<usize>,
     modes: Option<Vec<String>>,
     langs: Vec<String>,
+    /// Where the keys live, each storage run in turn: `true` postings, `false` columns only.
+    keys: Vec<bool>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -86,6 +95,7 @@ fn parse_args() -> Res<Args> {
         sample: None,
         modes: None,
         langs: vec!["en".into(), "zh".into()],
+        keys: vec![false, true],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -104,6 +114,16 @@ fn parse_args() -> Res<Args> {
             "--rule-lookup-only" => args.rule_lookup_only = true,
             "--langs" => args.langs = value("--langs")?.split(',').map(str::to_string).collect(),
             "--sample" => args.sample = Some(value("--sample")?.parse()?),
+            "--keys" => {
+                args.keys = value("--keys")?
+                    .split(',')
+                    .map(|k| match k {
+                        "postings" => Ok(true),
+                        "columns" => Ok(false),
+                        other => Err(format!("--keys: `{other}`; expected postings or columns")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--modes" => {
                 args.modes = Some(value("--modes")?.split(',').map(str::to_string).collect())
             }
@@ -128,14 +148,20 @@ fn main() -> Res<()> {
     );
     if args.rule_lookup_only {
         for &n in &args.sizes {
-            rule_lookup_bench(n, args.queries)?;
+            for &key_postings in &args.keys {
+                rule_lookup_bench(n, args.queries, key_postings)?;
+            }
         }
         return Ok(());
     }
     if args.lookup {
         for &n in &args.sizes {
-            lookup_bench(n, args.queries)?;
-            rule_lookup_bench(n, args.queries)?;
+            for &key_postings in &args.keys {
+                lookup_bench(n, args.queries, key_postings)?;
+            }
+            for &key_postings in &args.keys {
+                rule_lookup_bench(n, args.queries, key_postings)?;
+            }
         }
     }
     if args.indexing {
@@ -170,14 +196,55 @@ fn stats(mut v: Vec<Duration>) -> Stats {
     }
 }
 
-fn lookup_config() -> NearDupConfig {
-    NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None)
+fn lookup_config(key_postings: bool) -> NearDupConfig {
+    NearDupConfig::new("id", Vec::<String>::new())
+        .with_group_field(None)
+        .with_key_postings(key_postings)
 }
 
-fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
+fn storage(key_postings: bool) -> &'static str {
+    if key_postings {
+        "keys in postings"
+    } else {
+        "keys in columns only"
+    }
+}
+
+/// The first lookup of a fresh handle on the index in `dir` (every searcher of the old one
+/// dropped by the caller, so no key table is in the process: with keys in columns only the
+/// first lookup builds them all), then a second.
+fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
+    let t = Instant::now();
+    let index = NearDupIndex::open_recorded(Index::open_in_dir(dir)?)?;
+    let s = index.lookups()?;
+    let open = t.elapsed();
+    let t = Instant::now();
+    s.lookup(q)?;
+    let first = t.elapsed();
+    let t = Instant::now();
+    s.lookup(q)?;
+    let second = t.elapsed();
+    let st = s.key_table_stats();
+    println!(
+        "fresh handle: open {:.1} ms, first lookup {:.1} ms ({} table(s) built, {:.1} MB), second \
+         lookup {:.1} us",
+        us(open) / 1e3,
+        us(first) / 1e3,
+        st.segments,
+        st.bytes as f64 / 1e6,
+        us(second)
+    );
+    Ok(())
+}
+
+fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
     let layout = BlockLayout::default();
     let k = layout.max_distance();
-    println!("\n## Lookup, N = {n}, layout {} (k = {k})", layout.id());
+    println!(
+        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
+        layout.id(),
+        storage(key_postings)
+    );
     let fps = corpus(n, 42);
     let qs = queries(&fps, n_queries, k, 7);
 
@@ -189,7 +256,7 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     );
 
     let dir = tempfile::tempdir()?;
-    let config = lookup_config();
+    let config = lookup_config(key_postings);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -210,6 +277,16 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         t.elapsed().as_secs_f64()
     );
 
+    // The writer holds a searcher of the segments: drop it for the fresh handle.
+    w.commit()?;
+    drop(w);
+    drop(index);
+    first_lookup(dir.path(), Fingerprint(qs[0]))?;
+    let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
+    let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
+    w.index_writer_mut()
+        .set_merge_policy(Box::new(NoMergePolicy));
+
     let searcher = index.lookups()?;
     bytes_per_doc(&searcher, "random fingerprints")?;
     run_lookups(&searcher, &fps, &qs, &table, k)?;
@@ -223,6 +300,9 @@ fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         "merged to one segment in {:.2} s",
         t.elapsed().as_secs_f64()
     );
+    drop((searcher, index));
+    first_lookup(dir.path(), Fingerprint(qs[0]))?;
+    let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let searcher = index.lookups()?;
     bytes_per_doc(&searcher, "random fingerprints, merged")?;
     run_lookups(&searcher, &fps, &qs, &table, k)?;
@@ -243,10 +323,13 @@ fn perturb(rng: &mut pigeonhole::Rng, sketch: &Sketch, percent: u64) -> Sketch {
     Sketch { words }
 }
 
-fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
+fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
     let rule = MatchRule::default();
     let k = rule.layout().max_distance();
-    println!("\n## Lookup by the rule vs simhash-only, N = {n} ({rule})");
+    println!(
+        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
+        storage(key_postings)
+    );
     let fps = corpus(n, 42);
     let words = rule.minhash().sketch_words();
     let mut rng = pigeonhole::Rng(11);
@@ -283,7 +366,7 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         .collect();
 
     let dir = tempfile::tempdir()?;
-    let config = lookup_config().with_rule(rule.clone());
+    let config = lookup_config(key_postings).with_rule(rule.clone());
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -303,63 +386,81 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
         "indexed {n} signatures (Policy::Off, 1 thread, 8 commits) in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    // `p` reads every key from its postings (no key tables): the lookups before issue 13.
+    // The writer holds a searcher of the segments: drop it for the fresh handle.
+    drop(w);
+    drop(index);
+    let t = Instant::now();
+    let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
+    let fresh = index.lookups()?;
+    fresh.lookup_signature(&queries[0])?;
+    println!(
+        "fresh handle: open + first lookup_signature {:.1} ms ({} table(s) built)",
+        us(t.elapsed()) / 1e3,
+        fresh.key_table_stats().segments
+    );
+    drop(fresh);
+    // `p` reads every key from its postings (no key tables): the lookups before issue 13. With
+    // keys in columns only it scans the columns: a tenth of the queries is plenty.
     let p = index
         .lookups()?
         .with_max_postings_per_key(usize::MAX)
         .with_key_tables(false);
     let s = index.lookups()?.with_max_postings_per_key(usize::MAX);
     key_table_report(&s, n)?;
+    let no_table_every = if key_postings { 1 } else { 10 };
+    let no_table = if key_postings { "postings" } else { "scan" };
     // Warm every path once.
-    for q in &queries {
+    for (i, q) in queries.iter().enumerate() {
         s.lookup(q.fingerprint)?;
         s.lookup_signature(q)?;
-        p.lookup(q.fingerprint)?;
-        p.lookup_signature(q)?;
+        if i % no_table_every == 0 {
+            p.lookup(q.fingerprint)?;
+            p.lookup_signature(q)?;
+        }
     }
-    type Method<'a> = (&'a str, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
+    type Method<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
     let methods: Vec<Method> = vec![
         (
-            "postings, simhash-only: lookup (with ids)",
+            format!("{no_table}, simhash-only: lookup (with ids)"),
             Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
         ),
         (
-            "postings, rule: lookup_signature (with ids)",
+            format!("{no_table}, rule: lookup_signature (with ids)"),
             Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
         ),
         (
-            "postings, simhash-only: lookup_addresses (no ids)",
+            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
             Box::new(|q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
         ),
         (
-            "postings, rule: lookup_signature_addresses (no ids)",
+            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
             Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
         ),
         (
-            "key tables, simhash-only: lookup (with ids)",
+            "key tables, simhash-only: lookup (with ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
         ),
         (
-            "key tables, rule: lookup_signature (with ids)",
+            "key tables, rule: lookup_signature (with ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
         ),
         (
-            "key tables, simhash-only: lookup_addresses (no ids)",
+            "key tables, simhash-only: lookup_addresses (no ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
         ),
         (
-            "key tables, rule: lookup_signature_addresses (no ids)",
+            "key tables, rule: lookup_signature_addresses (no ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
         ),
         (
-            "key tables, simhash-only: NearDupQuery::new + DocSetCollector",
+            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::new(s.fields(), q.fingerprint);
                 Ok(s.searcher().search(&query, &DocSetCollector)?.len())
             }),
         ),
         (
-            "key tables, rule: NearDupQuery::from_signature + DocSetCollector",
+            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::from_signature(s.fields(), q.clone())
                     .with_max_postings_per_key(usize::MAX);
@@ -370,15 +471,19 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     // Each method runs every query in turn (as a service doing only that would: taking turns
     // query by query would measure each method with the others' data in the caches).
     let mut rows = Vec::new();
-    for (name, f) in &methods {
+    for (m, (name, f)) in methods.iter().enumerate() {
+        let every = if m < 4 { no_table_every } else { 1 };
         let mut times = Vec::with_capacity(queries.len());
         let mut found = 0;
-        for q in &queries {
+        for q in queries.iter().step_by(every) {
             let t = Instant::now();
             found += f(q)?;
             times.push(t.elapsed());
         }
-        rows.push((*name, stats(times), found));
+        rows.push((name.as_str(), stats(times), found));
+    }
+    if !key_postings {
+        println!("(the scan rows ran a tenth of the queries: their match counts are a tenth's)");
     }
     println!(
         "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
@@ -534,12 +639,17 @@ fn run_lookups(
     }
     rows.push(("brute-force scan (1/4 of the queries)", stats(times), found));
 
-    // Every key from its postings (no key tables): the lookups before issue 13.
+    // Every key from its postings (no key tables): the lookups before issue 13. With keys in
+    // columns only, no table means a scan of the columns: a tenth of the queries.
     let p = NearDupSearcher::new(s.fields(), s.searcher())?.with_key_tables(false);
+    let key_postings = s.fields().key_postings();
+    let every = if key_postings { 1 } else { 10 };
     let mut with_ids = Vec::with_capacity(qs.len());
     let mut without = Vec::with_capacity(qs.len());
     let (mut found_with, mut found_without) = (0, 0);
-    for &q in qs {
+    let mut expected_scan = 0;
+    for (i, &q) in qs.iter().enumerate().step_by(every) {
+        expected_scan += want[i];
         let t = Instant::now();
         found_with += p.lookup(Fingerprint(q))?.len();
         with_ids.push(t.elapsed());
@@ -547,12 +657,19 @@ fn run_lookups(
         found_without += p.lookup_addresses(Fingerprint(q), k)?.len();
         without.push(t.elapsed());
     }
-    rows.push(("postings: lookup (with ids)", stats(with_ids), found_with));
-    rows.push((
-        "postings: lookup_addresses (no ids)",
-        stats(without),
-        found_without,
-    ));
+    let (with_name, without_name) = if key_postings {
+        (
+            "postings: lookup (with ids)",
+            "postings: lookup_addresses (no ids)",
+        )
+    } else {
+        (
+            "no table, scan (1/10 of the queries): lookup (with ids)",
+            "no table, scan (1/10 of the queries): lookup_addresses (no ids)",
+        )
+    };
+    rows.push((with_name, stats(with_ids), found_with));
+    rows.push((without_name, stats(without), found_without));
 
     let table_p50 = rows[3].1.p50;
     let table_p99 = rows[3].1.p99;
@@ -560,7 +677,11 @@ fn run_lookups(
         "| method | p50 us | p99 us | mean us | p50 / table | p99 / table | recall |\n|---|---|---|---|---|---|---|"
     );
     for (i, (name, st, found)) in rows.iter().enumerate() {
-        let expected = if i == 4 { expected_bf } else { total };
+        let expected = match i {
+            4 => expected_bf,
+            5 | 6 => expected_scan,
+            _ => total,
+        };
         println!(
             "| {name} | {:.1} | {:.1} | {:.1} | {:.1}x | {:.1}x | {} |",
             st.p50,
@@ -706,9 +827,13 @@ struct Run {
     verified_per_doc: f64,
 }
 
-fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
+fn index_once(
+    docs: &[Doc],
+    (mode, key_postings): (Mode, bool),
+    signatures: &[Signature],
+) -> Res<Run> {
     let dir = tempfile::tempdir()?;
-    let config = NearDupConfig::new("id", ["title", "text"]);
+    let config = NearDupConfig::new("id", ["title", "text"]).with_key_postings(key_postings);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST | STORED);
     let indexing = TextFieldIndexing::default()
@@ -873,8 +998,20 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
                 .collect()
         }
     };
+    // Every mode once per key storage of `--keys` (plain once: it has no keys).
+    let modes: Vec<(Mode, bool)> = modes
+        .into_iter()
+        .flat_map(|m| {
+            let storages: Vec<bool> = if m == Mode::Plain {
+                vec![false]
+            } else {
+                args.keys.clone()
+            };
+            storages.into_iter().map(move |k| (m, k))
+        })
+        .collect();
     println!(
-        "| writer | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|"
+        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
@@ -888,7 +1025,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
     }
     let mut plain_rate = 0.0;
     let mut plain_cpu = 0.0;
-    for (mode, r) in modes.into_iter().zip(best) {
+    for ((mode, key_postings), r) in modes.into_iter().zip(best) {
         let Some(r) = r else { continue };
         let rate = docs.len() as f64 / r.elapsed.as_secs_f64();
         let cpu = r.cpu.as_secs_f64();
@@ -897,8 +1034,13 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             plain_cpu = cpu;
         }
         println!(
-            "| {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} | {:.1} |",
+            "| {} | {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} | {:.1} |",
             mode.name(),
+            match (mode, key_postings) {
+                (Mode::Plain, _) => "-",
+                (_, true) => "postings",
+                (_, false) => "columns",
+            },
             rate,
             rate / plain_rate,
             cpu,

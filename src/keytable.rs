@@ -21,12 +21,19 @@
 //! for an index of fingerprints only; docs/PERFORMANCE.md has the measured figures). A position whose suffix and doc id do not fit in 32
 //! bits with a directory of at most `max(8 x documents, 65,536)` buckets (keys much wider than
 //! the segment needs: layouts of 2-3 blocks per key with 32-48 key bits) gets no table and is
-//! read from its postings; the default rule's keys (16 and 20 bits) always fit.
+//! read from its postings (or scanned, keys in columns only); the default rule's keys (16 and
+//! 20 bits) always fit.
 //!
-//! Tables are built lazily, once a segment has served `max(32, documents / 1024)` lookups in
-//! the process (a one-off lookup never pays the build), shared by every searcher of the
-//! segment in the process like [`crate::ids`]'s id tables, and freed with the last searcher
-//! that holds the segment (a merged-away segment's table goes with it).
+//! In an index with key postings ([`NearDupConfig::with_key_postings`](crate::NearDupConfig::with_key_postings)),
+//! tables are built lazily, once a segment has served `max(32, documents / 1024)` lookups in
+//! the process (a one-off lookup never pays the build: it reads the postings). In an index
+//! whose keys live in the columns only, there are no postings: a segment's table is built on
+//! its first lookup, and a segment that gets no table (past the memory bound, tables disabled,
+//! or a key position that does not fit) is answered by a **scan** of its signature columns
+//! that computes every document's keys (same documents in the same order, a read of every
+//! document per lookup; counted in [`KeyTableStats::scans`]). Tables are shared by every
+//! searcher of the segment in the process like [`crate::ids`]'s id tables, and freed with the
+//! last searcher that holds the segment (a merged-away segment's table goes with it).
 
 use crate::signature::store::SegmentSignatures;
 use crate::signature::{MatchRule, Signature, Sketch};
@@ -51,8 +58,10 @@ static MEMORY_USED: AtomicU64 = AtomicU64::new(0);
 
 /// Bounds the memory that the key tables of the whole process may hold together (default
 /// [`DEFAULT_KEY_TABLE_MEMORY_LIMIT`]). A segment whose table would pass the bound gets none
-/// and is read from its postings (slower, same results) until other tables are freed; tables
-/// already built are kept. `0` builds no more tables. See
+/// and is read from its postings (slower, same results), or, in an index whose keys live in
+/// the columns only, scanned on every lookup (much slower: a read of every document of the
+/// segment; counted in [`KeyTableStats::scans`]) until other tables are freed; tables already
+/// built are kept. `0` builds no more tables. See
 /// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables).
 pub fn set_key_table_memory_limit(bytes: u64) {
     MEMORY_LIMIT.store(bytes, Ordering::Relaxed);
@@ -330,28 +339,11 @@ pub(crate) struct SegmentKeys {
     table: OnceLock<KeyTable>,
     /// Serialises builds, so a table is built once even when the budget refuses a first try.
     building: Mutex<()>,
+    /// Lookups answered by scanning the signature columns (keys in columns only, no table).
+    scans: AtomicU64,
 }
 
 impl SegmentKeys {
-    /// The table of the segment under `rule`, if built, or worth building now (this lookup
-    /// counted): `max(32, max_doc / 1024)` lookups, or at once with `build_now`. `None` for a
-    /// table built under another rule.
-    pub(crate) fn table(
-        &self,
-        rule: &MatchRule,
-        columns: &SegmentSignatures,
-        max_doc: u32,
-        build_now: bool,
-    ) -> Option<&KeyTable> {
-        if let Some(built) = self.built_for(rule) {
-            return Some(built);
-        }
-        if !build_now && !self.count_lookup(max_doc) {
-            return None;
-        }
-        self.build(rule, columns, max_doc)
-    }
-
     /// The table, if built under `rule`.
     pub(crate) fn built_for(&self, rule: &MatchRule) -> Option<&KeyTable> {
         self.table.get().filter(|t| t.is_for(rule))
@@ -365,6 +357,11 @@ impl SegmentKeys {
         }
         let lookups = self.lookups.fetch_add(1, Ordering::Relaxed) + 1;
         lookups >= (u64::from(max_doc) / 1024).max(32)
+    }
+
+    /// Lookups of this segment answered by scanning its signature columns.
+    pub(crate) fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
     }
 
     /// Builds the table (once; a concurrent caller waits for it) from `columns`.
@@ -415,29 +412,232 @@ pub(crate) struct KeyRun<'a> {
     doc_mask: u32,
 }
 
-impl KeyRun<'_> {
+impl<'a> KeyRun<'a> {
+    /// A run of documents listed by a scan, in doc id order.
+    fn listed(docs: &'a [DocId]) -> Self {
+        KeyRun {
+            entries: docs,
+            doc_mask: u32::MAX,
+        }
+    }
+
     fn for_each(self, limit: usize, mut f: impl FnMut(DocId)) {
         for &e in self.entries.iter().take(limit) {
             f(e & self.doc_mask);
         }
     }
+
+    /// How many documents hold the key (deleted ones included).
+    fn len(self) -> usize {
+        self.entries.len()
+    }
 }
 
-/// Calls `f` with the first `limit` documents (live or deleted, in doc id order) holding the
-/// query key `key` of the keys field `field`: from the key table's `run` when there is one,
-/// else from the postings. Both give the same documents in the same order.
-pub(crate) fn for_each_key_doc(
-    run: Option<KeyRun<'_>>,
+/// Where a segment's signature columns come from when a key table must be built or the
+/// columns scanned: already open, or opened on first need (opening 17 columns costs more than
+/// a lookup through a table).
+pub(crate) trait ColumnSource {
+    /// The segment's signature columns.
+    fn columns(&mut self) -> tantivy::Result<&SegmentSignatures>;
+}
+
+impl ColumnSource for &SegmentSignatures {
+    fn columns(&mut self) -> tantivy::Result<&SegmentSignatures> {
+        Ok(self)
+    }
+}
+
+/// One segment's keys as a lookup reads them: its shared entry (table), its key postings if
+/// the index has them, and its signature columns (to build a table or scan).
+pub(crate) struct SegmentKeySource<'a, C: ColumnSource> {
+    /// The segment's shared entry ([`segment_keys`]).
+    pub(crate) entry: &'a SegmentKeys,
+    /// The keys' inverted index and field; `None` when the keys live in the columns only.
+    pub(crate) postings: Option<(&'a InvertedIndexReader, Field)>,
+    /// The segment's signature columns.
+    pub(crate) columns: C,
+    /// The segment's `max_doc`.
+    pub(crate) max_doc: u32,
+    /// Whether key tables may be used and built.
+    pub(crate) tables: bool,
+}
+
+impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
+    /// The segment's table under `rule`: built, or built now when the index has no postings
+    /// (first use) or this lookup makes it worth building (postings: enough lookups served).
+    fn table(&mut self, rule: &MatchRule) -> tantivy::Result<Option<&'a KeyTable>> {
+        if !self.tables {
+            return Ok(None);
+        }
+        if let Some(table) = self.entry.built_for(rule) {
+            return Ok(Some(table));
+        }
+        if self.postings.is_some() && !self.entry.count_lookup(self.max_doc) {
+            return Ok(None);
+        }
+        let entry = self.entry;
+        let columns = self.columns.columns()?;
+        Ok(entry.build(rule, columns, self.max_doc))
+    }
+
+    /// Calls `f(position, doc)` with the first `limit` documents (live or deleted, in doc id
+    /// order) under each key of `keys` (the first `keys.len()` keys of [`MatchRule::keys`]),
+    /// position by position: from the segment's table, else its postings, else (keys in
+    /// columns only) a scan of its signature columns. Every source gives the same documents
+    /// in the same order. `runs` is scratch space (kept by the caller across segments).
+    pub(crate) fn for_each_key_doc(
+        &mut self,
+        rule: &MatchRule,
+        keys: &[u64],
+        limit: usize,
+        runs: &mut Vec<Option<KeyRun<'a>>>,
+        mut f: impl FnMut(usize, DocId),
+    ) -> tantivy::Result<()> {
+        let postings = self.postings;
+        let (entry, max_doc) = (self.entry, self.max_doc);
+        runs.clear();
+        if let Some(table) = self.table(rule)? {
+            table.runs_into(keys, runs);
+        }
+        let scanned = if postings.is_none() && (runs.len() < keys.len() || runs.contains_none()) {
+            entry.scans.fetch_add(1, Ordering::Relaxed);
+            let columns = self.columns.columns()?;
+            scan_keys(rule, columns, max_doc, keys, runs, limit)
+        } else {
+            Vec::new()
+        };
+        for (position, &key) in keys.iter().enumerate() {
+            let run = runs.get(position).copied().flatten().or_else(|| {
+                scanned
+                    .get(position)
+                    .and_then(|docs| docs.as_deref().map(KeyRun::listed))
+            });
+            let visit = |doc| f(position, doc);
+            match (run, postings) {
+                (Some(run), _) => run.for_each(limit, visit),
+                (None, Some((inverted, field))) => {
+                    read_postings(inverted, Term::from_field_u64(field, key), limit, visit)?
+                }
+                // Not reached: every position without a run was scanned.
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a key of `keys` holds more than `bound` documents (deleted ones included, as
+    /// in the postings), so a lookup bounded by it may miss matches.
+    pub(crate) fn has_key_over(
+        &mut self,
+        rule: &MatchRule,
+        keys: &[u64],
+        bound: usize,
+    ) -> tantivy::Result<bool> {
+        if bound == usize::MAX {
+            return Ok(false);
+        }
+        let postings = self.postings;
+        let mut runs: Vec<Option<KeyRun<'a>>> = Vec::new();
+        if let Some(table) = self.table(rule)? {
+            table.runs_into(keys, &mut runs);
+        }
+        let mut over = false;
+        for (position, &key) in keys.iter().enumerate() {
+            over |= match (runs.get(position).copied().flatten(), postings) {
+                (Some(run), _) => run.len() > bound,
+                (None, Some((inverted, field))) => {
+                    inverted.doc_freq(&Term::from_field_u64(field, key))? as usize > bound
+                }
+                (None, None) => false,
+            };
+        }
+        if over || postings.is_some() || !(runs.len() < keys.len() || runs.contains_none()) {
+            return Ok(over);
+        }
+        // Keys in columns only, some without a table: count them by a scan.
+        self.entry.scans.fetch_add(1, Ordering::Relaxed);
+        let columns = self.columns.columns()?;
+        let scanned = scan_keys(
+            rule,
+            columns,
+            self.max_doc,
+            keys,
+            &runs,
+            bound.saturating_add(1),
+        );
+        Ok(scanned.iter().flatten().any(|docs| docs.len() > bound))
+    }
+}
+
+trait ContainsNone {
+    fn contains_none(&self) -> bool;
+}
+
+impl<T> ContainsNone for [Option<T>] {
+    fn contains_none(&self) -> bool {
+        self.iter().any(Option::is_none)
+    }
+}
+
+/// The first `limit` documents (deleted ones included, in doc id order) under each key of
+/// `keys` that has no run in `runs`, found by reading every document's signature from
+/// `columns` and computing its keys (only the fingerprint when only block keys are wanted).
+/// `Some(docs)` at each such position, `None` elsewhere.
+fn scan_keys(
+    rule: &MatchRule,
+    columns: &SegmentSignatures,
+    max_doc: u32,
+    keys: &[u64],
+    runs: &[Option<KeyRun<'_>>],
+    limit: usize,
+) -> Vec<Option<Vec<DocId>>> {
+    let mut found: Vec<Option<Vec<DocId>>> = (0..keys.len())
+        .map(|p| match runs.get(p) {
+            Some(Some(_)) => None,
+            _ => Some(Vec::new()),
+        })
+        .collect();
+    let blocks = rule.layout().num_keys();
+    let fingerprint_only = found
+        .iter()
+        .enumerate()
+        .all(|(p, wanted)| wanted.is_none() || p < blocks);
+    let mut signature = Signature {
+        fingerprint: Fingerprint(0),
+        sketch: Sketch::default(),
+    };
+    let mut doc_keys = Vec::with_capacity(rule.keys_per_document());
+    for doc in 0..max_doc {
+        doc_keys.clear();
+        if fingerprint_only {
+            let Some(fp) = columns.fingerprint(doc) else {
+                continue;
+            };
+            rule.layout().keys_into(fp, &mut doc_keys);
+        } else {
+            if !columns.read_into(doc, &mut signature) {
+                continue;
+            }
+            rule.keys_into(&signature, &mut doc_keys);
+        }
+        for ((wanted, &key), &doc_key) in found.iter_mut().zip(keys).zip(&doc_keys) {
+            if let Some(docs) = wanted {
+                if doc_key == key && docs.len() < limit {
+                    docs.push(doc);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Calls `f` with the first `limit` documents of `term`'s postings.
+fn read_postings(
     inverted: &InvertedIndexReader,
-    (field, key): (Field, u64),
+    term: Term,
     limit: usize,
     mut f: impl FnMut(DocId),
 ) -> tantivy::Result<()> {
-    if let Some(run) = run {
-        run.for_each(limit, f);
-        return Ok(());
-    }
-    let term = Term::from_field_u64(field, key);
     if let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)? {
         let mut doc = postings.doc();
         let mut read = 0usize;
@@ -462,4 +662,10 @@ pub struct KeyTableStats {
     pub bytes: u64,
     /// Time spent building them, summed over the tables (whoever built them, in this process).
     pub build_time: Duration,
+    /// Lookups of these segments (by any searcher of the process) answered by scanning the
+    /// signature columns, because the index keeps its keys in columns only and the segment
+    /// has no table (memory bound, tables disabled, keys that do not fit). Each read every
+    /// document of its segment: a growing count says to raise
+    /// [`set_key_table_memory_limit`] or enable tables.
+    pub scans: u64,
 }

@@ -1,8 +1,9 @@
 //! Lookups: [`NearDupSearcher`] finds the live documents that the index's
 //! [`MatchRule`](crate::MatchRule) matches with a text, a stored document or a signature
 //! ([`NearDupIndex::lookup_text`], [`lookup_id`](NearDupSearcher::lookup_id),
-//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through the key postings of each
-//! segment. A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
+//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through each segment's in-memory
+//! key table, its key postings, or (keys in columns only, no table) a scan of its signature
+//! columns ([`crate::keytable`]). A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
 //! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
 //! document within `k` bits.
 
@@ -10,7 +11,7 @@ use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::ids::{segment_ids, SegmentIds};
-use crate::keytable::{for_each_key_doc, KeyTableStats};
+use crate::keytable::KeyTableStats;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
@@ -100,7 +101,6 @@ struct SegmentColumns {
     sequences: Option<Column<u64>>,
     replaced: Option<StrColumn>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
-    keys: Arc<tantivy::InvertedIndexReader>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
     /// The segment's id reads and id table, shared in the process ([`crate::ids`]).
     id_table: Arc<SegmentIds>,
@@ -151,7 +151,6 @@ impl NearDupSearcher {
                     Some(field) => Some(seg.inverted_index(field)?),
                     None => None,
                 },
-                keys: seg.inverted_index(fields.keys)?,
                 ids_index: seg.inverted_index(fields.id)?,
                 id_table: segment_ids(seg.segment_id(), &id_name),
             });
@@ -181,13 +180,19 @@ impl NearDupSearcher {
 
     /// Whether lookups may keep each segment's keys in memory (`true` unless set). Without a
     /// table, each key of a lookup costs a term-dictionary look-up and a postings read per
-    /// segment (16 keys x 8 segments = 128 for the default rule on 8 segments); with one, a few
-    /// array reads.
+    /// segment (16 keys x 8 segments = 128 for the default rule on 8 segments) in an index with
+    /// key postings, and **a scan of the segment's signature columns** (every document's keys
+    /// computed: milliseconds per 100,000 documents, counted in [`KeyTableStats::scans`]) in an
+    /// index whose keys live in the columns only
+    /// ([`NearDupConfig::with_key_postings`](crate::NearDupConfig::with_key_postings), the
+    /// default for new indexes); with a table, a few array reads.
     ///
     /// A segment's **key table** is built from its fingerprint and sketch columns (a document's
-    /// keys are a function of its signature) once the segment has served
-    /// `max(32, documents / 1024)` lookups in the process, so a one-off lookup never pays the
-    /// build; or at once with [`build_key_tables`](Self::build_key_tables). It holds every
+    /// keys are a function of its signature): keys in columns only, on the segment's first
+    /// lookup in the process (docs/PERFORMANCE.md gives that first lookup's latency); keys in
+    /// postings, once the segment has served `max(32, documents / 1024)` lookups in the
+    /// process, so a one-off lookup never pays the build; or at once with
+    /// [`build_key_tables`](Self::build_key_tables). It holds every
     /// document of the segment, deleted ones included, by key, in doc id order: the same
     /// candidates as the postings, so results (the bound on hot keys included) are identical
     /// either way, and deletes are checked against the searcher's alive bitset as always (a
@@ -200,8 +205,9 @@ impl NearDupSearcher {
     /// that reads every document's signature once (measured in docs/PERFORMANCE.md). The
     /// tables of the whole process are bounded together by
     /// [`set_key_table_memory_limit`](crate::set_key_table_memory_limit) (default 1 GiB, about
-    /// 10 million documents): past it, segments are read from their postings. Set `false`
-    /// where that memory is not available; results do not change.
+    /// 10 million documents): past it, segments are read from their postings (or scanned, keys
+    /// in columns only). Set `false` where that memory is not available and the index has key
+    /// postings; results do not change.
     pub fn with_key_tables(mut self, enabled: bool) -> Self {
         self.signatures = self.signatures.with_key_tables(enabled);
         self
@@ -216,7 +222,7 @@ impl NearDupSearcher {
     }
 
     /// What the key tables of this searcher's segments hold (nothing with key tables
-    /// disabled), without building any.
+    /// disabled), and how many lookups scanned their columns, without building any.
     pub fn key_table_stats(&self) -> KeyTableStats {
         self.signatures.key_table_stats(self.fields.rule())
     }
@@ -516,35 +522,30 @@ impl NearDupSearcher {
     ) -> Result<()> {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
-        let keys_field = self.fields.keys;
         let keys = layout.keys(fp);
+        let rule = self.fields.rule();
         let mut runs = Vec::with_capacity(keys.len());
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
-            runs.clear();
-            if let Some(table) = self.signatures.key_table(ord, self.fields.rule(), false) {
-                table.runs_into(&keys, &mut runs);
-            }
-            for (combo, &key) in keys.iter().enumerate() {
-                let run = runs.get(combo).copied().flatten();
-                for_each_key_doc(run, &cols.keys, (keys_field, key), usize::MAX, |doc| {
-                    if let Some(v) = cols.fingerprints.first(doc) {
-                        let other = Fingerprint(v);
-                        let d = fp.distance(other);
-                        // A document sharing several keys is reported under the first only.
-                        if d <= max_distance
-                            && layout.first_shared_key(fp, other) == Some(combo)
-                            && !seg.is_deleted(doc)
-                        {
-                            f(FingerprintMatch {
-                                address: DocAddress::new(ord as u32, doc),
-                                distance: d,
-                                fingerprint: other,
-                            });
-                        }
+            let visit = |combo: usize, doc| {
+                if let Some(v) = cols.fingerprints.first(doc) {
+                    let other = Fingerprint(v);
+                    let d = fp.distance(other);
+                    // A document sharing several keys is reported under the first only.
+                    if d <= max_distance
+                        && layout.first_shared_key(fp, other) == Some(combo)
+                        && !seg.is_deleted(doc)
+                    {
+                        f(FingerprintMatch {
+                            address: DocAddress::new(ord as u32, doc),
+                            distance: d,
+                            fingerprint: other,
+                        });
                     }
-                })?;
-            }
+                }
+            };
+            self.signatures
+                .for_each_key_doc(ord, (rule, &keys, usize::MAX), &mut runs, visit)?;
         }
         Ok(())
     }

@@ -59,7 +59,7 @@
 use crate::columns::{field_name, fingerprint_column};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::keytable::{for_each_key_doc, segment_keys, SegmentKeys};
+use crate::keytable::{segment_keys, ColumnSource, SegmentKeySource, SegmentKeys};
 use crate::layout::check_distance;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::{NearDupFields, NearDupIndex};
@@ -248,6 +248,10 @@ impl Query for NearDupQuery {
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        // Keys in columns only are no terms of the index.
+        if !self.shared.fields.key_postings() {
+            return;
+        }
         for t in &self.shared.terms {
             visitor(t, false);
         }
@@ -319,35 +323,39 @@ impl DocPredicate for RulePredicate {
         &self,
         reader: &SegmentReader,
     ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
-        let inverted = reader.inverted_index(self.shared.fields.keys)?;
+        let fields = self.shared.fields;
+        let inverted = if fields.key_postings() {
+            Some(reader.inverted_index(fields.keys)?)
+        } else {
+            None
+        };
         // The segment's key table is shared with the process's NearDupSearchers; this query
-        // counts as a lookup towards building it. The columns are opened only for a build or
-        // for candidates (opening them costs more than reading a table).
+        // counts as a lookup towards building it (keys in postings) or builds it (keys in
+        // columns only). The columns are opened only for a build, a scan or for candidates
+        // (opening them costs more than reading a table).
         let rule = self.shared.rule();
         let entry = self.shared.keys(reader)?;
-        let mut columns = None;
-        if entry.built_for(rule).is_none() && entry.count_lookup(reader.max_doc()) {
-            let opened = self.shared.columns(reader)?;
-            entry.build(rule, &opened, reader.max_doc());
-            columns = Some(opened);
-        }
-        let keys = &self.shared.keys;
-        let mut runs = Vec::with_capacity(keys.len());
-        if let Some(table) = entry.built_for(rule) {
-            table.runs_into(keys, &mut runs);
-        }
+        let mut source = SegmentKeySource {
+            entry: &entry,
+            postings: inverted.as_deref().map(|i| (i, fields.keys)),
+            columns: LazyColumns {
+                shared: &self.shared,
+                reader,
+                opened: None,
+            },
+            max_doc: reader.max_doc(),
+            tables: true,
+        };
         let mut docs = Vec::new();
-        let field = self.shared.fields.keys;
-        for (position, &key) in keys.iter().enumerate() {
-            let run = runs.get(position).copied().flatten();
-            for_each_key_doc(
-                run,
-                &inverted,
-                (field, key),
-                self.max_postings_per_key,
-                |doc| docs.push(doc),
-            )?;
-        }
+        let mut runs = Vec::with_capacity(self.shared.keys.len());
+        source.for_each_key_doc(
+            rule,
+            &self.shared.keys,
+            self.max_postings_per_key,
+            &mut runs,
+            |_, doc| docs.push(doc),
+        )?;
+        let columns = source.columns.opened;
         if docs.is_empty() {
             return Ok(ConstOrVariableSegmentPredicate::Const(false));
         }
@@ -381,6 +389,24 @@ impl DocPredicate for RulePredicate {
                 },
             },
             necessary_condition: Box::new(SortedDocs { docs, cursor: 0 }),
+        })
+    }
+}
+
+/// A segment's signature columns, opened when first needed.
+struct LazyColumns<'a> {
+    shared: &'a Shared,
+    reader: &'a SegmentReader,
+    opened: Option<SegmentSignatures>,
+}
+
+impl ColumnSource for LazyColumns<'_> {
+    fn columns(&mut self) -> tantivy::Result<&SegmentSignatures> {
+        if self.opened.is_none() {
+            self.opened = Some(self.shared.columns(self.reader)?);
+        }
+        self.opened.as_ref().ok_or_else(|| {
+            tantivy::TantivyError::InternalError("signature columns not opened".into())
         })
     }
 }

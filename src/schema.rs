@@ -5,8 +5,12 @@
 //!
 //! - its [`Fingerprint`] as a single-valued `u64` **fast** field (not stored: the column is
 //!   enough), 8 bytes per document before compression;
-//! - the keys of its [`BlockLayout`] as a multi-valued `u64` **indexed** field without
-//!   fieldnorms, so a lookup reads a few short postings lists;
+//! - the keys of its match rule: by default **not stored at all** (they are a pure function of
+//!   the fingerprint and sketch columns; lookups read them from per-segment in-memory key
+//!   tables built from those columns), or, with
+//!   [`NearDupConfig::with_key_postings(true)`](NearDupConfig::with_key_postings) (and in every
+//!   index made before the option existed), as a multi-valued `u64` **indexed** field without
+//!   fieldnorms, so a lookup without a table reads a few short postings lists;
 //! - optionally, under [`Policy::Tag`](crate::Policy::Tag), the id of the first document of its near-duplicate group
 //!   in a string fast field, so results can be collapsed exactly.
 //!
@@ -106,6 +110,9 @@ pub struct NearDupConfig {
     fingerprint_field: String,
     keys_field: String,
     group_field: Option<String>,
+    /// Where the keys live: `Some(true)` postings, `Some(false)` columns only, `None` what the
+    /// schema says (columns only for a schema [`NearDupConfig::add_fields`] makes).
+    key_postings: Option<bool>,
 }
 
 impl NearDupConfig {
@@ -125,7 +132,47 @@ impl NearDupConfig {
             fingerprint_field: "simhash".into(),
             keys_field: "simhash_keys".into(),
             group_field: Some("simhash_group".into()),
+            key_postings: None,
         }
+    }
+
+    /// Where the rule's keys live (16 per document by default: 4 simhash block keys, 12 MinHash
+    /// band keys). Unless set, an index keeps what its schema and record say, and a new schema
+    /// made by [`add_fields`](Self::add_fields) keeps **columns only**.
+    ///
+    /// - `false`, **columns only** (the default for new indexes): no key is indexed. A
+    ///   document's keys are a pure function of its fingerprint and sketch columns, so each
+    ///   segment's keys are read from an in-memory key table built from those columns on the
+    ///   segment's first lookup in the process (about 6-8 B per key per document, bounded by
+    ///   [`set_key_table_memory_limit`](crate::set_key_table_memory_limit); the build reads every
+    ///   document's signature once: docs/PERFORMANCE.md has the figures). Indexing skips
+    ///   tantivy's postings and term dictionary for the keys, the largest indexing cost of
+    ///   storing signatures. Failure mode: a segment whose table cannot be built (past the
+    ///   memory bound, key tables disabled with
+    ///   [`NearDupSearcher::with_key_tables(false)`](crate::NearDupSearcher::with_key_tables), or
+    ///   a layout whose keys do not fit a table) is answered by **scanning its signature
+    ///   columns** on every lookup (correct, but a read of every document: milliseconds per
+    ///   100,000 documents; counted in [`KeyTableStats::scans`](crate::KeyTableStats::scans)).
+    /// - `true`, **postings**: the keys are a multi-valued indexed `u64` field (the format of
+    ///   every index made before this option existed). Indexing pays tantivy's postings for 16
+    ///   mostly unique terms per document; a lookup without a table reads the postings (a
+    ///   term-dictionary look-up per key and segment), so one-off lookups on a fresh process
+    ///   and processes without table memory stay fast.
+    ///
+    /// Results are identical either way (the bound on hot keys included). The choice is
+    /// recorded ([`IndexRecord`]) and fixed at creation: opening an index with the other
+    /// choice set explicitly is [`Error::IndexMismatch`]. [`add_fields`](Self::add_fields)
+    /// declares the keys field accordingly (indexed, or a bare `u64` field that holds no value).
+    pub fn with_key_postings(mut self, key_postings: bool) -> Self {
+        self.key_postings = Some(key_postings);
+        self
+    }
+
+    /// Whether the keys are indexed as postings: what [`with_key_postings`](Self::with_key_postings)
+    /// set, else `false` (columns only) for a new index. An opened index's configuration
+    /// ([`NearDupIndex::config`]) says what the index has.
+    pub fn key_postings(&self) -> bool {
+        self.key_postings.unwrap_or(false)
     }
 
     /// Uses `scheme` to fingerprint text.
@@ -224,8 +271,10 @@ impl NearDupConfig {
     /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
     /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
     ///
-    /// The fingerprint is a `u64` fast field, the keys a multi-valued `u64` field indexed without
-    /// fieldnorms (the `INDEXED` flag would turn them on), the group a `STRING | FAST` text field
+    /// The fingerprint is a `u64` fast field; the keys field a multi-valued `u64` field indexed
+    /// without fieldnorms (the `INDEXED` flag would turn them on) with
+    /// [`with_key_postings(true)`](Self::with_key_postings), else a bare `u64` field that holds
+    /// no value (keys in columns only: no indexing cost); the group a `STRING | FAST` text field
     /// (so `TermQuery` can fetch a whole group and its column collapses results).
     ///
     /// It also adds [`SEQUENCE_FIELD`] (the order documents were added in, to break ties between
@@ -233,7 +282,12 @@ impl NearDupConfig {
     /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint_field, FAST);
-        builder.add_u64_field(&self.keys_field, NumericOptions::default().set_indexed());
+        let keys = if self.key_postings() {
+            NumericOptions::default().set_indexed()
+        } else {
+            NumericOptions::default()
+        };
+        builder.add_u64_field(&self.keys_field, keys);
         for name in &self.signature_fields().sketch {
             builder.add_u64_field(name, FAST);
         }
@@ -251,6 +305,7 @@ impl NearDupConfig {
             layout: self.layout.id(),
             fingerprint_field: self.fingerprint_field.clone(),
             keys_field: self.keys_field.clone(),
+            key_postings: self.key_postings(),
             rule: self.rule().map(|r| r.id()).unwrap_or_default(),
             settings: Some(RecordedSettings {
                 scheme: self.scheme.parameters(),
@@ -298,6 +353,10 @@ pub struct IndexRecord {
     layout: String,
     fingerprint_field: String,
     keys_field: String,
+    /// Whether the keys are indexed as postings ([`NearDupConfig::with_key_postings`]); records
+    /// written before the option existed have postings.
+    #[serde(default = "postings_by_default")]
+    key_postings: bool,
     /// The match rule's id ([`MatchRule::id`]); empty in records of format 1.
     #[serde(default)]
     rule: String,
@@ -309,6 +368,11 @@ pub struct IndexRecord {
 }
 
 type Record = IndexRecord;
+
+/// Records without `key_postings` were written when every index had key postings.
+fn postings_by_default() -> bool {
+    true
+}
 
 /// The parameters that rebuild a [`NearDupConfig`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -372,6 +436,13 @@ impl IndexRecord {
         self.settings.as_ref().map(|s| &s.layout)
     }
 
+    /// Whether the index's keys are indexed as postings
+    /// ([`NearDupConfig::with_key_postings`]; `true` for records written before the option
+    /// existed).
+    pub fn key_postings(&self) -> bool {
+        self.key_postings
+    }
+
     /// What the application stored with [`NearDupIndex::set_application_data`].
     pub fn application(&self) -> Option<&serde_json::Value> {
         self.application.as_ref()
@@ -416,6 +487,7 @@ impl IndexRecord {
             fingerprint_field: self.fingerprint_field.clone(),
             keys_field: self.keys_field.clone(),
             group_field: settings.group_field.clone(),
+            key_postings: Some(self.key_postings),
         })
     }
 
@@ -445,7 +517,23 @@ impl IndexRecord {
                 });
             }
         }
+        if self.key_postings != expected.key_postings {
+            return Err(Error::IndexMismatch {
+                what: "key storage",
+                found: key_storage(self.key_postings).into(),
+                expected: key_storage(expected.key_postings).into(),
+            });
+        }
         Ok(())
+    }
+}
+
+/// How a record's key storage reads in an error.
+fn key_storage(key_postings: bool) -> &'static str {
+    if key_postings {
+        "keys in postings (NearDupConfig::with_key_postings(true))"
+    } else {
+        "keys in columns only (NearDupConfig::with_key_postings(false))"
     }
 }
 
@@ -492,7 +580,9 @@ pub struct NearDupFields {
     pub id: Field,
     /// The fingerprint (`u64`, fast).
     pub fingerprint: Field,
-    /// The keys (`u64`, indexed, multi-valued): the layout's block keys and the rule's band keys.
+    /// The keys field: the layout's block keys and the rule's band keys (`u64`, indexed,
+    /// multi-valued) when [`key_postings`](Self::key_postings), else a field that holds no
+    /// value (the keys live in the signature columns only).
     pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
@@ -505,9 +595,16 @@ pub struct NearDupFields {
     first_sketch: Field,
     sketch_words: u32,
     rule: &'static MatchRule,
+    key_postings: bool,
 }
 
 impl NearDupFields {
+    /// Whether the keys are indexed as postings ([`NearDupConfig::with_key_postings`]); `false`
+    /// when they live in the signature columns only (read through key tables).
+    pub fn key_postings(&self) -> bool {
+        self.key_postings
+    }
+
     /// The match rule of the index.
     pub fn rule(&self) -> &'static MatchRule {
         self.rule
@@ -715,15 +812,35 @@ impl NearDupIndex {
             }
         }
         let keys = lookup(&config.keys_field)?;
-        match schema.get_field_entry(keys).field_type() {
-            FieldType::U64(o) if o.is_indexed() => {}
+        let key_postings = match schema.get_field_entry(keys).field_type() {
+            FieldType::U64(o) => o.is_indexed(),
             _ => {
                 return Err(schema_err(
                     &config.keys_field,
-                    "the keys field must be an indexed u64 field; use NearDupConfig::add_fields",
+                    "the keys field must be a u64 field (indexed for keys in postings); use \
+                     NearDupConfig::add_fields",
                 ))
             }
+        };
+        if let Some(wanted) = config.key_postings.filter(|&w| w != key_postings) {
+            return Err(Error::IndexMismatch {
+                what: "key storage",
+                found: format!(
+                    "{} (the schema's keys field `{}` is {}indexed)",
+                    key_storage(key_postings),
+                    config.keys_field,
+                    if key_postings { "" } else { "not " }
+                ),
+                expected: format!(
+                    "{}: declare the fields with NearDupConfig::add_fields of this \
+                     configuration, or leave NearDupConfig::with_key_postings unset to follow \
+                     the index",
+                    key_storage(wanted)
+                ),
+            });
         }
+        let mut config = config;
+        config.key_postings = Some(key_postings);
         let group = match &config.group_field {
             None => None,
             Some(name) => {
@@ -843,6 +960,7 @@ impl NearDupIndex {
                 first_sketch,
                 sketch_words: sketch.len() as u32,
                 rule,
+                key_postings,
             },
             signature_fields: Arc::new(signature_fields),
             config: Arc::new(config),
@@ -922,18 +1040,22 @@ impl NearDupIndex {
         &self.signature_fields
     }
 
-    /// Adds `signature` (fingerprint, sketch words, the rule's keys) to `doc`.
+    /// Adds `signature` (fingerprint, sketch words, and the rule's keys when the index has key
+    /// postings) to `doc`.
     pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
         self.signature_fields
             .add_to_document(self.fields.rule, signature, doc);
     }
 
-    /// Adds the fingerprint and its block keys to `doc`, without a sketch: such a document
+    /// Adds the fingerprint (and its block keys, when the index has key postings) to `doc`,
+    /// without a sketch: such a document
     /// matches others only through the rule's simhash branch (its sketch reads as empty).
     pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
         doc.add_u64(self.fields.fingerprint, fp.0);
-        for key in self.config.layout.keys(fp) {
-            doc.add_u64(self.fields.keys, key);
+        if self.fields.key_postings {
+            for key in self.config.layout.keys(fp) {
+                doc.add_u64(self.fields.keys, key);
+            }
         }
     }
 }

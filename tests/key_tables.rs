@@ -1,17 +1,18 @@
 //! Lookups through in-memory key tables find exactly what a brute-force scan of the match rule
-//! finds over the live documents, and exactly what the postings path finds (the same
-//! candidates in the same order, so the bound on hot keys cuts the same way), across segments,
-//! deletes made before and after a table was built, merges and reopening.
+//! finds over the live documents, and exactly what the path without tables finds (the
+//! postings, or for keys in columns only a scan of the columns: the same candidates in the same
+//! order, so the bound on hot keys cuts the same way), across segments, deletes made before and
+//! after a table was built, merges and reopening, with the keys in postings and in columns
+//! only.
 
 mod common;
 
-use common::{edited_texts, ram_index, TestIndex};
+use common::{edited_texts, ram_index_keys, TestIndex, KEY_STORAGES};
 use std::collections::BTreeSet;
 use tantivy::collector::DocSetCollector;
 use tantivy::indexer::NoMergePolicy;
-use tantivy::schema::IndexRecordOption;
 use tantivy::schema::Value;
-use tantivy::{DocAddress, DocSet, Index, TantivyDocument, Term, TERMINATED};
+use tantivy::{DocAddress, Index, TantivyDocument, Term};
 use tantivy_simhash::{
     BlockLayout, DedupWriter, Evidence, Fingerprint, NearDupIndex, NearDupQuery, NearDupSearcher,
     Policy, Signature,
@@ -26,7 +27,8 @@ fn doc_number(s: &NearDupSearcher, id_field: tantivy::schema::Field, a: DocAddre
 }
 
 /// Checks every query of `queries` against brute force over `live`, through key tables (built
-/// first) and through postings, with and without a bound on hot keys.
+/// first) and without them (postings, or a scan of the columns), with and without a bound on
+/// hot keys.
 fn check(
     t: &TestIndex,
     tables: &NearDupSearcher,
@@ -48,6 +50,7 @@ fn check(
         .unwrap()
         .with_key_tables(false);
     assert_eq!(postings.build_key_tables().segments, 0, "{label}: disabled");
+    let scans_before = postings.key_table_stats().scans;
     let (mut by_resemblance, mut matches) = (0, 0);
     for (q, query) in sigs.iter().enumerate() {
         let oracle: BTreeSet<usize> = live
@@ -131,14 +134,27 @@ fn check(
             .collect();
         assert_eq!(ids, oracle, "{label}, query {q}: NearDupQuery");
     }
+    // Without tables, keys in columns only are found by scanning: counted, once per lookup and
+    // segment.
+    let scans = postings.key_table_stats().scans - scans_before;
+    if fields.key_postings() {
+        assert_eq!(scans, 0, "{label}: postings need no scan");
+    } else {
+        assert!(
+            scans >= 2 * (sigs.len() * segments) as u64,
+            "{label}: {scans} scans"
+        );
+    }
     assert!(
         matches > sigs.len() && by_resemblance > 0,
         "{label}: {matches} / {by_resemblance}"
     );
 }
 
-/// What a bounded `NearDupQuery` must return, from tantivy's postings directly: per segment the
-/// first `bound` documents of each key's postings, those alive that the rule matches.
+/// What a bounded `NearDupQuery` must return, by brute force over every document of each
+/// segment (deleted ones included, as the postings hold them): per segment and key of the
+/// query, the first `bound` documents in doc id order whose signature (the test's, found by the
+/// stored id) has that key, those alive that the rule matches.
 fn bounded_query_oracle(
     t: &TestIndex,
     s: &NearDupSearcher,
@@ -148,31 +164,35 @@ fn bounded_query_oracle(
 ) -> std::collections::HashSet<DocAddress> {
     let rule = t.index.rule();
     let mut out = std::collections::HashSet::new();
+    let query_keys = rule.keys(query);
     for (ord, segment) in s.searcher().segment_readers().iter().enumerate() {
-        let inverted = segment.inverted_index(t.index.fields().keys).unwrap();
-        for key in rule.keys(query) {
-            let term = Term::from_field_u64(t.index.fields().keys, key);
-            let Some(mut postings) = inverted
-                .read_postings(&term, IndexRecordOption::Basic)
-                .unwrap()
-            else {
-                continue;
-            };
-            let mut read = 0;
-            while postings.doc() != TERMINATED && read < bound {
-                let doc = postings.doc();
+        let doc_keys: Vec<Vec<u64>> = (0..segment.max_doc())
+            .map(|doc| rule.keys(&sigs[doc_number(s, t.id, DocAddress::new(ord as u32, doc))]))
+            .collect();
+        for (position, key) in query_keys.iter().enumerate() {
+            let holders =
+                (0..segment.max_doc()).filter(|&d| doc_keys[d as usize][position] == *key);
+            for doc in holders.take(bound) {
                 let a = DocAddress::new(ord as u32, doc);
                 if !segment.is_deleted(doc)
                     && rule.matches(query, &sigs[doc_number(s, t.id, a)]).is_some()
                 {
                     out.insert(a);
                 }
-                read += 1;
-                postings.advance();
             }
         }
     }
     out
+}
+
+/// Whether the index holds any posting of the keys field (keys in columns only must hold none).
+fn has_key_postings(t: &TestIndex, s: &NearDupSearcher) -> bool {
+    s.searcher().segment_readers().iter().any(|segment| {
+        segment
+            .inverted_index(t.index.fields().keys)
+            .map(|inverted| inverted.terms().num_terms() > 0)
+            .unwrap()
+    })
 }
 
 fn add(writer: &mut DedupWriter, t: &TestIndex, i: usize, text: &str) {
@@ -184,9 +204,15 @@ fn add(writer: &mut DedupWriter, t: &TestIndex, i: usize, text: &str) {
 
 #[test]
 fn key_tables_equal_brute_force_across_segments_deletes_merges_and_reopening() {
+    for key_postings in KEY_STORAGES {
+        tables_equal_brute_force(key_postings);
+    }
+}
+
+fn tables_equal_brute_force(key_postings: bool) {
     // On disk, so the reopened index reads the same files.
     let dir = tempfile::tempdir().unwrap();
-    let config = common::config(BlockLayout::default());
+    let config = common::config_keys(BlockLayout::default(), key_postings);
     let (schema, id, body, host) = common::schema(&config);
     let index = Index::create_in_dir(dir.path(), schema).unwrap();
     let t = TestIndex {
@@ -220,6 +246,7 @@ fn key_tables_equal_brute_force_across_segments_deletes_merges_and_reopening() {
     writer.commit().unwrap();
     let first = t.index.lookups().unwrap();
     assert!(first.searcher().segment_readers().len() >= 4);
+    assert_eq!(has_key_postings(&t, &first), key_postings);
     check(&t, &first, &sigs, &live, "segments and deletes");
 
     // Deletes after the tables were built: the same tables (segments are immutable), the new
@@ -258,6 +285,7 @@ fn key_tables_equal_brute_force_across_segments_deletes_merges_and_reopening() {
     writer.wait_merging_threads().unwrap();
     let merged = t.index.lookups().unwrap();
     assert_eq!(merged.searcher().segment_readers().len(), 1);
+    assert_eq!(has_key_postings(&t, &merged), key_postings, "merged");
     check(&t, &merged, &all, &live, "merged");
 
     // Reopened from the directory, every searcher of the old handle dropped.
@@ -269,15 +297,23 @@ fn key_tables_equal_brute_force_across_segments_deletes_merges_and_reopening() {
         body: t.body,
         host: t.host,
     };
+    assert_eq!(t2.index.fields().key_postings(), key_postings);
     let s = t2.index.lookups().unwrap();
     check(&t2, &s, &all, &live, "reopened");
 }
 
-/// Tables are built lazily: a searcher that has served a few lookups has none yet, and one
-/// that served enough has them; the results do not change at the switch.
+/// With key postings, tables are built lazily: a searcher that has served a few lookups has
+/// none yet, and one that served enough has them; the results do not change at the switch.
+/// With keys in columns only, the first lookup builds them.
 #[test]
 fn tables_are_built_after_enough_lookups_and_change_no_result() {
-    let t = ram_index(BlockLayout::default());
+    for key_postings in KEY_STORAGES {
+        tables_built_when_needed(key_postings);
+    }
+}
+
+fn tables_built_when_needed(key_postings: bool) {
+    let t = ram_index_keys(BlockLayout::default(), key_postings);
     let texts = edited_texts(5, 120);
     let mut writer = t.index.writer(30_000_000, Policy::Off).unwrap();
     for (i, text) in texts.iter().enumerate() {
@@ -288,14 +324,17 @@ fn tables_are_built_after_enough_lookups_and_change_no_result() {
     let postings = t.index.lookups().unwrap().with_key_tables(false);
     let mut signer = t.index.rule().signer(t.index.scheme());
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
-    // Fewer lookups than the threshold (32 per segment): no table yet.
+    // Fewer lookups than the threshold (32 per segment): no table yet with postings; without
+    // postings, the first lookup built them.
     for q in &sigs[..10] {
         assert_eq!(
             s.lookup_signature_addresses(q).unwrap(),
             postings.lookup_signature_addresses(q).unwrap()
         );
     }
-    assert_eq!(s.key_table_stats().segments, 0);
+    let segments = s.searcher().segment_readers().len();
+    let expected = if key_postings { 0 } else { segments };
+    assert_eq!(s.key_table_stats().segments, expected);
     for q in &sigs {
         assert_eq!(
             s.lookup_signature_addresses(q).unwrap(),
@@ -315,13 +354,19 @@ fn tables_are_built_after_enough_lookups_and_change_no_result() {
     assert_eq!(postings.key_table_stats().segments, 0);
 }
 
-/// Layouts whose keys are too wide for the table's packed entries fall back to postings for
-/// those keys, and still find everything.
+/// Layouts whose keys are too wide for the table's packed entries fall back to postings (or,
+/// keys in columns only, a scan of the columns) for those keys, and still find everything.
 #[test]
-fn wide_keys_fall_back_to_postings() {
+fn wide_keys_fall_back_to_postings_or_a_scan() {
+    for key_postings in KEY_STORAGES {
+        wide_keys(key_postings);
+    }
+}
+
+fn wide_keys(key_postings: bool) {
     // Keys of 3 blocks of 16 bits: 48 bits, too wide for a 32-bit entry with a small directory.
     let layout = BlockLayout::new(4, 3, 1).unwrap();
-    let t = ram_index(layout);
+    let t = ram_index_keys(layout, key_postings);
     let mut writer = t.index.writer(30_000_000, Policy::Off).unwrap();
     let mut rng = common::Rng(9);
     let mut fps = Vec::new();
@@ -357,4 +402,6 @@ fn wide_keys_fall_back_to_postings() {
             .collect();
         assert_eq!(got, want, "query {q}");
     }
+    let scans = s.key_table_stats().scans;
+    assert_eq!(scans > 0, !key_postings, "{scans} scans");
 }

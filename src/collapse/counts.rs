@@ -9,7 +9,7 @@ use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::HashMap;
 use tantivy::query::{EnableScoring, Query, Weight};
-use tantivy::{DocId, DocSet, Searcher, Term, TERMINATED};
+use tantivy::{DocId, DocSet, Searcher, TERMINATED};
 
 impl<C> NearDupCollapse<C> {
     /// Counts, over every hit of `query` in `searchers`, the hits whose first returned group
@@ -73,7 +73,7 @@ impl<C> NearDupCollapse<C> {
             let mut first: HashMap<(u32, DocId), usize> = HashMap::new();
             for (i, leader) in leaders.iter().enumerate() {
                 let Some(leader) = leader else { continue };
-                cut[i] |= has_hot_key(searcher, fields.keys_field(), &rule, leader, bound)?;
+                cut[i] |= reader.has_hot_key(&rule, leader, bound)?;
                 reader.for_each_match(&rule, leader, bound, |m| {
                     if self.joins(&rule, leader, m.evidence, m.signature) {
                         let a = m.address;
@@ -161,35 +161,6 @@ impl<C> NearDupCollapse<C> {
         }
         Ok(counts)
     }
-}
-
-/// Whether a key of `leader` holds more than `bound` documents in a segment of `searcher`, so
-/// that a lookup with that bound may miss some of its matches. Cost: one term look-up per key
-/// and segment.
-fn has_hot_key(
-    searcher: &Searcher,
-    keys: tantivy::schema::Field,
-    rule: &MatchRule,
-    leader: &Signature,
-    bound: usize,
-) -> Result<bool> {
-    if bound == usize::MAX {
-        return Ok(false);
-    }
-    let terms: Vec<Term> = rule
-        .keys(leader)
-        .into_iter()
-        .map(|k| Term::from_field_u64(keys, k))
-        .collect();
-    for segment in searcher.segment_readers() {
-        let inverted = segment.inverted_index(keys)?;
-        for term in &terms {
-            if inverted.doc_freq(term)? as usize > bound {
-                return Ok(true);
-            }
-        }
-    }
-    Ok(false)
 }
 
 /// Adds to `counts[leader]` every `(segment, doc, leader)` of `run` (one segment, sorted by doc)

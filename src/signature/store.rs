@@ -3,17 +3,21 @@
 //!
 //! A signature is stored as the fingerprint (one `u64` fast field), the sketch (one
 //! single-valued `u64` fast field per 64-bit word: `{fingerprint}_sketch0` ..; bit-packed
-//! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and
-//! the rule's keys (the multi-valued indexed `u64` keys field, block and band keys together).
+//! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and,
+//! when the keys field is indexed, the rule's keys (the multi-valued indexed `u64` keys field,
+//! block and band keys together). A keys field that is not indexed holds nothing: the keys are
+//! computed from the columns ([`crate::keytable`]).
 
 use super::minhash::low_mask;
 use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::keytable::{for_each_key_doc, segment_keys, KeyTable, KeyTableStats, SegmentKeys};
+use crate::keytable::{segment_keys, KeyRun, KeyTableStats, SegmentKeySource, SegmentKeys};
 use std::collections::HashSet;
 use tantivy::columnar::Column;
-use tantivy::schema::{Field, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST};
+use tantivy::schema::{
+    Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST,
+};
 use tantivy::{DocAddress, DocId, Searcher, SegmentReader};
 
 /// The names of the fields that hold signatures under a rule.
@@ -48,7 +52,8 @@ impl SignatureFields {
     }
 
     /// Adds the fields to `builder`: the fingerprint and sketch words as `u64` fast fields, the
-    /// keys as a multi-valued `u64` field indexed without fieldnorms.
+    /// keys as a multi-valued `u64` field indexed without fieldnorms (keys in postings; declare
+    /// the keys field as a bare `u64` field instead to keep them in the columns only).
     pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint, FAST);
         builder.add_u64_field(&self.keys, NumericOptions::default().set_indexed());
@@ -57,7 +62,8 @@ impl SignatureFields {
         }
     }
 
-    /// The fields in `schema`; errors naming the first missing one.
+    /// The fields in `schema`; errors naming the first missing one. The keys are written and
+    /// read as postings when the keys field is indexed, else computed from the columns.
     pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
         let get = |name: &str| {
             schema.get_field(name).map_err(|_| {
@@ -67,10 +73,16 @@ impl SignatureFields {
                 ))
             })
         };
+        let keys = get(&self.keys)?;
+        let key_postings = match schema.get_field_entry(keys).field_type() {
+            FieldType::U64(o) => o.is_indexed(),
+            _ => false,
+        };
         Ok(ResolvedSignatureFields {
             names: self.clone(),
             fingerprint: get(&self.fingerprint)?,
-            keys: get(&self.keys)?,
+            keys,
+            key_postings,
             sketch: self.sketch.iter().map(|n| get(n)).collect::<Result<_>>()?,
         })
     }
@@ -82,10 +94,17 @@ pub struct ResolvedSignatureFields {
     names: SignatureFields,
     fingerprint: Field,
     keys: Field,
+    /// Whether the keys field is indexed (keys in postings).
+    key_postings: bool,
     sketch: Vec<Field>,
 }
 
 impl ResolvedSignatureFields {
+    /// Whether the keys are indexed as postings (else they live in the columns only).
+    pub fn key_postings(&self) -> bool {
+        self.key_postings
+    }
+
     /// The names.
     pub fn names(&self) -> &SignatureFields {
         &self.names
@@ -101,7 +120,8 @@ impl ResolvedSignatureFields {
         &self.sketch
     }
 
-    /// Adds `signature` (fingerprint, sketch words, keys) to `doc`.
+    /// Adds `signature` (fingerprint, sketch words, and the keys when they are indexed) to
+    /// `doc`.
     pub fn add_to_document(
         &self,
         rule: &MatchRule,
@@ -112,8 +132,10 @@ impl ResolvedSignatureFields {
         for (field, &word) in self.sketch.iter().zip(&signature.sketch.words) {
             doc.add_u64(*field, word);
         }
-        for key in rule.keys(signature) {
-            doc.add_u64(self.keys, key);
+        if self.key_postings {
+            for key in rule.keys(signature) {
+                doc.add_u64(self.keys, key);
+            }
         }
     }
 }
@@ -204,29 +226,40 @@ pub struct SignatureMatch<'a> {
     pub signature: &'a Signature,
 }
 
+/// One segment of a [`SignatureReader`].
+struct ReaderSegment {
+    columns: SegmentSignatures,
+    /// The keys' inverted index; `None` when the keys live in the columns only.
+    postings: Option<std::sync::Arc<tantivy::InvertedIndexReader>>,
+    keys: std::sync::Arc<SegmentKeys>,
+    max_doc: u32,
+}
+
 /// A searcher's signature columns and key postings, opened once per segment; lookups reuse
 /// them (opening the columns costs more than a lookup).
 pub struct SignatureReader {
     keys: Field,
-    segments: Vec<(
-        SegmentSignatures,
-        std::sync::Arc<tantivy::InvertedIndexReader>,
-        std::sync::Arc<SegmentKeys>,
-    )>,
+    segments: Vec<ReaderSegment>,
     searcher: Searcher,
     key_tables: bool,
 }
 
 impl SignatureReader {
-    /// Opens the columns and the keys' inverted index of every segment of `searcher`.
+    /// Opens the columns and (keys in postings) the keys' inverted index of every segment of
+    /// `searcher`.
     pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
         let mut segments = Vec::new();
         for segment in searcher.segment_readers() {
-            segments.push((
-                SegmentSignatures::open(segment, fields.names())?,
-                segment.inverted_index(fields.keys)?,
-                segment_keys(segment.segment_id(), &fields.names().fingerprint),
-            ));
+            segments.push(ReaderSegment {
+                columns: SegmentSignatures::open(segment, fields.names())?,
+                postings: if fields.key_postings {
+                    Some(segment.inverted_index(fields.keys)?)
+                } else {
+                    None
+                },
+                keys: segment_keys(segment.segment_id(), &fields.names().fingerprint),
+                max_doc: segment.max_doc(),
+            });
         }
         Ok(SignatureReader {
             keys: fields.keys,
@@ -236,12 +269,74 @@ impl SignatureReader {
         })
     }
 
+    /// Whether the keys are read from postings (else from key tables, or a scan of the
+    /// columns).
+    pub fn key_postings(&self) -> bool {
+        self.segments.iter().all(|s| s.postings.is_some())
+    }
+
+    /// Segment `ord`'s keys as lookups read them.
+    fn key_source(&self, ord: usize) -> Option<SegmentKeySource<'_, &SegmentSignatures>> {
+        let segment = self.segments.get(ord)?;
+        Some(SegmentKeySource {
+            entry: &segment.keys,
+            postings: segment.postings.as_deref().map(|p| (p, self.keys)),
+            columns: &segment.columns,
+            max_doc: segment.max_doc,
+            tables: self.key_tables,
+        })
+    }
+
+    /// Calls `f(position, doc)` with the first `limit` documents (deleted ones included, in
+    /// doc id order) of segment `ord` under each key of `keys` (the first `keys.len()` keys of
+    /// [`MatchRule::keys`]), position by position: from the segment's key table, its postings
+    /// or a scan of its columns (see [`crate::keytable`]). `runs` is scratch space, kept by
+    /// the caller across segments.
+    pub(crate) fn for_each_key_doc<'s>(
+        &'s self,
+        ord: usize,
+        (rule, keys, limit): (&MatchRule, &[u64], usize),
+        runs: &mut Vec<Option<KeyRun<'s>>>,
+        f: impl FnMut(usize, DocId),
+    ) -> Result<()> {
+        if let Some(mut source) = self.key_source(ord) {
+            source.for_each_key_doc(rule, keys, limit, runs, f)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a key of `signature` holds more than `bound` documents in some segment (deleted
+    /// ones included), so that a lookup with that bound may miss some of its matches. Cost:
+    /// per key and segment, a table read or a term look-up (a scan of the columns for a
+    /// segment without either).
+    pub fn has_hot_key(
+        &self,
+        rule: &MatchRule,
+        signature: &Signature,
+        bound: usize,
+    ) -> Result<bool> {
+        if bound == usize::MAX {
+            return Ok(false);
+        }
+        let keys = rule.keys(signature);
+        for ord in 0..self.segments.len() {
+            if let Some(mut source) = self.key_source(ord) {
+                if source.has_key_over(rule, &keys, bound)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// Whether lookups may use in-memory key tables (see
     /// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables): built
-    /// once a segment has served `max(32, documents / 1024)` lookups, ~6-8 B per key per
-    /// document, shared by the process's searchers of the segment); `true` unless set. With `false` every key is
-    /// read from its postings and no table is built (tables other searchers built are not
-    /// used either). The results are the same either way.
+    /// once a segment has served `max(32, documents / 1024)` lookups, or on first use when the
+    /// keys live in the columns only; ~6-8 B per key per document, shared by the process's
+    /// searchers of the segment); `true` unless set. With `false` every key is read from its
+    /// postings, or, keys in columns only, found by scanning the columns on every lookup, and
+    /// no table is built (tables other searchers built are not used either). The results are
+    /// the same either way.
     pub fn with_key_tables(mut self, enabled: bool) -> Self {
         self.key_tables = enabled;
         self
@@ -252,42 +347,29 @@ impl SignatureReader {
         self.key_tables
     }
 
-    /// The key table of segment `ord` under `rule`, if tables are enabled and it is built or
-    /// worth building now (`build_now`, or enough lookups served).
-    pub(crate) fn key_table(
-        &self,
-        ord: usize,
-        rule: &MatchRule,
-        build_now: bool,
-    ) -> Option<&KeyTable> {
-        if !self.key_tables {
-            return None;
-        }
-        let (columns, _, keys) = self.segments.get(ord)?;
-        let max_doc = self.searcher.segment_reader(ord as u32).max_doc();
-        keys.table(rule, columns, max_doc, build_now)
-    }
-
     /// Builds the key table of every segment that has none yet, under `rule`, and sums what
     /// the tables of this reader's segments hold (nothing when tables are disabled).
     pub fn build_key_tables(&self, rule: &MatchRule) -> KeyTableStats {
-        for ord in 0..self.segments.len() {
-            self.key_table(ord, rule, true);
+        if self.key_tables {
+            for segment in &self.segments {
+                segment.keys.build(rule, &segment.columns, segment.max_doc);
+            }
         }
         self.key_table_stats(rule)
     }
 
     /// What the key tables built under `rule` for this reader's segments hold (nothing when
-    /// tables are disabled); builds none.
+    /// tables are disabled), and how many lookups of them scanned the columns; builds none.
     pub fn key_table_stats(&self, rule: &MatchRule) -> KeyTableStats {
         let mut stats = KeyTableStats::default();
-        if !self.key_tables {
-            return stats;
-        }
-        for (ord, (_, _, keys)) in self.segments.iter().enumerate() {
-            if let Some(table) = keys.built_for(rule) {
+        for segment in &self.segments {
+            stats.scans += segment.keys.scans();
+            if !self.key_tables {
+                continue;
+            }
+            if let Some(table) = segment.keys.built_for(rule) {
                 stats.segments += 1;
-                stats.documents += u64::from(self.searcher.segment_reader(ord as u32).max_doc());
+                stats.documents += u64::from(segment.max_doc);
                 stats.bytes += table.heap_bytes() as u64;
                 stats.build_time += table.build_time();
             }
@@ -297,13 +379,14 @@ impl SignatureReader {
 
     /// The signature columns of segment `ord`.
     pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
-        self.segments.get(ord as usize).map(|(s, _, _)| s)
+        self.segments.get(ord as usize).map(|s| &s.columns)
     }
 
     /// Calls `f` once for every live document that
     /// `rule` matches with `query`: per segment and key of `query`, a few array reads from the
     /// segment's key table once built ([`with_key_tables`](Self::with_key_tables)), else a term
-    /// look-up and postings read; one signature read and one [`MatchRule::matches`] per candidate (a document met
+    /// look-up and postings read (keys in columns only: a scan of the segment's columns); one
+    /// signature read and one [`MatchRule::matches`] per candidate (a document met
     /// under several keys is verified and reported once: a per-segment set of the matches).
     ///
     /// Because every pair the rule matches shares a key, this finds exactly the documents a
@@ -323,7 +406,6 @@ impl SignatureReader {
         mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
         let keys = rule.keys(query);
-        let mut runs = Vec::with_capacity(keys.len());
         let mut candidate = Signature {
             fingerprint: Fingerprint(0),
             sketch: Sketch::default(),
@@ -333,44 +415,33 @@ impl SignatureReader {
             .collect();
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
-        for (ord, (columns, inverted, _)) in self.segments.iter().enumerate() {
+        let mut runs = Vec::with_capacity(keys.len());
+        for (ord, reader_segment) in self.segments.iter().enumerate() {
+            let columns = &reader_segment.columns;
             let segment = self.searcher.segment_reader(ord as u32);
-            runs.clear();
-            if let Some(table) = self.key_table(ord, rule, false) {
-                table.runs_into(&keys, &mut runs);
-            }
             seen.clear();
-            for (position, &key) in keys.iter().enumerate() {
-                let mut visit = |doc: DocId| {
-                    if !seen.contains(&doc) && !segment.is_deleted(doc) {
-                        verified += 1;
-                        if let Some(evidence) = self.verify(
-                            rule,
-                            query,
-                            &query_bands,
-                            columns,
-                            doc,
-                            position,
-                            &mut candidate,
-                        ) {
-                            seen.insert(doc);
-                            f(SignatureMatch {
-                                address: DocAddress::new(ord as u32, doc),
-                                evidence,
-                                signature: &candidate,
-                            });
-                        }
+            let visit = |position: usize, doc: DocId| {
+                if !seen.contains(&doc) && !segment.is_deleted(doc) {
+                    verified += 1;
+                    if let Some(evidence) = self.verify(
+                        rule,
+                        query,
+                        &query_bands,
+                        columns,
+                        doc,
+                        position,
+                        &mut candidate,
+                    ) {
+                        seen.insert(doc);
+                        f(SignatureMatch {
+                            address: DocAddress::new(ord as u32, doc),
+                            evidence,
+                            signature: &candidate,
+                        });
                     }
-                };
-                let run = runs.get(position).copied().flatten();
-                for_each_key_doc(
-                    run,
-                    inverted,
-                    (self.keys, key),
-                    max_postings_per_key,
-                    &mut visit,
-                )?;
-            }
+                }
+            };
+            self.for_each_key_doc(ord, (rule, &keys, max_postings_per_key), &mut runs, visit)?;
         }
         Ok(verified)
     }
@@ -388,10 +459,10 @@ impl SignatureReader {
     ) -> Result<super::PairStats> {
         let mut addresses = Vec::new();
         let mut signatures = Vec::new();
-        for (ord, (columns, _, _)) in self.segments.iter().enumerate() {
+        for (ord, reader_segment) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
             for doc in segment.doc_ids_alive() {
-                if let Some(sig) = columns.get(doc) {
+                if let Some(sig) = reader_segment.columns.get(doc) {
                     addresses.push(DocAddress::new(ord as u32, doc));
                     signatures.push(sig);
                 }
