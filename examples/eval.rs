@@ -1427,6 +1427,13 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
             AnyMatcher::MinHash(MinHash128 { threshold: 0.5 }),
         ),
     ];
+    // The peer's curve, to compare precision at equal recall with the rule's thresholds.
+    for t in [0.45, 0.55, 0.6] {
+        out.push((
+            format!("peer-minhash128-j{t}"),
+            AnyMatcher::MinHash(MinHash128 { threshold: t }),
+        ));
+    }
     // Variants of the rule: shingle width, chrome, bins and bands, threshold. The default is
     // width 3, chrome by shape, no short-line filter, 12 bands x 3 rows x 8 bits of 128 bins,
     // t = 0.55; each variant changes one thing (rule-no-chrome is the previous default).
@@ -1446,6 +1453,8 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
         }),
         ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 128, 0.65)),
         ("rule-256bins".into(), rule(3, 0, 12, 3, 8, 256, 0.55)),
+        ("rule-256bins-t0.5".into(), rule(3, 0, 12, 3, 8, 256, 0.5)),
+        ("rule-256bins-t0.45".into(), rule(3, 0, 12, 3, 8, 256, 0.45)),
         ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 128, 0.55)),
         ("rule-16bands-4rows".into(), rule(3, 0, 16, 4, 8, 128, 0.55)),
         ("rule-4bit-16x8rows".into(), rule(3, 0, 16, 8, 4, 128, 0.55)),

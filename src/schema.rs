@@ -269,7 +269,7 @@ impl NearDupConfig {
 /// and their parameters, to rebuild them), the field names, and data an application stores
 /// beside them ([`NearDupIndex::set_application_data`]).
 ///
-/// It lives in a small file ([`RECORD_FILE`]) written by [`NearDupIndex::create`] and in the
+/// It lives in a small file (`.tantivy-simhash.json` in the index directory) written by [`NearDupIndex::create`] and in the
 /// payload of every commit made through [`DedupWriter::commit`](crate::DedupWriter::commit).
 ///
 /// ```

@@ -43,7 +43,7 @@ impl NearDupIndex {
 
 /// What [`DedupWriter`] does with a document that has a near-duplicate among the committed
 /// documents or its own uncommitted ones: a document the index's
-/// [`MatchRule`](crate::MatchRule) matches (simhash within `k`, or a shared MinHash band and
+/// [`MatchRule`] matches (simhash within `k`, or a shared MinHash band and
 /// enough estimated resemblance).
 ///
 /// "The nearest" near-duplicate is the one with the strongest [`Evidence`]
