@@ -503,7 +503,10 @@ mod tests {
             }
         }
         for b in 0..=255u8 {
-            assert!(!MAY_START_SEPARATOR[usize::from(b)] || may_start_separator(b), "{b:#x}");
+            assert!(
+                !MAY_START_SEPARATOR[usize::from(b)] || may_start_separator(b),
+                "{b:#x}"
+            );
         }
     }
 
@@ -525,7 +528,6 @@ mod tests {
             prop_assert_eq!(has_spaced_separator(&text), spaced_separator_by_chars(&text), "{:?}", text);
         }
     }
-
 
     /// The straightforward definitions the scanning code above must agree with (the code of
     /// `4d042be`, allocation per line and all): the oracle of the property tests below.
@@ -669,9 +671,28 @@ mod tests {
             proptest::sample::select(SEPARATORS.to_vec()).prop_map(|c| format!(" {c} ")),
             proptest::sample::select(SEPARATORS.to_vec()).prop_map(String::from),
             proptest::sample::select(vec![
-                "Home", "Docs", "Daily Dev", "daily dev", "DAILY DEV", "数据知识站", "首页", "房间很不错",
-                "İstanbul", "ΣΟΦΟΣ", "\u{212a}elvin", "a", "3.11", "example.org", "end.", "q, r",
-                "You are here:", "当前位置：", "©", "2009-2024", "All rights reserved.", "x",
+                "Home",
+                "Docs",
+                "Daily Dev",
+                "daily dev",
+                "DAILY DEV",
+                "数据知识站",
+                "首页",
+                "房间很不错",
+                "İstanbul",
+                "ΣΟΦΟΣ",
+                "\u{212a}elvin",
+                "a",
+                "3.11",
+                "example.org",
+                "end.",
+                "q, r",
+                "You are here:",
+                "当前位置：",
+                "©",
+                "2009-2024",
+                "All rights reserved.",
+                "x",
             ])
             .prop_map(String::from),
             any::<char>().prop_map(String::from),
@@ -680,7 +701,14 @@ mod tests {
 
     fn site_name_strategy() -> impl Strategy<Value = &'static str> {
         proptest::sample::select(vec![
-            "Daily Dev", "daily dev", "DAILY DEV", "数据知识站", "ΣΟΦΟΣ", "İstanbul", "Dev", "a b c",
+            "Daily Dev",
+            "daily dev",
+            "DAILY DEV",
+            "数据知识站",
+            "ΣΟΦΟΣ",
+            "İstanbul",
+            "Dev",
+            "a b c",
         ])
     }
 
@@ -756,9 +784,20 @@ mod tests {
     fn chrome_lines_match_the_definition_on_pages() {
         for zh in [false, true] {
             for sep in 0..5 {
-                let (bare, page) = pages(zh, &(0..40).collect::<Vec<_>>(), (1, 2), &[0, 1, 2, 3], sep, sep % 2 == 1);
+                let (bare, page) = pages(
+                    zh,
+                    &(0..40).collect::<Vec<_>>(),
+                    (1, 2),
+                    &[0, 1, 2, 3],
+                    sep,
+                    sep % 2 == 1,
+                );
                 for text in [bare, page] {
-                    assert_eq!(chrome_lines(&text), reference::chrome_lines(&text), "{text:?}");
+                    assert_eq!(
+                        chrome_lines(&text),
+                        reference::chrome_lines(&text),
+                        "{text:?}"
+                    );
                 }
             }
         }
