@@ -59,6 +59,8 @@ struct Args {
     limit: usize,
     overfetch: usize,
     segments: usize,
+    /// Time only this method (its number in the table, from 0): for profiling with `perf`.
+    only: Option<usize>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -70,6 +72,7 @@ fn parse_args() -> Res<Args> {
         limit: 10,
         overfetch: 3,
         segments: 16,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -81,6 +84,7 @@ fn parse_args() -> Res<Args> {
             "--limit" => args.limit = value("--limit")?.parse::<usize>()?.max(1),
             "--overfetch" => args.overfetch = value("--overfetch")?.parse::<usize>()?.max(1),
             "--segments" => args.segments = value("--segments")?.parse::<usize>()?.max(2),
+            "--only" => args.only = Some(value("--only")?.parse()?),
             s if !s.starts_with("--") => args.data = PathBuf::from(s),
             s => return Err(format!("unknown option {s}").into()),
         }
@@ -320,85 +324,91 @@ fn bench(
         .read_ids(false)
         .exact_counts(true)
         .group_by(GroupBy::Field("section".into()))?;
-    const METHODS: [&str; 9] = [
-        "TopDocs(limit)",
-        "TopDocs(limit) + ids",
-        "TopDocs(fetch)",
-        "collapse, ids of groups read",
-        "collapse, ids not read",
-        "collapse, ids not read, exact counts",
-        "distinct by section (str), ids not read",
-        "distinct by section (u64), ids not read",
-        "distinct by section (str), ids not read, exact counts",
+    type Method<'a> = Box<dyn Fn(&dyn Query) -> Res<()> + 'a>;
+    fn time<T>(f: impl Fn(&dyn Query) -> Res<T>) -> impl Fn(&dyn Query) -> Res<()> {
+        move |q| {
+            std::hint::black_box(f(q)?);
+            Ok(())
+        }
+    }
+    let methods: Vec<(&str, Method)> = vec![
+        ("TopDocs(limit)", Box::new(time(|q| Ok(s.search(q, &top)?)))),
+        (
+            "TopDocs(limit) + ids",
+            Box::new(time(|q| read_ids(s, &s.search(q, &top)?))),
+        ),
+        (
+            "TopDocs(limit) + ids through the crate's id tables (NearDupSearcher::id_of)",
+            Box::new(time(|q| {
+                let hits = s.search(q, &top)?;
+                hits.iter()
+                    .map(|(_, a)| Ok(searcher.id_of(*a)?))
+                    .collect::<Res<Vec<_>>>()
+            })),
+        ),
+        (
+            "TopDocs(fetch)",
+            Box::new(time(|q| Ok(s.search(q, &top_fetch)?))),
+        ),
+        (
+            "collapse, ids of groups read",
+            Box::new(time(|q| Ok(collapse.search(s, q)?))),
+        ),
+        (
+            "collapse, ids not read",
+            Box::new(time(|q| Ok(collapse_no_ids.search(s, q)?))),
+        ),
+        (
+            "collapse, ids not read, exact counts",
+            Box::new(time(|q| Ok(collapse_exact.search(s, q)?))),
+        ),
+        (
+            "distinct by section (str), ids not read",
+            Box::new(time(|q| Ok(distinct.search(s, q)?))),
+        ),
+        (
+            "distinct by section (u64), ids not read",
+            Box::new(time(|q| Ok(distinct_u64.search(s, q)?))),
+        ),
+        (
+            "distinct by section (str), ids not read, exact counts",
+            Box::new(time(|q| Ok(distinct_exact.search(s, q)?))),
+        ),
     ];
+    const NO_IDS: usize = 5;
+    let runs = |i: usize| args.only.is_none_or(|only| only == i);
     // Warm-up: every query once through every method.
     for q in &parsed {
-        s.search(q.as_ref(), &top)?;
-        s.search(q.as_ref(), &top_fetch)?;
-        collapse.search(s, q.as_ref())?;
-        collapse_no_ids.search(s, q.as_ref())?;
-        collapse_exact.search(s, q.as_ref())?;
-        distinct.search(s, q.as_ref())?;
-        distinct_u64.search(s, q.as_ref())?;
-        distinct_exact.search(s, q.as_ref())?;
+        for (i, (_, method)) in methods.iter().enumerate() {
+            if runs(i) {
+                method(q.as_ref())?;
+            }
+        }
     }
-    let mut totals = vec![Totals::default(); METHODS.len()];
+    let mut totals = vec![Totals::default(); methods.len()];
     let mut per_query_ratio = Vec::with_capacity(parsed.len());
     let (mut widened, mut groups, mut members, mut hits_total, mut short) = (0, 0, 0, 0, 0);
     let (mut distinct_widened, mut distinct_groups, mut distinct_short) = (0, 0, 0);
     for q in &parsed {
-        let mut best = [Duration::MAX; METHODS.len()];
-        for _ in 0..args.runs {
-            let t = Instant::now();
-            let hits = s.search(q.as_ref(), &top)?;
-            std::hint::black_box(&hits);
-            best[0] = best[0].min(t.elapsed());
-
-            let t = Instant::now();
-            let hits = s.search(q.as_ref(), &top)?;
-            let ids = read_ids(s, &hits)?;
-            std::hint::black_box(&ids);
-            best[1] = best[1].min(t.elapsed());
-
-            let t = Instant::now();
-            let hits = s.search(q.as_ref(), &top_fetch)?;
-            std::hint::black_box(&hits);
-            best[2] = best[2].min(t.elapsed());
-
-            let t = Instant::now();
-            let result = collapse.search(s, q.as_ref())?;
-            best[3] = best[3].min(t.elapsed());
-            std::hint::black_box(&result);
-
-            let t = Instant::now();
-            let result = collapse_no_ids.search(s, q.as_ref())?;
-            best[4] = best[4].min(t.elapsed());
-            std::hint::black_box(&result);
-
-            let t = Instant::now();
-            let result = collapse_exact.search(s, q.as_ref())?;
-            best[5] = best[5].min(t.elapsed());
-            std::hint::black_box(&result);
-
-            let t = Instant::now();
-            let result = distinct.search(s, q.as_ref())?;
-            best[6] = best[6].min(t.elapsed());
-            std::hint::black_box(&result);
-
-            let t = Instant::now();
-            let result = distinct_u64.search(s, q.as_ref())?;
-            best[7] = best[7].min(t.elapsed());
-            std::hint::black_box(&result);
-
-            let t = Instant::now();
-            let result = distinct_exact.search(s, q.as_ref())?;
-            best[8] = best[8].min(t.elapsed());
-            std::hint::black_box(&result);
+        let mut best = vec![Duration::ZERO; methods.len()];
+        // Each method's repetitions run back to back, so every method is timed as warm as the
+        // others (timed after another method, the first one was timed with cold caches).
+        for (i, (_, method)) in methods.iter().enumerate() {
+            if runs(i) {
+                for _ in 0..args.runs {
+                    let t = Instant::now();
+                    method(q.as_ref())?;
+                    let elapsed = t.elapsed();
+                    if best[i] == Duration::ZERO || elapsed < best[i] {
+                        best[i] = elapsed;
+                    }
+                }
+            }
         }
-        for (total, b) in totals.iter_mut().zip(best) {
-            total.time += b;
+        for (total, b) in totals.iter_mut().zip(&best) {
+            total.time += *b;
         }
-        per_query_ratio.push(best[4].as_secs_f64() / best[0].as_secs_f64().max(1e-9));
+        per_query_ratio.push(best[NO_IDS].as_secs_f64() / best[0].as_secs_f64().max(1e-9));
         let result = collapse.search(s, q.as_ref())?;
         let baseline_hits = s.search(q.as_ref(), &top)?.len();
         hits_total += baseline_hits;
@@ -420,7 +430,7 @@ fn bench(
     println!("| method | mean us/query | vs TopDocs(limit) | vs TopDocs(limit) + ids |");
     println!("|---|---|---|---|");
     let with_ids = totals[1].time.as_secs_f64().max(1e-12);
-    for (name, total) in METHODS.iter().zip(&totals) {
+    for ((name, _), total) in methods.iter().zip(&totals) {
         let t = total.time.as_secs_f64();
         println!(
             "| {name} | {:.1} | {:.2}x | {:.2}x |",

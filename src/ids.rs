@@ -13,11 +13,13 @@
 //! segment in the process and freed with the last of them (segments are immutable, so a
 //! table never goes stale; deletes do not change the dictionary).
 
+use crate::error::Result;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tantivy::columnar::StrColumn;
 use tantivy::index::SegmentId;
+use tantivy::DocId;
 
 /// Every id of one segment's id column, by term ordinal.
 #[derive(Debug)]
@@ -64,16 +66,56 @@ pub(crate) struct SegmentIds {
 impl SegmentIds {
     /// The table of `column`, if built or worth building now (this read counted).
     pub(crate) fn table(&self, column: &StrColumn) -> Option<&IdTable> {
+        self.table_for_reads(column, 1)
+    }
+
+    /// Like [`table`](Self::table), counting `reads` reads at once (a batch).
+    fn table_for_reads(&self, column: &StrColumn, reads: u64) -> Option<&IdTable> {
         if let Some(built) = self.table.get() {
             return built.as_ref();
         }
-        let reads = self.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        let reads = self.reads.fetch_add(reads, Ordering::Relaxed) + reads;
         let threshold = (column.dictionary().num_terms() as u64 / 1024).max(32);
         if reads < threshold {
             return None;
         }
         self.table.get_or_init(|| IdTable::build(column)).as_ref()
     }
+}
+
+/// The first string of each of `docs` (documents of one segment) in `column`, in the order of
+/// `docs` (`None` for a document without a value): through the segment's table when it is
+/// built or the reads counted on `entry` (these included) make it worth building, else in one
+/// pass over the dictionary sorted by term ordinal (each block decompressed once per call).
+/// Both ways give the same strings (a table is only built from a dictionary of UTF-8 terms).
+pub(crate) fn read_segment_strs(
+    column: &StrColumn,
+    entry: &SegmentIds,
+    docs: &[DocId],
+) -> Result<Vec<Option<String>>> {
+    let ords = docs.iter().map(|&doc| column.ords().first(doc));
+    if let Some(table) = entry.table_for_reads(column, docs.len() as u64) {
+        return Ok(ords
+            .map(|ord| ord.and_then(|o| table.get(o)).map(str::to_string))
+            .collect());
+    }
+    let mut out: Vec<Option<String>> = vec![None; docs.len()];
+    // (term ordinal, position in `docs`), sorted so the dictionary is read front to back.
+    let mut wanted: Vec<(u64, usize)> = ords
+        .enumerate()
+        .filter_map(|(pos, ord)| Some((ord?, pos)))
+        .collect();
+    wanted.sort_unstable();
+    let sorted: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+    let mut positions = wanted.iter().map(|w| w.1);
+    column
+        .dictionary()
+        .sorted_ords_to_term_cb(&sorted, |bytes| {
+            if let Some(p) = positions.next() {
+                out[p] = Some(String::from_utf8_lossy(bytes).into_owned());
+            }
+        })?;
+    Ok(out)
 }
 
 /// The process's segments, by segment and column name: entries live while a searcher holds

@@ -3,8 +3,10 @@
 use super::field::{resolve, GroupBy, LeaderOrder, Purpose, ValueKind};
 use super::merge::ShardStatistics;
 use super::result::Settings;
+use super::segment::ColumnCache;
 use super::window::{
-    check_rank_order, fold, rank_order, tied_on_key_and_fingerprint, window_cutoff, WindowColumns,
+    check_rank_order, fold, rank_order, tied_on_key_and_fingerprint, window_cutoff, FruitSegment,
+    StrField, WindowColumns,
 };
 use super::{
     Collapsed, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH, DEFAULT_MAX_POSTINGS_PER_KEY,
@@ -21,6 +23,7 @@ use tantivy::collector::sort_key::{Comparator, ComparatorEnum};
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::fastfield::FastFieldReaders;
 use tantivy::fastfield::FastValue;
+use tantivy::index::SegmentId;
 use tantivy::query::{Query, Weight};
 use tantivy::schema::Schema;
 use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, SegmentReader};
@@ -39,6 +42,8 @@ pub struct NearDupCollapse<C> {
     top_docs: Arc<dyn Fn(usize) -> C + Send + Sync>,
     pub(super) settings: Settings,
     pub(super) fields: NearDupFields,
+    /// The columns of the segments searched so far, shared with the re-searches of widening.
+    columns: Arc<ColumnCache>,
 }
 
 /// The names of the columns a collapse reads, from the searched index's schema (fast fields are
@@ -181,6 +186,7 @@ impl<C> NearDupCollapse<C> {
                 max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
             },
             fields,
+            columns: Arc::default(),
         }
     }
 
@@ -381,6 +387,7 @@ impl<C> NearDupCollapse<C> {
                 ..self.settings.clone()
             },
             fields: self.fields,
+            columns: self.columns.clone(),
         }
     }
 
@@ -433,6 +440,7 @@ impl<C> NearDupCollapse<C> {
                     ..collapse.settings.clone()
                 },
                 fields: collapse.fields,
+                columns: collapse.columns.clone(),
             };
             let mut parts = Vec::with_capacity(shards.len());
             for shard in shards {
@@ -473,6 +481,7 @@ impl<C> NearDupCollapse<C> {
 pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
+    segment_id: SegmentId,
     fast_fields: FastFieldReaders,
     schema: Schema,
 }
@@ -484,6 +493,7 @@ pub struct CollapseSegmentCollector<S> {
 pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
+    segment_id: SegmentId,
     fast_fields: FastFieldReaders,
     schema: Schema,
 }
@@ -503,6 +513,7 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
         CollapseSegmentFruit {
             inner: self.inner.harvest(),
             segment_ord: self.segment_ord,
+            segment_id: self.segment_id,
             fast_fields: self.fast_fields,
             schema: self.schema,
         }
@@ -530,6 +541,7 @@ where
         Ok(CollapseSegmentCollector {
             inner: self.inner.for_segment(segment_ord, segment)?,
             segment_ord,
+            segment_id: segment.segment_id(),
             fast_fields: segment.fast_fields().clone(),
             schema: segment.schema().clone(),
         })
@@ -549,6 +561,7 @@ where
         Ok(CollapseSegmentFruit {
             inner: self.inner.collect_segment(weight, segment_ord, reader)?,
             segment_ord,
+            segment_id: reader.segment_id(),
             fast_fields: reader.fast_fields().clone(),
             schema: reader.schema().clone(),
         })
@@ -558,7 +571,7 @@ where
         &self,
         segment_fruits: Vec<CollapseSegmentFruit<<C::Child as SegmentCollector>::Fruit>>,
     ) -> tantivy::Result<Collapsed<K>> {
-        let mut segments: Vec<Option<FastFieldReaders>> = Vec::new();
+        let mut segments: Vec<Option<FruitSegment>> = Vec::new();
         let mut inner_fruits = Vec::with_capacity(segment_fruits.len());
         let mut names = None;
         for fruit in segment_fruits {
@@ -570,9 +583,12 @@ where
             }
             let ord = fruit.segment_ord as usize;
             if segments.len() <= ord {
-                segments.resize(ord + 1, None);
+                segments.resize_with(ord + 1, || None);
             }
-            segments[ord] = Some(fruit.fast_fields);
+            segments[ord] = Some(FruitSegment {
+                id: fruit.segment_id,
+                fast_fields: fruit.fast_fields,
+            });
             inner_fruits.push(fruit.inner);
         }
         let ranked = self.inner.merge_fruits(inner_fruits)?;
@@ -599,14 +615,14 @@ impl<C> NearDupCollapse<C> {
     fn fold_ranked<K: RankKey>(
         &self,
         ranked: Vec<(K, DocAddress)>,
-        segments: &[Option<FastFieldReaders>],
+        segments: &[Option<FruitSegment>],
         names: &ColumnNames,
     ) -> Result<Collapsed<K>> {
         let settings = &self.settings;
         let order = settings.order;
         check_rank_order(&ranked, order)?;
         let rule = settings.rule()?;
-        let mut columns = WindowColumns::new(segments, &names.signature);
+        let mut columns = WindowColumns::new(segments, names, &self.columns);
         let mut window = Vec::with_capacity(ranked.len());
         for (key, address) in ranked {
             let signature = columns.signature(address)?;
@@ -626,21 +642,12 @@ impl<C> NearDupCollapse<C> {
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
-        self.rank_window(&mut window, &columns, names)?;
-        if let Some((field, kind)) = &names.group_by {
-            if *kind == ValueKind::Str {
-                let targets: Vec<&mut CollapsedHit<K>> = window.iter_mut().collect();
-                columns.read_strings(targets, field, |h| &mut h.group)?;
-            } else {
-                columns.read_values(&mut window, field, *kind, |h, raw| {
-                    h.group = Some(kind.render(raw))
-                })?;
-            }
+        self.rank_window(&mut window, &mut columns)?;
+        if names.group_by.is_some() {
+            columns.read_groups(&mut window)?;
         }
-        if let Some((field, kind)) = &names.leader_order {
-            columns.read_values(&mut window, field, *kind, |h, raw| {
-                h.leader_value = Some(raw)
-            })?;
+        if names.leader_order.is_some() {
+            columns.read_leader_values(&mut window)?;
         }
         let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
         let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
@@ -655,7 +662,7 @@ impl<C> NearDupCollapse<C> {
         }
         if settings.read_ids || settings.keep_window {
             needs_id.retain(|h| h.id.is_empty());
-            columns.read_strings(needs_id, &names.id, |h| &mut h.id)?;
+            columns.read_strings(needs_id, StrField::Id, |h| &mut h.id)?;
         }
         Ok(Collapsed {
             groups,
@@ -681,8 +688,7 @@ impl<C> NearDupCollapse<C> {
     fn rank_window<K: RankKey>(
         &self,
         window: &mut [CollapsedHit<K>],
-        columns: &WindowColumns<'_>,
-        names: &ColumnNames,
+        columns: &mut WindowColumns<'_>,
     ) -> Result<()> {
         let order = self.settings.order;
         window.sort_by(|a, b| rank_order(a, b, order));
@@ -697,7 +703,7 @@ impl<C> NearDupCollapse<C> {
                 .filter(|(_, &t)| t)
                 .map(|(h, _)| h)
                 .collect();
-            columns.read_strings(targets, &names.id, |h| &mut h.id)?;
+            columns.read_strings(targets, StrField::Id, |h| &mut h.id)?;
             window.sort_by(|a, b| rank_order(a, b, order));
         }
         Ok(())

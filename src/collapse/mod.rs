@@ -126,6 +126,7 @@ mod counts;
 mod field;
 mod merge;
 mod result;
+mod segment;
 mod window;
 
 pub use collector::{CollapseSegmentCollector, CollapseSegmentFruit, NearDupCollapse};

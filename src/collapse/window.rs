@@ -2,17 +2,18 @@
 //! what the fold needs (signatures, tied ids, tags), and folding hits into groups by the
 //! match rule.
 
-use super::field::{GroupBy, SegmentValues, ValueKind};
+use super::collector::ColumnNames;
+use super::field::GroupBy;
 use super::result::Settings;
+use super::segment::{ColumnCache, GroupValues, SegmentColumns};
 use super::{CollapsedGroup, CollapsedHit, RankKey};
-use crate::columns::read_strs;
 use crate::error::Result;
-use crate::signature::store::{SegmentSignatures, SignatureFields};
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::cmp::Ordering;
-use tantivy::columnar::StrColumn;
+use std::sync::Arc;
 use tantivy::fastfield::FastFieldReaders;
-use tantivy::{DocAddress, Order};
+use tantivy::index::SegmentId;
+use tantivy::{DocAddress, DocId, Order};
 
 /// Fails when the inner collector's hits are not ranked in `order`: the collapse was told
 /// another order than the collector ranks in, and every window, cutoff and group would be
@@ -210,91 +211,135 @@ fn choose_leaders<K: RankKey>(
     }
 }
 
-/// The columns of the window's segments, opened on first use.
+/// A searched segment as the collector's fruit gives it: its id and fast fields.
+pub(super) struct FruitSegment {
+    pub(super) id: SegmentId,
+    pub(super) fast_fields: FastFieldReaders,
+}
+
+/// Which string column of the window's segments to read.
+#[derive(Clone, Copy)]
+pub(super) enum StrField {
+    /// The user id.
+    Id,
+    /// The grouping field (by tag, or a string field).
+    Group,
+}
+
+/// The columns of the window's segments, taken from the collapse's [`ColumnCache`] (opened
+/// there on first use).
 pub(super) struct WindowColumns<'a> {
-    segments: &'a [Option<FastFieldReaders>],
-    fields: &'a SignatureFields,
-    signatures: Vec<Option<SegmentSignatures>>,
+    segments: &'a [Option<FruitSegment>],
+    names: &'a ColumnNames,
+    cache: &'a ColumnCache,
+    search: u64,
+    opened: Vec<Option<Arc<SegmentColumns>>>,
 }
 
 impl<'a> WindowColumns<'a> {
     pub(super) fn new(
-        segments: &'a [Option<FastFieldReaders>],
-        fields: &'a SignatureFields,
+        segments: &'a [Option<FruitSegment>],
+        names: &'a ColumnNames,
+        cache: &'a ColumnCache,
     ) -> WindowColumns<'a> {
         WindowColumns {
             segments,
-            fields,
-            signatures: (0..segments.len()).map(|_| None).collect(),
+            names,
+            cache,
+            search: cache.start_search(),
+            opened: (0..segments.len()).map(|_| None).collect(),
         }
     }
 
-    /// The signature of the document at `address`, if it has a fingerprint. Cost: the
-    /// segment's 17 columns opened once, then one fingerprint and 16 sketch-word reads
-    /// (bit-packed columns, a few ns each).
-    pub(super) fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
-        let ord = address.segment_ord as usize;
-        let Some(ff) = self.segments.get(ord).and_then(Option::as_ref) else {
+    /// The columns of segment `ord`, if it was searched.
+    fn segment(&mut self, ord: usize) -> Result<Option<&SegmentColumns>> {
+        let Some(segment) = self.segments.get(ord).and_then(Option::as_ref) else {
             return Ok(None);
         };
-        if self.signatures[ord].is_none() {
-            self.signatures[ord] = Some(SegmentSignatures::from_fast_fields(ff, self.fields)?);
+        if self.opened[ord].is_none() {
+            self.opened[ord] = Some(self.cache.segment(
+                self.search,
+                segment.id,
+                &segment.fast_fields,
+                self.names,
+            )?);
         }
-        Ok(self.signatures[ord]
-            .as_ref()
-            .and_then(|s| s.get(address.doc_id)))
+        Ok(self.opened[ord].as_deref())
     }
 
-    /// Reads the numeric column `field` (of `kind`) of each hit as its order-preserving `u64`
-    /// into `set`; hits without a value are left alone. Cost: one column read per hit.
-    pub(super) fn read_values<K>(
-        &self,
-        hits: &mut [CollapsedHit<K>],
-        field: &str,
-        kind: ValueKind,
-        mut set: impl FnMut(&mut CollapsedHit<K>, u64),
-    ) -> Result<()> {
-        let mut columns: Vec<Option<SegmentValues>> =
-            (0..self.segments.len()).map(|_| None).collect();
+    /// The signature of the document at `address`, if it has a fingerprint. Cost: one
+    /// fingerprint and 16 sketch-word reads (bit-packed columns, a few ns each), after the
+    /// segment's columns are taken from the cache.
+    pub(super) fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
+        Ok(self
+            .segment(address.segment_ord as usize)?
+            .and_then(|s| s.signatures.get(address.doc_id)))
+    }
+
+    /// Reads the grouping column of each hit: a string as stored, a number rendered
+    /// ([`ValueKind::render`]); hits without a value are left alone. Cost: one column read
+    /// per hit (a string through its segment's table, or batched per dictionary block).
+    pub(super) fn read_groups<K>(&mut self, hits: &mut [CollapsedHit<K>]) -> Result<()> {
+        let mut strings: Vec<&mut CollapsedHit<K>> = Vec::new();
         for hit in hits {
-            let ord = hit.address.segment_ord as usize;
-            let Some(ff) = self.segments.get(ord).and_then(Option::as_ref) else {
+            let Some(columns) = self.segment(hit.address.segment_ord as usize)? else {
                 continue;
             };
-            if columns[ord].is_none() {
-                columns[ord] = Some(SegmentValues::open(ff, field, kind)?);
+            match &columns.group {
+                Some(GroupValues::Numeric(values, kind)) => {
+                    if let Some(raw) = values.first(hit.address.doc_id) {
+                        hit.group = Some(kind.render(raw));
+                    }
+                }
+                Some(GroupValues::Str(_)) => strings.push(hit),
+                None => {}
             }
-            if let Some(raw) = columns[ord]
+        }
+        self.read_strings(strings, StrField::Group, |h| &mut h.group)
+    }
+
+    /// Reads the leader-order column of each hit as its order-preserving `u64`; hits without
+    /// a value are left alone. Cost: one column read per hit.
+    pub(super) fn read_leader_values<K>(&mut self, hits: &mut [CollapsedHit<K>]) -> Result<()> {
+        for hit in hits {
+            let Some(columns) = self.segment(hit.address.segment_ord as usize)? else {
+                continue;
+            };
+            if let Some(raw) = columns
+                .leader_order
                 .as_ref()
                 .and_then(|c| c.first(hit.address.doc_id))
             {
-                set(hit, raw);
+                hit.leader_value = Some(raw);
             }
         }
         Ok(())
     }
 
-    /// Reads the string column `field` of each target into `slot`, batched per segment in
-    /// term-ordinal order (each dictionary block touched is decompressed once); targets without
-    /// a value are left alone.
+    /// Reads the string column `field` of each target into `slot`, one batch per segment
+    /// ([`StrValues::read`]: through the segment's table once built, else each dictionary
+    /// block touched decompressed once); targets without a value are left alone.
     pub(super) fn read_strings<K, T: From<String>>(
-        &self,
+        &mut self,
         mut targets: Vec<&mut CollapsedHit<K>>,
-        field: &str,
+        field: StrField,
         slot: impl Fn(&mut CollapsedHit<K>) -> &mut T,
     ) -> Result<()> {
-        let columns: Vec<Option<StrColumn>> = self
-            .segments
-            .iter()
-            .map(|ff| match ff {
-                Some(ff) => ff.str(field),
-                None => Ok(None),
-            })
-            .collect::<tantivy::Result<_>>()?;
-        let addresses: Vec<DocAddress> = targets.iter().map(|h| h.address).collect();
-        for (target, value) in targets.iter_mut().zip(read_strs(&columns, &addresses)?) {
-            if let Some(value) = value {
-                *slot(target) = T::from(value);
+        targets.sort_by_key(|h| h.address);
+        for run in targets.chunk_by_mut(|a, b| a.address.segment_ord == b.address.segment_ord) {
+            let Some(columns) = self.segment(run[0].address.segment_ord as usize)? else {
+                continue;
+            };
+            let values = match (field, &columns.group) {
+                (StrField::Id, _) => &columns.ids,
+                (StrField::Group, Some(GroupValues::Str(values))) => values,
+                (StrField::Group, _) => continue,
+            };
+            let docs: Vec<DocId> = run.iter().map(|h| h.address.doc_id).collect();
+            for (target, value) in run.iter_mut().zip(values.read(&docs)?) {
+                if let Some(value) = value {
+                    *slot(target) = T::from(value);
+                }
             }
         }
         Ok(())
