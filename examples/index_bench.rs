@@ -702,6 +702,8 @@ struct Run {
     fields_bytes_per_doc: f64,
     index_bytes_per_doc: f64,
     stored: u64,
+    /// Candidates the writer's near-duplicate checks verified, per document given.
+    verified_per_doc: f64,
 }
 
 fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
@@ -724,6 +726,7 @@ fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
         doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
     };
     let budget = 200_000_000;
+    let mut verified = 0;
 
     let start = Instant::now();
     let cpu_start = cpu_time();
@@ -763,6 +766,7 @@ fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
                     w.add_document(make(d))?;
                 }
             }
+            verified = w.candidates_verified();
             w.commit()?;
             w.wait_merging_threads()?;
         }
@@ -795,6 +799,7 @@ fn index_once(docs: &[Doc], mode: Mode, signatures: &[Signature]) -> Res<Run> {
         fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
         index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
         stored,
+        verified_per_doc: verified as f64 / docs.len().max(1) as f64,
     })
 }
 
@@ -869,7 +874,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         }
     };
     println!(
-        "| writer | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc |\n|---|---|---|---|---|---|---|---|"
+        "| writer | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|"
     );
     // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
@@ -892,7 +897,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             plain_cpu = cpu;
         }
         println!(
-            "| {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} |",
+            "| {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} | {:.1} |",
             mode.name(),
             rate,
             rate / plain_rate,
@@ -900,7 +905,8 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             plain_cpu / cpu.max(1e-9),
             r.stored,
             r.fields_bytes_per_doc,
-            r.index_bytes_per_doc
+            r.index_bytes_per_doc,
+            r.verified_per_doc
         );
     }
     Ok(())

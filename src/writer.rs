@@ -6,17 +6,18 @@ use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::lookup::NearDupSearcher;
 use crate::replay::{self, AnalyzedDocument, StagedTokens};
 use crate::schema::{document_text, lock, NearDupIndex};
-use crate::signature::{Evidence, MatchRule, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
+use crate::signature::{Evidence, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
 use rayon::prelude::*;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
 mod ids;
+mod pending;
 mod retag;
 pub use ids::IdPolicy;
-use ids::{CommittedId, PendingIds, Taken};
+use ids::{CommittedId, Taken};
+use pending::{replaced_and_carried, Found, Pending, PendingDoc, Wanted};
 pub use retag::GroupsWritten;
 
 impl NearDupIndex {
@@ -171,179 +172,6 @@ impl Outcome {
     }
 }
 
-/// An uncommitted document, as the writer remembers it.
-struct PendingDoc {
-    signature: Signature,
-    id: String,
-    group: Option<String>,
-    /// The ids it replaced, directly or through the documents it replaced.
-    replaced: Vec<String>,
-    alive: bool,
-}
-
-/// What the writer knows that the last commit does not.
-struct Pending {
-    docs: Vec<PendingDoc>,
-    /// The rule's keys (block and band keys) of the pending documents; each list holds at most
-    /// `max_postings_per_key` documents (the first added), as the committed postings are read.
-    by_key: HashMap<u64, Vec<u32>>,
-    /// The uncommitted ids, and the ids deleted since the last commit (committed documents
-    /// with these ids are ignored).
-    ids: PendingIds,
-    keys: Vec<u64>,
-    candidates: Vec<u32>,
-    /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
-    /// commits, so it grows over the writer's life.
-    next_sequence: u64,
-    max_postings_per_key: usize,
-    /// Candidates verified by the near-duplicate checks, committed and pending, over the
-    /// writer's life.
-    verified: u64,
-    /// Old versions deleted by [`IdPolicy::Replace`] over the writer's life.
-    ids_replaced: u64,
-}
-
-/// A match among committed or pending documents.
-struct Found {
-    id: String,
-    group: Option<String>,
-    evidence: Evidence,
-    /// What it replaced (read only for [`Policy::Replace`]).
-    replaced: Vec<String>,
-}
-
-impl Pending {
-    fn clear(&mut self) {
-        self.docs.clear();
-        self.by_key.clear();
-        self.ids.clear();
-    }
-
-    /// Live matches of `signature` by `rule`, committed and pending, strongest evidence first;
-    /// among equally strong ones the first added first (committed documents by their sequence
-    /// number, then pending ones in the order they were added), so the result does not depend
-    /// on how tantivy's threads split documents into segments. With `all == false` only the
-    /// strongest is guaranteed: reading a committed id decompresses a dictionary block, so ids
-    /// of weaker committed matches are not read. Groups are read only when `groups` is set;
-    /// what each match replaced only when `all` is. Documents with the id `replacing` (the old
-    /// versions of a document an [`IdPolicy::Replace`] adds) are not matches.
-    fn matches(
-        &mut self,
-        searcher: &NearDupSearcher,
-        rule: &MatchRule,
-        signature: &Signature,
-        (all, groups): (bool, bool),
-        replacing: Option<&str>,
-    ) -> Result<Vec<Found>> {
-        // Pending: the union of the key lists (each bounded), verified once per document.
-        self.keys.clear();
-        rule.keys_into(signature, &mut self.keys);
-        self.candidates.clear();
-        for key in &self.keys {
-            if let Some(list) = self.by_key.get(key) {
-                self.candidates.extend_from_slice(list);
-            }
-        }
-        self.candidates.sort_unstable();
-        self.candidates.dedup();
-        let mut pending = Vec::new();
-        for &i in &self.candidates {
-            let p = &self.docs[i as usize];
-            if !p.alive || replacing == Some(p.id.as_str()) {
-                continue;
-            }
-            self.verified += 1;
-            if let Some(e) = rule.matches(signature, &p.signature) {
-                pending.push((e, i));
-            }
-        }
-        // Stable: equally strong pending documents stay in the order they were added.
-        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
-        let best_pending = pending.first().map(|&(e, _)| e);
-
-        let mut committed = Vec::new();
-        self.verified += searcher.signature_reader().for_each_match(
-            rule,
-            signature,
-            self.max_postings_per_key,
-            |m| {
-                // Without a sequence field (an older index), ties follow segment order.
-                let sequence = searcher.sequence_of(m.address).unwrap_or(u64::MAX);
-                committed.push((m.evidence, sequence, m.address));
-            },
-        )?;
-        committed.sort_by(|a, b| a.0.cmp_strength(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
-        let mut found = Vec::new();
-        for (evidence, _, address) in committed {
-            // Committed documents were added before pending ones: at equal strength they win.
-            let weaker_than_pending =
-                best_pending.is_some_and(|b| evidence.cmp_strength(&b).is_gt());
-            if !all && (!found.is_empty() || weaker_than_pending) {
-                break;
-            }
-            let Some(id) = searcher.id_of(address)? else {
-                continue;
-            };
-            if self.ids.is_deleted(&id) || replacing == Some(id.as_str()) {
-                continue;
-            }
-            let group = if groups {
-                searcher.group_of(address)?
-            } else {
-                None
-            };
-            let replaced = if all {
-                searcher.replaced_ids_of(address)?
-            } else {
-                Vec::new()
-            };
-            found.push(Found {
-                id,
-                group,
-                evidence,
-                replaced,
-            });
-        }
-        found.extend(pending.into_iter().map(|(evidence, i)| {
-            let p = &self.docs[i as usize];
-            Found {
-                id: p.id.clone(),
-                group: p.group.clone(),
-                evidence,
-                replaced: if all { p.replaced.clone() } else { Vec::new() },
-            }
-        }));
-        // Stable: committed documents (added earlier) stay before pending ones at one strength.
-        found.sort_by(|a, b| a.evidence.cmp_strength(&b.evidence));
-        Ok(found)
-    }
-
-    fn insert(&mut self, rule: &MatchRule, doc: PendingDoc) {
-        let i = self.docs.len() as u32;
-        self.keys.clear();
-        rule.keys_into(&doc.signature, &mut self.keys);
-        for &key in &self.keys {
-            let list = self.by_key.entry(key).or_default();
-            // A hot key keeps its first documents only, so a check costs at most
-            // keys x max_postings_per_key verifications.
-            if list.len() < self.max_postings_per_key {
-                list.push(i);
-            }
-        }
-        self.ids.insert(&doc.id, Some(i));
-        self.ids.insert_replaced(&doc.id, &doc.replaced);
-        self.docs.push(doc);
-    }
-
-    fn delete_id(&mut self, id: &str) {
-        for place in self.ids.delete(id) {
-            if let Some(p) = self.docs.get_mut(place as usize) {
-                p.alive = false;
-            }
-        }
-    }
-}
-
 /// Wraps tantivy's [`IndexWriter`]: signs each document (fingerprint and sketch), adds its
 /// signature and the rule's keys, and applies a [`Policy`] to the documents the index's
 /// [`MatchRule`] matches, with tantivy's method names.
@@ -409,17 +237,7 @@ impl DedupWriter {
             id_policy: IdPolicy::Off,
             reader,
             searcher,
-            pending: Mutex::new(Pending {
-                docs: Vec::new(),
-                by_key: HashMap::new(),
-                ids: PendingIds::default(),
-                keys: Vec::new(),
-                candidates: Vec::new(),
-                next_sequence,
-                max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
-                verified: 0,
-                ids_replaced: 0,
-            }),
+            pending: Mutex::new(Pending::new(next_sequence, DEFAULT_MAX_POSTINGS_PER_KEY)),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
             payload,
@@ -615,6 +433,9 @@ impl DedupWriter {
         }
     }
 
+    /// Adds a signed document under the id policy and the near-duplicate policy: stores its
+    /// signature, then under the lock claims its id, numbers it, checks it against the
+    /// committed index and the pending table, applies the policy and adds it.
     fn add_prepared(
         &self,
         mut doc: TantivyDocument,
@@ -624,28 +445,24 @@ impl DedupWriter {
         with_sketch: bool,
         staged: Option<Arc<StagedTokens>>,
     ) -> Result<Outcome> {
-        let rule = self.index.rule();
-        let fields = self.index.fields;
-        let fp = signature.fingerprint;
         if with_sketch {
             self.index.add_signature_to(&mut doc, &signature);
         } else {
-            self.index.add_fingerprint_to(&mut doc, fp);
+            self.index
+                .add_fingerprint_to(&mut doc, signature.fingerprint);
         }
         let mut pending = lock(&self.pending);
         // The id check, the near-duplicate check and the insertion are one step under the lock:
         // of two threads adding one id, exactly one wins.
-        let taken = pending.ids.taken(&id, &committed);
-        let replacing = match (self.id_policy, taken) {
-            (IdPolicy::KeepFirst | IdPolicy::Report, Some(taken)) => {
+        let replacing = match self.claim_id(&pending, &id, &committed) {
+            Ok(replacing) => replacing,
+            Err(taken) => {
                 drop(pending);
                 return self.id_taken(id, taken);
             }
-            (IdPolicy::Replace, Some(Taken::Live)) => Some(id.clone()),
-            _ => None,
         };
         // Numbered under the lock, so the numbers follow the order of the checks below.
-        if let Some(field) = fields.sequence {
+        if let Some(field) = self.index.fields.sequence {
             doc.add_u64(field, pending.next_sequence);
         }
         pending.next_sequence += 1;
@@ -655,31 +472,24 @@ impl DedupWriter {
             drop(pending);
             self.writer
                 .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
-            return Ok(Outcome::Added { fingerprint: fp });
+            return Ok(Outcome::Added {
+                fingerprint: signature.fingerprint,
+            });
         }
+        let wanted = Wanted {
+            all: self.policy == Policy::Replace,
+            groups: self.policy == Policy::Tag,
+        };
         let found = pending.matches(
             &self.searcher,
-            rule,
+            self.index.rule(),
             &signature,
-            (self.policy == Policy::Replace, self.policy == Policy::Tag),
+            wanted,
             replacing.as_deref(),
         )?;
-        let outcome = match (self.policy, found.first()) {
-            (_, None) => {
-                let group = (self.policy == Policy::Tag).then(|| id.clone());
-                if let (Some(g), Some(field)) = (&group, fields.group) {
-                    doc.add_text(field, g);
-                }
-                self.delete_old_version(&mut pending, replacing.as_deref());
-                Outcome::Added { fingerprint: fp }.with_pending(
-                    &mut pending,
-                    rule,
-                    signature,
-                    id,
-                    group,
-                    Vec::new(),
-                )
-            }
+        let fp = signature.fingerprint;
+        let kept = match (self.policy, found.first()) {
+            (_, None) => self.keep_unmatched(&mut doc, &id, fp),
             (Policy::Reject, Some(best)) => {
                 return Ok(Outcome::Duplicate {
                     of: best.id.clone(),
@@ -687,64 +497,107 @@ impl DedupWriter {
                     fingerprint: fp,
                 });
             }
-            (Policy::Tag, Some(best)) => {
-                let group = best.group.clone().unwrap_or_else(|| best.id.clone());
-                if let Some(field) = fields.group {
-                    doc.add_text(field, &group);
-                }
-                let outcome = Outcome::Tagged {
-                    group: group.clone(),
-                    of: best.id.clone(),
-                    evidence: best.evidence,
-                    fingerprint: fp,
-                };
-                self.delete_old_version(&mut pending, replacing.as_deref());
-                outcome.with_pending(&mut pending, rule, signature, id, Some(group), Vec::new())
-            }
-            (_, Some(best)) => {
-                // Replace: delete first, so the delete cannot touch the new document even if
-                // it has the same id (a delete applies to documents added before it).
-                let evidence = best.evidence;
-                let mut replaced: Vec<String> = Vec::with_capacity(found.len());
-                for f in &found {
-                    if !replaced.contains(&f.id) {
-                        replaced.push(f.id.clone());
-                    }
-                }
-                for old in &replaced {
-                    self.writer
-                        .delete_term(Term::from_field_text(fields.id, old));
-                    pending.delete_id(old);
-                }
-                self.delete_old_version(&mut pending, replacing.as_deref());
-                // What the deleted documents had replaced is now this document's to remember,
-                // so a rerun skips every id of the chain, not only the last one.
-                let mut carried = replaced.clone();
-                for f in &found {
-                    for r in &f.replaced {
-                        if !carried.contains(r) {
-                            carried.push(r.clone());
-                        }
-                    }
-                }
-                carried.retain(|r| *r != id);
-                if let Some(field) = fields.replaced {
-                    for r in &carried {
-                        doc.add_text(field, r);
-                    }
-                }
-                Outcome::Replaced {
-                    replaced,
-                    evidence,
-                    fingerprint: fp,
-                }
-                .with_pending(&mut pending, rule, signature, id, None, carried)
-            }
+            (Policy::Tag, Some(best)) => self.tag(&mut doc, best, fp),
+            (_, Some(_)) => self.replace_matches(&mut pending, &mut doc, &found, &id, fp),
         };
+        self.delete_old_version(&mut pending, replacing.as_deref());
+        pending.insert(
+            self.index.rule(),
+            PendingDoc {
+                signature,
+                id,
+                group: kept.group,
+                replaced: kept.carried,
+                alive: true,
+            },
+        );
         self.writer
             .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
         drop(pending);
-        Ok(outcome)
+        Ok(kept.outcome)
+    }
+
+    /// Checks `id` under the id policy, given what the last commit says: `Err` when the policy
+    /// refuses a taken id, else the id whose live versions the new document replaces
+    /// ([`IdPolicy::Replace`]).
+    fn claim_id(
+        &self,
+        pending: &Pending,
+        id: &str,
+        committed: &CommittedId,
+    ) -> std::result::Result<Option<String>, Taken> {
+        match (self.id_policy, pending.ids.taken(id, committed)) {
+            (IdPolicy::KeepFirst | IdPolicy::Report, Some(taken)) => Err(taken),
+            (IdPolicy::Replace, Some(Taken::Live)) => Ok(Some(id.to_string())),
+            _ => Ok(None),
+        }
+    }
+
+    /// A document without near-duplicates: under [`Policy::Tag`] it starts a group named by
+    /// its id.
+    fn keep_unmatched(&self, doc: &mut TantivyDocument, id: &str, fp: Fingerprint) -> Kept {
+        let group = (self.policy == Policy::Tag).then(|| id.to_string());
+        if let (Some(g), Some(field)) = (&group, self.index.fields.group) {
+            doc.add_text(field, g);
+        }
+        Kept {
+            outcome: Outcome::Added { fingerprint: fp },
+            group,
+            carried: Vec::new(),
+        }
+    }
+
+    /// [`Policy::Tag`]: the document joins the group of its nearest near-duplicate (a match
+    /// without a group value names the group by its id).
+    fn tag(&self, doc: &mut TantivyDocument, best: &Found, fp: Fingerprint) -> Kept {
+        let group = best.group.clone().unwrap_or_else(|| best.id.clone());
+        if let Some(field) = self.index.fields.group {
+            doc.add_text(field, &group);
+        }
+        Kept {
+            outcome: Outcome::Tagged {
+                group: group.clone(),
+                of: best.id.clone(),
+                evidence: best.evidence,
+                fingerprint: fp,
+            },
+            group: Some(group),
+            carried: Vec::new(),
+        }
+    }
+
+    /// [`Policy::Replace`]: deletes every match by id (before the document is added, so the
+    /// delete cannot touch it even if it has the same id: a delete applies to documents added
+    /// before it) and records in the document what they were and what they had replaced, so a
+    /// rerun skips every id of the chain, not only the last one.
+    fn replace_matches(
+        &self,
+        pending: &mut Pending,
+        doc: &mut TantivyDocument,
+        found: &[Found],
+        id: &str,
+        fp: Fingerprint,
+    ) -> Kept {
+        let (replaced, carried) = replaced_and_carried(found, id);
+        for old in &replaced {
+            self.writer
+                .delete_term(Term::from_field_text(self.index.fields.id, old));
+            pending.delete_id(old);
+        }
+        if let Some(field) = self.index.fields.replaced {
+            for r in &carried {
+                doc.add_text(field, r);
+            }
+        }
+        Kept {
+            outcome: Outcome::Replaced {
+                replaced,
+                evidence: found[0].evidence,
+                fingerprint: fp,
+            },
+            group: None,
+            carried,
+        }
     }
 
     /// Deletes the live documents with id `replacing` ([`IdPolicy::Replace`]), before the new
@@ -933,33 +786,17 @@ impl DedupWriter {
     }
 }
 
+/// What an added document leaves besides its outcome: its group ([`Policy::Tag`]) and the ids
+/// it records as replaced ([`Policy::Replace`]), kept in the pending table.
+struct Kept {
+    outcome: Outcome,
+    group: Option<String>,
+    carried: Vec<String>,
+}
+
 /// A document after its id check: settled by the id policy, or open (its id and what the last
 /// commit says about it).
 enum Settled {
     Done(Outcome),
     Open(String, CommittedId),
-}
-
-impl Outcome {
-    fn with_pending(
-        self,
-        pending: &mut Pending,
-        rule: &MatchRule,
-        signature: Signature,
-        id: String,
-        group: Option<String>,
-        replaced: Vec<String>,
-    ) -> Self {
-        pending.insert(
-            rule,
-            PendingDoc {
-                signature,
-                id,
-                group,
-                replaced,
-                alive: true,
-            },
-        );
-        self
-    }
 }

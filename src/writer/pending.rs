@@ -1,0 +1,347 @@
+//! The writer's pending table: the signatures, ids and groups of the documents added since the
+//! last commit, indexed by the rule's keys, and the near-duplicate check against it and the
+//! committed index.
+
+use super::ids::PendingIds;
+use crate::error::Result;
+use crate::lookup::NearDupSearcher;
+use crate::signature::{Evidence, MatchRule, Signature};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// An uncommitted document, as the writer remembers it.
+pub(super) struct PendingDoc {
+    pub(super) signature: Signature,
+    pub(super) id: String,
+    pub(super) group: Option<String>,
+    /// The ids it replaced, directly or through the documents it replaced.
+    pub(super) replaced: Vec<String>,
+    pub(super) alive: bool,
+}
+
+/// Mixes a key (already a hash-like value, but its blocks and band tags sit in fixed bits) into
+/// a table hash: SipHash (the std default) cost more than the rest of an insertion.
+#[derive(Default, Clone, Copy)]
+pub(super) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        // splitmix64's finaliser: every input bit reaches the low bits (the bucket) and the
+        // high bits (the control byte).
+        let mut x = self.0 ^ key;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.0 = x ^ (x >> 31);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The pending documents holding one key, in the order they were added: the first inline, so
+/// the common key held by one document costs no allocation.
+struct KeyHolders {
+    first: u32,
+    more: Vec<u32>,
+}
+
+impl KeyHolders {
+    fn len(&self) -> usize {
+        1 + self.more.len()
+    }
+}
+
+/// What the writer knows that the last commit does not.
+pub(super) struct Pending {
+    pub(super) docs: Vec<PendingDoc>,
+    /// The rule's keys (block and band keys) of the pending documents; each list holds at most
+    /// `max_postings_per_key` documents (the first added), as the committed postings are read.
+    by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
+    /// The uncommitted ids, and the ids deleted since the last commit (committed documents
+    /// with these ids are ignored).
+    pub(super) ids: PendingIds,
+    keys: Vec<u64>,
+    candidates: Vec<u32>,
+    /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
+    /// commits, so it grows over the writer's life.
+    ///
+    /// [`SEQUENCE_FIELD`]: crate::schema::SEQUENCE_FIELD
+    pub(super) next_sequence: u64,
+    pub(super) max_postings_per_key: usize,
+    /// Candidates verified by the near-duplicate checks, committed and pending, over the
+    /// writer's life.
+    pub(super) verified: u64,
+    /// Old versions deleted by [`IdPolicy::Replace`](super::IdPolicy::Replace) over the
+    /// writer's life.
+    pub(super) ids_replaced: u64,
+}
+
+/// A match among committed or pending documents.
+pub(super) struct Found {
+    pub(super) id: String,
+    pub(super) group: Option<String>,
+    pub(super) evidence: Evidence,
+    /// What it replaced (read only when every match is wanted).
+    pub(super) replaced: Vec<String>,
+}
+
+/// What a check reads besides the strongest match's id and evidence.
+#[derive(Clone, Copy)]
+pub(super) struct Wanted {
+    /// Every match, with what each replaced ([`Policy::Replace`](super::Policy::Replace));
+    /// otherwise only the strongest is guaranteed.
+    pub(super) all: bool,
+    /// The matches' groups ([`Policy::Tag`](super::Policy::Tag)).
+    pub(super) groups: bool,
+}
+
+impl Pending {
+    pub(super) fn new(next_sequence: u64, max_postings_per_key: usize) -> Pending {
+        Pending {
+            docs: Vec::new(),
+            by_key: HashMap::default(),
+            ids: PendingIds::default(),
+            keys: Vec::new(),
+            candidates: Vec::new(),
+            next_sequence,
+            max_postings_per_key,
+            verified: 0,
+            ids_replaced: 0,
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.docs.clear();
+        self.by_key.clear();
+        self.ids.clear();
+    }
+
+    /// Live matches of `signature` by `rule`, committed and pending, strongest evidence first;
+    /// among equally strong ones the first added first (committed documents by their sequence
+    /// number, then pending ones in the order they were added), so the result does not depend
+    /// on how tantivy's threads split documents into segments. Without `wanted.all` only the
+    /// strongest is guaranteed: reading a committed id decompresses a dictionary block, so ids
+    /// of weaker committed matches are not read, and weaker pending candidates are not
+    /// verified past their fingerprints. Documents with the id `replacing` (the old versions
+    /// of a document an [`IdPolicy::Replace`](super::IdPolicy::Replace) adds) are not matches.
+    pub(super) fn matches(
+        &mut self,
+        searcher: &NearDupSearcher,
+        rule: &MatchRule,
+        signature: &Signature,
+        wanted: Wanted,
+        replacing: Option<&str>,
+    ) -> Result<Vec<Found>> {
+        let pending = self.pending_matches(rule, signature, wanted.all, replacing);
+        let best_pending = pending.first().map(|&(e, _)| e);
+        let mut found =
+            self.committed_matches(searcher, rule, signature, wanted, replacing, best_pending)?;
+        found.extend(pending.into_iter().map(|(evidence, i)| {
+            let p = &self.docs[i as usize];
+            Found {
+                id: p.id.clone(),
+                group: p.group.clone(),
+                evidence,
+                replaced: if wanted.all {
+                    p.replaced.clone()
+                } else {
+                    Vec::new()
+                },
+            }
+        }));
+        // Stable: committed documents (added earlier) stay before pending ones at one strength.
+        found.sort_by(|a, b| a.evidence.cmp_strength(&b.evidence));
+        Ok(found)
+    }
+
+    /// The pending documents sharing a key with `signature` (each key's list is bounded), in
+    /// the order they were added, each once, into `self.candidates`.
+    fn collect_candidates(&mut self, rule: &MatchRule, signature: &Signature) {
+        self.keys.clear();
+        rule.keys_into(signature, &mut self.keys);
+        self.candidates.clear();
+        for key in &self.keys {
+            if let Some(holders) = self.by_key.get(key) {
+                self.candidates.push(holders.first);
+                self.candidates.extend_from_slice(&holders.more);
+            }
+        }
+        self.candidates.sort_unstable();
+        self.candidates.dedup();
+    }
+
+    /// Live pending matches, strongest first, equally strong ones in the order they were added.
+    /// With `all == false`, only the strongest (the first of that order): once a simhash match
+    /// at distance `d` is known, a candidate at distance `d` or more cannot come before it (a
+    /// resemblance match is weaker than any simhash match; an equal one added later comes
+    /// after), so its sketch is not compared. Every live candidate counts as verified.
+    fn pending_matches(
+        &mut self,
+        rule: &MatchRule,
+        signature: &Signature,
+        all: bool,
+        replacing: Option<&str>,
+    ) -> Vec<(Evidence, u32)> {
+        self.collect_candidates(rule, signature);
+        let mut pending: Vec<(Evidence, u32)> = Vec::new();
+        let mut best_distance: Option<u32> = None;
+        for &i in &self.candidates {
+            let p = &self.docs[i as usize];
+            if !p.alive || replacing == Some(p.id.as_str()) {
+                continue;
+            }
+            self.verified += 1;
+            if !all
+                && best_distance
+                    .is_some_and(|d| signature.fingerprint.distance(p.signature.fingerprint) >= d)
+            {
+                continue;
+            }
+            let Some(evidence) = rule.matches(signature, &p.signature) else {
+                continue;
+            };
+            if all {
+                pending.push((evidence, i));
+            } else if pending
+                .first()
+                .is_none_or(|(best, _)| evidence.cmp_strength(best).is_lt())
+            {
+                if let Evidence::Simhash { distance } = evidence {
+                    best_distance = Some(distance);
+                }
+                pending.clear();
+                pending.push((evidence, i));
+            }
+        }
+        // Stable: equally strong pending documents stay in the order they were added.
+        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
+        pending
+    }
+
+    /// Live committed matches, strongest first, ties by sequence number; without `wanted.all`
+    /// only the strongest, and none when it is weaker than `best_pending`.
+    fn committed_matches(
+        &mut self,
+        searcher: &NearDupSearcher,
+        rule: &MatchRule,
+        signature: &Signature,
+        wanted: Wanted,
+        replacing: Option<&str>,
+        best_pending: Option<Evidence>,
+    ) -> Result<Vec<Found>> {
+        let mut committed = Vec::new();
+        self.verified += searcher.signature_reader().for_each_match(
+            rule,
+            signature,
+            self.max_postings_per_key,
+            |m| {
+                // Without a sequence field (an older index), ties follow segment order.
+                let sequence = searcher.sequence_of(m.address).unwrap_or(u64::MAX);
+                committed.push((m.evidence, sequence, m.address));
+            },
+        )?;
+        committed.sort_by(|a, b| a.0.cmp_strength(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+        let mut found = Vec::new();
+        for (evidence, _, address) in committed {
+            // Committed documents were added before pending ones: at equal strength they win.
+            let weaker_than_pending =
+                best_pending.is_some_and(|b| evidence.cmp_strength(&b).is_gt());
+            if !wanted.all && (!found.is_empty() || weaker_than_pending) {
+                break;
+            }
+            let Some(id) = searcher.id_of(address)? else {
+                continue;
+            };
+            if self.ids.is_deleted(&id) || replacing == Some(id.as_str()) {
+                continue;
+            }
+            let group = if wanted.groups {
+                searcher.group_of(address)?
+            } else {
+                None
+            };
+            let replaced = if wanted.all {
+                searcher.replaced_ids_of(address)?
+            } else {
+                Vec::new()
+            };
+            found.push(Found {
+                id,
+                group,
+                evidence,
+                replaced,
+            });
+        }
+        Ok(found)
+    }
+
+    pub(super) fn insert(&mut self, rule: &MatchRule, doc: PendingDoc) {
+        let i = self.docs.len() as u32;
+        self.keys.clear();
+        rule.keys_into(&doc.signature, &mut self.keys);
+        for &key in &self.keys {
+            match self.by_key.get_mut(&key) {
+                // A hot key keeps its first documents only, so a check costs at most
+                // keys x max_postings_per_key verifications.
+                Some(holders) => {
+                    if holders.len() < self.max_postings_per_key {
+                        holders.more.push(i);
+                    }
+                }
+                None => {
+                    self.by_key.insert(
+                        key,
+                        KeyHolders {
+                            first: i,
+                            more: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+        self.ids.insert(&doc.id, Some(i));
+        self.ids.insert_replaced(&doc.id, &doc.replaced);
+        self.docs.push(doc);
+    }
+
+    pub(super) fn delete_id(&mut self, id: &str) {
+        for place in self.ids.delete(id) {
+            if let Some(p) = self.docs.get_mut(place as usize) {
+                p.alive = false;
+            }
+        }
+    }
+}
+
+/// The ids a [`Policy::Replace`](super::Policy::Replace) document deletes (its matches, each
+/// once, nearest first) and the ids it records as replaced: those, then what each match had
+/// replaced, each once, without its own `id`.
+pub(super) fn replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, Vec<String>) {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(found.len());
+    let mut replaced: Vec<String> = Vec::with_capacity(found.len());
+    for f in found {
+        if seen.insert(f.id.as_str()) {
+            replaced.push(f.id.clone());
+        }
+    }
+    let mut carried = replaced.clone();
+    for f in found {
+        for r in &f.replaced {
+            if seen.insert(r.as_str()) {
+                carried.push(r.clone());
+            }
+        }
+    }
+    carried.retain(|r| r != id);
+    (replaced, carried)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,202 @@
+use super::*;
+use crate::fingerprint::Fingerprint;
+use crate::signature::Sketch;
+
+/// A small deterministic generator.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Clusters of signatures: a random base, then copies with a few fingerprint bits flipped (some
+/// within the layout's distance, some beyond) and some sketch bits flipped, so the checks see
+/// simhash matches, resemblance matches, ties and non-matches.
+fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
+    let mut rng = Rng(seed | 1);
+    let words = rule.minhash().sketch_words();
+    let mut out: Vec<Signature> = Vec::with_capacity(n);
+    for _ in 0..n {
+        if out.is_empty() || rng.below(4) == 0 {
+            out.push(Signature {
+                fingerprint: Fingerprint(rng.next()),
+                sketch: Sketch {
+                    words: (0..words).map(|_| rng.next()).collect(),
+                },
+            });
+            continue;
+        }
+        let base = &out[rng.below(out.len() as u64) as usize];
+        let mut fp = base.fingerprint.0;
+        for _ in 0..rng.below(12) {
+            fp ^= 1 << rng.below(64);
+        }
+        let mut sketch = base.sketch.clone();
+        for _ in 0..rng.below(words as u64 * 24) {
+            let w = rng.below(words as u64) as usize;
+            sketch.words[w] ^= 1 << rng.below(64);
+        }
+        out.push(Signature {
+            fingerprint: Fingerprint(fp),
+            sketch,
+        });
+    }
+    out
+}
+
+/// The pending matches by brute force: for each key of `query`, the first `bound` documents
+/// holding it (alive or not, as the table keeps them), those alive, not `replacing`, that the
+/// rule matches, strongest first, ties in the order added.
+fn brute_force(
+    rule: &MatchRule,
+    docs: &[(Signature, String, bool)],
+    query: &Signature,
+    bound: usize,
+    replacing: Option<&str>,
+) -> Vec<(Evidence, u32)> {
+    let mut candidates = Vec::new();
+    for key in rule.keys(query) {
+        let holders = docs
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, _, _))| rule.keys(s).contains(&key))
+            .take(bound)
+            .map(|(i, _)| i);
+        candidates.extend(holders);
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut out: Vec<(Evidence, u32)> = candidates
+        .into_iter()
+        .filter(|&i| docs[i].2 && replacing != Some(docs[i].1.as_str()))
+        .filter_map(|i| rule.matches(query, &docs[i].0).map(|e| (e, i as u32)))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp_strength(&b.0));
+    out
+}
+
+fn same(a: &[(Evidence, u32)], b: &[(Evidence, u32)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.1 == y.1 && x.0.cmp_strength(&y.0).is_eq())
+}
+
+#[test]
+fn pending_matches_equal_brute_force() {
+    let rule = MatchRule::default();
+    for (seed, bound) in [(7, usize::MAX), (11, usize::MAX), (13, 3), (17, 1)] {
+        let sigs = signatures(&rule, seed, 400);
+        let mut pending = Pending::new(0, bound);
+        let mut mirror: Vec<(Signature, String, bool)> = Vec::new();
+        let mut rng = Rng(seed * 31 + 1);
+        let (mut checked, mut matched, mut resemblance) = (0, 0, 0);
+        for (i, sig) in sigs.iter().enumerate() {
+            // Ids repeat now and then, so a delete or a `replacing` id covers several documents.
+            let id = format!("d{}", i as u64 % 350);
+            let replacing = (rng.below(5) == 0).then(|| format!("d{}", rng.below(350)));
+            for all in [false, true] {
+                let got = pending.pending_matches(&rule, sig, all, replacing.as_deref());
+                let want = brute_force(&rule, &mirror, sig, bound, replacing.as_deref());
+                let want = if all {
+                    &want[..]
+                } else {
+                    &want[..want.len().min(1)]
+                };
+                assert!(same(&got, want), "seed {seed} doc {i} all {all}");
+                checked += 1;
+                matched += usize::from(!want.is_empty());
+                resemblance += want
+                    .iter()
+                    .filter(|(e, _)| matches!(e, Evidence::Resemblance { .. }))
+                    .count();
+            }
+            if rng.below(10) == 0 {
+                let victim = format!("d{}", rng.below(350));
+                pending.delete_id(&victim);
+                for d in mirror.iter_mut().filter(|d| d.1 == victim) {
+                    d.2 = false;
+                }
+            }
+            pending.insert(
+                &rule,
+                PendingDoc {
+                    signature: sig.clone(),
+                    id: id.clone(),
+                    group: None,
+                    replaced: Vec::new(),
+                    alive: true,
+                },
+            );
+            mirror.push((sig.clone(), id, true));
+        }
+        // The corpus exercises what the shortcut skips: matches of both kinds.
+        assert!(matched > checked / 4, "seed {seed}: {matched} of {checked}");
+        assert!(resemblance > 0, "seed {seed}: no resemblance match");
+    }
+}
+
+#[test]
+fn key_hasher_spreads_keys_that_differ_in_one_bit() {
+    // Keys differing only in their tag bits (the top) or only in their lowest bits must land
+    // in different buckets: the low bits of the hash pick the bucket.
+    let hash = |k: u64| {
+        let mut h = KeyHasher::default();
+        h.write_u64(k);
+        h.finish()
+    };
+    for bit in 0..64 {
+        let (a, b) = (hash(0x1234_5678), hash(0x1234_5678 ^ (1 << bit)));
+        assert_ne!(a & 0xffff, b & 0xffff, "bit {bit}");
+        assert_ne!(a >> 57, b >> 57, "bit {bit}");
+    }
+}
+
+/// The order-preserving de-duplication the writer did before, with `Vec::contains`.
+fn naive_replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, Vec<String>) {
+    let mut replaced: Vec<String> = Vec::new();
+    for f in found {
+        if !replaced.contains(&f.id) {
+            replaced.push(f.id.clone());
+        }
+    }
+    let mut carried = replaced.clone();
+    for f in found {
+        for r in &f.replaced {
+            if !carried.contains(r) {
+                carried.push(r.clone());
+            }
+        }
+    }
+    carried.retain(|r| *r != id);
+    (replaced, carried)
+}
+
+#[test]
+fn replaced_and_carried_equal_the_naive_dedup() {
+    let mut rng = Rng(99);
+    for case in 0..500 {
+        let name = |rng: &mut Rng| format!("d{}", rng.below(12));
+        let found: Vec<Found> = (0..rng.below(6))
+            .map(|_| Found {
+                id: name(&mut rng),
+                group: None,
+                evidence: Evidence::Simhash { distance: 0 },
+                replaced: (0..rng.below(6)).map(|_| name(&mut rng)).collect(),
+            })
+            .collect();
+        let id = name(&mut rng);
+        assert_eq!(
+            replaced_and_carried(&found, &id),
+            naive_replaced_and_carried(&found, &id),
+            "case {case}"
+        );
+    }
+}
