@@ -89,8 +89,11 @@ fn next_spaced_separator(s: &str, from: usize) -> Option<usize> {
         }
         i = 1;
     }
-    // `bytes[i - 1..i + SKIP]`: each byte with the one before it.
-    while let Some(window) = bytes.get(i - 1..i + SKIP).and_then(|w| w.try_into().ok()) {
+    // `bytes[i - 1..i + SKIP + 1]`: each byte with the ones before and after it.
+    while let Some(window) = bytes
+        .get(i - 1..i + SKIP + 1)
+        .and_then(|w| w.try_into().ok())
+    {
         if may_hold_spaced_separator(window) {
             if let Some(at) = (i..i + SKIP).find(|&j| spaced_separator_at(s, j)) {
                 return Some(at);
@@ -104,16 +107,19 @@ fn next_spaced_separator(s: &str, from: usize) -> Option<usize> {
 /// Bytes skipped at once by [`next_spaced_separator`].
 const SKIP: usize = 16;
 
-/// Whether a spaced separator may start at byte 1.. of `window` (`SKIP + 1` bytes): some byte
-/// can start a separator (an ASCII separator or a lead byte of 0xc2 and up) right after a byte
-/// that can end whitespace (ASCII whitespace or any byte of 0x80 and up). Never `false` where
-/// [`spaced_separator_at`] is `true`; written branch-free over the whole window so that it
+/// Whether a spaced separator may start at bytes `1..=SKIP` of `window`: right after a byte
+/// that can end whitespace, an ASCII separator before a byte that can start whitespace, or a
+/// lead byte of 0xc2 and up (the other separators). Never `false` where
+/// [`spaced_separator_at`] is `true` (the ASCII test on both sides keeps options and paths,
+/// ` -v`, ` /usr`, from being read again); branch-free over the whole window so that it
 /// compiles to vector compares.
 #[inline]
-fn may_hold_spaced_separator(window: &[u8; SKIP + 1]) -> bool {
+fn may_hold_spaced_separator(window: &[u8; SKIP + 2]) -> bool {
     let mut any = 0u8;
     for k in 0..SKIP {
-        any |= u8::from(may_end_space(window[k])) & u8::from(may_start_separator(window[k + 1]));
+        let (before, b, after) = (window[k], window[k + 1], window[k + 2]);
+        let separator = (is_ascii_separator(b) & may_start_space(after)) | (b >= 0xc2);
+        any |= u8::from(may_end_space(before)) & u8::from(separator);
     }
     any != 0
 }
@@ -125,11 +131,17 @@ fn may_end_space(b: u8) -> bool {
     (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0x80)
 }
 
-/// A byte that can start a separator: an ASCII separator or a lead byte of 0xc2 and up (no
-/// branch: vector compares).
+/// A byte that can start a whitespace character: ASCII whitespace, or a lead byte of 0xc2 and
+/// up (no branch: vector compares).
 #[inline]
-fn may_start_separator(b: u8) -> bool {
-    (b == b'|') | (b == b'-') | (b == b'/') | (b == b'>') | (b == b'_') | (b == b'~') | (b >= 0xc2)
+fn may_start_space(b: u8) -> bool {
+    (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0xc2)
+}
+
+/// One of the ASCII [`SEPARATORS`] (no branch: vector compares).
+#[inline]
+fn is_ascii_separator(b: u8) -> bool {
+    (b == b'|') | (b == b'-') | (b == b'/') | (b == b'>') | (b == b'_') | (b == b'~')
 }
 
 /// Whether a separator character starts at byte `i` of `s` with whitespace on both sides.
@@ -496,17 +508,17 @@ mod tests {
             let bytes = c.encode_utf8(&mut buf).as_bytes();
             if c.is_whitespace() {
                 assert!(may_end_space(bytes[bytes.len() - 1]), "{c:?}");
+                assert!(may_start_space(bytes[0]), "{c:?}");
             }
             if SEPARATORS.contains(&c) {
-                assert!(may_start_separator(bytes[0]), "{c:?}");
+                assert_eq!(is_ascii_separator(bytes[0]), c.is_ascii(), "{c:?}");
+                assert!(c.is_ascii() || bytes[0] >= 0xc2, "{c:?}");
                 assert!(MAY_START_SEPARATOR[usize::from(bytes[0])], "{c:?}");
             }
         }
         for b in 0..=255u8 {
-            assert!(
-                !MAY_START_SEPARATOR[usize::from(b)] || may_start_separator(b),
-                "{b:#x}"
-            );
+            let may = is_ascii_separator(b) || b >= 0xc2;
+            assert!(!MAY_START_SEPARATOR[usize::from(b)] || may, "{b:#x}");
         }
     }
 
