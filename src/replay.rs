@@ -150,15 +150,19 @@ pub(crate) fn stage(
         return None;
     }
     let TokenLog {
-        text: mut token_text,
+        text: token_text,
         tokens: logged,
         ..
     } = log;
-    let mut tokens = Vec::with_capacity(logged.len());
-    let mut values = Vec::new();
+    let mut staging = Staging {
+        token_text,
+        tokens: Vec::with_capacity(logged.len()),
+        values: Vec::new(),
+    };
     let mut next = 0;
     for span in spans {
-        let r = span.range.clone();
+        // The logged tokens that start in this value (spans and tokens are in text order).
+        let r = &span.range;
         while next < logged.len() && (logged[next].from as usize) < r.start {
             next += 1;
         }
@@ -166,11 +170,42 @@ pub(crate) fn stage(
         while next < logged.len() && (logged[next].from as usize) < r.end {
             next += 1;
         }
-        if !span.replayable {
-            continue;
+        if span.replayable {
+            staging.value(&text, r.clone(), &logged[first..next], retokenize);
         }
+    }
+    if staging.values.is_empty() {
+        return None;
+    }
+    Some(Arc::new(StagedTokens {
+        analysis,
+        text,
+        values: staging.values,
+        token_text: staging.token_text,
+        tokens: staging.tokens,
+    }))
+}
+
+/// The tokens [`stage`] has split so far.
+struct Staging {
+    token_text: String,
+    tokens: Vec<LoggedToken>,
+    values: Vec<StagedValue>,
+}
+
+impl Staging {
+    /// Stages the value at `r` of the joined `text` with its own tokens: the `logged` ones
+    /// that start in it, except that a Han run continued across either end is cut again within
+    /// the value. Nothing is staged for it when an offset does not fit in 32 bits.
+    fn value(
+        &mut self,
+        text: &str,
+        r: Range<usize>,
+        logged: &[LoggedToken],
+        retokenize: Retokenize<'_>,
+    ) {
         let value = &text[r.clone()];
-        let (lead, trail) = han_run_crosses(&text, &r);
+        let (lead, trail) = han_run_crosses(text, &r);
         // The part of the value whose logged tokens are its own: after a Han run continued
         // from the previous value, before one continued into the next.
         let own_from = if lead { leading_han_run_end(value) } else { 0 };
@@ -179,73 +214,76 @@ pub(crate) fn stage(
         } else {
             value.len()
         };
-        let start = tokens.len();
-        let mut cut_again = |piece: Range<usize>, tokens: &mut Vec<LoggedToken>| -> bool {
-            let mut fits = true;
-            retokenize(&value[piece.clone()], &mut |t, from, to| {
-                let at = token_text.len();
-                token_text.push_str(t);
-                match (
-                    u32::try_from(at),
-                    u32::try_from(token_text.len()),
-                    u32::try_from(piece.start + from),
-                    u32::try_from(piece.start + to),
-                ) {
-                    (Ok(a), Ok(b), Ok(from), Ok(to)) => tokens.push(LoggedToken {
-                        text: (a, b),
-                        from,
-                        to,
-                    }),
-                    _ => fits = false,
-                }
-            });
-            fits
-        };
+        let start = self.tokens.len();
         let staged = if own_from >= own_to && (lead || trail) {
             // One Han run from end to end: cut the whole value again.
-            cut_again(0..value.len(), &mut tokens)
+            self.cut_again(value, 0..value.len(), retokenize)
         } else {
-            let mut fits = !lead || cut_again(0..own_from, &mut tokens);
-            // `r.start` fits in 32 bits: every logged offset did.
-            let base = r.start as u32;
-            let (lo, hi) = (r.start + own_from, r.start + own_to);
-            for t in &logged[first..next] {
-                let from = t.from as usize;
-                if from < lo || from >= hi {
-                    continue;
-                }
-                if t.to as usize > hi {
-                    // A token of the log across the end of this value's own part: only a Han
-                    // run does that, and it was cut again above. Never expected; be safe.
-                    fits = false;
-                }
-                tokens.push(LoggedToken {
-                    text: t.text,
-                    from: t.from - base,
-                    to: t.to - base,
-                });
-            }
-            fits && (!trail || cut_again(own_to..value.len(), &mut tokens))
+            (!lead || self.cut_again(value, 0..own_from, retokenize))
+                & self.take_logged(logged, r.start, r.start + own_from..r.start + own_to)
+                && (!trail || self.cut_again(value, own_to..value.len(), retokenize))
         };
         if staged {
-            values.push(StagedValue {
+            self.values.push(StagedValue {
                 text: r,
-                tokens: start..tokens.len(),
+                tokens: start..self.tokens.len(),
             });
         } else {
-            tokens.truncate(start);
+            self.tokens.truncate(start);
         }
     }
-    if values.is_empty() {
-        return None;
+
+    /// Tokens of `value[piece]` by analysing it again, offsets relative to `value`; `false`
+    /// when one does not fit in 32 bits.
+    fn cut_again(&mut self, value: &str, piece: Range<usize>, retokenize: Retokenize<'_>) -> bool {
+        let mut fits = true;
+        let Staging {
+            token_text, tokens, ..
+        } = self;
+        retokenize(&value[piece.clone()], &mut |t, from, to| {
+            let at = token_text.len();
+            token_text.push_str(t);
+            match (
+                u32::try_from(at),
+                u32::try_from(token_text.len()),
+                u32::try_from(piece.start + from),
+                u32::try_from(piece.start + to),
+            ) {
+                (Ok(a), Ok(b), Ok(from), Ok(to)) => tokens.push(LoggedToken {
+                    text: (a, b),
+                    from,
+                    to,
+                }),
+                _ => fits = false,
+            }
+        });
+        fits
     }
-    Some(Arc::new(StagedTokens {
-        analysis,
-        text,
-        values,
-        token_text,
-        tokens,
-    }))
+
+    /// The logged tokens that start in `own` (offsets in the joined text), made relative to
+    /// the value starting at `base`; `false` if one runs past `own`'s end.
+    fn take_logged(&mut self, logged: &[LoggedToken], base: usize, own: Range<usize>) -> bool {
+        let mut fits = true;
+        // `base` fits in 32 bits: every logged offset did.
+        let base = base as u32;
+        for t in logged {
+            let from = t.from as usize;
+            if !own.contains(&from) {
+                continue;
+            }
+            if t.to as usize > own.end {
+                // A token of the log across the end of this value's own part: only a Han run
+                // does that, and it is cut again. Never expected; be safe.
+                fits = false;
+            }
+            self.tokens.push(LoggedToken {
+                text: t.text,
+                from: t.from - base,
+                to: t.to - base,
+            });
+        }
+        fits
+    }
 }
 
 /// Whether a Han run continues across the start and across the end of `range` in `text`

@@ -413,8 +413,35 @@ impl SchemeBuilder {
         self
     }
 
-    /// Checks the settings and builds the scheme.
+    /// Checks the settings and builds the scheme. Cost: cheap, except that damped stop words
+    /// are normalised and hashed once (a few hundred words).
+    ///
+    /// Fails with [`Error::InvalidConfig`] for a negative or non-finite weight, no feature
+    /// turned on, a shingle or n-gram length above 8, or an IDF table read with another seed.
     pub fn build(self) -> Result<Scheme> {
+        self.check()?;
+        let stopwords = self.stopword_hashes();
+        let id = self.id();
+        Ok(Scheme {
+            inner: Arc::new(SchemeInner {
+                normalization: self.normalization,
+                tokenization: self.tokenization,
+                features: self.features,
+                weight: self.weight,
+                idf: self.idf,
+                stopword_weight: self.stopword_weight,
+                stopwords,
+                short_line: self.short_line,
+                seed: self.seed,
+                min_features: self.min_features,
+                id,
+            }),
+        })
+    }
+
+    /// Weights finite and not negative, some feature on, lengths at most 8, the IDF table
+    /// read with the scheme's seed.
+    fn check(&self) -> Result<()> {
         let f = &self.features;
         for (name, w) in [
             ("stopword_weight", self.stopword_weight),
@@ -448,6 +475,26 @@ impl SchemeBuilder {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Seeded hashes of the stop words (NLTK English and Chinese, normalised) when they are
+    /// damped; empty otherwise.
+    fn stopword_hashes(&self) -> HashSet<u64, BuildHasherDefault<IdentityHasher>> {
+        let mut stopwords = HashSet::default();
+        if self.stopword_weight != 1.0 {
+            for lang in ["en", "zh"] {
+                for w in stop_words::lookup(lang).unwrap_or(&[]) {
+                    let w = self.normalization.apply(w);
+                    stopwords.insert(xxh3_64_with_seed(w.as_bytes(), self.seed ^ WORD_TAG));
+                }
+            }
+        }
+        stopwords
+    }
+
+    /// The scheme id: every setting that changes a fingerprint, in a stable text form.
+    fn id(&self) -> String {
         let tok = match &self.tokenization {
             Tokenization::Builtin { han } => match han {
                 HanSegmentation::Jieba => "builtin-jieba".to_string(),
@@ -463,7 +510,6 @@ impl SchemeBuilder {
             None => "none".to_string(),
             Some(t) => format!("{:016x}", t.digest),
         };
-        let mut stopwords = HashSet::default();
         let mut stop = String::new();
         if self.stopword_weight != 1.0 {
             stop = format!(";stop=nltk-en-zh:{}", self.stopword_weight);
@@ -471,36 +517,13 @@ impl SchemeBuilder {
         if self.short_line > 0 {
             stop.push_str(&format!(";line={}", self.short_line));
         }
-        if self.stopword_weight != 1.0 {
-            for lang in ["en", "zh"] {
-                for w in stop_words::lookup(lang).unwrap_or(&[]) {
-                    let w = self.normalization.apply(w);
-                    stopwords.insert(xxh3_64_with_seed(w.as_bytes(), self.seed ^ WORD_TAG));
-                }
-            }
-        }
-        let id = format!(
+        format!(
             "simhash64-v{SCHEME_VERSION};norm={};tok={tok};feat={};tf={weight};idf={idf}{stop};seed={:016x};min={}",
             self.normalization.id(),
             self.features.id(),
             self.seed,
             self.min_features
-        );
-        Ok(Scheme {
-            inner: Arc::new(SchemeInner {
-                normalization: self.normalization,
-                tokenization: self.tokenization,
-                features: self.features,
-                weight: self.weight,
-                idf: self.idf,
-                stopword_weight: self.stopword_weight,
-                stopwords,
-                short_line: self.short_line,
-                seed: self.seed,
-                min_features: self.min_features,
-                id,
-            }),
-        })
+        )
     }
 }
 
@@ -793,90 +816,113 @@ impl Fingerprinter {
     }
 
     /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
-    /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one analysis
-    /// per document). Lines are counted only when `sink_lines` (or the scheme damps short lines);
-    /// otherwise the sink sees line 0.
+    /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one
+    /// analysis per document). Lines are counted only when `sink_lines` (or the scheme damps
+    /// short lines); otherwise the sink sees line 0.
+    ///
+    /// Cost: one analysis of `text`, one xxh3 hash per token, a feature table of about twice
+    /// the token count (reused) and 64 counters per distinct feature kind. Never panics.
     pub(crate) fn fingerprint_with_tokens<S: TokenSink>(
         &mut self,
         text: &str,
-        mut sink: Option<S>,
+        sink: Option<S>,
         sink_lines: bool,
     ) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
-        let seed = inner.seed;
-        let features = inner.features;
-        let want_text = features.uses_char_ngrams();
+        self.analyse(&inner, text, sink, sink_lines);
+        let tokens = self.token_hashes.len();
+        let unit = self.occurrence_weights(inner.short_line);
+        self.acc = [0; 64];
+        let mut distinct = 0;
+        if inner.features.words > 0.0 {
+            distinct += self.add_words(&inner, unit);
+        }
+        if inner.features.uses_shingles() {
+            distinct += self.add_word_shingles(&inner, unit);
+        }
+        if inner.features.uses_char_ngrams() {
+            distinct += self.add_char_ngrams(&inner);
+        }
+        self.details(&inner, tokens, distinct)
+    }
+
+    /// The analysis pass: every token's seeded hash into `token_hashes`, its line into
+    /// `token_lines` when the scheme damps short lines, the tokens' text into `token_text` when
+    /// character n-grams need it; each token also goes to `sink`.
+    fn analyse<S: TokenSink>(
+        &mut self,
+        inner: &SchemeInner,
+        text: &str,
+        mut sink: Option<S>,
+        sink_lines: bool,
+    ) {
         self.token_hashes.clear();
         self.token_lines.clear();
         self.line_tokens.clear();
         self.token_text.clear();
-        let damp = inner.short_line;
-        {
-            let normalized;
-            let input: &str = match &inner.tokenization {
-                Tokenization::Builtin { .. } => text,
-                Tokenization::Analyzer { .. } => {
-                    normalized = inner.normalization.apply(text);
-                    &normalized
-                }
+        let (seed, damp) = (inner.seed, inner.short_line);
+        let want_text = inner.features.uses_char_ngrams();
+        let normalized;
+        let input: &str = match &inner.tokenization {
+            Tokenization::Builtin { .. } => text,
+            Tokenization::Analyzer { .. } => {
+                normalized = inner.normalization.apply(text);
+                &normalized
+            }
+        };
+        let Fingerprinter {
+            analysis,
+            token_hashes,
+            token_lines,
+            token_text,
+            ..
+        } = self;
+        let mut prev_han = false;
+        let count_lines = damp > 0 || (sink_lines && sink.is_some());
+        let mut lines = LineCounter::default();
+        let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
+            let line = if count_lines {
+                lines.line_at(input, offset_from)
+            } else {
+                0
             };
-            let Fingerprinter {
-                analysis,
-                token_hashes,
-                token_lines,
-                token_text,
-                ..
-            } = self;
-            let mut prev_han = false;
-            let (mut line, mut scanned) = (0u32, 0usize);
-            let count_lines = damp > 0 || (sink_lines && sink.is_some());
-            let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
-                if count_lines {
-                    let at = offset_from.min(input.len());
-                    if at > scanned {
-                        let newlines = input.as_bytes()[scanned..at]
-                            .iter()
-                            .filter(|&&b| b == b'\n')
-                            .count();
-                        line = line.saturating_add(newlines as u32);
-                        scanned = at;
-                    }
-                    if damp > 0 {
-                        token_lines.push(line);
-                    }
+            if damp > 0 {
+                token_lines.push(line);
+            }
+            let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
+            token_hashes.push(hash);
+            if let Some(sink) = sink.as_mut() {
+                sink(t, hash, line, offset_from, offset_to);
+            }
+            if want_text {
+                let han = t.chars().next().is_some_and(is_han);
+                // Han tokens join without a space, like the text they came from.
+                let joins = han && prev_han;
+                if !token_text.is_empty() && !joins {
+                    token_text.push(' ');
                 }
-                let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
-                token_hashes.push(hash);
-                if let Some(sink) = sink.as_mut() {
-                    sink(t, hash, line, offset_from, offset_to);
-                }
-                if want_text {
-                    let han = t.chars().next().is_some_and(is_han);
-                    // Han tokens join without a space, like the text they came from.
-                    let joins = han && prev_han;
-                    if !token_text.is_empty() && !joins {
-                        token_text.push(' ');
-                    }
-                    token_text.push_str(t);
-                    prev_han = han;
-                }
-            };
-            match analysis {
-                Analysis::Builtin(tokenizer) => {
-                    tokenizer.for_each_token(input, &mut |t, from, to| on_token(t, from, to));
-                }
-                Analysis::Analyzer(analyzer) => {
-                    let mut stream = analyzer.token_stream(input);
-                    while stream.advance() {
-                        let token = stream.token();
-                        on_token(&token.text, token.offset_from, token.offset_to);
-                    }
+                token_text.push_str(t);
+                prev_han = han;
+            }
+        };
+        match analysis {
+            Analysis::Builtin(tokenizer) => {
+                tokenizer.for_each_token(input, &mut |t, from, to| on_token(t, from, to));
+            }
+            Analysis::Analyzer(analyzer) => {
+                let mut stream = analyzer.token_stream(input);
+                while stream.advance() {
+                    let token = stream.token();
+                    on_token(&token.text, token.offset_from, token.offset_to);
                 }
             }
         }
-        let tokens = self.token_hashes.len();
-        // Occurrence weights, in units of 1/unit.
-        let unit = damp.max(1);
+    }
+
+    /// Turns each token's line (in `token_lines`) into its occurrence weight in units of
+    /// 1/`damp`: a token on a line of `n < damp` tokens weighs `n / damp`. Returns the unit
+    /// (1 when the scheme does not damp short lines).
+    fn occurrence_weights(&mut self, damp: u32) -> u32 {
         if damp > 0 {
             for &l in &self.token_lines {
                 let l = l as usize;
@@ -889,98 +935,119 @@ impl Fingerprinter {
                 *l = self.line_tokens[*l as usize].min(damp);
             }
         }
-        let occurrence = |lines: &[u32], i: usize| if damp > 0 { lines[i] } else { 1 };
-        self.acc = [0; 64];
-        let mut distinct = 0;
+        damp.max(1)
+    }
 
-        if features.words > 0.0 {
-            self.counts.clear(self.token_hashes.len());
-            for (i, &h) in self.token_hashes.iter().enumerate() {
-                self.counts.add(h, occurrence(&self.token_lines, i));
-            }
-            distinct += self.counts.len();
-            flush(
-                &self.counts,
-                &mut self.acc,
-                unit,
-                features.words,
-                inner.weight,
-                |h| {
-                    let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
-                    if inner.stopwords.contains(&h) {
-                        f *= inner.stopword_weight;
-                    }
-                    f
-                },
-            );
-        }
-        if features.uses_shingles() {
-            let n = usize::from(features.shingle_len);
-            self.counts.clear(self.token_hashes.len());
-            let mut buf = [0u8; 64];
-            let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
-            for (start, w) in self.token_hashes.windows(n).enumerate() {
-                for (i, h) in w.iter().enumerate() {
-                    buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
-                }
-                let h = xxh3_64_with_seed(&buf[..n * 8], seed ^ SHINGLE_TAG ^ n as u64);
-                let occ = (start..start + n)
-                    .map(|i| occurrence(&self.token_lines, i))
-                    .min()
-                    .unwrap_or(1);
-                self.counts.add(h, occ);
-                if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
-                    all_stop.insert(h);
-                }
-            }
-            distinct += self.counts.len();
-            flush(
-                &self.counts,
-                &mut self.acc,
-                unit,
-                features.shingles,
-                inner.weight,
-                |h| {
-                    if all_stop.contains(&h) {
-                        inner.stopword_weight
-                    } else {
-                        1.0
-                    }
-                },
-            );
-        }
-        if features.uses_char_ngrams() {
-            let n = usize::from(features.char_ngram_len);
-            self.counts.clear(self.token_text.len());
-            let starts: Vec<usize> = self
-                .token_text
-                .char_indices()
-                .map(|(i, _)| i)
-                .chain(std::iter::once(self.token_text.len()))
-                .collect();
-            for w in starts.windows(n + 1) {
-                let gram = &self.token_text[w[0]..w[n]];
-                let h = xxh3_64_with_seed(gram.as_bytes(), seed ^ CHAR_TAG ^ n as u64);
+    /// The occurrence weight of token `i` (1 when the scheme does not damp short lines).
+    fn occurrence(&self, i: usize) -> u32 {
+        self.token_lines.get(i).copied().unwrap_or(1)
+    }
+
+    /// Words as features: counts them, adds them to the counters; returns how many are
+    /// distinct.
+    fn add_words(&mut self, inner: &SchemeInner, unit: u32) -> usize {
+        self.counts.clear(self.token_hashes.len());
+        if self.token_lines.is_empty() {
+            for &h in &self.token_hashes {
                 self.counts.add(h, 1);
             }
-            distinct += self.counts.len();
-            flush(
-                &self.counts,
-                &mut self.acc,
-                1,
-                features.char_ngrams,
-                inner.weight,
-                |_| 1.0,
-            );
+        } else {
+            for (&h, &occurrence) in self.token_hashes.iter().zip(&self.token_lines) {
+                self.counts.add(h, occurrence);
+            }
         }
+        flush(
+            &self.counts,
+            &mut self.acc,
+            unit,
+            inner.features.words,
+            inner.weight,
+            |h| {
+                let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
+                if inner.stopwords.contains(&h) {
+                    f *= inner.stopword_weight;
+                }
+                f
+            },
+        );
+        self.counts.len()
+    }
 
+    /// Word shingles as features (a shingle weighs as its least weighted word; one made only
+    /// of stop words is damped like them); returns how many are distinct.
+    fn add_word_shingles(&mut self, inner: &SchemeInner, unit: u32) -> usize {
+        let n = usize::from(inner.features.shingle_len);
+        self.counts.clear(self.token_hashes.len());
+        let mut buf = [0u8; 64];
+        let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
+        for (start, w) in self.token_hashes.windows(n).enumerate() {
+            for (i, h) in w.iter().enumerate() {
+                buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
+            }
+            let h = xxh3_64_with_seed(&buf[..n * 8], inner.seed ^ SHINGLE_TAG ^ n as u64);
+            let occ = (start..start + n)
+                .map(|i| self.occurrence(i))
+                .min()
+                .unwrap_or(1);
+            self.counts.add(h, occ);
+            if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
+                all_stop.insert(h);
+            }
+        }
+        flush(
+            &self.counts,
+            &mut self.acc,
+            unit,
+            inner.features.shingles,
+            inner.weight,
+            |h| {
+                if all_stop.contains(&h) {
+                    inner.stopword_weight
+                } else {
+                    1.0
+                }
+            },
+        );
+        self.counts.len()
+    }
+
+    /// Character n-grams of the normalised token text as features; returns how many are
+    /// distinct.
+    fn add_char_ngrams(&mut self, inner: &SchemeInner) -> usize {
+        let n = usize::from(inner.features.char_ngram_len);
+        self.counts.clear(self.token_text.len());
+        let starts: Vec<usize> = self
+            .token_text
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain(std::iter::once(self.token_text.len()))
+            .collect();
+        for w in starts.windows(n + 1) {
+            let gram = &self.token_text[w[0]..w[n]];
+            let h = xxh3_64_with_seed(gram.as_bytes(), inner.seed ^ CHAR_TAG ^ n as u64);
+            self.counts.add(h, 1);
+        }
+        flush(
+            &self.counts,
+            &mut self.acc,
+            1,
+            inner.features.char_ngrams,
+            inner.weight,
+            |_| 1.0,
+        );
+        self.counts.len()
+    }
+
+    /// The simhash of the counters, or the exact-hash fallback below the scheme's
+    /// `min_features` distinct features.
+    fn details(&self, inner: &SchemeInner, tokens: usize, distinct: usize) -> FingerprintDetails {
         if distinct < inner.min_features {
             let mut bytes = Vec::with_capacity(tokens * 8);
             for h in &self.token_hashes {
                 bytes.extend_from_slice(&h.to_le_bytes());
             }
             return FingerprintDetails {
-                fingerprint: Fingerprint(xxh3_64_with_seed(&bytes, seed ^ EXACT_TAG)),
+                fingerprint: Fingerprint(xxh3_64_with_seed(&bytes, inner.seed ^ EXACT_TAG)),
                 kind: FingerprintKind::Exact,
                 tokens,
                 features: distinct,
@@ -998,6 +1065,29 @@ impl Fingerprinter {
             tokens,
             features: distinct,
         }
+    }
+}
+
+/// The 0-based line of byte offsets asked in order: each newline is counted once.
+#[derive(Default)]
+struct LineCounter {
+    line: u32,
+    scanned: usize,
+}
+
+impl LineCounter {
+    #[inline]
+    fn line_at(&mut self, text: &str, at: usize) -> u32 {
+        let at = at.min(text.len());
+        if at > self.scanned {
+            let newlines = text.as_bytes()[self.scanned..at]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            self.line = self.line.saturating_add(newlines as u32);
+            self.scanned = at;
+        }
+        self.line
     }
 }
 

@@ -42,23 +42,176 @@ pub(crate) enum LineChrome {
     },
 }
 
-/// Words of `s`: letter/digit runs, plus one per two Han characters (rounded up).
-fn words(s: &str) -> usize {
+/// `char::is_whitespace` of an ASCII byte.
+#[inline]
+fn is_ascii_space(b: u8) -> bool {
+    matches!(b, b'\t'..=b'\r' | b' ')
+}
+
+/// Whether the character that ends at byte `i` of `s` is whitespace (`false` at the start).
+#[inline]
+fn space_before(s: &str, i: usize) -> bool {
+    match i.checked_sub(1).and_then(|j| s.as_bytes().get(j)) {
+        None => false,
+        Some(&b) if b < 0x80 => is_ascii_space(b),
+        Some(_) => s
+            .get(..i)
+            .and_then(|head| head.chars().next_back())
+            .is_some_and(char::is_whitespace),
+    }
+}
+
+/// Whether the character that starts at byte `i` of `s` is whitespace (`false` at the end).
+#[inline]
+fn space_at(s: &str, i: usize) -> bool {
+    match s.as_bytes().get(i) {
+        None => false,
+        Some(&b) if b < 0x80 => is_ascii_space(b),
+        Some(_) => s
+            .get(i..)
+            .and_then(|tail| tail.chars().next())
+            .is_some_and(char::is_whitespace),
+    }
+}
+
+/// The byte offset of the first separator character at or after byte `from` of `s` with
+/// whitespace on both sides (the whitespace before it may lie before `from`).
+///
+/// Most of a text is skipped 16 bytes at a time by [`may_hold_spaced_separator`], which
+/// compiles to vector compares; the rest is checked byte by byte by [`spaced_separator_at`]
+/// (this scan runs on every text a signature is made of).
+fn next_spaced_separator(s: &str, from: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = from;
+    if i == 0 {
+        if spaced_separator_at(s, 0) {
+            return Some(0);
+        }
+        i = 1;
+    }
+    // `bytes[i - 1..i + SKIP + 1]`: each byte with the ones before and after it.
+    while let Some(window) = bytes
+        .get(i - 1..i + SKIP + 1)
+        .and_then(|w| w.try_into().ok())
+    {
+        if may_hold_spaced_separator(window) {
+            if let Some(at) = (i..i + SKIP).find(|&j| spaced_separator_at(s, j)) {
+                return Some(at);
+            }
+        }
+        i += SKIP;
+    }
+    (i..bytes.len()).find(|&j| spaced_separator_at(s, j))
+}
+
+/// Bytes skipped at once by [`next_spaced_separator`].
+const SKIP: usize = 16;
+
+/// Whether a spaced separator may start at bytes `1..=SKIP` of `window`: right after a byte
+/// that can end whitespace, an ASCII separator before a byte that can start whitespace, or a
+/// lead byte of 0xc2 and up (the other separators). Never `false` where
+/// [`spaced_separator_at`] is `true` (the ASCII test on both sides keeps options and paths,
+/// ` -v`, ` /usr`, from being read again); branch-free over the whole window so that it
+/// compiles to vector compares.
+#[inline]
+fn may_hold_spaced_separator(window: &[u8; SKIP + 2]) -> bool {
+    let mut any = 0u8;
+    for k in 0..SKIP {
+        let (before, b, after) = (window[k], window[k + 1], window[k + 2]);
+        let separator = (is_ascii_separator(b) & may_start_space(after)) | (b >= 0xc2);
+        any |= u8::from(may_end_space(before)) & u8::from(separator);
+    }
+    any != 0
+}
+
+/// A byte that can end a whitespace character: ASCII whitespace, or any byte of a multi-byte
+/// character (no branch: vector compares).
+#[inline]
+fn may_end_space(b: u8) -> bool {
+    (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0x80)
+}
+
+/// A byte that can start a whitespace character: ASCII whitespace, or a lead byte of 0xc2 and
+/// up (no branch: vector compares).
+#[inline]
+fn may_start_space(b: u8) -> bool {
+    (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0xc2)
+}
+
+/// One of the ASCII [`SEPARATORS`] (no branch: vector compares).
+#[inline]
+fn is_ascii_separator(b: u8) -> bool {
+    (b == b'|') | (b == b'-') | (b == b'/') | (b == b'>') | (b == b'_') | (b == b'~')
+}
+
+/// Whether a separator character starts at byte `i` of `s` with whitespace on both sides.
+#[inline]
+fn spaced_separator_at(s: &str, i: usize) -> bool {
+    let Some(&b) = s.as_bytes().get(i) else {
+        return false;
+    };
+    if !MAY_START_SEPARATOR[usize::from(b)] {
+        return false;
+    }
+    let len = if b < 0x80 {
+        // Every ASCII byte of the table is a separator.
+        1
+    } else {
+        // A lead byte, so `i` is a char boundary.
+        match s.get(i..).and_then(|tail| tail.chars().next()) {
+            Some(c) if SEPARATORS.contains(&c) => c.len_utf8(),
+            _ => return false,
+        }
+    };
+    space_before(s, i) && space_at(s, i + len)
+}
+
+/// A separator character with whitespace on both sides: every chrome shape needs one.
+fn has_spaced_separator(s: &str) -> bool {
+    next_spaced_separator(s, 0).is_some()
+}
+
+/// The first bytes of the UTF-8 encodings of [`SEPARATORS`].
+const MAY_START_SEPARATOR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < SEPARATORS.len() {
+        let mut buf = [0u8; 4];
+        let encoded = SEPARATORS[i].encode_utf8(&mut buf);
+        table[encoded.as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// Words of `s` (letter/digit runs, plus one per two Han characters, rounded up), or `None` as
+/// soon as there are more than `limit`: every caller compares with a small bound, and most
+/// lines of prose pass it within their first words.
+fn words_within(s: &str, limit: usize) -> Option<usize> {
     let (mut runs, mut han, mut in_run) = (0usize, 0usize, false);
     for c in s.chars() {
-        if is_han(c) {
+        // ASCII first: no Han look-up and no Unicode class table for most characters.
+        let alphanumeric = if c.is_ascii() {
+            c.is_ascii_alphanumeric()
+        } else if is_han(c) {
             han += 1;
             in_run = false;
-        } else if c.is_alphanumeric() {
-            if !in_run {
-                runs += 1;
+            if runs + han.div_ceil(2) > limit {
+                return None;
             }
-            in_run = true;
+            continue;
         } else {
-            in_run = false;
+            c.is_alphanumeric()
+        };
+        if alphanumeric && !in_run {
+            runs += 1;
+            if runs + han.div_ceil(2) > limit {
+                return None;
+            }
         }
+        in_run = alphanumeric;
     }
-    runs + han.div_ceil(2)
+    Some(runs + han.div_ceil(2))
 }
 
 /// Sentence punctuation: prose has it, navigation does not. A period counts only before a
@@ -75,49 +228,55 @@ fn has_sentence_punctuation(s: &str) -> bool {
     false
 }
 
-/// Splits a line at spaced separators (` | `, ` > `, ...). Runs of spaces alone do not split:
-/// they are layout (a table's columns), which re-wrapping and width changes rewrite.
-fn items(line: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = line.char_indices().collect();
-    let space = |j: usize| chars.get(j).is_some_and(|&(_, c)| c.is_whitespace());
-    let byte_at = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
-    let (mut out, mut start, mut i) = (Vec::new(), 0, 0);
-    while i < chars.len() {
-        if !space(i) {
-            i += 1;
+/// Calls `item` with each part of `line` between spaced separators (` | `, ` > `, ...), in
+/// order, until it returns `false`; returns whether it never did. Runs of spaces alone do not
+/// split: they are layout (a table's columns), which re-wrapping and width changes rewrite.
+/// Parts may be blank. No allocation; linear: every step moves past what it read.
+fn for_each_item<'a>(line: &'a str, mut item: impl FnMut(&'a str) -> bool) -> bool {
+    let char_at = |j: usize| line.get(j..).and_then(|tail| tail.chars().next());
+    let skip_spaces = |mut j: usize| {
+        while let Some(c) = char_at(j).filter(|c| c.is_whitespace()) {
+            j += c.len_utf8();
+        }
+        j
+    };
+    let (mut start, mut i) = (0, 0);
+    while let Some(c) = char_at(i) {
+        if !c.is_whitespace() {
+            i += c.len_utf8();
             continue;
         }
-        // Spaces, a separator character, a space: an item ends. Linear: every branch moves past
-        // what it read.
-        let mut j = i;
-        while space(j) {
-            j += 1;
-        }
-        let separated = chars.get(j).is_some_and(|&(_, s)| SEPARATORS.contains(&s)) && space(j + 1);
-        if separated {
-            out.push(&line[start..byte_at(i)]);
-            j += 1;
-            while space(j) {
-                j += 1;
+        // Spaces, a separator character, a space: an item ends.
+        let mut j = skip_spaces(i);
+        if let Some(sep) = char_at(j).filter(|s| SEPARATORS.contains(s)) {
+            let after = j + sep.len_utf8();
+            if char_at(after).is_some_and(char::is_whitespace) {
+                if !item(&line[start..i]) {
+                    return false;
+                }
+                j = skip_spaces(after);
+                start = j;
             }
-            start = byte_at(j);
         }
         i = j;
     }
-    out.push(&line[start..]);
-    out.retain(|s| !s.trim().is_empty());
-    out
+    item(&line[start..])
 }
 
+/// At least 3 non-blank items, each of at most [`SHORT_ITEM_WORDS`] words and without
+/// sentence punctuation (the first may be a label: `You are here:`, `当前位置：首页`).
 fn is_link_list(line: &str) -> bool {
-    let items = items(line);
-    items.len() >= 3
-        && items.iter().enumerate().all(|(n, it)| {
-            let w = words(it);
-            // The first item may be a label ("You are here:", "当前位置：首页").
-            let label_ok = n == 0 && it.contains([':', '：']);
-            w <= SHORT_ITEM_WORDS + usize::from(label_ok) * 2 && !has_sentence_punctuation(it)
-        })
+    let mut items = 0usize;
+    let all_short = for_each_item(line, |item| {
+        if item.trim().is_empty() {
+            return true;
+        }
+        let label_ok = items == 0 && item.contains([':', '：']);
+        items += 1;
+        let limit = SHORT_ITEM_WORDS + usize::from(label_ok) * 2;
+        words_within(item, limit).is_some() && !has_sentence_punctuation(item)
+    });
+    all_short && items >= 3
 }
 
 /// `line` (trimmed, case-folded) ends with a spaced separator and then `name`.
@@ -179,99 +338,145 @@ fn contains_item(line: &str, name: &str) -> bool {
     })
 }
 
-/// A separator character with whitespace on both sides: every chrome shape needs one.
-///
-/// Scans bytes, not chars: only the bytes that can start a separator (ASCII ones and the lead
-/// bytes of the others) are decoded, with their neighbours; most of a text is skipped by one
-/// table look-up per byte (this check runs on every text a signature is made of).
-fn has_spaced_separator(s: &str) -> bool {
-    s.bytes().enumerate().any(|(i, b)| {
-        if !MAY_START_SEPARATOR[usize::from(b)] {
-            return false;
-        }
-        // `b` is ASCII or a lead byte, so `i` is a char boundary.
-        let (Some(before), Some(at)) = (s.get(..i), s.get(i..)) else {
-            return false;
-        };
-        let mut rest = at.chars();
-        rest.next().is_some_and(|c| SEPARATORS.contains(&c))
-            && before.chars().next_back().is_some_and(char::is_whitespace)
-            && rest.next().is_some_and(char::is_whitespace)
-    })
+/// The lines of a text that are not content, sparsely: (0-based line, what it is), in line
+/// order. Most texts have none.
+type Marks = Vec<(usize, LineChrome)>;
+
+fn marked(marks: &Marks, line: usize) -> bool {
+    marks.binary_search_by_key(&line, |&(l, _)| l).is_ok()
 }
 
-/// The first bytes of the UTF-8 encodings of [`SEPARATORS`].
-const MAY_START_SEPARATOR: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < SEPARATORS.len() {
-        let mut buf = [0u8; 4];
-        let encoded = SEPARATORS[i].encode_utf8(&mut buf);
-        table[encoded.as_bytes()[0] as usize] = true;
-        i += 1;
+/// Line numbers of byte offsets, read forwards: each newline is counted once however many
+/// offsets are asked for.
+struct LineCursor<'a> {
+    bytes: &'a [u8],
+    /// Bytes before this are counted.
+    counted: usize,
+    /// Newlines before `counted`.
+    line: usize,
+    /// Where the line holding `counted` starts.
+    line_start: usize,
+}
+
+impl<'a> LineCursor<'a> {
+    fn new(text: &'a str) -> Self {
+        LineCursor {
+            bytes: text.as_bytes(),
+            counted: 0,
+            line: 0,
+            line_start: 0,
+        }
     }
-    table
-};
+
+    /// The 0-based number and byte range (without its `\n`) of the line holding byte `at`
+    /// (`at` not before the last offset asked for).
+    fn line_of(&mut self, at: usize) -> (usize, usize, usize) {
+        let at = at.clamp(self.counted, self.bytes.len());
+        let skipped = &self.bytes[self.counted..at];
+        if let Some(last) = memchr::memrchr(b'\n', skipped) {
+            self.line += memchr::memchr_iter(b'\n', skipped).count();
+            self.line_start = self.counted + last + 1;
+        }
+        self.counted = at;
+        let end = memchr::memchr(b'\n', &self.bytes[at..]).map_or(self.bytes.len(), |n| at + n);
+        (self.line, self.line_start, end)
+    }
+}
 
 /// Per line of `text` (split at `\n`), whether it is chrome; `None` when no line is (most
 /// texts: they cost one scan for a spaced separator).
+///
+/// Only the lines holding a spaced separator are read as link lists (one scan finds them), and
+/// lines are split and measured one by one only when the title has one.
 pub(crate) fn chrome_lines(text: &str) -> Option<Vec<LineChrome>> {
-    if !has_spaced_separator(text) {
+    let first = next_spaced_separator(text, 0)?;
+    let mut marks = link_lists(text, first);
+    site_name(text, &mut marks);
+    if marks.is_empty() {
         return None;
     }
-    let lines: Vec<&str> = text.split('\n').map(str::trim).collect();
-    let mut out: Vec<LineChrome> = lines
-        .iter()
-        .map(|l| {
-            if has_spaced_separator(l) && is_link_list(l) {
-                LineChrome::Chrome
-            } else {
-                LineChrome::Content
-            }
-        })
-        .collect();
-    site_name(&lines, &mut out);
-    out.iter().any(|&c| c != LineChrome::Content).then_some(out)
+    let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
+    let mut out = vec![LineChrome::Content; lines];
+    for (line, chrome) in marks {
+        out[line] = chrome;
+    }
+    Some(out)
+}
+
+/// The link-list lines of `text`, whose first spaced separator is at byte `first`.
+fn link_lists(text: &str, first: usize) -> Marks {
+    let mut marks = Marks::new();
+    let mut cursor = LineCursor::new(text);
+    let mut hit = Some(first);
+    while let Some(at) = hit {
+        let (number, start, end) = cursor.line_of(at);
+        // The text's separator may have its spaces outside the trimmed line.
+        let line = text[start..end].trim();
+        if has_spaced_separator(line) && is_link_list(line) {
+            marks.push((number, LineChrome::Chrome));
+        }
+        hit = next_spaced_separator(text, end);
+    }
+    marks
+}
+
+/// The title: the first non-blank line, trimmed, with its number.
+fn title_line(text: &str) -> Option<(usize, &str)> {
+    let at = text.find(|c: char| !c.is_whitespace())?;
+    let (number, start, end) = LineCursor::new(text).line_of(at);
+    Some((number, text[start..end].trim()))
 }
 
 /// Marks the site name (a short line that also ends the first line, the title, after a
 /// separator), the title's suffix, and short lines that repeat the name.
-fn site_name(lines: &[&str], out: &mut [LineChrome]) {
-    let Some(title) = lines.iter().position(|l| !l.is_empty()) else {
+fn site_name(text: &str, marks: &mut Marks) {
+    let Some((title, title_text)) = title_line(text) else {
         return;
     };
-    if out[title] != LineChrome::Content || !has_spaced_separator(lines[title]) {
+    if marked(marks, title) || !has_spaced_separator(title_text) {
         return;
     }
-    let title_lc = lines[title].to_lowercase();
-    let short = |l: &str| {
-        let w = words(l);
-        w > 0 && w <= SHORT_ITEM_WORDS && !has_sentence_punctuation(l)
-    };
-    let found = lines.iter().enumerate().find_map(|(j, l)| {
-        if j == title || !short(l) {
-            return None;
-        }
-        let name = l.to_lowercase();
-        (ends_with_name(&title_lc, &name)
-            && !shares_a_word(&title_lc[..title_lc.len() - name.len()], &name))
-        .then_some((j, name))
-    });
-    let Some((name_line, name)) = found else {
+    let title_lc = title_text.to_lowercase();
+    let Some((name_line, name)) = find_site_name(text, title, &title_lc) else {
         return;
     };
-    out[title] = LineChrome::NameSuffix {
-        name_line: name_line as u32,
-    };
-    for (i, line) in lines.iter().enumerate() {
+    let mut named = vec![(
+        title,
+        LineChrome::NameSuffix {
+            name_line: name_line as u32,
+        },
+    )];
+    for (i, line) in text.split('\n').map(str::trim).enumerate() {
         if i != title
-            && out[i] == LineChrome::Content
-            && words(line) <= NAME_LINE_WORDS
+            && !marked(marks, i)
+            && words_within(line, NAME_LINE_WORDS).is_some()
             && contains_item(&line.to_lowercase(), &name)
         {
-            out[i] = LineChrome::Chrome;
+            named.push((i, LineChrome::Chrome));
         }
     }
+    marks.extend(named);
+    marks.sort_unstable_by_key(|&(line, _)| line);
+}
+
+/// The first short line (not the title) whose case-folded text ends the case-folded title
+/// after a spaced separator and shares no word with the rest of the title: its number and
+/// case-folded text.
+fn find_site_name(text: &str, title: usize, title_lc: &str) -> Option<(usize, String)> {
+    text.split('\n')
+        .map(str::trim)
+        .enumerate()
+        .find_map(|(j, line)| {
+            let short = words_within(line, SHORT_ITEM_WORDS).is_some_and(|w| w > 0)
+                && !has_sentence_punctuation(line);
+            if j == title || !short {
+                return None;
+            }
+            let name = line.to_lowercase();
+            (ends_with_name(title_lc, &name)
+                && !shares_a_word(&title_lc[..title_lc.len() - name.len()], &name))
+            .then_some((j, name))
+        })
 }
 
 #[cfg(test)]
@@ -294,6 +499,29 @@ mod tests {
         false
     }
 
+    /// The vector pre-filter never skips a spaced separator: every whitespace character ends
+    /// with a byte it accepts, every separator starts with one.
+    #[test]
+    fn the_skip_filter_accepts_every_separator_and_space() {
+        let mut buf = [0u8; 4];
+        for c in (0..=u32::from(char::MAX)).filter_map(char::from_u32) {
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            if c.is_whitespace() {
+                assert!(may_end_space(bytes[bytes.len() - 1]), "{c:?}");
+                assert!(may_start_space(bytes[0]), "{c:?}");
+            }
+            if SEPARATORS.contains(&c) {
+                assert_eq!(is_ascii_separator(bytes[0]), c.is_ascii(), "{c:?}");
+                assert!(c.is_ascii() || bytes[0] >= 0xc2, "{c:?}");
+                assert!(MAY_START_SEPARATOR[usize::from(bytes[0])], "{c:?}");
+            }
+        }
+        for b in 0..=255u8 {
+            let may = is_ascii_separator(b) || b >= 0xc2;
+            assert!(!MAY_START_SEPARATOR[usize::from(b)] || may, "{b:#x}");
+        }
+    }
+
     proptest! {
         #[test]
         fn spaced_separators_by_bytes_match_the_char_definition(
@@ -305,11 +533,285 @@ mod tests {
                     proptest::sample::select(SEPARATORS.to_vec()).prop_map(String::from),
                     any::<char>().prop_map(String::from),
                 ],
-                0..12,
+                0..60,
             )
         ) {
             let text: String = parts.concat();
             prop_assert_eq!(has_spaced_separator(&text), spaced_separator_by_chars(&text), "{:?}", text);
+        }
+    }
+
+    /// The straightforward definitions the scanning code above must agree with (the code of
+    /// `4d042be`, allocation per line and all): the oracle of the property tests below.
+    mod reference {
+        use super::super::{
+            contains_item, ends_with_name, has_sentence_punctuation, shares_a_word, LineChrome,
+            NAME_LINE_WORDS, SEPARATORS, SHORT_ITEM_WORDS,
+        };
+        use super::spaced_separator_by_chars as has_spaced_separator;
+        use crate::fingerprint::is_han;
+
+        pub(super) fn words(s: &str) -> usize {
+            let (mut runs, mut han, mut in_run) = (0usize, 0usize, false);
+            for c in s.chars() {
+                if is_han(c) {
+                    han += 1;
+                    in_run = false;
+                } else if c.is_alphanumeric() {
+                    if !in_run {
+                        runs += 1;
+                    }
+                    in_run = true;
+                } else {
+                    in_run = false;
+                }
+            }
+            runs + han.div_ceil(2)
+        }
+
+        pub(super) fn items(line: &str) -> Vec<&str> {
+            let chars: Vec<(usize, char)> = line.char_indices().collect();
+            let space = |j: usize| chars.get(j).is_some_and(|&(_, c)| c.is_whitespace());
+            let byte_at = |j: usize| chars.get(j).map_or(line.len(), |&(b, _)| b);
+            let (mut out, mut start, mut i) = (Vec::new(), 0, 0);
+            while i < chars.len() {
+                if !space(i) {
+                    i += 1;
+                    continue;
+                }
+                let mut j = i;
+                while space(j) {
+                    j += 1;
+                }
+                let separated =
+                    chars.get(j).is_some_and(|&(_, s)| SEPARATORS.contains(&s)) && space(j + 1);
+                if separated {
+                    out.push(&line[start..byte_at(i)]);
+                    j += 1;
+                    while space(j) {
+                        j += 1;
+                    }
+                    start = byte_at(j);
+                }
+                i = j;
+            }
+            out.push(&line[start..]);
+            out.retain(|s| !s.trim().is_empty());
+            out
+        }
+
+        fn is_link_list(line: &str) -> bool {
+            let items = items(line);
+            items.len() >= 3
+                && items.iter().enumerate().all(|(n, it)| {
+                    let w = words(it);
+                    let label_ok = n == 0 && it.contains([':', '：']);
+                    w <= SHORT_ITEM_WORDS + usize::from(label_ok) * 2
+                        && !has_sentence_punctuation(it)
+                })
+        }
+
+        pub(super) fn chrome_lines(text: &str) -> Option<Vec<LineChrome>> {
+            if !has_spaced_separator(text) {
+                return None;
+            }
+            let lines: Vec<&str> = text.split('\n').map(str::trim).collect();
+            let mut out: Vec<LineChrome> = lines
+                .iter()
+                .map(|l| {
+                    if has_spaced_separator(l) && is_link_list(l) {
+                        LineChrome::Chrome
+                    } else {
+                        LineChrome::Content
+                    }
+                })
+                .collect();
+            site_name(&lines, &mut out);
+            out.iter().any(|&c| c != LineChrome::Content).then_some(out)
+        }
+
+        fn site_name(lines: &[&str], out: &mut [LineChrome]) {
+            let Some(title) = lines.iter().position(|l| !l.is_empty()) else {
+                return;
+            };
+            if out[title] != LineChrome::Content || !has_spaced_separator(lines[title]) {
+                return;
+            }
+            let title_lc = lines[title].to_lowercase();
+            let short = |l: &str| {
+                let w = words(l);
+                w > 0 && w <= SHORT_ITEM_WORDS && !has_sentence_punctuation(l)
+            };
+            let found = lines.iter().enumerate().find_map(|(j, l)| {
+                if j == title || !short(l) {
+                    return None;
+                }
+                let name = l.to_lowercase();
+                (ends_with_name(&title_lc, &name)
+                    && !shares_a_word(&title_lc[..title_lc.len() - name.len()], &name))
+                .then_some((j, name))
+            });
+            let Some((name_line, name)) = found else {
+                return;
+            };
+            out[title] = LineChrome::NameSuffix {
+                name_line: name_line as u32,
+            };
+            for (i, line) in lines.iter().enumerate() {
+                if i != title
+                    && out[i] == LineChrome::Content
+                    && words(line) <= NAME_LINE_WORDS
+                    && contains_item(&line.to_lowercase(), &name)
+                {
+                    out[i] = LineChrome::Chrome;
+                }
+            }
+        }
+    }
+
+    /// Pieces of chrome-like text: separators with and without spaces, every kind of
+    /// whitespace, Han, letters with case mappings that change length, punctuation.
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(" ".to_string()),
+            Just("\n".to_string()),
+            Just("\u{3000}".to_string()),
+            Just("\u{a0}".to_string()),
+            Just("\u{85}".to_string()),
+            Just("\t".to_string()),
+            Just("\u{b}".to_string()),
+            proptest::sample::select(SEPARATORS.to_vec()).prop_map(|c| format!(" {c} ")),
+            proptest::sample::select(SEPARATORS.to_vec()).prop_map(String::from),
+            proptest::sample::select(vec![
+                "Home",
+                "Docs",
+                "Daily Dev",
+                "daily dev",
+                "DAILY DEV",
+                "数据知识站",
+                "首页",
+                "房间很不错",
+                "İstanbul",
+                "ΣΟΦΟΣ",
+                "\u{212a}elvin",
+                "a",
+                "3.11",
+                "example.org",
+                "end.",
+                "q, r",
+                "You are here:",
+                "当前位置：",
+                "©",
+                "2009-2024",
+                "All rights reserved.",
+                "x",
+            ])
+            .prop_map(String::from),
+            any::<char>().prop_map(String::from),
+        ]
+    }
+
+    fn site_name_strategy() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(vec![
+            "Daily Dev",
+            "daily dev",
+            "DAILY DEV",
+            "数据知识站",
+            "ΣΟΦΟΣ",
+            "İstanbul",
+            "Dev",
+            "a b c",
+        ])
+    }
+
+    fn spacing() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(vec![" ", "  ", "\u{3000}", "\t", ""])
+    }
+
+    /// A title that may end in a site name after a separator.
+    fn site_title() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(piece(), 1..4),
+            spacing(),
+            proptest::sample::select(SEPARATORS.to_vec()),
+            spacing(),
+            site_name_strategy(),
+        )
+            .prop_map(|(head, a, sep, b, name)| format!("{}{a}{sep}{b}{name}", head.concat()))
+    }
+
+    /// Lines of a page: free pieces, or a title ending in a site name, the name alone, a footer
+    /// repeating it (in varied case and spacing).
+    fn page_line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::collection::vec(piece(), 0..8).prop_map(|p| p.concat()),
+            site_title(),
+            (spacing(), site_name_strategy(), spacing())
+                .prop_map(|(a, name, b)| format!("{a}{name}{b}")),
+            site_name_strategy()
+                .prop_map(|name| format!("© 2009-2024 {name}. All rights reserved.")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        /// As below, on texts made of page-like lines (site names found).
+        #[test]
+        fn chrome_lines_of_pages_match_the_line_by_line_definition(
+            first in site_title(),
+            lines in proptest::collection::vec(page_line(), 0..10),
+            titled in any::<bool>(),
+        ) {
+            // Often a title first, so that site names are found.
+            let text = if titled { format!("{first}\n{}", lines.join("\n")) } else { lines.join("\n") };
+            prop_assert_eq!(chrome_lines(&text), reference::chrome_lines(&text), "{:?}", text);
+        }
+
+        /// The scanning `chrome_lines` (one pass for separators, lines read only where a
+        /// separator or the site name can be) equals the line-by-line definition.
+        #[test]
+        fn chrome_lines_match_the_line_by_line_definition(
+            parts in proptest::collection::vec(piece(), 0..40)
+        ) {
+            let text: String = parts.concat();
+            prop_assert_eq!(chrome_lines(&text), reference::chrome_lines(&text), "{:?}", text);
+            for line in text.split('\n') {
+                let w = reference::words(line);
+                for limit in [0, 1, 4, 16] {
+                    prop_assert_eq!(words_within(line, limit), (w <= limit).then_some(w), "{:?}", line);
+                }
+                let mut items = Vec::new();
+                for_each_item(line, |it| {
+                    if !it.trim().is_empty() {
+                        items.push(it);
+                    }
+                    true
+                });
+                prop_assert_eq!(items, reference::items(line), "{:?}", line);
+            }
+        }
+    }
+
+    #[test]
+    fn chrome_lines_match_the_definition_on_pages() {
+        for zh in [false, true] {
+            for sep in 0..5 {
+                let (bare, page) = pages(
+                    zh,
+                    &(0..40).collect::<Vec<_>>(),
+                    (1, 2),
+                    &[0, 1, 2, 3],
+                    sep,
+                    sep % 2 == 1,
+                );
+                for text in [bare, page] {
+                    assert_eq!(
+                        chrome_lines(&text),
+                        reference::chrome_lines(&text),
+                        "{text:?}"
+                    );
+                }
+            }
         }
     }
 
