@@ -508,7 +508,6 @@ impl DedupWriter {
                 id,
                 group: kept.group,
                 replaced: kept.carried,
-                alive: true,
             },
         );
         self.writer
