@@ -49,7 +49,7 @@ impl NearDupIndex {
 
 /// What [`DedupWriter`] does with a document that has a near-duplicate among the committed
 /// documents or its own uncommitted ones: a document the index's
-/// [`MatchRule`] matches (simhash within `k`, or a shared MinHash band and
+/// [`MatchRule`](crate::MatchRule) matches (simhash within `k`, or a shared MinHash band and
 /// enough estimated resemblance).
 ///
 /// "The nearest" near-duplicate is the one with the strongest [`Evidence`]
@@ -188,7 +188,7 @@ impl Outcome {
 
 /// Wraps tantivy's [`IndexWriter`]: signs each document (fingerprint and sketch), adds its
 /// signature and the rule's keys, and applies a [`Policy`] to the documents the index's
-/// [`MatchRule`] matches, with tantivy's method names.
+/// [`MatchRule`](crate::MatchRule) matches, with tantivy's method names.
 ///
 /// It sees the committed index (as of its last commit) and its own uncommitted documents (a
 /// pending table indexed by the rule's keys, holding their signatures), so a near-duplicate of
@@ -342,7 +342,7 @@ impl DedupWriter {
     }
 
     /// Signs `doc` from the configured text fields, then adds it under the id policy and the
-    /// near-duplicate policy, which decides by the index's [`MatchRule`].
+    /// near-duplicate policy, which decides by the index's [`MatchRule`](crate::MatchRule).
     ///
     /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint,
     /// sketch or key values; [`Error::IdTaken`] under [`IdPolicy::Report`]; tantivy errors from
