@@ -18,8 +18,9 @@
 //! an id, the fingerprint and the keys only (no text), in `--segments` commits without merges.
 //!
 //! Measured, each separately: building the index; `NearDupGraph::new` (gathering the
-//! fingerprint columns); the join (`for_each_pair`, pairs of distinct fingerprints, plus the
-//! duplicate groups) on 1 thread and on all threads; every document pair expanded with ids
+//! signature columns); the join by the match rule (`for_each_group_pair`, pairs of distinct
+//! signatures, plus the duplicate groups) in a pool of 1 thread and of all threads; every
+//! document pair expanded with ids
 //! (`for_each_id_pair`); clusters. Peers: two in-memory pigeonhole self-joins of the same
 //! fingerprints (one thread, no grouping of duplicates; per combination a counting sort of the
 //! fingerprints by block, the floor and the ratios' base, or a sort of (key, row) pairs through
@@ -37,7 +38,10 @@ use tantivy::{doc, DocAddress, DocSet, Index, TERMINATED};
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+#[path = "support/data.rs"]
+mod data;
+
+use data::{load_average, Res};
 
 struct Args {
     docs: usize,
@@ -247,12 +251,7 @@ fn main() -> Res<()> {
         "# batch_bench: N = {n}, layout {} (k = {k}), {} segments, {threads} threads, load average {}",
         layout.id(),
         args.segments,
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split(' ')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     let fps = corpus(n, 42);
 

@@ -24,12 +24,10 @@
 //! `--sample N` keeps N evenly spaced pairs per file and the first N*10 natural documents (a
 //! smoke test for CI). `--list-random K` also lists the "random" pairs within K.
 
-use flate2::read::GzDecoder;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tantivy_simhash::{
@@ -39,7 +37,10 @@ use tantivy_simhash::{
 use xxhash_rust::xxh3::xxh3_64;
 
 const KMAX: usize = 10;
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+#[path = "support/data.rs"]
+mod data;
+
+use data::{open_lines, read_jsonl, Res};
 
 #[derive(Deserialize)]
 struct Doc {
@@ -91,33 +92,6 @@ struct Lang {
     cross: Option<Cross>,
     /// Sources dropped in the "without" precision figures.
     excluded_sources: &'static [&'static str],
-}
-
-fn open_lines(path: &Path) -> Res<Box<dyn BufRead>> {
-    let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if path.extension().is_some_and(|e| e == "gz") {
-        Ok(Box::new(BufReader::new(GzDecoder::new(f))))
-    } else {
-        Ok(Box::new(BufReader::new(f)))
-    }
-}
-
-fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path, limit: usize) -> Res<Vec<T>> {
-    let mut out = Vec::new();
-    for (n, line) in open_lines(path)?.lines().enumerate() {
-        if out.len() >= limit {
-            break;
-        }
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        out.push(
-            serde_json::from_str(&line)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?,
-        );
-    }
-    Ok(out)
 }
 
 fn read_natural(dir: &Path, lang: &str, limit: usize) -> Res<Natural> {

@@ -16,12 +16,10 @@
 //! the counterpart groups), to test the rule near `S = 10`. `--k K` sets the default run's k;
 //! `--no-sweeps` skips the variants and curves.
 
-use flate2::read::GzDecoder;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::time::Instant;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
@@ -29,7 +27,10 @@ use tantivy::{doc, Index};
 use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+#[path = "support/data.rs"]
+mod data;
+
+use data::{read_jsonl, Res};
 
 #[derive(Deserialize)]
 struct Page {
@@ -180,11 +181,7 @@ fn main() -> Res<()> {
 
     // Read the pages (and keep the first N hosts with --sample).
     let t0 = Instant::now();
-    let file = File::open(data.join("mirrors.jsonl.gz"))?;
-    let mut pages: Vec<Page> = Vec::new();
-    for line in BufReader::new(GzDecoder::new(file)).lines() {
-        pages.push(serde_json::from_str(&line?)?);
-    }
+    let mut pages: Vec<Page> = read_jsonl(&data.join("mirrors.jsonl.gz"), usize::MAX)?;
     let mut hosts: Vec<String> = pages.iter().map(|p| p.host.clone()).collect();
     hosts.sort();
     hosts.dedup();

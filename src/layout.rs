@@ -19,8 +19,12 @@
 //! A key is one `u64` term: the combination's index in the top 16 bits, then the combined
 //! block bits. All keys of one combination therefore form one contiguous numeric range
 //! ([`BlockLayout::key_range`]), which a range query or a term-dictionary scan can read; the
-//! crate's batch jobs do not (they read the fingerprint column instead, see
+//! crate's batch jobs do not (they read the signature columns and compute the keys, see
 //! [`batch`](crate::batch)).
+//!
+//! Cost: building a layout allocates its combination table (at most a few hundred entries for
+//! the layouts above); the accessors are free; a fingerprint's keys cost `num_keys()` shifts
+//! and masks. Nothing here does I/O.
 //!
 //! ```
 //! use tantivy_simhash::{BlockLayout, Fingerprint};
@@ -45,6 +49,9 @@ const COMBO_BITS: u32 = 16;
 const MAX_KEY_BITS: u32 = 64 - COMBO_BITS;
 
 /// Maps a fingerprint to the keys it is indexed under. See the [module docs](self).
+///
+/// The accessors ([`max_distance`](Self::max_distance), [`blocks`](Self::blocks), ...) are
+/// free and never fail.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "LayoutSpec", into = "LayoutSpec")]
 pub struct BlockLayout {
@@ -94,9 +101,10 @@ impl BlockLayout {
     /// combination of `blocks_per_key` blocks a key, guaranteeing every pair within
     /// `max_distance` shares a key.
     ///
-    /// Errors when the layout cannot guarantee `max_distance` (`blocks - blocks_per_key <
-    /// max_distance`), or when a key would not fit (more than 48 key bits, more than 65,536
-    /// combinations).
+    /// Errors ([`Error::InvalidConfig`], saying what to use instead) when the layout cannot
+    /// guarantee `max_distance` (`blocks - blocks_per_key < max_distance`), or when a key
+    /// would not fit (more than 48 key bits, more than 65,536 combinations). Cost: the
+    /// combination table, `C(blocks, blocks_per_key)` entries.
     pub fn new(blocks: u32, blocks_per_key: u32, max_distance: u32) -> Result<Self> {
         if blocks == 0 || blocks > 64 || blocks_per_key == 0 || blocks_per_key > blocks {
             return Err(Error::InvalidConfig(format!(
@@ -153,7 +161,8 @@ impl BlockLayout {
 
     /// The layout this crate recommends for `max_distance`: 4 x 16 singles for k <= 3, 5 single
     /// blocks for k = 4, pairs of k + 2 blocks for k = 5..=6, triples of k + 3 blocks for
-    /// k = 7..=9. Larger k is rejected: at 64 bits it matches unrelated texts (docs/QUALITY.md).
+    /// k = 7..=9. Larger k is rejected ([`Error::InvalidConfig`]): at 64 bits it matches
+    /// unrelated texts (docs/QUALITY.md). Cost: as [`new`](Self::new).
     pub fn for_distance(max_distance: u32) -> Result<Self> {
         match max_distance {
             0..=3 => BlockLayout::new(4, 1, max_distance),
@@ -208,19 +217,23 @@ impl BlockLayout {
         ((combo as u64) << MAX_KEY_BITS) | bits
     }
 
-    /// All keys of `fp`, in combination order.
+    /// All keys of `fp`, in combination order. Cost: one allocation of `num_keys()` keys;
+    /// [`keys_into`](Self::keys_into) reuses a buffer.
     pub fn keys(&self, fp: Fingerprint) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.num_keys());
         self.keys_into(fp, &mut out);
         out
     }
 
-    /// Appends the keys of `fp` to `out`.
+    /// Appends the keys of `fp` to `out` (`num_keys()` of them). Never fails.
     pub fn keys_into(&self, fp: Fingerprint, out: &mut Vec<u64>) {
         out.extend((0..self.num_keys()).map(|c| self.key(c, fp)));
     }
 
     /// The numeric range that holds every key of combination `combo`.
+    ///
+    /// # Panics
+    /// If `combo >= num_keys()`.
     pub fn key_range(&self, combo: usize) -> RangeInclusive<u64> {
         let width: u32 = self.combos[combo]
             .iter()
@@ -230,13 +243,15 @@ impl BlockLayout {
         lo..=lo | mask(width)
     }
 
-    /// The combination index a key belongs to.
+    /// The combination index a key belongs to (free; a key of another layout gives a
+    /// meaningless index, possibly `>= num_keys()`).
     pub fn combo_of_key(&self, key: u64) -> usize {
         (key >> MAX_KEY_BITS) as usize
     }
 
     /// The first combination under which `a` and `b` share a key, if any. Batch jobs report a
-    /// pair only under this key, so no global set of seen pairs is needed.
+    /// pair only under this key, so no global set of seen pairs is needed. Cost: at most
+    /// `num_keys()` mask tests on the XOR of the two.
     pub fn first_shared_key(&self, a: Fingerprint, b: Fingerprint) -> Option<usize> {
         let diff = a.0 ^ b.0;
         self.combos.iter().position(|combo| {
@@ -248,7 +263,8 @@ impl BlockLayout {
     }
 
     /// Expected candidates per lookup among `docs` uniformly random fingerprints (documents that
-    /// share at least one key with the query, counted once per shared key).
+    /// share at least one key with the query, counted once per shared key). Cost: one pass
+    /// over the combinations.
     pub fn expected_candidates(&self, docs: u64) -> f64 {
         self.combos
             .iter()

@@ -8,6 +8,9 @@
 //!   Hamming distance.
 //! - A [`BlockLayout`] turns a fingerprint into the keys it is indexed under, so that any two
 //!   fingerprints within distance `k` share a key and a lookup reads a few postings.
+//! - A [`MatchRule`] decides what is a near-duplicate: simhash within `k`, or a shared MinHash
+//!   band and enough estimated resemblance (the [`Signature`] holds both); every feature below
+//!   judges by the index's rule.
 //! - [`mirrors`] finds hosts that copy each other's pages ([`MirrorFinder`]), with the site
 //!   chrome removed so shared templates do not count.
 //!
@@ -126,8 +129,8 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 //!
-//! **4. All pairs.** [`NearDupGraph`] finds every pair within `k` over the whole index, and
-//! its clusters.
+//! **4. All pairs.** [`NearDupGraph`] finds every pair the index's match rule matches over the
+//! whole index, and its clusters.
 //!
 //! ```
 //! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};

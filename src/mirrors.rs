@@ -81,7 +81,7 @@ use crate::fingerprint::{is_han, Scheme};
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, NearDupIndex};
-use crate::signature::{Evidence, MatchRule, RuleSpec, Signature};
+use crate::signature::{Evidence, MatchRule, RuleSpec, Signature, Signer};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -265,7 +265,8 @@ pub struct MirrorReport {
 }
 
 impl MirrorReport {
-    /// The mirror pairs ([`HostPair::is_mirror`]), best first.
+    /// The mirror pairs ([`HostPair::is_mirror`]), best first. Cost: a lazy filter over the
+    /// pairs.
     pub fn mirror_pairs(&self) -> impl Iterator<Item = &HostPair> {
         self.pairs.iter().filter(|p| p.is_mirror)
     }
@@ -301,7 +302,8 @@ impl MirrorFinder {
     /// A finder that fingerprints content with `scheme`.
     ///
     /// Errors ([`Error::InvalidConfig`]): `max_distance` beyond 9, `chrome_min_pages` of 1 (every
-    /// line would be chrome), `min_share` outside `0..=1` or not finite.
+    /// line would be chrome), `min_share` outside `0..=1` or not finite. Cost: builds the match
+    /// rule (its layout and MinHash permutations); no I/O.
     pub fn new(scheme: Scheme, config: MirrorConfig) -> Result<Self> {
         let layout = BlockLayout::for_distance(config.max_distance)?;
         let rule = MatchRule::new(RuleSpec {
@@ -334,7 +336,7 @@ impl MirrorFinder {
         })
     }
 
-    /// The settings.
+    /// The settings. Free.
     pub fn config(&self) -> &MirrorConfig {
         &self.config
     }
@@ -418,152 +420,39 @@ impl MirrorFinder {
             .par_iter()
             .map(|(_, pages)| self.host_content(pages))
             .collect();
+        let pages = PageTable::flatten(hosts, analyzed);
 
-        let mut host_names = Vec::with_capacity(hosts.len());
-        let mut host_sizes = Vec::with_capacity(hosts.len());
-        let mut page_ids: Vec<String> = Vec::new();
-        let mut page_host: Vec<u32> = Vec::new();
-        let mut page_fp: Vec<Option<Signature>> = Vec::new();
-        let mut page_han: Vec<f64> = Vec::new();
-        let (mut tokens, mut chrome) = (0u64, 0u64);
-        for ((name, pages), content) in hosts.into_iter().zip(analyzed) {
-            let h = host_names.len() as u32;
-            host_names.push(name);
-            host_sizes.push(pages.len() as u32);
-            tokens += content.tokens;
-            chrome += content.chrome_tokens;
-            for (((id, _), fp), han) in pages
-                .into_iter()
-                .zip(content.fingerprints)
-                .zip(content.han_shares)
-            {
-                page_ids.push(id);
-                page_host.push(h);
-                page_fp.push(fp);
-                page_han.push(han);
-            }
-        }
-
-        let content: Vec<(u32, &Signature)> = page_fp
+        let content: Vec<(u32, &Signature)> = pages
+            .signatures
             .iter()
             .enumerate()
             .filter_map(|(i, sig)| sig.as_ref().map(|s| (i as u32, s)))
             .collect();
         let mut edges = near_pairs(&self.rule, cfg.min_resemblance.is_some(), &content);
         edges.retain(|&(a, b, _)| {
-            (page_han[a as usize] - page_han[b as usize]).abs() <= cfg.max_script_gap
+            (pages.han_shares[a as usize] - pages.han_shares[b as usize]).abs()
+                <= cfg.max_script_gap
         });
         let cross: Vec<&(u32, u32, u32)> = edges
             .iter()
-            .filter(|(a, b, _)| page_host[*a as usize] != page_host[*b as usize])
+            .filter(|(a, b, _)| pages.hosts[*a as usize] != pages.hosts[*b as usize])
             .collect();
 
         // Groups of counterparts: connected components, or each cross-host pair on its own.
-        let groups: Vec<Vec<u32>> = if cfg.transitive {
-            let mut uf = crate::batch::UnionFind::new(page_ids.len());
-            for &(a, b, _) in &edges {
-                uf.union(a, b);
-            }
-            let mut by_root: HashMap<u32, Vec<u32>> = HashMap::new();
-            for &(a, b, _) in &edges {
-                for p in [a, b] {
-                    by_root.entry(uf.find(p)).or_default().push(p);
-                }
-            }
-            by_root
-                .into_values()
-                .map(|mut g| {
-                    g.sort_unstable();
-                    g.dedup();
-                    g
-                })
-                .collect()
+        let (groups, shared) = if cfg.transitive {
+            let groups = counterpart_groups(pages.ids.len(), &edges);
+            let shared = shared_by_groups(&groups, &pages, cfg.max_examples);
+            (groups, shared)
         } else {
-            Vec::new()
+            (
+                Vec::new(),
+                shared_by_pairs(&cross, &pages, cfg.max_examples),
+            )
         };
 
-        let mut acc: HashMap<(u32, u32), PairAcc> = HashMap::new();
-        if cfg.transitive {
-            for group in &groups {
-                let mut per_host: HashMap<u32, Vec<u32>> = HashMap::new();
-                for &p in group {
-                    per_host.entry(page_host[p as usize]).or_default().push(p);
-                }
-                let mut hs: Vec<(&u32, &Vec<u32>)> = per_host.iter().collect();
-                hs.sort_unstable_by_key(|(h, _)| **h);
-                for i in 0..hs.len() {
-                    for j in i + 1..hs.len() {
-                        let (ha, pa) = hs[i];
-                        let (hb, pb) = hs[j];
-                        let e = acc.entry((*ha, *hb)).or_default();
-                        e.shared += 1;
-                        e.matched_a += pa.len() as u32;
-                        e.matched_b += pb.len() as u32;
-                        let best = closest(pa, pb, &page_fp);
-                        e.push_example(best, cfg.max_examples);
-                    }
-                }
-            }
-        } else {
-            let mut sides: HashMap<(u32, u32), (Vec<u32>, Vec<u32>)> = HashMap::new();
-            for &&(a, b, d) in &cross {
-                let (a, b) = if page_host[a as usize] < page_host[b as usize] {
-                    (a, b)
-                } else {
-                    (b, a)
-                };
-                let key = (page_host[a as usize], page_host[b as usize]);
-                let s = sides.entry(key).or_default();
-                s.0.push(a);
-                s.1.push(b);
-                acc.entry(key)
-                    .or_default()
-                    .push_example((d, a, b), cfg.max_examples);
-            }
-            for (key, (mut sa, mut sb)) in sides {
-                sa.sort_unstable();
-                sa.dedup();
-                sb.sort_unstable();
-                sb.dedup();
-                let e = acc.entry(key).or_default();
-                e.matched_a = sa.len() as u32;
-                e.matched_b = sb.len() as u32;
-                e.shared = e.matched_a.min(e.matched_b);
-            }
-        }
-
-        let mut pairs: Vec<HostPair> = acc
+        let mut pairs: Vec<HostPair> = shared
             .into_iter()
-            .map(|((ha, hb), e)| {
-                let (na, nb) = (host_sizes[ha as usize], host_sizes[hb as usize]);
-                let needed = (cfg.min_shared_pages as f64)
-                    .min(cfg.min_share * f64::from(na.min(nb)))
-                    .max(f64::MIN_POSITIVE);
-                let score = f64::from(e.shared) / needed;
-                let mut examples = e.examples;
-                examples.sort_unstable();
-                HostPair {
-                    host_a: host_names[ha as usize].clone(),
-                    host_b: host_names[hb as usize].clone(),
-                    pages_a: na,
-                    pages_b: nb,
-                    shared_pages: e.shared,
-                    matched_a: e.matched_a,
-                    matched_b: e.matched_b,
-                    share_a: f64::from(e.matched_a) / f64::from(na.max(1)),
-                    share_b: f64::from(e.matched_b) / f64::from(nb.max(1)),
-                    score,
-                    is_mirror: score >= 1.0,
-                    examples: examples
-                        .into_iter()
-                        .map(|(distance, a, b)| PagePair {
-                            page_a: page_ids[a as usize].clone(),
-                            page_b: page_ids[b as usize].clone(),
-                            distance,
-                        })
-                        .collect(),
-                }
-            })
+            .map(|(hosts, acc)| self.host_pair(hosts, acc, &pages))
             .collect();
         pairs.sort_by(|a, b| {
             b.score
@@ -574,27 +463,59 @@ impl MirrorFinder {
         });
 
         let stats = MirrorStats {
-            pages: page_ids.len() as u64,
-            hosts: host_names.len() as u64,
+            pages: pages.ids.len() as u64,
+            hosts: pages.host_names.len() as u64,
             content_pages: content.len() as u64,
-            chrome_share: if tokens == 0 {
+            chrome_share: if pages.tokens == 0 {
                 0.0
             } else {
-                chrome as f64 / tokens as f64
+                pages.chrome_tokens as f64 / pages.tokens as f64
             },
             page_pairs: cross.len() as u64,
             largest_group: groups.iter().map(|g| g.len() as u64).max().unwrap_or(0),
         };
         Ok(MirrorReport {
             pairs,
-            host_pages: host_names.into_iter().zip(host_sizes).collect(),
+            host_pages: pages.host_names.into_iter().zip(pages.host_sizes).collect(),
             stats,
         })
     }
 
+    /// The scored [`HostPair`] of hosts `(ha, hb)` (`ha < hb`) from what they share.
+    fn host_pair(&self, (ha, hb): (u32, u32), shared: PairAcc, pages: &PageTable) -> HostPair {
+        let cfg = &self.config;
+        let (na, nb) = (pages.host_sizes[ha as usize], pages.host_sizes[hb as usize]);
+        let needed = (cfg.min_shared_pages as f64)
+            .min(cfg.min_share * f64::from(na.min(nb)))
+            .max(f64::MIN_POSITIVE);
+        let score = f64::from(shared.shared) / needed;
+        let mut examples = shared.examples;
+        examples.sort_unstable();
+        HostPair {
+            host_a: pages.host_names[ha as usize].clone(),
+            host_b: pages.host_names[hb as usize].clone(),
+            pages_a: na,
+            pages_b: nb,
+            shared_pages: shared.shared,
+            matched_a: shared.matched_a,
+            matched_b: shared.matched_b,
+            share_a: f64::from(shared.matched_a) / f64::from(na.max(1)),
+            share_b: f64::from(shared.matched_b) / f64::from(nb.max(1)),
+            score,
+            is_mirror: score >= 1.0,
+            examples: examples
+                .into_iter()
+                .map(|(distance, a, b)| PagePair {
+                    page_a: pages.ids[a as usize].clone(),
+                    page_b: pages.ids[b as usize].clone(),
+                    distance,
+                })
+                .collect(),
+        }
+    }
+
     /// Chrome removal and content fingerprints for the pages of one host.
     fn host_content(&self, pages: &[(String, String)]) -> HostContent {
-        let cfg = &self.config;
         let seed = 0x6d69_7272_6f72_7321; // "mirrors!"
                                           // Pages in parallel too, so one large host does not run on one thread.
         let lines: Vec<Vec<Line>> = pages
@@ -608,14 +529,86 @@ impl MirrorFinder {
                 },
             )
             .collect();
-        // On how many pages of the host each line and each 3-shingle occurs.
+        let chrome = ChromeCounts::count(&lines, self.config.chrome_min_pages);
+        let per_page: Vec<PageContent> = pages
+            .par_iter()
+            .zip(&lines)
+            .map_init(
+                || self.rule.signer(&self.scheme),
+                |signer, ((_, text), page)| self.page_content(signer, text, page, &chrome),
+            )
+            .collect();
+        let mut out = HostContent::default();
+        for page in per_page {
+            out.fingerprints.push(page.signature);
+            out.han_shares.push(page.han_share);
+            out.tokens += page.tokens;
+            out.chrome_tokens += page.chrome_tokens;
+        }
+        out
+    }
+
+    /// One page's content (its lines that are not chrome) and its signature, when enough of it
+    /// is left.
+    fn page_content(
+        &self,
+        signer: &mut Signer,
+        text: &str,
+        page: &[Line],
+        chrome: &ChromeCounts,
+    ) -> PageContent {
+        let mut content = String::new();
+        let (mut tokens, mut chrome_tokens, mut han) = (0u64, 0u64, 0u64);
+        for (raw, l) in text.split('\n').zip(page) {
+            if l.tokens == 0 {
+                continue;
+            }
+            tokens += u64::from(l.tokens);
+            if chrome.is_chrome(l) {
+                chrome_tokens += u64::from(l.tokens);
+                continue;
+            }
+            han += u64::from(l.han_tokens);
+            if !content.is_empty() {
+                content.push('\n');
+            }
+            content.push_str(raw);
+        }
+        let kept = tokens - chrome_tokens;
+        let signature =
+            (kept >= u64::from(self.config.min_content_tokens)).then(|| signer.sign(&content));
+        let han_share = if kept == 0 {
+            0.0
+        } else {
+            han as f64 / kept as f64
+        };
+        PageContent {
+            signature,
+            han_share,
+            tokens,
+            chrome_tokens,
+        }
+    }
+}
+
+/// On how many pages of one host each line and each 3-shingle occurs: what makes a line chrome.
+struct ChromeCounts {
+    /// Chrome removal is on (`chrome_min_pages >= 2`).
+    strip: bool,
+    min_pages: u32,
+    line_pages: HashMap<u64, u32>,
+    shingle_pages: HashMap<u64, u32>,
+}
+
+impl ChromeCounts {
+    fn count(lines: &[Vec<Line>], min_pages: u32) -> ChromeCounts {
         let mut line_pages: HashMap<u64, u32> = HashMap::new();
         let mut shingle_pages: HashMap<u64, u32> = HashMap::new();
-        let strip = cfg.chrome_min_pages >= 2;
+        let strip = min_pages >= 2;
         if strip {
             let mut seen_lines = Vec::new();
             let mut seen_shingles = Vec::new();
-            for page in &lines {
+            for page in lines {
                 seen_lines.clear();
                 seen_shingles.clear();
                 for l in page.iter().filter(|l| l.tokens > 0) {
@@ -634,63 +627,171 @@ impl MirrorFinder {
                 }
             }
         }
-        let min = cfg.chrome_min_pages;
-        let is_chrome = |l: &Line| {
-            strip
-                && (line_pages.get(&l.key).copied().unwrap_or(0) >= min || {
-                    let repeated = l
-                        .shingles
-                        .iter()
-                        .filter(|s| shingle_pages.get(s).copied().unwrap_or(0) >= min)
-                        .count();
-                    !l.shingles.is_empty() && 2 * repeated >= l.shingles.len()
-                })
-        };
-        // Per page: (signature, Han share, tokens, chrome tokens).
-        let per_page: Vec<(Option<Signature>, f64, u64, u64)> = pages
-            .par_iter()
-            .zip(&lines)
-            .map_init(
-                || self.rule.signer(&self.scheme),
-                |signer, ((_, text), page)| {
-                    let mut content = String::new();
-                    let (mut tokens, mut chrome, mut han) = (0u64, 0u64, 0u64);
-                    for (raw, l) in text.split('\n').zip(page) {
-                        if l.tokens == 0 {
-                            continue;
-                        }
-                        tokens += u64::from(l.tokens);
-                        if is_chrome(l) {
-                            chrome += u64::from(l.tokens);
-                            continue;
-                        }
-                        han += u64::from(l.han_tokens);
-                        if !content.is_empty() {
-                            content.push('\n');
-                        }
-                        content.push_str(raw);
-                    }
-                    let kept = tokens - chrome;
-                    let fp =
-                        (kept >= u64::from(cfg.min_content_tokens)).then(|| signer.sign(&content));
-                    let han_share = if kept == 0 {
-                        0.0
-                    } else {
-                        han as f64 / kept as f64
-                    };
-                    (fp, han_share, tokens, chrome)
-                },
-            )
-            .collect();
-        let mut out = HostContent::default();
-        for (fp, han_share, tokens, chrome) in per_page {
-            out.fingerprints.push(fp);
-            out.han_shares.push(han_share);
-            out.tokens += tokens;
-            out.chrome_tokens += chrome;
+        ChromeCounts {
+            strip,
+            min_pages,
+            line_pages,
+            shingle_pages,
         }
-        out
     }
+
+    /// The line occurs on `min_pages` pages, or most of its 3-shingles do.
+    fn is_chrome(&self, l: &Line) -> bool {
+        let min = self.min_pages;
+        self.strip
+            && (self.line_pages.get(&l.key).copied().unwrap_or(0) >= min || {
+                let repeated = l
+                    .shingles
+                    .iter()
+                    .filter(|s| self.shingle_pages.get(s).copied().unwrap_or(0) >= min)
+                    .count();
+                !l.shingles.is_empty() && 2 * repeated >= l.shingles.len()
+            })
+    }
+}
+
+/// One page after chrome removal.
+struct PageContent {
+    /// The content's signature; `None` below `min_content_tokens`.
+    signature: Option<Signature>,
+    han_share: f64,
+    tokens: u64,
+    chrome_tokens: u64,
+}
+
+/// Every page of a run, host after host, by page number: what pairing and scoring read.
+struct PageTable {
+    host_names: Vec<String>,
+    host_sizes: Vec<u32>,
+    ids: Vec<String>,
+    /// The host number of each page.
+    hosts: Vec<u32>,
+    signatures: Vec<Option<Signature>>,
+    han_shares: Vec<f64>,
+    tokens: u64,
+    chrome_tokens: u64,
+}
+
+impl PageTable {
+    fn flatten(hosts: Vec<(String, Vec<(String, String)>)>, analyzed: Vec<HostContent>) -> Self {
+        let mut table = PageTable {
+            host_names: Vec::with_capacity(hosts.len()),
+            host_sizes: Vec::with_capacity(hosts.len()),
+            ids: Vec::new(),
+            hosts: Vec::new(),
+            signatures: Vec::new(),
+            han_shares: Vec::new(),
+            tokens: 0,
+            chrome_tokens: 0,
+        };
+        for ((name, pages), content) in hosts.into_iter().zip(analyzed) {
+            let h = table.host_names.len() as u32;
+            table.host_names.push(name);
+            table.host_sizes.push(pages.len() as u32);
+            table.tokens += content.tokens;
+            table.chrome_tokens += content.chrome_tokens;
+            for (((id, _), fp), han) in pages
+                .into_iter()
+                .zip(content.fingerprints)
+                .zip(content.han_shares)
+            {
+                table.ids.push(id);
+                table.hosts.push(h);
+                table.signatures.push(fp);
+                table.han_shares.push(han);
+            }
+        }
+        table
+    }
+}
+
+/// The connected components of the page pairs (union-find), each sorted: pages and their
+/// copies of copies.
+fn counterpart_groups(pages: usize, edges: &[(u32, u32, u32)]) -> Vec<Vec<u32>> {
+    let mut uf = crate::batch::UnionFind::new(pages);
+    for &(a, b, _) in edges {
+        uf.union(a, b);
+    }
+    let mut by_root: HashMap<u32, Vec<u32>> = HashMap::new();
+    for &(a, b, _) in edges {
+        for p in [a, b] {
+            by_root.entry(uf.find(p)).or_default().push(p);
+        }
+    }
+    by_root
+        .into_values()
+        .map(|mut g| {
+            g.sort_unstable();
+            g.dedup();
+            g
+        })
+        .collect()
+}
+
+/// What each pair of hosts shares when a counterpart group counts as one shared page.
+fn shared_by_groups(
+    groups: &[Vec<u32>],
+    pages: &PageTable,
+    max_examples: usize,
+) -> HashMap<(u32, u32), PairAcc> {
+    let mut acc: HashMap<(u32, u32), PairAcc> = HashMap::new();
+    for group in groups {
+        let mut per_host: HashMap<u32, Vec<u32>> = HashMap::new();
+        for &p in group {
+            per_host.entry(pages.hosts[p as usize]).or_default().push(p);
+        }
+        let mut hs: Vec<(&u32, &Vec<u32>)> = per_host.iter().collect();
+        hs.sort_unstable_by_key(|(h, _)| **h);
+        for i in 0..hs.len() {
+            for j in i + 1..hs.len() {
+                let (ha, pa) = hs[i];
+                let (hb, pb) = hs[j];
+                let e = acc.entry((*ha, *hb)).or_default();
+                e.shared += 1;
+                e.matched_a += pa.len() as u32;
+                e.matched_b += pb.len() as u32;
+                let best = closest(pa, pb, &pages.signatures);
+                e.push_example(best, max_examples);
+            }
+        }
+    }
+    acc
+}
+
+/// What each pair of hosts shares from direct cross-host page pairs only: the smaller of the
+/// two matched page counts.
+fn shared_by_pairs(
+    cross: &[&(u32, u32, u32)],
+    pages: &PageTable,
+    max_examples: usize,
+) -> HashMap<(u32, u32), PairAcc> {
+    let mut acc: HashMap<(u32, u32), PairAcc> = HashMap::new();
+    let mut sides: HashMap<(u32, u32), (Vec<u32>, Vec<u32>)> = HashMap::new();
+    for &&(a, b, d) in cross {
+        let (a, b) = if pages.hosts[a as usize] < pages.hosts[b as usize] {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        let key = (pages.hosts[a as usize], pages.hosts[b as usize]);
+        let s = sides.entry(key).or_default();
+        s.0.push(a);
+        s.1.push(b);
+        acc.entry(key)
+            .or_default()
+            .push_example((d, a, b), max_examples);
+    }
+    for (key, (mut sa, mut sb)) in sides {
+        sa.sort_unstable();
+        sa.dedup();
+        sb.sort_unstable();
+        sb.dedup();
+        let e = acc.entry(key).or_default();
+        e.matched_a = sa.len() as u32;
+        e.matched_b = sb.len() as u32;
+        e.shared = e.matched_a.min(e.matched_b);
+    }
+    acc
 }
 
 /// What chrome removal needs to know about one line.

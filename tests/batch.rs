@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{flip_bits, ram_index, Rng};
+use common::{edited_texts_under_chrome, flip_bits, ram_index, Rng};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tantivy::indexer::NoMergePolicy;
@@ -511,50 +511,6 @@ fn stale_tag_of_a_document_left_alone_is_corrected() {
     assert_eq!(groups["c"].as_deref(), Some("c"));
 }
 
-const WORDS: [&str; 24] = [
-    "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
-    "reader", "writer", "page", "site", "menu", "footer", "copy", "mirror", "软件", "开发", "过程",
-    "需求", "分析", "设计",
-];
-
-/// Base texts and edited copies (a few words changed, some under another site's chrome), so
-/// both branches of the rule fire.
-fn texts(seed: u64, n: usize) -> Vec<String> {
-    let mut rng = Rng(seed);
-    let mut out: Vec<Vec<&str>> = Vec::new();
-    let mut chrome: Vec<bool> = Vec::new();
-    for _ in 0..n {
-        if !out.is_empty() && rng.below(2) == 0 {
-            let mut d = out[rng.below(out.len() as u64) as usize].clone();
-            for _ in 0..rng.below(d.len() as u64 / 6 + 1) {
-                let at = rng.below(d.len() as u64) as usize;
-                d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
-            }
-            out.push(d);
-            chrome.push(rng.below(3) == 0);
-        } else {
-            let len = 5 + rng.below(120) as usize;
-            out.push(
-                (0..len)
-                    .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
-                    .collect(),
-            );
-            chrome.push(false);
-        }
-    }
-    out.into_iter()
-        .zip(chrome)
-        .map(|(d, c)| {
-            let body = d.join(" ");
-            if c {
-                format!("Daily Site\nhome | docs | blog | contact\n\n{body}\n\n(c) 2024 Daily Site")
-            } else {
-                body
-            }
-        })
-        .collect()
-}
-
 /// Every pair (i, j), i < j, of live documents that `rule` matches: the brute-force oracle.
 fn brute_rule_pairs(
     rule: &MatchRule,
@@ -627,7 +583,7 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
     let t = ram_index(BlockLayout::default());
     let rule = t.index.rule().clone();
     let mut signer = rule.signer(t.index.scheme());
-    let texts = texts(21, 300);
+    let texts = edited_texts_under_chrome(21, 300);
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
     let mut w = t.index.writer(30_000_000, Policy::Off).unwrap();
     w.index_writer_mut()

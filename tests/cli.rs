@@ -3,54 +3,23 @@
 //! Expected results come from the library's fingerprints by brute force, not from the binary.
 #![cfg(feature = "cli")]
 
+mod cli_support;
+
+use cli_support::*;
 use flate2::read::MultiGzDecoder;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 use tantivy_simhash::{Evidence, Fingerprint, MatchRule, Scheme, Signature};
 
-const BIN: &str = env!("CARGO_BIN_EXE_neardup");
 const K: u32 = 3;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn neardup(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run neardup")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit status")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json_lines(out: &Output) -> Vec<Value> {
-    stdout(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
 
 fn summary(out: &Output) -> Value {
     let lines = json_lines(out);
     let last = lines.last().expect("a summary line").clone();
     assert_eq!(last["event"], "summary", "{}", stdout(out));
     last
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
 }
 
 /// The fixture's documents: (id, text as fingerprinted: title, line break, text).
@@ -276,22 +245,16 @@ fn reject_follows_the_greedy_oracle_and_plain_stdin_and_gzip_agree() {
         .read_to_end(&mut plain)
         .unwrap();
     let stdin_dir = tmp.path().join("stdin");
-    let mut child = Command::new(BIN)
-        .args([
-            "index",
-            "-",
-            "--index",
-            p(&stdin_dir),
-            "--dedup",
-            "reject",
-            "--json",
-            "-q",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&[
+        "index",
+        "-",
+        "--index",
+        p(&stdin_dir),
+        "--dedup",
+        "reject",
+        "--json",
+        "-q",
+    ]);
     child.stdin.take().unwrap().write_all(&plain).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -696,12 +659,7 @@ fn a_closed_pipe_ends_quietly() {
     let dir = tmp.path().join("ix");
     let out = index_file(&input, &dir, &["--dedup", "off", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let mut child = Command::new(BIN)
-        .args(["search", p(&dir), "common", "-n", "3000", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&["search", p(&dir), "common", "-n", "3000", "--json"]);
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
@@ -726,12 +684,7 @@ fn a_closed_pipe_ends_quietly() {
     let dir = tmp.path().join("copies");
     let out = index_file(&copies, &dir, &["--dedup", "off", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let mut child = Command::new(BIN)
-        .args(["pairs", p(&dir)])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&["pairs", p(&dir)]);
     let mut first = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
@@ -759,24 +712,18 @@ fn stop_signals_commit_what_was_indexed() {
         let dir = tmp.path().join("ix");
         // Feed stdin, keep it open, signal once a first commit shows that lines were read (the
         // handler is set by then; stdin stays open, so the run cannot end on its own).
-        let mut child = Command::new(BIN)
-            .args([
-                "index",
-                "-",
-                "--index",
-                p(&dir),
-                "--dedup",
-                "off",
-                "--commit-every",
-                "50",
-                "--json",
-                "-q",
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(&[
+            "index",
+            "-",
+            "--index",
+            p(&dir),
+            "--dedup",
+            "off",
+            "--commit-every",
+            "50",
+            "--json",
+            "-q",
+        ]);
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(&text).unwrap();
         stdin.flush().unwrap();

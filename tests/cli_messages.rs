@@ -3,51 +3,13 @@
 //! index, an edited record, ...) and checks the message the binary prints.
 #![cfg(feature = "cli")]
 
+mod cli_support;
+
+use cli_support::*;
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use tantivy::schema::{Schema, STRING};
 use tantivy::{doc, Index, IndexWriter};
-
-const BIN: &str = env!("CARGO_BIN_EXE_neardup");
-
-fn neardup(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run neardup")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit status")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut f = std::fs::File::create(path).unwrap();
-    for l in lines {
-        writeln!(f, "{l}").unwrap();
-    }
-}
-
-fn doc_line(id: &str, text: &str) -> String {
-    serde_json::json!({"id": id, "text": text}).to_string()
-}
 
 /// Distinct texts, far apart.
 fn text(i: usize) -> String {
@@ -159,14 +121,7 @@ fn a_directory_another_run_is_creating_is_named_as_such() {
     for round in 0..4 {
         let dir = tmp.path().join(format!("race{round}"));
         let children: Vec<_> = (0..2)
-            .map(|_| {
-                Command::new(BIN)
-                    .args(["index", p(&input), "--index", p(&dir), "-q", "--json"])
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|_| spawn(&["index", p(&input), "--index", p(&dir), "-q", "--json"]))
             .collect();
         let mut succeeded = 0;
         for child in children {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{flip_bits, Rng};
+use common::{add_committing, flip_bits, unmerged_writer, Rng};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -98,25 +98,15 @@ fn build_with_layout(
     let rank = builder.add_u64_field("rank", FAST);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let mut writer = index
-        .writer_with_num_threads(1, 20_000_000, policy)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
-    for (i, d) in docs.iter().enumerate() {
+    let mut writer = unmerged_writer(&index, policy);
+    let documents = docs.iter().map(|d| {
         let mut document = doc!(id => d.id.clone(), body => d.body.clone());
         if let Some(r) = d.rank {
             document.add_u64(rank, r);
         }
-        writer
-            .add_document_with_fingerprint(document, d.fingerprint)
-            .unwrap();
-        if (i + 1) % commit_every == 0 {
-            writer.commit().unwrap();
-        }
-    }
-    writer.commit().unwrap();
+        (document, Some(d.fingerprint))
+    });
+    add_committing(&mut writer, documents, commit_every);
     TestIndex { index, id, body }
 }
 
@@ -551,17 +541,25 @@ fn split(docs: &[DocSpec], parts: usize) -> Vec<Vec<DocSpec>> {
     out
 }
 
+/// `docs` split over three indexes, each committed every `commit_every` documents.
+fn shards_of(docs: &[DocSpec], commit_every: usize) -> Vec<TestIndex> {
+    split(docs, 3)
+        .iter()
+        .map(|d| build(d, commit_every, Policy::Off))
+        .collect()
+}
+
+fn lookups_of(shards: &[TestIndex]) -> Vec<NearDupSearcher> {
+    shards.iter().map(|t| t.index.lookups().unwrap()).collect()
+}
+
 #[test]
 fn three_shards_merge_to_the_single_index_result() {
     let c = corpus(1000, 4);
     let single = build(&c.docs, 130, Policy::Off);
-    let shards: Vec<TestIndex> = split(&c.docs, 3)
-        .iter()
-        .map(|d| build(d, 90, Policy::Off))
-        .collect();
+    let shards = shards_of(&c.docs, 90);
     let s1 = single.index.lookups().unwrap();
-    let shard_searchers: Vec<NearDupSearcher> =
-        shards.iter().map(|t| t.index.lookups().unwrap()).collect();
+    let shard_searchers = lookups_of(&shards);
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     for text in QUERIES {
         let q = query(&single, text);
@@ -600,10 +598,7 @@ fn three_shards_merge_to_the_single_index_result() {
 fn shard_results_serialize_and_merge() {
     let c = corpus(600, 5);
     let single = build(&c.docs, 100, Policy::Off);
-    let shards: Vec<TestIndex> = split(&c.docs, 3)
-        .iter()
-        .map(|d| build(d, 70, Policy::Off))
-        .collect();
+    let shards = shards_of(&c.docs, 70);
     let s1 = single.index.lookups().unwrap();
     let q = query(&single, "alpha beta");
     let by_rank =
@@ -792,13 +787,9 @@ fn exact_counts_count_every_hit() {
 fn exact_counts_sum_over_shards() {
     let c = corpus(900, 9);
     let single = build(&c.docs, 130, Policy::Off);
-    let shards: Vec<TestIndex> = split(&c.docs, 3)
-        .iter()
-        .map(|d| build(d, 90, Policy::Off))
-        .collect();
+    let shards = shards_of(&c.docs, 90);
     let s1 = single.index.lookups().unwrap();
-    let shard_searchers: Vec<NearDupSearcher> =
-        shards.iter().map(|t| t.index.lookups().unwrap()).collect();
+    let shard_searchers = lookups_of(&shards);
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     for text in QUERIES {
         let q = query(&single, text);
@@ -964,22 +955,12 @@ fn build_signed(texts: &[String], first: usize, commit_every: usize) -> TestInde
     builder.add_u64_field("rank", FAST);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let mut writer = index
-        .writer_with_num_threads(1, 20_000_000, Policy::Off)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
-    for (i, text) in texts.iter().enumerate() {
+    let mut writer = unmerged_writer(&index, Policy::Off);
+    let documents = texts.iter().enumerate().map(|(i, text)| {
         let name = format!("d{:05}", first + i);
-        writer
-            .add_document(doc!(id => name, body => text.as_str()))
-            .unwrap();
-        if (i + 1) % commit_every == 0 {
-            writer.commit().unwrap();
-        }
-    }
-    writer.commit().unwrap();
+        (doc!(id => name, body => text.as_str()), None)
+    });
+    add_committing(&mut writer, documents, commit_every);
     TestIndex { index, id, body }
 }
 

@@ -5,11 +5,10 @@
 
 mod common;
 
-use common::{flip_bits, Rng};
+use common::{add_committing, flip_bits, unmerged_writer, Rng};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use tantivy::collector::TopDocs;
-use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DateTime, Index, Order, Searcher, TantivyDocument, Term};
@@ -118,13 +117,8 @@ fn build(docs: &[DocSpec], commit_every: usize, deleted: &[String]) -> TestIndex
     builder.add_bytes_field("blob", FAST);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let mut writer = index
-        .writer_with_num_threads(1, 20_000_000, Policy::Off)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
-    for (i, d) in docs.iter().enumerate() {
+    let mut writer = unmerged_writer(&index, Policy::Off);
+    let documents = docs.iter().map(|d| {
         let mut document: TantivyDocument = doc!(id => d.id.clone(), body => d.body.clone());
         if let Some(v) = d.rank {
             document.add_u64(rank, v);
@@ -150,14 +144,9 @@ fn build(docs: &[DocSpec], commit_every: usize, deleted: &[String]) -> TestIndex
         if let Some(v) = d.version {
             document.add_u64(version, v);
         }
-        writer
-            .add_document_with_fingerprint(document, d.fingerprint)
-            .unwrap();
-        if (i + 1) % commit_every == 0 {
-            writer.commit().unwrap();
-        }
-    }
-    writer.commit().unwrap();
+        (document, Some(d.fingerprint))
+    });
+    add_committing(&mut writer, documents, commit_every);
     for d in deleted {
         writer.delete_term(Term::from_field_text(id, d));
     }

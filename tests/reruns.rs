@@ -4,44 +4,18 @@
 //! The reference is always a fresh, uninterrupted run over the same (fixed) input.
 #![cfg(feature = "cli")]
 
+mod cli_support;
+
+use cli_support::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use tantivy::Index;
 use tantivy_simhash::NearDupIndex;
 
-const BIN: &str = env!("CARGO_BIN_EXE_neardup");
 const POLICIES: [&str; 4] = ["off", "reject", "tag", "replace"];
-
-fn neardup(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run neardup")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit status")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
-
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for l in lines {
-        writeln!(f, "{l}").unwrap();
-    }
-}
-
-fn doc_line(id: &str, text: &str) -> String {
-    serde_json::json!({"id": id, "text": text}).to_string()
-}
 
 /// What an index holds: each live document's id and group (`None` when not tagged).
 fn contents(dir: &Path) -> BTreeMap<String, Option<String>> {

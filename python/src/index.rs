@@ -16,7 +16,8 @@ use tantivy::Order;
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::FieldMap;
 use tantivy_simhash::{
-    GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder, NearDupCollapse, SEQUENCE_FIELD,
+    Collapsed, CollapsedGroup, GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder,
+    NearDupCollapse, SEQUENCE_FIELD,
 };
 
 /// A near-duplicate folded into a search result.
@@ -87,6 +88,36 @@ impl Hit {
             members: Vec::new(),
             moved,
             leader_id,
+        }
+    }
+
+    /// The hit that leads group `g` (its near-duplicates in the window as members).
+    fn leader(
+        rank: usize,
+        g: &CollapsedGroup<f32>,
+        shown: tantivy_simhash::store::StoredDoc,
+    ) -> Hit {
+        Hit {
+            rank,
+            score: g.leader.key,
+            id: shown.id,
+            title: shown.title,
+            host: shown.host,
+            text: shown.text,
+            group_size: g.count,
+            group_size_exact: g.count_exact,
+            members: g
+                .members
+                .iter()
+                .map(|m| Member {
+                    id: m.id.clone(),
+                    score: m.key,
+                    distance: m.distance,
+                    resemblance: m.resemblance,
+                })
+                .collect(),
+            moved: false,
+            leader_id: None,
         }
     }
 }
@@ -595,55 +626,13 @@ fn search(
         }
         return Ok(hits);
     }
-    // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = view.collapse_field {
-        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
-    }
-    if view.leader.is_some() || view.derank {
-        // Leaders are chosen among, and moved hits are, the groups' hits in the window: the
-        // widening bound's 64 x limit top hits at once, not 3 x limit (as the command line).
-        collapse = collapse.fetch(limit.saturating_mul(64));
-    }
-    if let Some(order) = view.leader {
-        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-    }
-    let results = collapse.search(s, &parsed).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
-            Failure::Index(format!(
-                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild \
-                 it, or search with leader=None"
-            ))
-        }
-        // A field that cannot group is the caller's argument.
-        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
-        e => e.into(),
-    })?;
+    let results = collapse_hits(store, s, &parsed, limit, view)?;
     for (rank, g) in results.groups().iter().enumerate() {
-        let shown = store.load_doc(s, g.leader.address)?;
-        hits.push(Hit {
-            rank: rank + 1,
-            score: g.leader.key,
-            id: shown.id,
-            title: shown.title,
-            host: shown.host,
-            text: shown.text,
-            group_size: g.count,
-            group_size_exact: g.count_exact,
-            members: g
-                .members
-                .iter()
-                .map(|m| Member {
-                    id: m.id.clone(),
-                    score: m.key,
-                    distance: m.distance,
-                    resemblance: m.resemblance,
-                })
-                .collect(),
-            moved: false,
-            leader_id: None,
-        });
+        hits.push(Hit::leader(
+            rank + 1,
+            g,
+            store.load_doc(s, g.leader.address)?,
+        ));
     }
     if view.derank {
         // `deranked` lists the leaders (the hits above), then the groups' members in rank
@@ -661,6 +650,42 @@ fn search(
         }
     }
     Ok(hits)
+}
+
+/// The query's hits collapsed into groups (near-duplicates, or one per field value), with the
+/// leaders and window `view` asks for.
+fn collapse_hits(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    query: &dyn tantivy::query::Query,
+    limit: usize,
+    view: View<'_>,
+) -> Result<Collapsed<f32>, Failure> {
+    // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    if let Some(field) = view.collapse_field {
+        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
+    }
+    if view.leader.is_some() || view.derank {
+        // Leaders are chosen among, and moved hits are, the groups' hits in the window: the
+        // widening bound's 64 x limit top hits at once, not 3 x limit (as the command line).
+        collapse = collapse.fetch(limit.saturating_mul(64));
+    }
+    if let Some(order) = view.leader {
+        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
+    }
+    collapse.search(searcher, query).map_err(|e| match e {
+        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
+            Failure::Index(format!(
+                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
+                 which this index does not have (it was made by an older version); rebuild \
+                 it, or search with leader=None"
+            ))
+        }
+        // A field that cannot group is the caller's argument.
+        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
+        e => e.into(),
+    })
 }
 
 fn similar(

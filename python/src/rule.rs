@@ -217,10 +217,9 @@ impl Rule {
         for item in texts.try_iter()? {
             owned.push(item?.extract::<String>()?);
         }
-        let (fps, sketches) = py.detach(|| {
+        let capacity = (owned.len() * 8, owned.len() * self.words() * 8);
+        Ok(two_columns(py, capacity, |fps, sketches| {
             let mut signer = self.signer();
-            let mut fps = Vec::with_capacity(owned.len() * 8);
-            let mut sketches = Vec::with_capacity(owned.len() * self.words() * 8);
             for text in &owned {
                 let sig = signer.sign(text);
                 fps.extend_from_slice(&sig.fingerprint.0.to_le_bytes());
@@ -228,9 +227,7 @@ impl Rule {
                     sketches.extend_from_slice(&w.to_le_bytes());
                 }
             }
-            (fps, sketches)
-        });
-        Ok((PyBytes::new(py, &fps), PyBytes::new(py, &sketches)))
+        }))
     }
 
     /// The keys of signed documents (the buffers of :meth:`sign_many`), as postings:
@@ -251,9 +248,9 @@ impl Rule {
             ))
             .into());
         }
-        let (docs, keys) = py.detach(|| {
-            let mut docs = Vec::with_capacity(sigs.len() * 4 * self.rule.keys_per_document());
-            let mut keys = Vec::with_capacity(sigs.len() * 8 * self.rule.keys_per_document());
+        let per_doc = self.rule.keys_per_document();
+        let capacity = (sigs.len() * 4 * per_doc, sigs.len() * 8 * per_doc);
+        Ok(two_columns(py, capacity, |docs, keys| {
             let mut buf = Vec::new();
             for (i, sig) in sigs.iter().enumerate() {
                 buf.clear();
@@ -263,9 +260,7 @@ impl Rule {
                     keys.extend_from_slice(&k.to_le_bytes());
                 }
             }
-            (docs, keys)
-        });
-        Ok((PyBytes::new(py, &docs), PyBytes::new(py, &keys)))
+        }))
     }
 
     /// The hot keys among postings grouped by key (every posting of a key in this call): the
@@ -605,6 +600,22 @@ fn le_u64(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(b);
     u64::from_le_bytes(w)
+}
+
+/// Two byte columns filled by `fill` with the GIL released (starting with `capacity` bytes
+/// each), returned as Python bytes: the answer of every method that returns two columns.
+fn two_columns<'py>(
+    py: Python<'py>,
+    capacity: (usize, usize),
+    fill: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) + Send,
+) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+    let (a, b) = py.detach(|| {
+        let mut a = Vec::with_capacity(capacity.0);
+        let mut b = Vec::with_capacity(capacity.1);
+        fill(&mut a, &mut b);
+        (a, b)
+    });
+    (PyBytes::new(py, &a), PyBytes::new(py, &b))
 }
 
 fn u64s(bytes: &[u8], name: &str) -> Result<Vec<u64>, Failure> {

@@ -78,7 +78,7 @@ pub struct Clusters {
 }
 
 impl Clusters {
-    /// The clusters, sorted by id.
+    /// The clusters, sorted by id. This and the other accessors are free and never fail.
     pub fn iter(&self) -> impl Iterator<Item = &Cluster> + '_ {
         self.clusters.iter()
     }

@@ -113,7 +113,7 @@ impl NearDupGraph {
     /// Like [`new`](Self::new), with the rule's simhash branch narrowed to `max_distance`
     /// (inclusive; [`MatchRule::matches_within`]); the resemblance branch is unchanged.
     /// Errors with [`Error::InvalidConfig`] when it exceeds the layout's `k` (pairs beyond it
-    /// need not share a key).
+    /// need not share a key), and as [`new`](Self::new). Cost: as [`new`](Self::new).
     pub fn with_max_distance(
         fields: NearDupFields,
         searcher: &Searcher,
@@ -225,6 +225,7 @@ impl NearDupGraph {
     }
 
     /// Every signature group (singletons included), by increasing (fingerprint, sketch).
+    /// Lazy and free per group (slices of the graph); never fails.
     pub fn groups(&self) -> impl Iterator<Item = SignatureGroup<'_>> + '_ {
         (0..self.signatures.len()).map(|g| self.group(g))
     }
@@ -413,7 +414,8 @@ impl NearDupGraph {
     /// for a document without an id. Reads each segment's id dictionary once, in term order,
     /// for the whole slice: far cheaper than one
     /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of) per document for
-    /// large slices, and about the same for a handful.
+    /// large slices, and about the same for a handful. Errors: tantivy errors reading the id
+    /// dictionaries.
     pub fn read_ids(&self, docs: &[DocAddress]) -> Result<Vec<Option<String>>> {
         read_strs(&self.ids, docs)
     }

@@ -41,8 +41,9 @@
 //!
 //! Limits: everything is in memory on one machine (the signatures, about 170 bytes per live
 //! document, plus about 450 bytes per distinct signature during the join; at most `u32::MAX`
-//! documents); the join runs on one thread. Across machines the same join would partition by
-//! key (each key's bucket is independent), which this crate does not implement.
+//! documents); the join runs on one thread. Across machines the same join partitions by key
+//! (each key's bucket is independent): the Python package's `tantivy_simhash.dask` runs it on
+//! Dask (docs/DISTRIBUTED.md).
 //! [`pairs_in_memory`] is the pigeonhole join of plain fingerprints, without the rule.
 //!
 //! ```

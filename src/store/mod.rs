@@ -88,7 +88,7 @@ pub struct StoreSettings {
 }
 
 impl StoreSettings {
-    /// The recorded policy ([`Policy::Tag`] when the name is unknown).
+    /// The recorded policy ([`Policy::Tag`] when the name is unknown). Free; never fails.
     pub fn policy(&self) -> Policy {
         Policy::from_name(&self.policy).unwrap_or(Policy::Tag)
     }
@@ -164,7 +164,7 @@ pub struct Store {
 
 impl Store {
     /// `k` (the index's own by default). Errors with [`Error::Setting`] when the index's keys
-    /// cannot guarantee it.
+    /// cannot guarantee it. Free (no I/O).
     pub fn checked_k(&self, k: Option<u32>) -> Result<u32> {
         let max = self.index.layout().max_distance();
         let k = k.unwrap_or(max);
@@ -396,7 +396,8 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
 }
 
 /// Stores the field mapping and policy in the library's record, as the next run's defaults
-/// (the record file is rewritten atomically). Errors: I/O errors.
+/// (the record file is rewritten atomically). Cost: one small JSON file written. Errors: I/O
+/// errors.
 pub fn write_record(index: &NearDupIndex, record: &StoreSettings) -> Result<()> {
     let saved = SavedSettings {
         format: CLI_SETTINGS_FORMAT.to_string(),
@@ -479,6 +480,9 @@ fn open_with(
 /// Errors: [`Error::Store`] when the directory is not such an index, is being created, its
 /// record is damaged, or the index records another scheme or layout than the record's settings
 /// give (made by another version); tantivy and I/O errors.
+///
+/// Cost: reads the record and opens the tantivy index (its meta file and segment footers); no
+/// document is read.
 pub fn open(dir: &Path) -> Result<Store> {
     match inspect_claim(dir)? {
         Claim::Free => {}
@@ -505,6 +509,9 @@ pub fn open(dir: &Path) -> Result<Store> {
 /// [`Error::Store`] when `dir` is a file, a non-empty directory that is not a store, being
 /// created by another process, or the run asks for another language or `k` than the index was
 /// built with; tantivy and I/O errors.
+///
+/// Cost: as [`open`]; creating writes an empty index, its record and, while it runs, a claim
+/// file that tells other runs the directory is being created.
 pub fn open_or_create(dir: &Path, req: &Requested) -> Result<(Store, bool)> {
     if dir.is_file() {
         return Err(Error::Store(format!(
@@ -513,69 +520,80 @@ pub fn open_or_create(dir: &Path, req: &Requested) -> Result<(Store, bool)> {
         )));
     }
     clear_dead_claimers(dir);
-    let empty = match std::fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(Error::Store(format!("cannot read {}: {e}", dir.display()))),
+    if is_empty_dir(dir)? {
+        return Ok((create(dir, req, None)?, true));
+    }
+    match inspect_claim(dir)? {
+        Claim::Free => Ok((open_existing(dir, req)?, false)),
+        Claim::Busy => Err(being_created(dir)),
+        Claim::Stale(file) => {
+            clear_stale_creation(dir)?;
+            Ok((create(dir, req, Some(file))?, true))
+        }
+    }
+}
+
+/// `dir` is missing or has no entries.
+fn is_empty_dir(dir: &Path) -> Result<bool> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(Error::Store(format!("cannot read {}: {e}", dir.display()))),
+    }
+}
+
+/// Opens the store a non-empty, unclaimed `dir` holds, with the run's field names and policy;
+/// its language and `k` must be the ones asked for, if any.
+fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
+    let Some((index, library_record, mut record)) = read_record(dir)? else {
+        if dir.join("meta.json").exists() {
+            return Err(not_an_index(dir));
+        }
+        if being_claimed(dir) {
+            return Err(being_created(dir));
+        }
+        return Err(Error::Store(format!(
+            "{} is not empty and is not a neardup index; neardup writes only into a new or \
+             empty directory or into an index it made: give another --index",
+            dir.display()
+        )));
     };
+    if let Some(lang) = &req.language {
+        if *lang != record.language {
+            return Err(fixed_setting(dir, "--language", &record.language, lang));
+        }
+    }
+    if let Some(k) = req.k {
+        if k != record.k {
+            return Err(fixed_setting(
+                dir,
+                "-k",
+                &record.k.to_string(),
+                &k.to_string(),
+            ));
+        }
+    }
+    let fields = &mut record.fields;
+    for (slot, wanted) in [
+        (&mut fields.id, &req.id_field),
+        (&mut fields.text, &req.text_field),
+        (&mut fields.title, &req.title_field),
+        (&mut fields.host, &req.host_field),
+    ] {
+        if let Some(w) = wanted {
+            *slot = w.clone();
+        }
+    }
+    if let Some(p) = req.policy {
+        record.policy = p.name().to_string();
+    }
+    open_with(dir, index, &library_record, record)
+}
+
+/// Creates the store in `dir` (missing, empty, or left by a dead run whose claim file is
+/// `stale_claim`) with the run's settings and the defaults for the rest.
+fn create(dir: &Path, req: &Requested, stale_claim: Option<std::fs::File>) -> Result<Store> {
     let defaults = FieldMap::default();
-    let mut stale_claim = None;
-    if !empty {
-        match inspect_claim(dir)? {
-            Claim::Free => {}
-            Claim::Busy => return Err(being_created(dir)),
-            Claim::Stale(file) => {
-                clear_stale_creation(dir)?;
-                stale_claim = Some(file);
-            }
-        }
-    }
-    if stale_claim.is_none() && !empty {
-        let Some((index, library_record, mut record)) = read_record(dir)? else {
-            if dir.join("meta.json").exists() {
-                return Err(not_an_index(dir));
-            }
-            if being_claimed(dir) {
-                return Err(being_created(dir));
-            }
-            return Err(Error::Store(format!(
-                "{} is not empty and is not a neardup index; neardup writes only into a new or \
-                 empty directory or into an index it made: give another --index",
-                dir.display()
-            )));
-        };
-        if let Some(lang) = &req.language {
-            if *lang != record.language {
-                return Err(fixed_setting(dir, "--language", &record.language, lang));
-            }
-        }
-        if let Some(k) = req.k {
-            if k != record.k {
-                return Err(fixed_setting(
-                    dir,
-                    "-k",
-                    &record.k.to_string(),
-                    &k.to_string(),
-                ));
-            }
-        }
-        let fields = &mut record.fields;
-        for (slot, wanted) in [
-            (&mut fields.id, &req.id_field),
-            (&mut fields.text, &req.text_field),
-            (&mut fields.title, &req.title_field),
-            (&mut fields.host, &req.host_field),
-        ] {
-            if let Some(w) = wanted {
-                *slot = w.clone();
-            }
-        }
-        if let Some(p) = req.policy {
-            record.policy = p.name().to_string();
-        }
-        let store = open_with(dir, index, &library_record, record)?;
-        return Ok((store, false));
-    }
     let record = StoreSettings {
         fields: FieldMap {
             id: req.id_field.clone().unwrap_or(defaults.id),
@@ -602,15 +620,12 @@ pub fn open_or_create(dir: &Path, req: &Requested) -> Result<(Store, bool)> {
     write_record(&index, &record)?;
     // The index and its record exist: other runs may open it now.
     release(dir, claim)?;
-    Ok((
-        Store {
-            dir: dir.to_path_buf(),
-            index,
-            record,
-            fields,
-        },
-        true,
-    ))
+    Ok(Store {
+        dir: dir.to_path_buf(),
+        index,
+        record,
+        fields,
+    })
 }
 
 fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Error {

@@ -2,9 +2,12 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
-use tantivy::Index;
-use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher};
+use tantivy::{Index, TantivyDocument};
+use tantivy_simhash::{
+    BlockLayout, DedupWriter, Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
+};
 
 /// splitmix64: a tiny deterministic generator for fingerprints.
 pub struct Rng(pub u64);
@@ -65,6 +68,37 @@ pub fn ram_index(layout: BlockLayout) -> TestIndex {
     }
 }
 
+/// A one-thread writer that never merges: the test lays out the segments with its commits.
+pub fn unmerged_writer(index: &NearDupIndex, policy: Policy) -> DedupWriter {
+    let writer = index
+        .writer_with_num_threads(1, 20_000_000, policy)
+        .unwrap();
+    writer
+        .index_writer()
+        .set_merge_policy(Box::new(NoMergePolicy));
+    writer
+}
+
+/// Adds `docs` in order, each with its fingerprint or (`None`) signed by the index, committing
+/// after every `commit_every` documents (one segment each under [`unmerged_writer`]) and at
+/// the end.
+pub fn add_committing(
+    writer: &mut DedupWriter,
+    docs: impl IntoIterator<Item = (TantivyDocument, Option<Fingerprint>)>,
+    commit_every: usize,
+) {
+    for (i, (doc, fingerprint)) in docs.into_iter().enumerate() {
+        match fingerprint {
+            Some(fp) => writer.add_document_with_fingerprint(doc, fp).unwrap(),
+            None => writer.add_document(doc).unwrap(),
+        };
+        if (i + 1) % commit_every == 0 {
+            writer.commit().unwrap();
+        }
+    }
+    writer.commit().unwrap();
+}
+
 /// Brute force: every (id, distance) within `k` of `q` among `live`, sorted like lookups.
 pub fn brute_force(
     live: &HashMap<String, Fingerprint>,
@@ -96,8 +130,19 @@ const WORDS: [&str; 24] = [
 
 /// Base texts and edited copies (a few words changed), so both branches of the match rule fire.
 pub fn edited_texts(seed: u64, n: usize) -> Vec<String> {
+    texts_and_copies(seed, n, false)
+}
+
+/// [`edited_texts`] with one edited copy in three (drawn at random) put under another site's
+/// chrome (a header, a menu and a footer).
+pub fn edited_texts_under_chrome(seed: u64, n: usize) -> Vec<String> {
+    texts_and_copies(seed, n, true)
+}
+
+fn texts_and_copies(seed: u64, n: usize, with_chrome: bool) -> Vec<String> {
     let mut rng = Rng(seed);
     let mut out: Vec<Vec<&str>> = Vec::new();
+    let mut chrome: Vec<bool> = Vec::new();
     for _ in 0..n {
         if !out.is_empty() && rng.below(2) == 0 {
             let mut d = out[rng.below(out.len() as u64) as usize].clone();
@@ -106,6 +151,8 @@ pub fn edited_texts(seed: u64, n: usize) -> Vec<String> {
                 d[at] = WORDS[rng.below(WORDS.len() as u64) as usize];
             }
             out.push(d);
+            // Drawn only with chrome, so that edited_texts keeps its sequence.
+            chrome.push(with_chrome && rng.below(3) == 0);
         } else {
             let len = 5 + rng.below(120) as usize;
             out.push(
@@ -113,7 +160,18 @@ pub fn edited_texts(seed: u64, n: usize) -> Vec<String> {
                     .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
                     .collect(),
             );
+            chrome.push(false);
         }
     }
-    out.into_iter().map(|d| d.join(" ")).collect()
+    out.into_iter()
+        .zip(chrome)
+        .map(|(d, c)| {
+            let body = d.join(" ");
+            if c {
+                format!("Daily Site\nhome | docs | blog | contact\n\n{body}\n\n(c) 2024 Daily Site")
+            } else {
+                body
+            }
+        })
+        .collect()
 }

@@ -10,7 +10,7 @@ use super::read_cmds::{
 use super::store::{self, Requested};
 use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tantivy::DocAddress;
 use tantivy_simhash::{Evidence, Policy};
 
@@ -23,26 +23,7 @@ const QUERIES: &[&str] = &["google cloud client library", "并发 Sync Send"];
 
 pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     let tmp = tempfile::Builder::new().prefix("neardup-demo-").tempdir()?;
-    let dir = match &args.keep {
-        Some(d) => {
-            if d.exists() {
-                return Err(Failure::Usage(format!(
-                    "--keep {}: it already exists; name a new directory",
-                    d.display()
-                )));
-            }
-            d.clone()
-        }
-        None => tmp.path().join("index"),
-    };
-    let corpus: PathBuf = match &args.corpus {
-        Some(c) => c.clone(),
-        None => {
-            let path = tmp.path().join("corpus.jsonl.gz");
-            std::fs::write(&path, CORPUS)?;
-            path
-        }
-    };
+    let (dir, corpus) = demo_paths(args, tmp.path())?;
     let mut out = Out::new(false);
     let shown_dir = match &args.keep {
         Some(d) => d.display().to_string(),
@@ -78,53 +59,7 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
         return Ok(Status::Interrupted(summary.signal_status));
     }
     out.line("")?;
-
-    for query in QUERIES {
-        out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
-        search_in(
-            &store,
-            query,
-            4,
-            Collapse::NearDuplicates,
-            GroupView::default(),
-            &mut out,
-        )?;
-        out.line("")?;
-    }
-
-    out.line(format_args!("$ neardup stats {shown_dir}"))?;
-    stats_in(&store, 5, &mut out)?;
-    out.line("")?;
-
-    // A near-duplicate lookup for the first document of the largest group.
-    let largest = largest_group_leader(&store)?;
-    if let Some(id) = largest {
-        out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(&store, Source::Id(&id), None, 10, &mut out)?;
-        out.line("")?;
-    }
-
-    // A page found under other sites' chrome: the copies simhash misses and the rule finds.
-    if let Some(id) = copied_under_other_chrome(&store)? {
-        out.line(
-            "The same page under other sites' menus and footers: simhash alone misses these \
-             copies (distance > 3);",
-        )?;
-        out.line("the rule's MinHash branch finds them (r = estimated resemblance).")?;
-        out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(&store, Source::Id(&id), None, 10, &mut out)?;
-        out.line("")?;
-    }
-
-    out.line(format_args!(
-        "$ neardup clusters {shown_dir} -n 3 --members 3"
-    ))?;
-    clusters_in(&store, None, 3, 2, 3, &mut out)?;
-    out.line("")?;
-
-    out.line(format_args!("$ neardup mirrors {shown_dir}"))?;
-    mirrors_in(&store, None, false, 10, &mut out)?;
-    out.line("")?;
+    show_read_commands(&store, &shown_dir, &mut out)?;
 
     match &args.keep {
         Some(d) => out.line(format_args!(
@@ -137,6 +72,83 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
     }
     out.flush()?;
     Ok(Status::Done)
+}
+
+/// Where the demo's index goes (`--keep`, which must not exist yet, or under `tmp`) and the
+/// corpus it reads (`--corpus`, or the built-in one written under `tmp`).
+fn demo_paths(args: &DemoArgs, tmp: &Path) -> CliResult<(PathBuf, PathBuf)> {
+    let dir = match &args.keep {
+        Some(d) => {
+            if d.exists() {
+                return Err(Failure::Usage(format!(
+                    "--keep {}: it already exists; name a new directory",
+                    d.display()
+                )));
+            }
+            d.clone()
+        }
+        None => tmp.join("index"),
+    };
+    let corpus: PathBuf = match &args.corpus {
+        Some(c) => c.clone(),
+        None => {
+            let path = tmp.join("corpus.jsonl.gz");
+            std::fs::write(&path, CORPUS)?;
+            path
+        }
+    };
+    Ok((dir, corpus))
+}
+
+/// The reading commands on the demo's index, each after the command line that does the same.
+fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> CliResult<()> {
+    for query in QUERIES {
+        out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
+        search_in(
+            store,
+            query,
+            4,
+            Collapse::NearDuplicates,
+            GroupView::default(),
+            out,
+        )?;
+        out.line("")?;
+    }
+
+    out.line(format_args!("$ neardup stats {shown_dir}"))?;
+    stats_in(store, 5, out)?;
+    out.line("")?;
+
+    // A near-duplicate lookup for the first document of the largest group.
+    let largest = largest_group_leader(store)?;
+    if let Some(id) = largest {
+        out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
+        similar_in(store, Source::Id(&id), None, 10, out)?;
+        out.line("")?;
+    }
+
+    // A page found under other sites' chrome: the copies simhash misses and the rule finds.
+    if let Some(id) = copied_under_other_chrome(store)? {
+        out.line(
+            "The same page under other sites' menus and footers: simhash alone misses these \
+             copies (distance > 3);",
+        )?;
+        out.line("the rule's MinHash branch finds them (r = estimated resemblance).")?;
+        out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
+        similar_in(store, Source::Id(&id), None, 10, out)?;
+        out.line("")?;
+    }
+
+    out.line(format_args!(
+        "$ neardup clusters {shown_dir} -n 3 --members 3"
+    ))?;
+    clusters_in(store, None, 3, 2, 3, out)?;
+    out.line("")?;
+
+    out.line(format_args!("$ neardup mirrors {shown_dir}"))?;
+    mirrors_in(store, None, false, 10, out)?;
+    out.line("")?;
+    Ok(())
 }
 
 /// The first document of the largest group recorded while indexing.

@@ -230,41 +230,7 @@ pub(crate) fn index_files(
 ) -> CliResult<Summary> {
     catch_interrupts();
     let start = Instant::now();
-    let policy = store.record.policy();
-    // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped, so a
-    // rerun over the same input adds only what is new.
-    let writer = store
-        .index
-        .writer(opts.memory_mb << 20, policy)
-        .map_err(|e| writer_busy(&store.dir, e))?
-        .with_id_policy(IdPolicy::KeepFirst);
-    let total: Option<u64> = files
-        .iter()
-        .map(|f| {
-            (f.as_os_str() != "-")
-                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
-                .flatten()
-        })
-        .sum();
-    let progress = progress_bar(total, opts.quiet);
-    let consumed = Arc::new(AtomicU64::new(0));
-    let mut run = Run {
-        store,
-        writer,
-        batch: Vec::with_capacity(BATCH),
-        summary: Summary::default(),
-        since_commit: 0,
-        commit_every: opts.commit_every,
-        progress,
-        consumed: consumed.clone(),
-        start,
-    };
-    let rx = spawn_reader(
-        files.to_vec(),
-        store.record.fields.clone(),
-        opts.max_line_bytes,
-        consumed,
-    );
+    let (mut run, rx) = Run::start(store, files, opts, start)?;
     let mut last_place: Option<(usize, u64)> = None;
     loop {
         if let Some((number, name)) = stop_signal() {
@@ -297,20 +263,7 @@ pub(crate) fn index_files(
                     line,
                     message,
                 };
-                if !opts.skip_bad {
-                    let advice = "fix the input and rerun the same command (documents whose id \
-                                  is already in the index are skipped), or pass --skip-bad to \
-                                  skip bad lines";
-                    return Err(run.fail_with_commit(Failure::Error(err), advice));
-                }
-                run.summary.skipped_bad += 1;
-                if run.summary.skipped_bad <= MAX_REPORTED_BAD {
-                    let p = &run.progress;
-                    p.suspend(|| eprintln_quiet(&format!("skipped: {err}")));
-                } else if run.summary.skipped_bad == MAX_REPORTED_BAD + 1 {
-                    let p = &run.progress;
-                    p.suspend(|| eprintln_quiet("skipped: (further bad lines are only counted)"));
-                }
+                run.bad_line(err, opts.skip_bad)?;
             }
         }
         last_place = Some((file, line));
@@ -319,15 +272,7 @@ pub(crate) fn index_files(
     run.commit()?;
     run.progress.finish_and_clear();
     if run.summary.interrupted {
-        let place = match &last_place {
-            Some((file, line)) => format!("{}:{line}", display_path(&files[*file]).display()),
-            None => "the start".to_string(),
-        };
-        eprintln_quiet(&format!(
-            "interrupted by {}: committed everything read up to {place}; rerun the same \
-             command to continue (documents whose id is already in the index are skipped)",
-            run.summary.signal.unwrap_or("a signal")
-        ));
+        report_interruption(&run.summary, last_place, files);
     }
     // Remember the field mapping and policy of this run as the defaults of the next.
     store::write_record(&store.index, &store.record)?;
@@ -336,6 +281,33 @@ pub(crate) fn index_files(
     run.summary.index_segments = searcher.segment_readers().len();
     run.summary.seconds = start.elapsed().as_secs_f64();
     Ok(run.summary)
+}
+
+/// The total size of the input files, for the progress bar; `None` when one is stdin or its
+/// size is unknown.
+fn input_bytes(files: &[PathBuf]) -> Option<u64> {
+    files
+        .iter()
+        .map(|f| {
+            (f.as_os_str() != "-")
+                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
+                .flatten()
+        })
+        .sum()
+}
+
+/// Tells where an interrupted run stopped (`last_place`: file number and line) and how to
+/// continue.
+fn report_interruption(summary: &Summary, last_place: Option<(usize, u64)>, files: &[PathBuf]) {
+    let place = match last_place {
+        Some((file, line)) => format!("{}:{line}", display_path(&files[file]).display()),
+        None => "the start".to_string(),
+    };
+    eprintln_quiet(&format!(
+        "interrupted by {}: committed everything read up to {place}; rerun the same \
+         command to continue (documents whose id is already in the index are skipped)",
+        summary.signal.unwrap_or("a signal")
+    ));
 }
 
 /// A tantivy index has one writer at a time (a lock file): say who holds it and what to do.
@@ -432,6 +404,45 @@ struct Run<'a> {
     progress: ProgressBar,
     consumed: Arc<AtomicU64>,
     start: Instant,
+}
+
+impl<'a> Run<'a> {
+    /// Opens the writer and starts the thread that reads and parses `files`.
+    fn start(
+        store: &'a Store,
+        files: &[PathBuf],
+        opts: &IndexOptions,
+        start: Instant,
+    ) -> CliResult<(Run<'a>, Receiver<ReadMsg>)> {
+        let policy = store.record.policy();
+        // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped,
+        // so a rerun over the same input adds only what is new.
+        let writer = store
+            .index
+            .writer(opts.memory_mb << 20, policy)
+            .map_err(|e| writer_busy(&store.dir, e))?
+            .with_id_policy(IdPolicy::KeepFirst);
+        let progress = progress_bar(input_bytes(files), opts.quiet);
+        let consumed = Arc::new(AtomicU64::new(0));
+        let run = Run {
+            store,
+            writer,
+            batch: Vec::with_capacity(BATCH),
+            summary: Summary::default(),
+            since_commit: 0,
+            commit_every: opts.commit_every,
+            progress,
+            consumed: consumed.clone(),
+            start,
+        };
+        let rx = spawn_reader(
+            files.to_vec(),
+            store.record.fields.clone(),
+            opts.max_line_bytes,
+            consumed,
+        );
+        Ok((run, rx))
+    }
 }
 
 impl Run<'_> {
@@ -531,6 +542,26 @@ impl Run<'_> {
     }
 
     /// Adds what was read before a failure, commits it, and says so in the error.
+    /// A line that is not a document: fails the run (after committing what came before), or
+    /// with `skip_bad` counts it and reports the first [`MAX_REPORTED_BAD`].
+    fn bad_line(&mut self, err: Error, skip_bad: bool) -> CliResult<()> {
+        if !skip_bad {
+            let advice = "fix the input and rerun the same command (documents whose id is \
+                          already in the index are skipped), or pass --skip-bad to skip bad \
+                          lines";
+            return Err(self.fail_with_commit(Failure::Error(err), advice));
+        }
+        self.summary.skipped_bad += 1;
+        if self.summary.skipped_bad <= MAX_REPORTED_BAD {
+            let p = &self.progress;
+            p.suspend(|| eprintln_quiet(&format!("skipped: {err}")));
+        } else if self.summary.skipped_bad == MAX_REPORTED_BAD + 1 {
+            let p = &self.progress;
+            p.suspend(|| eprintln_quiet("skipped: (further bad lines are only counted)"));
+        }
+        Ok(())
+    }
+
     fn fail_with_commit(&mut self, failure: Failure, advice: &str) -> Failure {
         self.progress.finish_and_clear();
         let saved = self

@@ -3,6 +3,7 @@
 
 use super::store::{self, Store};
 use super::{CliResult, Failure, MirrorsArgs, Out, Status};
+use tantivy_simhash::mirrors::MirrorStats;
 use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder};
 
 pub(super) fn mirrors(args: &MirrorsArgs) -> CliResult<Status> {
@@ -48,7 +49,22 @@ pub(crate) fn mirrors_in(
         }
         return Ok(());
     }
-    let s = &report.stats;
+    print_header(out, &finder, &report.stats, host, all, total)?;
+    if total == 0 {
+        return Ok(());
+    }
+    print_pairs(out, &shown)
+}
+
+/// The run's counts and what the table below lists.
+fn print_header(
+    out: &mut Out,
+    finder: &MirrorFinder,
+    s: &MirrorStats,
+    host: Option<&str>,
+    all: bool,
+    total: usize,
+) -> CliResult<()> {
     out.line(format_args!(
         "{} pages on {} hosts; {} with content beyond the site chrome ({:.0}% of words were chrome); \
          {} cross-host page pairs within distance {}{}",
@@ -76,9 +92,11 @@ pub(crate) fn mirrors_in(
             finder.config().min_share * 100.0
         ))?,
     }
-    if total == 0 {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// One row a host pair, with its nearest example page pair.
+fn print_pairs(out: &mut Out, shown: &[&HostPair]) -> CliResult<()> {
     out.line(format_args!(
         "  {:<28} {:<28} {:>6} {:>11} {:>11} {:>6}",
         "host a", "host b", "shared", "a copied", "b copied", "score"

@@ -9,7 +9,9 @@ use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::Order;
-use tantivy_simhash::{CollapsedHit, GroupBy, NearDupCollapse, SEQUENCE_FIELD};
+use tantivy_simhash::{
+    Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, SEQUENCE_FIELD,
+};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -164,38 +166,7 @@ fn print_collapsed(
     view: GroupView,
     out: &mut Out,
 ) -> CliResult<()> {
-    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
-    // for a person reading "N near-duplicates".
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = distinct_field {
-        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
-    }
-    if view.leader.is_some() || view.derank {
-        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
-        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
-        // its other hits are not missed because the first groups filled a 3 x limit window.
-        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
-    }
-    if let Some(choice) = view.leader {
-        // The sequence field numbers documents in the order they were added.
-        let order = match choice {
-            LeaderChoice::Newest => Order::Desc,
-            LeaderChoice::Oldest => Order::Asc,
-        };
-        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-    }
-    let results = collapse.search(searcher, query).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. }
-            if view.leader.is_some() && field == SEQUENCE_FIELD =>
-        {
-            Failure::Message(format!(
-                "--leader orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild it \
-                 with `neardup index`, or search without --leader"
-            ))
-        }
-        e => e.into(),
-    })?;
+    let results = collapse_hits(store, searcher, query, limit, distinct_field, view)?;
     if view.derank {
         return print_deranked(store, searcher, &results, distinct_field, out);
     }
@@ -229,57 +200,112 @@ fn print_collapsed(
         }
         print_hit(out, rank + 1, g.leader.key, &shown)?;
         if g.count > 1 {
-            // The members are those of the window of top hits; the count covers every hit. The
-            // nearest are listed (simhash matches by distance, then resemblance matches, most
-            // resembling first), ties by id: near-duplicates often score within a rounding
-            // error of each other, and that order changes with the index's segments.
-            let mut nearest: Vec<_> = g.members.iter().collect();
-            nearest.sort_by(|a, b| {
-                let key = |m: &tantivy_simhash::CollapsedHit<f32>| match m.resemblance {
-                    None => (0u8, m.distance.unwrap_or(u32::MAX) as f32),
-                    Some(r) => (1, -r),
-                };
-                let (x, y) = (key(a), key(b));
-                x.0.cmp(&y.0)
-                    .then(x.1.total_cmp(&y.1))
-                    .then_with(|| a.id.cmp(&b.id))
-            });
-            let listed: Vec<String> = nearest
-                .into_iter()
-                .take(3)
-                .map(|m| match (m.resemblance, m.distance) {
-                    (Some(r), _) => format!("{} (resemblance {r:.2})", m.id),
-                    (None, Some(d)) => format!("{} (d={d})", m.id),
-                    (None, None) => m.id.clone(),
-                })
-                .collect();
-            let others = g.count - 1;
-            let list = match (listed.is_empty(), others > listed.len()) {
-                (true, _) => String::new(),
-                (false, true) => format!(": {}, …", listed.join(", ")),
-                (false, false) => format!(": {}", listed.join(", ")),
-            };
-            let at_least = if g.count_exact { "" } else { "at least " };
-            let plural = if others == 1 { "" } else { "s" };
-            match (distinct_field, g.leader.group.as_deref()) {
-                (Some(field), Some(value)) => out.line(format_args!(
-                    "             + {at_least}{others} more with {field} {value}{list}"
-                ))?,
-                _ => out.line(format_args!(
-                    "             + {at_least}{others} near-duplicate{plural}{list}"
-                ))?,
-            }
+            print_group_members(out, g, distinct_field)?;
         }
     }
     Ok(())
 }
 
-/// Prints [`Collapsed::deranked`](tantivy_simhash::Collapsed::deranked): the leaders in group
+/// The query's hits collapsed into groups (near-duplicates, or one per `distinct_field`
+/// value), with the leaders and window `view` asks for.
+fn collapse_hits(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    query: &dyn tantivy::query::Query,
+    limit: usize,
+    distinct_field: Option<&str>,
+    view: GroupView,
+) -> CliResult<Collapsed<f32>> {
+    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
+    // for a person reading "N near-duplicates".
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    if let Some(field) = distinct_field {
+        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
+    }
+    if view.leader.is_some() || view.derank {
+        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
+        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
+        // its other hits are not missed because the first groups filled a 3 x limit window.
+        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
+    }
+    if let Some(choice) = view.leader {
+        // The sequence field numbers documents in the order they were added.
+        let order = match choice {
+            LeaderChoice::Newest => Order::Desc,
+            LeaderChoice::Oldest => Order::Asc,
+        };
+        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
+    }
+    let results = collapse.search(searcher, query).map_err(|e| match e {
+        tantivy_simhash::Error::Schema { field, .. }
+            if view.leader.is_some() && field == SEQUENCE_FIELD =>
+        {
+            Failure::Message(format!(
+                "--leader orders by the order documents were added (the field {SEQUENCE_FIELD}), \
+                 which this index does not have (it was made by an older version); rebuild it \
+                 with `neardup index`, or search without --leader"
+            ))
+        }
+        e => e.into(),
+    })?;
+    Ok(results)
+}
+
+/// The line under a group's leader: how many more hits the group has, and the nearest three.
+fn print_group_members(
+    out: &mut Out,
+    g: &CollapsedGroup<f32>,
+    distinct_field: Option<&str>,
+) -> CliResult<()> {
+    // The members are those of the window of top hits; the count covers every hit. The
+    // nearest are listed (simhash matches by distance, then resemblance matches, most
+    // resembling first), ties by id: near-duplicates often score within a rounding
+    // error of each other, and that order changes with the index's segments.
+    let mut nearest: Vec<_> = g.members.iter().collect();
+    nearest.sort_by(|a, b| {
+        let key = |m: &CollapsedHit<f32>| match m.resemblance {
+            None => (0u8, m.distance.unwrap_or(u32::MAX) as f32),
+            Some(r) => (1, -r),
+        };
+        let (x, y) = (key(a), key(b));
+        x.0.cmp(&y.0)
+            .then(x.1.total_cmp(&y.1))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let listed: Vec<String> = nearest
+        .into_iter()
+        .take(3)
+        .map(|m| match (m.resemblance, m.distance) {
+            (Some(r), _) => format!("{} (resemblance {r:.2})", m.id),
+            (None, Some(d)) => format!("{} (d={d})", m.id),
+            (None, None) => m.id.clone(),
+        })
+        .collect();
+    let others = g.count - 1;
+    let list = match (listed.is_empty(), others > listed.len()) {
+        (true, _) => String::new(),
+        (false, true) => format!(": {}, …", listed.join(", ")),
+        (false, false) => format!(": {}", listed.join(", ")),
+    };
+    let at_least = if g.count_exact { "" } else { "at least " };
+    let plural = if others == 1 { "" } else { "s" };
+    match (distinct_field, g.leader.group.as_deref()) {
+        (Some(field), Some(value)) => out.line(format_args!(
+            "             + {at_least}{others} more with {field} {value}{list}"
+        ))?,
+        _ => out.line(format_args!(
+            "             + {at_least}{others} near-duplicate{plural}{list}"
+        ))?,
+    }
+    Ok(())
+}
+
+/// Prints [`Collapsed::deranked`]: the leaders in group
 /// order, then the groups' other hits in rank order, each with the id of its leader.
 fn print_deranked(
     store: &Store,
     searcher: &tantivy::Searcher,
-    results: &tantivy_simhash::Collapsed<f32>,
+    results: &Collapsed<f32>,
     distinct_field: Option<&str>,
     out: &mut Out,
 ) -> CliResult<()> {

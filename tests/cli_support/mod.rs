@@ -1,0 +1,71 @@
+//! Shared helpers of the tests that run the `neardup` binary (cli.rs, cli_messages.rs,
+//! reruns.rs): running it, reading what it printed, writing JSONL input.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_neardup");
+
+/// Runs `neardup ARGS` to the end.
+pub fn neardup(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run neardup")
+}
+
+/// Starts `neardup ARGS` with stdin, stdout and stderr piped.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start neardup")
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit status")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Each stdout line parsed as JSON.
+pub fn json_lines(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// A file of `tests/fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Writes `lines` to `path`, one a line.
+pub fn write_lines(path: &Path, lines: &[String]) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// A JSONL input line with an id and a text.
+pub fn doc_line(id: &str, text: &str) -> String {
+    serde_json::json!({"id": id, "text": text}).to_string()
+}
