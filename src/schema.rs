@@ -771,57 +771,34 @@ impl NearDupIndex {
         Ok(())
     }
 
+    /// Finds and checks every field `config` names in the index's schema, registers the
+    /// scheme's tokenizer when the index has none under its name, and interns the rule.
     fn resolve(index: Index, config: NearDupConfig) -> Result<Self> {
         let schema = index.schema();
-        let lookup = |name: &str| {
-            schema.get_field(name).map_err(|_| Error::Schema {
-                field: name.to_string(),
-                problem: "not in the schema; add it (NearDupConfig::add_fields adds the \
-                          fingerprint, key and group fields; the id field is yours, as \
-                          STRING | FAST)"
-                    .into(),
-            })
-        };
-        let schema_err = |name: &str, problem: &str| Error::Schema {
-            field: name.to_string(),
-            problem: problem.to_string(),
-        };
-
-        let id = lookup(&config.id_field)?;
-        match schema.get_field_entry(id).field_type() {
-            FieldType::Str(o)
-                if o.is_fast()
-                    && o.get_indexing_options()
-                        .is_some_and(|i| i.tokenizer() == "raw") => {}
-            _ => {
-                return Err(schema_err(
-                    &config.id_field,
-                    "the id field must be a text field indexed with the `raw` tokenizer and \
-                     fast: declare it as STRING | FAST (and STORED if you want it back)",
-                ))
-            }
-        }
-        let fingerprint = lookup(&config.fingerprint_field)?;
-        match schema.get_field_entry(fingerprint).field_type() {
-            FieldType::U64(o) if o.is_fast() => {}
-            _ => {
-                return Err(schema_err(
-                    &config.fingerprint_field,
-                    "the fingerprint field must be a u64 fast field; use NearDupConfig::add_fields",
-                ))
-            }
-        }
-        let keys = lookup(&config.keys_field)?;
-        let key_postings = match schema.get_field_entry(keys).field_type() {
-            FieldType::U64(o) => o.is_indexed(),
-            _ => {
-                return Err(schema_err(
-                    &config.keys_field,
-                    "the keys field must be a u64 field (indexed for keys in postings); use \
-                     NearDupConfig::add_fields",
-                ))
-            }
-        };
+        let id = required_field(
+            &schema,
+            &config.id_field,
+            is_raw_fast_text,
+            "the id field must be a text field indexed with the `raw` tokenizer and \
+             fast: declare it as STRING | FAST (and STORED if you want it back)",
+        )?;
+        let fingerprint = required_field(
+            &schema,
+            &config.fingerprint_field,
+            |t| matches!(t, FieldType::U64(o) if o.is_fast()),
+            "the fingerprint field must be a u64 fast field; use NearDupConfig::add_fields",
+        )?;
+        let keys = required_field(
+            &schema,
+            &config.keys_field,
+            |t| matches!(t, FieldType::U64(_)),
+            "the keys field must be a u64 field (indexed for keys in postings); use \
+             NearDupConfig::add_fields",
+        )?;
+        let key_postings = matches!(
+            schema.get_field_entry(keys).field_type(),
+            FieldType::U64(o) if o.is_indexed()
+        );
         if let Some(wanted) = config.key_postings.filter(|&w| w != key_postings) {
             return Err(Error::IndexMismatch {
                 what: "key storage",
@@ -843,64 +820,40 @@ impl NearDupIndex {
         config.key_postings = Some(key_postings);
         let group = match &config.group_field {
             None => None,
-            Some(name) => {
-                let f = lookup(name)?;
-                match schema.get_field_entry(f).field_type() {
-                    FieldType::Str(o) if o.is_fast() => Some(f),
-                    _ => {
-                        return Err(schema_err(
-                            name,
-                            "the group field must be a fast text field; use \
-                             NearDupConfig::add_fields",
-                        ))
-                    }
-                }
-            }
+            Some(name) => Some(required_field(
+                &schema,
+                name,
+                |t| matches!(t, FieldType::Str(o) if o.is_fast()),
+                "the group field must be a fast text field; use NearDupConfig::add_fields",
+            )?),
         };
         // Optional: indexes made before these fields existed open without them.
-        let sequence = match schema.get_field(SEQUENCE_FIELD) {
-            Err(_) => None,
-            Ok(f) => match schema.get_field_entry(f).field_type() {
-                FieldType::U64(o) if o.is_fast() => Some(f),
-                _ => {
-                    return Err(schema_err(
-                        SEQUENCE_FIELD,
-                        "this crate's sequence field must be a u64 fast field; use \
-                         NearDupConfig::add_fields",
-                    ))
-                }
-            },
-        };
-        let replaced = match schema.get_field(REPLACED_FIELD) {
-            Err(_) => None,
-            Ok(f) => match schema.get_field_entry(f).field_type() {
-                FieldType::Str(o)
-                    if o.is_fast()
-                        && o.get_indexing_options()
-                            .is_some_and(|i| i.tokenizer() == "raw") =>
-                {
-                    Some(f)
-                }
-                _ => {
-                    return Err(schema_err(
-                        REPLACED_FIELD,
-                        "this crate's replaced-ids field must be STRING | FAST; use \
-                         NearDupConfig::add_fields",
-                    ))
-                }
-            },
-        };
-        let mut text_fields = Vec::with_capacity(config.text_fields.len());
-        for name in &config.text_fields {
-            let f = lookup(name)?;
-            if !matches!(schema.get_field_entry(f).field_type(), FieldType::Str(_)) {
-                return Err(schema_err(
+        let sequence = optional_field(
+            &schema,
+            SEQUENCE_FIELD,
+            |t| matches!(t, FieldType::U64(o) if o.is_fast()),
+            "this crate's sequence field must be a u64 fast field; use \
+             NearDupConfig::add_fields",
+        )?;
+        let replaced = optional_field(
+            &schema,
+            REPLACED_FIELD,
+            is_raw_fast_text,
+            "this crate's replaced-ids field must be STRING | FAST; use \
+             NearDupConfig::add_fields",
+        )?;
+        let text_fields = config
+            .text_fields
+            .iter()
+            .map(|name| {
+                required_field(
+                    &schema,
                     name,
+                    |t| matches!(t, FieldType::Str(_)),
                     "text fields to fingerprint must be text fields",
-                ));
-            }
-            text_fields.push(f);
-        }
+                )
+            })
+            .collect::<Result<Vec<Field>>>()?;
         // Text fields that name the tokenizer must be analysed by this very scheme, or search
         // and fingerprints would disagree on what a word is; a tokenizer the user registered
         // under that name is theirs and stays.
@@ -909,45 +862,10 @@ impl NearDupIndex {
         } else {
             None
         };
-        // The fingerprinted fields tantivy indexes with the scheme's analyzer: the writer hands
-        // it their tokens (one analysis per document).
-        let replay_fields: Vec<Field> = if config.scheme.tokens_replayable() {
-            text_fields
-                .iter()
-                .copied()
-                .filter(|&f| match schema.get_field_entry(f).field_type() {
-                    FieldType::Str(o) => o
-                        .get_indexing_options()
-                        .is_some_and(|i| i.tokenizer() == SIMHASH_TOKENIZER_NAME),
-                    _ => false,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let replay_fields = replay_fields(&schema, &config.scheme, &text_fields);
         let rule = config.rule()?.interned();
-        let signature_fields = config.signature_fields().resolve(&schema).map_err(|e| {
-            schema_err(
-                &format!("{}_sketch0", config.fingerprint_field),
-                &format!(
-                    "{e}; an index made by an older version has no signature fields: \
-                         rebuild it, with NearDupConfig::add_fields"
-                ),
-            )
-        })?;
-        let sketch = signature_fields.sketch_fields();
-        let first_sketch = sketch.first().copied().unwrap_or(fingerprint);
-        let consecutive = sketch
-            .iter()
-            .enumerate()
-            .all(|(i, f)| f.field_id() == first_sketch.field_id() + i as u32);
-        if !consecutive {
-            return Err(schema_err(
-                schema.get_field_name(first_sketch),
-                "the sketch fields must be added together, in order (NearDupConfig::add_fields \
-                 does so)",
-            ));
-        }
+        let (signature_fields, first_sketch) =
+            resolve_signature_fields(&schema, &config, fingerprint)?;
         Ok(NearDupIndex {
             index,
             fields: NearDupFields {
@@ -958,7 +876,7 @@ impl NearDupIndex {
                 sequence,
                 replaced,
                 first_sketch,
-                sketch_words: sketch.len() as u32,
+                sketch_words: signature_fields.sketch_fields().len() as u32,
                 rule,
                 key_postings,
             },
@@ -1069,6 +987,115 @@ fn no_record(expected_scheme: &str) -> Error {
         ),
         expected: expected_scheme.to_string(),
     }
+}
+
+/// The field `name` of `schema`, if its type is `wanted`: [`Error::Schema`] with `problem`
+/// otherwise, and a message saying how to add it when it is missing.
+fn required_field(
+    schema: &Schema,
+    name: &str,
+    wanted: impl Fn(&FieldType) -> bool,
+    problem: &str,
+) -> Result<Field> {
+    let field = schema.get_field(name).map_err(|_| Error::Schema {
+        field: name.to_string(),
+        problem: "not in the schema; add it (NearDupConfig::add_fields adds the \
+                  fingerprint, key and group fields; the id field is yours, as \
+                  STRING | FAST)"
+            .into(),
+    })?;
+    check_field_type(schema, name, field, wanted, problem)
+}
+
+/// The field `name` of `schema` if the schema has it (checked as [`required_field`] does).
+fn optional_field(
+    schema: &Schema,
+    name: &str,
+    wanted: impl Fn(&FieldType) -> bool,
+    problem: &str,
+) -> Result<Option<Field>> {
+    match schema.get_field(name) {
+        Err(_) => Ok(None),
+        Ok(field) => check_field_type(schema, name, field, wanted, problem).map(Some),
+    }
+}
+
+fn check_field_type(
+    schema: &Schema,
+    name: &str,
+    field: Field,
+    wanted: impl Fn(&FieldType) -> bool,
+    problem: &str,
+) -> Result<Field> {
+    if wanted(schema.get_field_entry(field).field_type()) {
+        Ok(field)
+    } else {
+        Err(Error::Schema {
+            field: name.to_string(),
+            problem: problem.to_string(),
+        })
+    }
+}
+
+/// A fast text field indexed whole (`STRING | FAST`): what ids and replaced ids need.
+fn is_raw_fast_text(field_type: &FieldType) -> bool {
+    matches!(field_type, FieldType::Str(o)
+        if o.is_fast() && o.get_indexing_options().is_some_and(|i| i.tokenizer() == "raw"))
+}
+
+/// The fingerprinted fields tantivy indexes with the scheme's analyzer: the writer hands it
+/// their tokens (one analysis per document). None when the scheme's tokens cannot be replayed.
+fn replay_fields(schema: &Schema, scheme: &Scheme, text_fields: &[Field]) -> Vec<Field> {
+    if !scheme.tokens_replayable() {
+        return Vec::new();
+    }
+    text_fields
+        .iter()
+        .copied()
+        .filter(|&f| match schema.get_field_entry(f).field_type() {
+            FieldType::Str(o) => o
+                .get_indexing_options()
+                .is_some_and(|i| i.tokenizer() == SIMHASH_TOKENIZER_NAME),
+            _ => false,
+        })
+        .collect()
+}
+
+/// The signature's fast fields (fingerprint and sketch words), and the first sketch field
+/// (`fingerprint` when the rule has no sketch); the sketch fields must be consecutive.
+fn resolve_signature_fields(
+    schema: &Schema,
+    config: &NearDupConfig,
+    fingerprint: Field,
+) -> Result<(ResolvedSignatureFields, Field)> {
+    let schema_err = |name: &str, problem: String| Error::Schema {
+        field: name.to_string(),
+        problem,
+    };
+    let signature_fields = config.signature_fields().resolve(schema).map_err(|e| {
+        schema_err(
+            &format!("{}_sketch0", config.fingerprint_field),
+            format!(
+                "{e}; an index made by an older version has no signature fields: \
+                     rebuild it, with NearDupConfig::add_fields"
+            ),
+        )
+    })?;
+    let sketch = signature_fields.sketch_fields();
+    let first_sketch = sketch.first().copied().unwrap_or(fingerprint);
+    let consecutive = sketch
+        .iter()
+        .enumerate()
+        .all(|(i, f)| f.field_id() == first_sketch.field_id() + i as u32);
+    if !consecutive {
+        return Err(schema_err(
+            schema.get_field_name(first_sketch),
+            "the sketch fields must be added together, in order (NearDupConfig::add_fields \
+             does so)"
+                .into(),
+        ));
+    }
+    Ok((signature_fields, first_sketch))
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

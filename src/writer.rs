@@ -23,12 +23,17 @@ pub use retag::GroupsWritten;
 impl NearDupIndex {
     /// A [`DedupWriter`] with `memory_budget` bytes in total for tantivy's indexing threads
     /// (at least 15 MB per thread; see `Index::writer`).
+    ///
+    /// Cost: tantivy's writer, plus a reader of the last commit (its signature columns opened).
+    /// Errors: [`Error::Schema`] for [`Policy::Tag`] without a group field; tantivy's errors
+    /// (a budget too small, the index locked by another writer).
     pub fn writer(&self, memory_budget: usize, policy: Policy) -> Result<DedupWriter> {
         let writer: IndexWriter<AnalyzedDocument> = self.index.writer(memory_budget)?;
         DedupWriter::wrap(self.clone(), writer, policy)
     }
 
     /// A [`DedupWriter`] with `num_threads` indexing threads sharing `memory_budget` bytes.
+    /// Cost and errors as [`writer`](Self::writer).
     pub fn writer_with_num_threads(
         &self,
         num_threads: usize,
@@ -50,6 +55,15 @@ impl NearDupIndex {
 /// "The nearest" near-duplicate is the one with the strongest [`Evidence`]
 /// ([`Evidence::cmp_strength`]: simhash matches by distance, then resemblance matches by
 /// estimate), and of equally strong ones the one added first.
+///
+/// **Cost** per document beyond `Off` (all but `Off`): one check under the writer's lock, the
+/// rule's keys looked up in every committed segment and in the pending table (each key's list
+/// bounded by [`DedupWriter::max_postings_per_key`]), one fingerprint read per candidate and a
+/// sketch comparison only for candidates that share a band key beyond the simhash radius; the
+/// id of the nearest committed match read once. `Tag` also reads that match's group and stores
+/// a group value per document; `Replace` reads every match's id and replaced ids, deletes each
+/// match by id and stores the ids it replaced (a chain of replacements makes that list grow).
+/// Measured figures: docs/PERFORMANCE.md, "Indexing".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
     /// Only store signatures and keys; no lookup. The fastest.
@@ -213,6 +227,10 @@ pub struct DedupWriter {
 impl DedupWriter {
     /// Wraps an existing tantivy writer of `index` (made with
     /// `index.index().writer::<AnalyzedDocument>(..)`).
+    ///
+    /// Cost: opens a reader of the last commit and its signature columns, and reads the largest
+    /// sequence number (one column scan per segment). Errors: [`Error::Schema`] for
+    /// [`Policy::Tag`] without a group field; tantivy's errors opening the reader.
     pub fn wrap(
         index: NearDupIndex,
         writer: IndexWriter<AnalyzedDocument>,
@@ -250,7 +268,8 @@ impl DedupWriter {
         self.policy
     }
 
-    /// Changes the policy for the documents added from now on.
+    /// Changes the policy for the documents added from now on. Errors: [`Error::Schema`] for
+    /// [`Policy::Tag`] without a group field (the policy is then unchanged).
     pub fn set_policy(&mut self, policy: Policy) -> Result<()> {
         if policy == Policy::Tag {
             self.index.fields.require_group(TAG_NEEDS_GROUP)?;
@@ -378,6 +397,8 @@ impl DedupWriter {
     /// stored, and the policies decide, as for [`add_document`](Self::add_document). A
     /// signature made with another scheme or rule gives meaningless matches (it cannot be
     /// detected). Tantivy analyses the text fields itself (the writer has no tokens to give it).
+    /// Cost: [`add_document`](Self::add_document)'s without the signing. Errors as
+    /// [`add_document`](Self::add_document).
     pub fn add_document_with_signature(
         &self,
         doc: TantivyDocument,
@@ -394,7 +415,8 @@ impl DedupWriter {
     /// simhash branch (fingerprints within the layout's `k`); the resemblance branch never
     /// fires for it, in this check or in any later lookup. Use
     /// [`add_document_with_signature`](Self::add_document_with_signature) (or
-    /// [`add_document`](Self::add_document)) for the full rule.
+    /// [`add_document`](Self::add_document)) for the full rule. Cost and errors as
+    /// [`add_document_with_signature`](Self::add_document_with_signature).
     pub fn add_document_with_fingerprint(
         &self,
         doc: TantivyDocument,
@@ -508,7 +530,6 @@ impl DedupWriter {
                 id,
                 group: kept.group,
                 replaced: kept.carried,
-                alive: true,
             },
         );
         self.writer
@@ -617,6 +638,11 @@ impl DedupWriter {
     /// [`Policy::Reject`], the later under [`IdPolicy::Replace`]). One analysis per signed
     /// document, as [`add_document`](Self::add_document). Stops at the first error; documents
     /// before it are added.
+    ///
+    /// Cost: as many [`add_document`](Self::add_document) calls, with the signing spread over
+    /// rayon's threads (the checks and insertions stay sequential, under the lock); the batch's
+    /// staged tokens are held until tantivy indexes each document. Errors as
+    /// [`add_document`](Self::add_document).
     pub fn add_documents(&self, docs: Vec<TantivyDocument>) -> Result<Vec<Outcome>> {
         let scheme = self.index.scheme();
         let rule = self.index.rule();
@@ -651,7 +677,8 @@ impl DedupWriter {
 
     /// Deletes the documents matching `term`, like [`IndexWriter::delete_term`]. On the id field
     /// the deletion is seen by the near-duplicate check at once; on other fields, after the
-    /// next commit.
+    /// next commit. Cost: tantivy's delete, plus on the id field a hash-table update under the
+    /// writer's lock. Cannot fail (tantivy's contract).
     pub fn delete_term(&self, term: Term) -> Opstamp {
         let mut pending = lock(&self.pending);
         if term.field() == self.index.fields.id {
@@ -666,6 +693,10 @@ impl DedupWriter {
 
     /// Commits, recording the scheme and layout in the commit payload, and makes the committed
     /// documents visible to the near-duplicate check (the pending table is emptied).
+    ///
+    /// Cost: tantivy's commit (flushing the indexing threads' segments, applying deletes), then
+    /// a reader reload and the signature columns of every segment reopened. Errors: tantivy's
+    /// commit and reload errors (I/O, a failed indexing thread).
     pub fn commit(&mut self) -> Result<Opstamp> {
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&self.payload);
@@ -680,7 +711,8 @@ impl DedupWriter {
         Ok(opstamp)
     }
 
-    /// Drops every change since the last commit, like [`IndexWriter::rollback`].
+    /// Drops every change since the last commit, like [`IndexWriter::rollback`]. Errors:
+    /// tantivy's (the pending table is kept then).
     pub fn rollback(&mut self) -> Result<Opstamp> {
         let opstamp = self.writer.rollback()?;
         let pending = self
@@ -704,7 +736,8 @@ impl DedupWriter {
     }
 
     /// The signature of `doc` from the configured text fields, with a pooled signer (one
-    /// analysis pass gives the fingerprint and the sketch).
+    /// analysis pass gives the fingerprint and the sketch). Cost: one analysis of the joined
+    /// text fields (see docs/PERFORMANCE.md, "Fingerprinting"). Cannot fail.
     pub fn signature(&self, doc: &TantivyDocument) -> Signature {
         let text = document_text(doc, &self.index.text_fields);
         let pooled = lock(&self.signers).pop();
@@ -738,6 +771,7 @@ impl DedupWriter {
     }
 
     /// The fingerprint of `doc` from the configured text fields, with a pooled fingerprinter.
+    /// Cost: one analysis of the joined text fields. Cannot fail.
     pub fn fingerprint(&self, doc: &TantivyDocument) -> Fingerprint {
         let text = document_text(doc, &self.index.text_fields);
         let pooled = lock(&self.fingerprinters).pop();

@@ -4,6 +4,7 @@
 
 use super::ids::PendingIds;
 use crate::error::Result;
+use crate::fingerprint::Fingerprint;
 use crate::lookup::NearDupSearcher;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
@@ -16,7 +17,16 @@ pub(super) struct PendingDoc {
     pub(super) group: Option<String>,
     /// The ids it replaced, directly or through the documents it replaced.
     pub(super) replaced: Vec<String>,
-    pub(super) alive: bool,
+}
+
+/// What a check reads first of each pending candidate, kept dense (one per document, by
+/// place): most candidates are settled by their fingerprint without touching the document.
+#[derive(Clone, Copy)]
+struct Slot {
+    fingerprint: Fingerprint,
+    alive: bool,
+    /// Whether it has a sketch (its band keys are in `band_keys`).
+    sketched: bool,
 }
 
 /// Mixes a key (already a hash-like value, but its blocks and band tags sit in fixed bits) into
@@ -61,6 +71,11 @@ impl KeyHolders {
 /// What the writer knows that the last commit does not.
 pub(super) struct Pending {
     pub(super) docs: Vec<PendingDoc>,
+    slots: Vec<Slot>,
+    /// The band keys of each document (the rule's `bands` per document, zeros without a
+    /// sketch): a resemblance match shares a band, hence its band key, so a candidate beyond
+    /// the simhash radius that shares none cannot match and its sketch is not read.
+    band_keys: Vec<u64>,
     /// The rule's keys (block and band keys) of the pending documents; each list holds at most
     /// `max_postings_per_key` documents (the first added), as the committed postings are read.
     by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
@@ -106,6 +121,8 @@ impl Pending {
     pub(super) fn new(next_sequence: u64, max_postings_per_key: usize) -> Pending {
         Pending {
             docs: Vec::new(),
+            slots: Vec::new(),
+            band_keys: Vec::new(),
             by_key: HashMap::default(),
             ids: PendingIds::default(),
             keys: Vec::new(),
@@ -119,6 +136,8 @@ impl Pending {
 
     pub(super) fn clear(&mut self) {
         self.docs.clear();
+        self.slots.clear();
+        self.band_keys.clear();
         self.by_key.clear();
         self.ids.clear();
     }
@@ -181,7 +200,9 @@ impl Pending {
     /// With `all == false`, only the strongest (the first of that order): once a simhash match
     /// at distance `d` is known, a candidate at distance `d` or more cannot come before it (a
     /// resemblance match is weaker than any simhash match; an equal one added later comes
-    /// after), so its sketch is not compared. Every live candidate counts as verified.
+    /// after), so its sketch is not compared. Beyond the simhash radius, only a candidate that
+    /// shares a band key with `signature` can match (by a shared band); the others' sketches
+    /// are not read either. Every live candidate counts as verified.
     fn pending_matches(
         &mut self,
         rule: &MatchRule,
@@ -190,21 +211,41 @@ impl Pending {
         replacing: Option<&str>,
     ) -> Vec<(Evidence, u32)> {
         self.collect_candidates(rule, signature);
+        let blocks = rule.layout().num_keys();
+        let bands = rule.minhash().bands as usize;
+        let max_distance = rule.layout().max_distance();
+        let Pending {
+            docs,
+            slots,
+            band_keys,
+            keys,
+            candidates,
+            verified,
+            ..
+        } = self;
+        // The query's band keys (none without a sketch), band by band.
+        let query_bands = keys.get(blocks..).unwrap_or(&[]);
         let mut pending: Vec<(Evidence, u32)> = Vec::new();
         let mut best_distance: Option<u32> = None;
-        for &i in &self.candidates {
-            let p = &self.docs[i as usize];
-            if !p.alive || replacing == Some(p.id.as_str()) {
+        for &i in candidates.iter() {
+            let slot = slots[i as usize];
+            if !slot.alive || replacing.is_some_and(|r| docs[i as usize].id == r) {
                 continue;
             }
-            self.verified += 1;
-            if !all
-                && best_distance
-                    .is_some_and(|d| signature.fingerprint.distance(p.signature.fingerprint) >= d)
-            {
+            *verified += 1;
+            let distance = signature.fingerprint.distance(slot.fingerprint);
+            if !all && best_distance.is_some_and(|d| distance >= d) {
                 continue;
             }
-            let Some(evidence) = rule.matches(signature, &p.signature) else {
+            if distance > max_distance {
+                let theirs = &band_keys[i as usize * bands..][..bands];
+                let shares_band_key =
+                    slot.sketched && query_bands.iter().zip(theirs).any(|(q, t)| q == t);
+                if !shares_band_key {
+                    continue;
+                }
+            }
+            let Some(evidence) = rule.matches(signature, &docs[i as usize].signature) else {
                 continue;
             };
             if all {
@@ -306,6 +347,20 @@ impl Pending {
                 }
             }
         }
+        let blocks = rule.layout().num_keys();
+        let bands = rule.minhash().bands as usize;
+        let doc_bands = self.keys.get(blocks..).unwrap_or(&[]);
+        let sketched = doc_bands.len() == bands;
+        if sketched {
+            self.band_keys.extend_from_slice(doc_bands);
+        } else {
+            self.band_keys.resize(self.band_keys.len() + bands, 0);
+        }
+        self.slots.push(Slot {
+            fingerprint: doc.signature.fingerprint,
+            alive: true,
+            sketched,
+        });
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
         self.docs.push(doc);
@@ -313,8 +368,8 @@ impl Pending {
 
     pub(super) fn delete_id(&mut self, id: &str) {
         for place in self.ids.delete(id) {
-            if let Some(p) = self.docs.get_mut(place as usize) {
-                p.alive = false;
+            if let Some(slot) = self.slots.get_mut(place as usize) {
+                slot.alive = false;
             }
         }
     }

@@ -24,6 +24,14 @@ fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
     let words = rule.minhash().sketch_words();
     let mut out: Vec<Signature> = Vec::with_capacity(n);
     for _ in 0..n {
+        if rng.below(25) == 0 {
+            // No tokens: no sketch, no band keys; it matches by the simhash branch only.
+            out.push(Signature {
+                fingerprint: Fingerprint(rng.next()),
+                sketch: Sketch::empty(rule.minhash()),
+            });
+            continue;
+        }
         if out.is_empty() || rng.below(4) == 0 {
             out.push(Signature {
                 fingerprint: Fingerprint(rng.next()),
@@ -132,7 +140,6 @@ fn pending_matches_equal_brute_force() {
                     id: id.clone(),
                     group: None,
                     replaced: Vec::new(),
-                    alive: true,
                 },
             );
             mirror.push((sig.clone(), id, true));
