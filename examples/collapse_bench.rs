@@ -10,12 +10,17 @@
 //! Corpus: `natural-en.jsonl.gz` (title and text indexed with tantivy's default analyzer, id
 //! `STRING | FAST | STORED`, section `STRING | FAST` and `section_hash` `u64 FAST`, fingerprints from title + text with the default scheme). Queries:
 //! 1 to 3 words sampled from one title (words of 3+ letters), parsed over title and text (OR).
-//! Each query runs every method in turn; each method's time per query is the best of `--runs`
-//! repetitions; ratios are sums over the queries. Index layouts: merged into 1 segment, and
+//! Each query runs every method in turn, each method's `--runs` repetitions back to back (so
+//! every method is timed warm); its time per query is the best of them; ratios are sums over
+//! the queries. `--only N` times method N alone (numbered from 0 in the table's order), for
+//! profiling. Index layouts: merged into 1 segment, and
 //! `--segments` segments (default 16, no merges). Methods:
 //! - `TopDocs(limit)`: `TopDocs::with_limit(limit).order_by_score()` (the baseline);
 //! - `TopDocs(limit) + ids`: the baseline plus reading the `limit` user ids (what a result page
 //!   needs at least);
+//! - `TopDocs(limit) + ids through the crate's id tables`: the same ids read with
+//!   `NearDupSearcher::id_of`, which reads a segment's ids from its in-memory id table once
+//!   built (the collapse reads ids the same way);
 //! - `TopDocs(fetch)`: the inner search of the collapse alone (fetch = `--overfetch` x limit,
 //!   default 3 x, the library's default);
 //! - `collapse, ids of groups read`: `NearDupCollapse::search` (widening up to 64 x limit), ids
@@ -32,7 +37,8 @@
 //!   of the section (a numeric column);
 //! - `distinct by section (str), ids not read, exact counts`: plus `exact_counts(true)`.
 //!
-//! `TopDocs(limit) + ids` reads ids the same batched way the collapse does.
+//! `TopDocs(limit) + ids` reads ids as tantivy alone can: per segment, sorted by term ordinal,
+//! one dictionary block decompression per block touched.
 
 use flate2::read::GzDecoder;
 use serde::Deserialize;

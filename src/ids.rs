@@ -9,9 +9,11 @@
 //! ids read one by one) and keeps about the ids' bytes + 8 B per distinct id. So a segment
 //! gets its table only after it has served `max(32, ids / 1024)` id reads (in any searcher
 //! of this process): a one-off lookup never pays the build, a writer or a service that looks
-//! up many documents pays it once per segment. Tables are shared by every searcher of the
-//! segment in the process and freed with the last of them (segments are immutable, so a
-//! table never goes stale; deletes do not change the dictionary).
+//! up many documents pays it once per segment. Tables are shared by every searcher and
+//! [`NearDupCollapse`](crate::NearDupCollapse) of the segment in the process and freed with
+//! the last of them (segments are immutable, so a table never goes stale; deletes do not
+//! change the dictionary). The same tables serve any string column read this way: a
+//! collapse's string group values (a tag or a `GroupBy::Field` of type str) too.
 
 use crate::error::Result;
 use std::collections::HashMap;

@@ -9,8 +9,8 @@ use super::window::{
     StrField, WindowColumns,
 };
 use super::{
-    Collapsed, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH, DEFAULT_MAX_POSTINGS_PER_KEY,
-    DEFAULT_OVERFETCH,
+    Collapsed, CollapsedGroup, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH,
+    DEFAULT_MAX_POSTINGS_PER_KEY, DEFAULT_OVERFETCH,
 };
 use crate::columns::field_name;
 use crate::error::{Error, Result};
@@ -36,6 +36,14 @@ use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, Segment
 /// (the rank order is stated once), or with [`with_top_docs`](NearDupCollapse::with_top_docs)
 /// for any other sort key. `C` is the inner collector's type. Page through groups by asking
 /// for more, not with `and_offset`.
+///
+/// **Reuse one collapse for many searches** (it is `Send + Sync`): it keeps the columns it
+/// opened in each segment it searched (19 at most: fingerprint, 16 sketch words, id, group or
+/// leader field; opening them costs a few microseconds each, more than the fold itself), and
+/// the segments' id tables ([`read_ids`](Self::read_ids)), so that later searches only read
+/// values. A segment is released once 64 searches of this collapse (one per shard and
+/// re-search) have not read it, and everything with the collapse; until then a merged-away
+/// segment's column data stays mapped.
 pub struct NearDupCollapse<C> {
     inner: C,
     /// Makes the inner collector for a fetch size (widening asks for larger ones).
@@ -347,10 +355,17 @@ impl<C> NearDupCollapse<C> {
 
     /// Reads the user id of every returned hit (the default). Without, ids are read only where
     /// the ranking needs them (hits tied on their key) and are empty elsewhere: use the
-    /// addresses. Reading an id decompresses a block of the id column's dictionary (the reads
-    /// are batched per segment in ordinal order, so a block is read once per search); on
-    /// natural-en this is most of the cost of a collapse (docs/PERFORMANCE.md).
-    /// [`keep_window`](Self::keep_window) always reads them.
+    /// addresses. [`keep_window`](Self::keep_window) always reads them.
+    ///
+    /// Cost: a segment's ids are read through its **id table** (every id of the segment in
+    /// memory, about the ids' bytes + 8 B each; shared in the process with
+    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)) once the process has read
+    /// `max(32, ids / 1024)` of its ids: an id then costs a column read and a copy. Before
+    /// that (and for a collapse used once), the ids of one search are read per segment in
+    /// one pass over the dictionary blocks they fall in, one block decompression each (~13 us
+    /// on natural-en). The table is built (one pass over the segment's dictionary) by the
+    /// search that crosses the threshold, and freed when neither this collapse (see
+    /// [`NearDupCollapse`]) nor a searcher reads the segment any more.
     pub fn read_ids(mut self, read_ids: bool) -> Self {
         self.settings.read_ids = read_ids;
         self
@@ -397,8 +412,10 @@ impl<C> NearDupCollapse<C> {
     ///
     /// Cost: one search per fetch tried (block-max pruning kept when the query allows it), one
     /// signature read per hit fetched (the fingerprint and 16 sketch words: bit-packed fast
-    /// fields, a few ns each), up to `limit` rule checks per hit, one id read per returned hit
-    /// (and per tied hit).
+    /// fields, a few ns each; the columns opened once per segment, see [`NearDupCollapse`]), up
+    /// to `limit` rule checks per hit, one id read per returned hit and per tied hit (see
+    /// [`read_ids`](Self::read_ids)). On natural-en, about 1.5x `TopDocs(limit)` without ids,
+    /// and less than `TopDocs(limit)` reading its ids (docs/PERFORMANCE.md).
     /// Errors: tantivy errors (for example the inner collector's fast field is missing).
     pub fn search<K>(&self, searcher: &Searcher, query: &dyn Query) -> Result<Collapsed<K>>
     where
@@ -601,6 +618,23 @@ where
     }
 }
 
+/// Reads the ids of the returned hits (leaders, members and the kept rest of the window) not
+/// read yet (hits tied on key and fingerprint were, to rank them).
+fn read_result_ids<K>(
+    groups: &mut [CollapsedGroup<K>],
+    rest: &mut [CollapsedHit<K>],
+    columns: &mut WindowColumns<'_>,
+) -> Result<()> {
+    let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
+    for group in groups.iter_mut() {
+        needs_id.push(&mut group.leader);
+        needs_id.extend(group.members.iter_mut());
+    }
+    needs_id.extend(rest.iter_mut());
+    needs_id.retain(|h| h.id.is_empty());
+    columns.read_strings(needs_id, StrField::Id, |h| &mut h.id)
+}
+
 /// A crate error as tantivy's (a collector returns tantivy's errors).
 fn to_tantivy(e: Error) -> tantivy::TantivyError {
     match e {
@@ -623,22 +657,7 @@ impl<C> NearDupCollapse<C> {
         check_rank_order(&ranked, order)?;
         let rule = settings.rule()?;
         let mut columns = WindowColumns::new(segments, names, &self.columns);
-        let mut window = Vec::with_capacity(ranked.len());
-        for (key, address) in ranked {
-            let signature = columns.signature(address)?;
-            window.push(CollapsedHit {
-                key,
-                id: String::new(),
-                address,
-                shard: 0,
-                fingerprint: signature.as_ref().map(|s| s.fingerprint),
-                sketch: signature.map(|s| s.sketch),
-                distance: None,
-                resemblance: None,
-                group: None,
-                leader_value: None,
-            });
-        }
+        let mut window = columns.hits(ranked)?;
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
         // more, tied with the last one.
         let cutoff = window_cutoff(&mut window, settings.fetch, order);
@@ -650,19 +669,11 @@ impl<C> NearDupCollapse<C> {
             columns.read_leader_values(&mut window)?;
         }
         let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
-        let mut needs_id: Vec<&mut CollapsedHit<K>> = Vec::new();
-        for group in groups.iter_mut() {
-            needs_id.push(&mut group.leader);
-            needs_id.extend(group.members.iter_mut());
-        }
-        if settings.keep_window {
-            needs_id.extend(rest.iter_mut());
-        } else {
+        if !settings.keep_window {
             rest.clear();
         }
         if settings.read_ids || settings.keep_window {
-            needs_id.retain(|h| h.id.is_empty());
-            columns.read_strings(needs_id, StrField::Id, |h| &mut h.id)?;
+            read_result_ids(&mut groups, &mut rest, &mut columns)?;
         }
         Ok(Collapsed {
             groups,

@@ -1,8 +1,9 @@
 //! [`Collapsed::merge`]: the results of several shards as one index's result, and the BM25
 //! statistics that make their scores comparable.
 
+use super::result::Settings;
 use super::window::{fold, rank_order, window_cutoff};
-use super::{Collapsed, RankKey};
+use super::{Collapsed, CollapsedHit, RankKey};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use tantivy::query::Bm25StatisticsProvider;
@@ -76,52 +77,18 @@ impl<K: RankKey> Collapsed<K> {
     /// # Ok::<(), tantivy_simhash::Error>(())
     /// ```
     pub fn merge(parts: Vec<Collapsed<K>>) -> Result<Collapsed<K>> {
-        let Some(first) = parts.first() else {
-            return Err(Error::InvalidConfig(
-                "Collapsed::merge got no parts; pass the result of every shard".into(),
-            ));
-        };
-        let settings = first.settings.clone();
-        for (i, part) in parts.iter().enumerate() {
-            if !part.settings.keep_window {
-                return Err(Error::InvalidConfig(format!(
-                    "part {i} was collected without keep_window, so its hits outside the \
-                     returned groups are missing; search every shard with \
-                     NearDupCollapse::keep_window(true)"
-                )));
-            }
-            if part.settings != settings {
-                return Err(Error::InvalidConfig(format!(
-                    "part {i} was collected with {:?} but part 0 with {:?}; search every shard \
-                     with the same NearDupCollapse settings (and the same fetch)",
-                    part.settings, settings
-                )));
-            }
-        }
+        let settings = agreed_settings(&parts)?;
         let order = settings.order;
-        let mut best_cutoff: Option<K> = None;
-        for part in &parts {
-            if let Some(c) = &part.cutoff {
-                let better = best_cutoff
-                    .as_ref()
-                    .is_none_or(|b| c.rank_cmp(b, order) == Ordering::Less);
-                if better {
-                    best_cutoff = Some(c.clone());
-                }
-            }
-        }
-        let mut hits = Vec::new();
-        for (shard, part) in parts.into_iter().enumerate() {
-            let part_hits = part
-                .groups
-                .into_iter()
-                .flat_map(|g| std::iter::once(g.leader).chain(g.members))
-                .chain(part.rest);
-            hits.extend(part_hits.map(|mut hit| {
-                hit.shard = shard as u32;
-                hit
-            }));
-        }
+        // The best of the parts' cutoffs: no hit ranked after it is in every part's window.
+        let best_cutoff = parts
+            .iter()
+            .filter_map(|p| p.cutoff.as_ref())
+            .fold(None, |best: Option<&K>, c| match best {
+                Some(b) if c.rank_cmp(b, order) != Ordering::Less => Some(b),
+                _ => Some(c),
+            })
+            .cloned();
+        let mut hits = pooled_hits(parts);
         if let Some(c) = &best_cutoff {
             hits.retain(|h| h.key.rank_cmp(c, order) == Ordering::Less);
         }
@@ -139,6 +106,51 @@ impl<K: RankKey> Collapsed<K> {
             settings,
         })
     }
+}
+
+/// The settings every part was collected with; an error naming the part that was collected
+/// without its window or with other settings (or when there is no part).
+fn agreed_settings<K>(parts: &[Collapsed<K>]) -> Result<Settings> {
+    let Some(first) = parts.first() else {
+        return Err(Error::InvalidConfig(
+            "Collapsed::merge got no parts; pass the result of every shard".into(),
+        ));
+    };
+    for (i, part) in parts.iter().enumerate() {
+        if !part.settings.keep_window {
+            return Err(Error::InvalidConfig(format!(
+                "part {i} was collected without keep_window, so its hits outside the \
+                 returned groups are missing; search every shard with \
+                 NearDupCollapse::keep_window(true)"
+            )));
+        }
+        if part.settings != first.settings {
+            return Err(Error::InvalidConfig(format!(
+                "part {i} was collected with {:?} but part 0 with {:?}; search every shard \
+                 with the same NearDupCollapse settings (and the same fetch)",
+                part.settings, first.settings
+            )));
+        }
+    }
+    Ok(first.settings.clone())
+}
+
+/// Every hit of every part's window (leaders, members, the rest), marked with its part's
+/// position as its shard.
+fn pooled_hits<K>(parts: Vec<Collapsed<K>>) -> Vec<CollapsedHit<K>> {
+    let mut hits = Vec::new();
+    for (shard, part) in parts.into_iter().enumerate() {
+        let part_hits = part
+            .groups
+            .into_iter()
+            .flat_map(|g| std::iter::once(g.leader).chain(g.members))
+            .chain(part.rest);
+        hits.extend(part_hits.map(|mut hit| {
+            hit.shard = shard as u32;
+            hit
+        }));
+    }
+    hits
 }
 
 /// BM25 statistics summed over several indexes of one corpus, so that their scores are

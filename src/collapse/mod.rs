@@ -11,8 +11,9 @@
 //! ## What a result contains: the window
 //!
 //! The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for;
-//! measured on natural-en, docs/PERFORMANCE.md: 1.31-1.35x the time of `TopDocs` returning as
-//! many hits, against 1.42-1.55x for 4 x, and 2 x had to widen for 8 queries in 500).
+//! measured on natural-en under the match rule, docs/PERFORMANCE.md: 1.6-2.2x the time of
+//! `TopDocs` returning as many hits without ids, 0.5-0.8x when both read their ids; 2 x widened
+//! twice as many queries, 29 in 500, and found fewer members).
 //! The **window** is the set of hits the collapse works on:
 //! - when the query has fewer than `fetch` hits, all of them ([`Collapsed::is_complete`]);
 //! - otherwise every hit that ranks **strictly** better than the `fetch`-th hit (its key is the

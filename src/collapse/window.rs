@@ -267,10 +267,32 @@ impl<'a> WindowColumns<'a> {
         Ok(self.opened[ord].as_deref())
     }
 
+    /// The inner collector's ranked hits as window hits, with their signatures (ids, values
+    /// and distances not read yet).
+    pub(super) fn hits<K>(&mut self, ranked: Vec<(K, DocAddress)>) -> Result<Vec<CollapsedHit<K>>> {
+        let mut window = Vec::with_capacity(ranked.len());
+        for (key, address) in ranked {
+            let signature = self.signature(address)?;
+            window.push(CollapsedHit {
+                key,
+                id: String::new(),
+                address,
+                shard: 0,
+                fingerprint: signature.as_ref().map(|s| s.fingerprint),
+                sketch: signature.map(|s| s.sketch),
+                distance: None,
+                resemblance: None,
+                group: None,
+                leader_value: None,
+            });
+        }
+        Ok(window)
+    }
+
     /// The signature of the document at `address`, if it has a fingerprint. Cost: one
     /// fingerprint and 16 sketch-word reads (bit-packed columns, a few ns each), after the
     /// segment's columns are taken from the cache.
-    pub(super) fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
+    fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
         Ok(self
             .segment(address.segment_ord as usize)?
             .and_then(|s| s.signatures.get(address.doc_id)))
