@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{config_keys, edited_texts, ram_index_with, schema, TestIndex, KEY_STORAGES};
+use common::{
+    config_keys, dir_index_with, edited_texts, ram_index_with, schema, TestIndex, KEY_STORAGES,
+};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use tantivy::query::QueryParser;
@@ -229,19 +231,12 @@ fn an_index_made_before_the_option_opens_as_keys_in_postings_and_keeps_working()
     let dir = tempfile::tempdir().unwrap();
     // The old code path: keys indexed (the schema's keys field is indexed) and a record without
     // the field.
-    let config = config_keys(BlockLayout::default(), true);
-    let (schema, id, body, host) = schema(&config);
     let texts = edited_texts(41, 120);
-    {
-        let index = Index::create_in_dir(dir.path(), schema).unwrap();
-        let t = TestIndex {
-            index: NearDupIndex::create(index, config).unwrap(),
-            id,
-            body,
-            host,
-        };
+    let (id, body, host) = {
+        let t = dir_index_with(dir.path(), config_keys(BlockLayout::default(), true));
         fill(&t, &texts[..80], Policy::Off);
-    }
+        (t.id, t.body, t.host)
+    };
     strip_key_postings(dir.path());
 
     // Opened with a configuration that does not say (as code written before the option), and

@@ -212,15 +212,10 @@ fn key_tables_equal_brute_force_across_segments_deletes_merges_and_reopening() {
 fn tables_equal_brute_force(key_postings: bool) {
     // On disk, so the reopened index reads the same files.
     let dir = tempfile::tempdir().unwrap();
-    let config = common::config_keys(BlockLayout::default(), key_postings);
-    let (schema, id, body, host) = common::schema(&config);
-    let index = Index::create_in_dir(dir.path(), schema).unwrap();
-    let t = TestIndex {
-        index: NearDupIndex::create(index, config).unwrap(),
-        id,
-        body,
-        host,
-    };
+    let t = common::dir_index_with(
+        dir.path(),
+        common::config_keys(BlockLayout::default(), key_postings),
+    );
     let mut signer = t.index.rule().signer(t.index.scheme());
     let mut texts = edited_texts(23, 200);
     // Exact copies make hot keys (every key of the text held by 12 documents).

@@ -84,6 +84,18 @@ pub fn ram_index_with(config: NearDupConfig) -> TestIndex {
     }
 }
 
+/// [`ram_index_with`] in the directory `dir`, so a test can reopen the same files.
+pub fn dir_index_with(dir: &std::path::Path, config: NearDupConfig) -> TestIndex {
+    let (schema, id, body, host) = schema(&config);
+    let index = Index::create_in_dir(dir, schema).unwrap();
+    TestIndex {
+        index: NearDupIndex::create(index, config).unwrap(),
+        id,
+        body,
+        host,
+    }
+}
+
 /// A one-thread writer that never merges: the test lays out the segments with its commits.
 pub fn unmerged_writer(index: &NearDupIndex, policy: Policy) -> DedupWriter {
     let writer = index
