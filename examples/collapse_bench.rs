@@ -40,11 +40,12 @@
 //! `TopDocs(limit) + ids` reads ids as tantivy alone can: per segment, sorted by term ordinal,
 //! one dictionary block decompression per block touched.
 
-use flate2::read::GzDecoder;
+#[path = "support/data.rs"]
+mod data;
+
+use data::{read_jsonl, Res};
 use serde::Deserialize;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tantivy::collector::TopDocs;
 use tantivy::indexer::NoMergePolicy;
@@ -54,8 +55,6 @@ use tantivy::{doc, DocAddress, Index, Searcher, TantivyDocument};
 use tantivy_simhash::{
     GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
 };
-
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 struct Args {
     data: PathBuf,
@@ -125,21 +124,6 @@ fn hash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-fn load(path: &Path, max: usize) -> Res<Vec<Doc>> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut docs = Vec::new();
-    for line in BufReader::new(GzDecoder::new(file)).lines() {
-        if docs.len() >= max {
-            break;
-        }
-        let line = line?;
-        if !line.trim().is_empty() {
-            docs.push(serde_json::from_str(&line)?);
-        }
-    }
-    Ok(docs)
 }
 
 /// splitmix64, for reproducible query sampling.
@@ -225,7 +209,7 @@ struct Totals {
 fn main() -> Res<()> {
     let args = parse_args()?;
     let path = args.data.join("natural-en.jsonl.gz");
-    let docs = load(&path, args.docs)?;
+    let docs = read_jsonl(&path, args.docs)?;
     let queries = sample_queries(&docs, args.queries);
     println!(
         "natural-en: {} docs, {} queries (words sampled from titles), limit {}, fetch {} \

@@ -45,14 +45,14 @@
 //!    `off`, `reject`, `tag`, `replace` one by one or `batch-off` .. `batch-replace`; plain is
 //!    always run, as the baseline); `--langs en` one language.
 
+#[path = "support/data.rs"]
+mod data;
 #[path = "support/pigeonhole.rs"]
 mod pigeonhole;
 
-use flate2::read::GzDecoder;
+use data::{load_average, read_jsonl, Res};
 use pigeonhole::{brute_force, corpus, queries, PigeonholeTable};
 use serde::Deserialize;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::DocSetCollector;
@@ -65,8 +65,6 @@ use tantivy_simhash::{
     register_tokenizer, BlockLayout, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
     NearDupQuery, NearDupSearcher, Policy, Signature, Sketch, SIMHASH_TOKENIZER_NAME,
 };
-
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 struct Args {
     data: PathBuf,
@@ -139,12 +137,7 @@ fn main() -> Res<()> {
     println!(
         "# index_bench: {} logical CPUs, load average {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split(' ')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     if args.rule_lookup_only {
         for &n in &args.sizes {
@@ -747,18 +740,6 @@ struct Doc {
     text: String,
 }
 
-fn load(path: &Path) -> Res<Vec<Doc>> {
-    let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut docs = Vec::new();
-    for line in BufReader::new(GzDecoder::new(file)).lines() {
-        let line = line?;
-        if !line.trim().is_empty() {
-            docs.push(serde_json::from_str(&line)?);
-        }
-    }
-    Ok(docs)
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Plain,
@@ -930,7 +911,7 @@ fn index_once(
 
 fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
     let runs = args.runs;
-    let mut docs = load(path)?;
+    let mut docs: Vec<Doc> = read_jsonl(path, usize::MAX)?;
     if let Some(n) = args.sample {
         docs.truncate(n);
     }
