@@ -173,6 +173,8 @@ pub mod replay;
 pub mod schema;
 pub mod signature;
 pub mod store;
+#[cfg(test)]
+mod test_rng;
 pub mod writer;
 
 pub use batch::{

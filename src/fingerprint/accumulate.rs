@@ -248,15 +248,7 @@ pub(crate) fn flush(
 mod tests {
     use super::*;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// The definition, feature by feature.
     fn reference(

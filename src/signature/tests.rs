@@ -1,22 +1,9 @@
 use super::minhash::one_permutation;
 use super::*;
 use crate::fingerprint::Fingerprint;
+use crate::test_rng::Rng;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-
-/// A small deterministic generator, so a proptest case is a seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 const WORDS: [&str; 40] = [
     "index", "segment", "term", "posting", "query", "score", "field", "token", "merge", "commit",
@@ -30,13 +17,13 @@ fn corpus(seed: u64, docs: usize) -> Vec<String> {
     let mut rng = Rng(seed | 1);
     let mut out: Vec<Vec<&str>> = Vec::new();
     for _ in 0..docs {
-        if !out.is_empty() && rng.below(3) > 0 {
-            let mut d = out[rng.below(out.len())].clone();
-            for _ in 0..rng.below(d.len() / 4 + 1) {
-                let at = rng.below(d.len());
-                match rng.below(3) {
-                    0 => d[at] = WORDS[rng.below(WORDS.len())],
-                    1 => d.insert(at, WORDS[rng.below(WORDS.len())]),
+        if !out.is_empty() && rng.index(3) > 0 {
+            let mut d = out[rng.index(out.len())].clone();
+            for _ in 0..rng.index(d.len() / 4 + 1) {
+                let at = rng.index(d.len());
+                match rng.index(3) {
+                    0 => d[at] = WORDS[rng.index(WORDS.len())],
+                    1 => d.insert(at, WORDS[rng.index(WORDS.len())]),
                     _ => {
                         d.remove(at);
                     }
@@ -47,8 +34,8 @@ fn corpus(seed: u64, docs: usize) -> Vec<String> {
             }
             out.push(d);
         } else {
-            let len = 1 + rng.below(80);
-            out.push((0..len).map(|_| WORDS[rng.below(WORDS.len())]).collect());
+            let len = 1 + rng.index(80);
+            out.push((0..len).map(|_| WORDS[rng.index(WORDS.len())]).collect());
         }
     }
     out.into_iter()
@@ -427,7 +414,7 @@ fn pairs_by_key_groups(
     let mut rng = Rng(seed | 1);
     for postings in groups.values_mut() {
         for i in (1..postings.len()).rev() {
-            postings.swap(i, rng.below(i + 1));
+            postings.swap(i, rng.index(i + 1));
         }
     }
     let hot: std::collections::HashSet<u64> = groups

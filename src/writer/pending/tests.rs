@@ -1,20 +1,7 @@
 use super::*;
 use crate::fingerprint::Fingerprint;
 use crate::signature::Sketch;
-
-/// A small deterministic generator.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::test_rng::Rng;
 
 /// Clusters of signatures: a random base, then copies with a few fingerprint bits flipped (some
 /// within the layout's distance, some beyond) and some sketch bits flipped, so the checks see
