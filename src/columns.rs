@@ -67,16 +67,30 @@ pub(crate) fn read_strs(
     wanted.sort_unstable();
     for run in wanted.chunk_by(|x, y| x.0 == y.0) {
         if let Some(Some(col)) = columns.get(run[0].0 as usize) {
-            let ords: Vec<u64> = run.iter().map(|w| w.1).collect();
-            let mut positions = run.iter().map(|w| w.2 as usize);
-            col.dictionary().sorted_ords_to_term_cb(&ords, |bytes| {
-                if let Some(p) = positions.next() {
-                    out[p] = Some(String::from_utf8_lossy(bytes).into_owned());
-                }
-            })?;
+            let mut in_segment: Vec<(u64, usize)> =
+                run.iter().map(|w| (w.1, w.2 as usize)).collect();
+            read_ords_into(col, &mut in_segment, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// Sets `out[pos]` to the term of each `(term ordinal, pos)` in `wanted`, reading the dictionary
+/// of `col` front to back (sorted by ordinal first, so each block is decompressed once).
+pub(crate) fn read_ords_into(
+    col: &StrColumn,
+    wanted: &mut [(u64, usize)],
+    out: &mut [Option<String>],
+) -> Result<()> {
+    wanted.sort_unstable();
+    let ords: Vec<u64> = wanted.iter().map(|w| w.0).collect();
+    let mut positions = wanted.iter().map(|w| w.1);
+    col.dictionary().sorted_ords_to_term_cb(&ords, |bytes| {
+        if let Some(p) = positions.next() {
+            out[p] = Some(String::from_utf8_lossy(bytes).into_owned());
+        }
+    })?;
+    Ok(())
 }
 
 /// Calls `f` with every document (live or deleted) in the postings of `term`, in doc id order.
@@ -84,12 +98,24 @@ pub(crate) fn read_strs(
 pub(crate) fn for_each_posting(
     inverted: &InvertedIndexReader,
     term: &Term,
+    f: impl FnMut(DocId),
+) -> tantivy::Result<()> {
+    for_each_posting_up_to(inverted, term, usize::MAX, f)
+}
+
+/// [`for_each_posting`] for the first `limit` documents only (the bound on hot keys).
+pub(crate) fn for_each_posting_up_to(
+    inverted: &InvertedIndexReader,
+    term: &Term,
+    limit: usize,
     mut f: impl FnMut(DocId),
 ) -> tantivy::Result<()> {
     if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
         let mut doc = postings.doc();
-        while doc != TERMINATED {
+        let mut read = 0usize;
+        while doc != TERMINATED && read < limit {
             f(doc);
+            read += 1;
             doc = postings.advance();
         }
     }

@@ -15,6 +15,7 @@
 //! change the dictionary). The same tables serve any string column read this way: a
 //! collapse's string group values (a tag or a `GroupBy::Field` of type str) too.
 
+use crate::columns::read_ords_into;
 use crate::error::Result;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,21 +103,11 @@ pub(crate) fn read_segment_strs(
             .collect());
     }
     let mut out: Vec<Option<String>> = vec![None; docs.len()];
-    // (term ordinal, position in `docs`), sorted so the dictionary is read front to back.
     let mut wanted: Vec<(u64, usize)> = ords
         .enumerate()
         .filter_map(|(pos, ord)| Some((ord?, pos)))
         .collect();
-    wanted.sort_unstable();
-    let sorted: Vec<u64> = wanted.iter().map(|w| w.0).collect();
-    let mut positions = wanted.iter().map(|w| w.1);
-    column
-        .dictionary()
-        .sorted_ords_to_term_cb(&sorted, |bytes| {
-            if let Some(p) = positions.next() {
-                out[p] = Some(String::from_utf8_lossy(bytes).into_owned());
-            }
-        })?;
+    read_ords_into(column, &mut wanted, &mut out)?;
     Ok(out)
 }
 

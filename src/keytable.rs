@@ -35,6 +35,7 @@
 //! searcher of the segment in the process like [`crate::ids`]'s id tables, and freed with the
 //! last searcher that holds the segment (a merged-away segment's table goes with it).
 
+use crate::columns::for_each_posting_up_to;
 use crate::signature::store::SegmentSignatures;
 use crate::signature::{MatchRule, Signature, Sketch};
 use crate::Fingerprint;
@@ -43,8 +44,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use tantivy::index::SegmentId;
-use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, InvertedIndexReader, Term, TERMINATED};
+use tantivy::schema::Field;
+use tantivy::{DocId, InvertedIndexReader, Term};
 
 /// The bits of a key below its position's tag.
 const VALUE_MASK: u64 = (1 << 48) - 1;
@@ -515,9 +516,12 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
             let visit = |doc| f(position, doc);
             match (run, postings) {
                 (Some(run), _) => run.for_each(limit, visit),
-                (None, Some((inverted, field))) => {
-                    read_postings(inverted, Term::from_field_u64(field, key), limit, visit)?
-                }
+                (None, Some((inverted, field))) => for_each_posting_up_to(
+                    inverted,
+                    &Term::from_field_u64(field, key),
+                    limit,
+                    visit,
+                )?,
                 // Not reached: every position without a run was scanned.
                 (None, None) => {}
             }
@@ -629,25 +633,6 @@ fn scan_keys(
         }
     }
     found
-}
-
-/// Calls `f` with the first `limit` documents of `term`'s postings.
-fn read_postings(
-    inverted: &InvertedIndexReader,
-    term: Term,
-    limit: usize,
-    mut f: impl FnMut(DocId),
-) -> tantivy::Result<()> {
-    if let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)? {
-        let mut doc = postings.doc();
-        let mut read = 0usize;
-        while doc != TERMINATED && read < limit {
-            f(doc);
-            read += 1;
-            doc = postings.advance();
-        }
-    }
-    Ok(())
 }
 
 /// What [`crate::NearDupSearcher::build_key_tables`] reports: the key tables of a searcher's
