@@ -116,7 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Rule: fingerprint + sketch words + 16 keys.
     let names = SignatureFields::new("fp", "keys", &rule);
     let mut b = Schema::builder();
-    names.add_to_schema(&mut b);
+    names.add_to_schema_with_key_postings(&mut b, true);
     let ruled = Index::create_in_ram(b.build());
     let fields = names.resolve(&ruled.schema())?;
     let t = Instant::now();

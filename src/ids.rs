@@ -15,11 +15,10 @@
 //! change the dictionary). The same tables serve any string column read this way: a
 //! collapse's string group values (a tag or a `GroupBy::Field` of type str) too.
 
-use crate::columns::read_ords_into;
+use crate::columns::{read_ords_into, SegmentRegistry};
 use crate::error::Result;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use tantivy::columnar::StrColumn;
 use tantivy::index::SegmentId;
 use tantivy::DocId;
@@ -111,25 +110,10 @@ pub(crate) fn read_segment_strs(
     Ok(out)
 }
 
-/// The process's segments, by segment and column name: entries live while a searcher holds
-/// them.
-type Registry = Mutex<HashMap<(SegmentId, String), Weak<SegmentIds>>>;
-
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Registry::default)
-}
+/// The process's id tables, by segment and column name.
+static REGISTRY: SegmentRegistry<SegmentIds> = SegmentRegistry::new();
 
 /// The shared entry of `segment`'s column `field`.
 pub(crate) fn segment_ids(segment: SegmentId, field: &str) -> Arc<SegmentIds> {
-    let mut map = crate::schema::lock(registry());
-    let key = (segment, field.to_string());
-    if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
-        return found;
-    }
-    // Forget segments no searcher holds any more (merged away, or their searchers dropped).
-    map.retain(|_, weak| weak.strong_count() > 0);
-    let fresh = Arc::new(SegmentIds::default());
-    map.insert(key, Arc::downgrade(&fresh));
-    fresh
+    REGISTRY.entry(segment, field)
 }

@@ -35,13 +35,12 @@
 //! searcher of the segment in the process like [`crate::ids`]'s id tables, and freed with the
 //! last searcher that holds the segment (a merged-away segment's table goes with it).
 
-use crate::columns::for_each_posting_up_to;
+use crate::columns::{for_each_posting_up_to, SegmentRegistry};
 use crate::signature::store::SegmentSignatures;
 use crate::signature::{MatchRule, Signature, Sketch};
 use crate::Fingerprint;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tantivy::index::SegmentId;
 use tantivy::schema::Field;
@@ -99,6 +98,9 @@ impl Drop for KeyTable {
     }
 }
 
+/// A family's `(bucket_bits, suffix_bits, doc_bits)`.
+type Plan = (u32, u32, u32);
+
 /// One key position's documents by key value.
 #[derive(Debug)]
 struct Family {
@@ -117,7 +119,7 @@ struct Family {
 impl Family {
     /// Parameters for values of `width` bits among `max_doc` documents, if they fit in `u32`
     /// entries with a directory at most 8 times the documents (or 64 Ki buckets).
-    fn plan(width: u32, max_doc: u32) -> Option<(u32, u32, u32)> {
+    fn plan(width: u32, max_doc: u32) -> Option<Plan> {
         let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
         let target = bits_for(max_doc).saturating_sub(1).min(width);
         let least = (width + doc_bits).saturating_sub(32);
@@ -127,6 +129,57 @@ impl Family {
             return None;
         }
         Some((bucket_bits, width - bucket_bits, doc_bits))
+    }
+
+    /// [`plan`](Self::plan) of every key position of `rule` ([`MatchRule::keys`] order): the
+    /// layout's block keys, then the band keys.
+    fn plans(rule: &MatchRule, max_doc: u32) -> Vec<Option<Plan>> {
+        let blocks = rule.layout().num_keys();
+        (0..blocks + rule.minhash().bands as usize)
+            .map(|position| {
+                let width = if position < blocks {
+                    let range = rule.layout().key_range(position);
+                    (range.end() - range.start()).count_ones()
+                } else {
+                    rule.minhash().key_bits
+                };
+                Family::plan(width, max_doc)
+            })
+            .collect()
+    }
+
+    /// The family of one position from its `(bucket, entry)` pairs in doc id order: a counting
+    /// sort by bucket, then each bucket sorted so that one key is a run.
+    fn from_filed(plan: Plan, filed: Vec<(u32, u32)>) -> Family {
+        let (bucket_bits, suffix_bits, doc_bits) = plan;
+        let buckets = 1usize << bucket_bits;
+        let mut starts = vec![0u32; buckets + 1];
+        for &(bucket, _) in &filed {
+            starts[bucket as usize + 1] += 1;
+        }
+        for b in 0..buckets {
+            starts[b + 1] += starts[b];
+        }
+        let mut next: Vec<u32> = starts[..buckets].to_vec();
+        let mut entries = vec![0u32; filed.len()];
+        for (bucket, entry) in filed {
+            let at = &mut next[bucket as usize];
+            entries[*at as usize] = entry;
+            *at += 1;
+        }
+        if suffix_bits > 0 {
+            // Entries arrive in doc id order; sorting by (suffix, doc) makes each key a run.
+            for b in 0..buckets {
+                entries[starts[b] as usize..starts[b + 1] as usize].sort_unstable();
+            }
+        }
+        Family {
+            bucket_bits,
+            suffix_bits,
+            doc_bits,
+            starts,
+            entries,
+        }
     }
 
     /// Documents of `value` in doc id order.
@@ -186,19 +239,7 @@ impl KeyTable {
         max_doc: u32,
     ) -> Option<KeyTable> {
         let started = Instant::now();
-        let blocks = rule.layout().num_keys();
-        let positions = blocks + rule.minhash().bands as usize;
-        let plans: Vec<Option<(u32, u32, u32)>> = (0..positions)
-            .map(|position| {
-                let width = if position < blocks {
-                    let range = rule.layout().key_range(position);
-                    (range.end() - range.start()).count_ones()
-                } else {
-                    rule.minhash().key_bits
-                };
-                Family::plan(width, max_doc)
-            })
-            .collect();
+        let plans = Family::plans(rule, max_doc);
         // At most one entry per document and position, and the directories.
         let reserved: u64 = plans
             .iter()
@@ -208,71 +249,10 @@ impl KeyTable {
         if !reserve(reserved) {
             return None;
         }
-        // (bucket, entry) per position, in doc id order.
-        let mut filed: Vec<Vec<(u32, u32)>> = plans
-            .iter()
-            .map(|p| match p {
-                Some(_) => Vec::with_capacity(max_doc as usize),
-                None => Vec::new(),
-            })
-            .collect();
-        let mut signature = Signature {
-            fingerprint: Fingerprint(0),
-            sketch: Sketch::default(),
-        };
-        let mut keys = Vec::with_capacity(positions);
-        for doc in 0..max_doc {
-            if !columns.read_into(doc, &mut signature) {
-                continue;
-            }
-            keys.clear();
-            rule.keys_into(&signature, &mut keys);
-            for (position, &key) in keys.iter().enumerate() {
-                let (Some(Some((bucket_bits, _, doc_bits))), Some(out)) =
-                    (plans.get(position), filed.get_mut(position))
-                else {
-                    continue;
-                };
-                let value = key & VALUE_MASK;
-                let bucket = (value & low_mask(*bucket_bits)) as u32;
-                let entry = ((value >> bucket_bits) << doc_bits) | u64::from(doc);
-                out.push((bucket, entry as u32));
-            }
-        }
         let families = plans
             .iter()
-            .zip(filed)
-            .map(|(plan, filed)| {
-                let (bucket_bits, suffix_bits, doc_bits) = (*plan)?;
-                let buckets = 1usize << bucket_bits;
-                let mut starts = vec![0u32; buckets + 1];
-                for &(bucket, _) in &filed {
-                    starts[bucket as usize + 1] += 1;
-                }
-                for b in 0..buckets {
-                    starts[b + 1] += starts[b];
-                }
-                let mut next: Vec<u32> = starts[..buckets].to_vec();
-                let mut entries = vec![0u32; filed.len()];
-                for (bucket, entry) in filed {
-                    let at = &mut next[bucket as usize];
-                    entries[*at as usize] = entry;
-                    *at += 1;
-                }
-                if suffix_bits > 0 {
-                    // Entries arrive in doc id order; sorting by (suffix, doc) makes each key a run.
-                    for b in 0..buckets {
-                        entries[starts[b] as usize..starts[b + 1] as usize].sort_unstable();
-                    }
-                }
-                Some(Family {
-                    bucket_bits,
-                    suffix_bits,
-                    doc_bits,
-                    starts,
-                    entries,
-                })
-            })
+            .zip(file_keys(rule, columns, max_doc, &plans))
+            .map(|(plan, filed)| plan.map(|plan| Family::from_filed(plan, filed)))
             .collect();
         let mut table = KeyTable {
             rule: rule.clone(),
@@ -383,27 +363,12 @@ impl SegmentKeys {
     }
 }
 
-/// The process's segments, by segment and fingerprint field: entries live while a searcher
-/// holds them.
-type Registry = Mutex<HashMap<(SegmentId, String), Weak<SegmentKeys>>>;
-
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Registry::default)
-}
+/// The process's key tables, by segment and fingerprint field.
+static REGISTRY: SegmentRegistry<SegmentKeys> = SegmentRegistry::new();
 
 /// The shared entry of `segment`'s keys of the signature whose fingerprint field is `field`.
 pub(crate) fn segment_keys(segment: SegmentId, field: &str) -> Arc<SegmentKeys> {
-    let mut map = crate::schema::lock(registry());
-    let key = (segment, field.to_string());
-    if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
-        return found;
-    }
-    // Forget segments no searcher holds any more (merged away, or their searchers dropped).
-    map.retain(|_, weak| weak.strong_count() > 0);
-    let fresh = Arc::new(SegmentKeys::default());
-    map.insert(key, Arc::downgrade(&fresh));
-    fresh
+    REGISTRY.entry(segment, field)
 }
 
 /// The documents of one key in a [`KeyTable`], in doc id order.
@@ -583,6 +548,68 @@ impl<T> ContainsNone for [Option<T>] {
     }
 }
 
+/// Every document's `(bucket, entry)` per key position planned in `plans`, in doc id order
+/// (an empty list for a position without a plan).
+fn file_keys(
+    rule: &MatchRule,
+    columns: &SegmentSignatures,
+    max_doc: u32,
+    plans: &[Option<Plan>],
+) -> Vec<Vec<(u32, u32)>> {
+    let mut filed: Vec<Vec<(u32, u32)>> = plans
+        .iter()
+        .map(|p| match p {
+            Some(_) => Vec::with_capacity(max_doc as usize),
+            None => Vec::new(),
+        })
+        .collect();
+    for_each_document_keys(rule, columns, max_doc, false, |doc, keys| {
+        for ((plan, out), &key) in plans.iter().zip(filed.iter_mut()).zip(keys) {
+            let Some((bucket_bits, _, doc_bits)) = *plan else {
+                continue;
+            };
+            let value = key & VALUE_MASK;
+            let bucket = (value & low_mask(bucket_bits)) as u32;
+            let entry = ((value >> bucket_bits) << doc_bits) | u64::from(doc);
+            out.push((bucket, entry as u32));
+        }
+    });
+    filed
+}
+
+/// Calls `f(doc, keys)` for every document of the segment that has a signature, in doc id
+/// order (deleted ones included), with its keys under `rule` in [`MatchRule::keys`] order;
+/// with `blocks_only`, only the layout's block keys, computed from the fingerprint column
+/// alone (no sketch read).
+fn for_each_document_keys(
+    rule: &MatchRule,
+    columns: &SegmentSignatures,
+    max_doc: u32,
+    blocks_only: bool,
+    mut f: impl FnMut(DocId, &[u64]),
+) {
+    let mut signature = Signature {
+        fingerprint: Fingerprint(0),
+        sketch: Sketch::default(),
+    };
+    let mut keys = Vec::with_capacity(rule.keys_per_document());
+    for doc in 0..max_doc {
+        keys.clear();
+        if blocks_only {
+            let Some(fp) = columns.fingerprint(doc) else {
+                continue;
+            };
+            rule.layout().keys_into(fp, &mut keys);
+        } else {
+            if !columns.read_into(doc, &mut signature) {
+                continue;
+            }
+            rule.keys_into(&signature, &mut keys);
+        }
+        f(doc, &keys);
+    }
+}
+
 /// The first `limit` documents (deleted ones included, in doc id order) under each key of
 /// `keys` that has no run in `runs`, found by reading every document's signature from
 /// `columns` and computing its keys (only the fingerprint when only block keys are wanted).
@@ -606,32 +633,15 @@ fn scan_keys(
         .iter()
         .enumerate()
         .all(|(p, wanted)| wanted.is_none() || p < blocks);
-    let mut signature = Signature {
-        fingerprint: Fingerprint(0),
-        sketch: Sketch::default(),
-    };
-    let mut doc_keys = Vec::with_capacity(rule.keys_per_document());
-    for doc in 0..max_doc {
-        doc_keys.clear();
-        if fingerprint_only {
-            let Some(fp) = columns.fingerprint(doc) else {
-                continue;
-            };
-            rule.layout().keys_into(fp, &mut doc_keys);
-        } else {
-            if !columns.read_into(doc, &mut signature) {
-                continue;
-            }
-            rule.keys_into(&signature, &mut doc_keys);
-        }
-        for ((wanted, &key), &doc_key) in found.iter_mut().zip(keys).zip(&doc_keys) {
+    for_each_document_keys(rule, columns, max_doc, fingerprint_only, |doc, doc_keys| {
+        for ((wanted, &key), &doc_key) in found.iter_mut().zip(keys).zip(doc_keys) {
             if let Some(docs) = wanted {
                 if doc_key == key && docs.len() < limit {
                     docs.push(doc);
                 }
             }
         }
-    }
+    });
     found
 }
 

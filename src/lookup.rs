@@ -228,7 +228,8 @@ impl NearDupSearcher {
     }
 
     /// The signature columns and key postings of every segment, for lookups with an explicit
-    /// bound that count their work ([`SignatureReader::for_each_match`]).
+    /// bound that count their work ([`SignatureReader::for_each_match`]). Cost: none (a
+    /// reference).
     pub fn signature_reader(&self) -> &SignatureReader {
         &self.signatures
     }
@@ -244,6 +245,8 @@ impl NearDupSearcher {
     /// postings read; one fingerprint read per candidate, sketch reads only for candidates that
     /// share a band; then one id read per match (see
     /// [`lookup_signature_addresses`](Self::lookup_signature_addresses) to skip it).
+    /// Errors: I/O errors reading postings or columns. A matching document with no id is
+    /// reported with an empty `id`.
     pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<NearDup>> {
         let mut found = Vec::new();
         self.signatures.for_each_match(
@@ -271,7 +274,9 @@ impl NearDupSearcher {
     }
 
     /// Like [`lookup_signature`](Self::lookup_signature) without reading ids:
-    /// `(address, evidence)`, strongest first, ties by address.
+    /// `(address, evidence)`, strongest first, ties by address. Cost: that of
+    /// [`lookup_signature`](Self::lookup_signature) without the id reads. Errors: I/O errors
+    /// reading postings or columns.
     pub fn lookup_signature_addresses(
         &self,
         signature: &Signature,
@@ -287,7 +292,8 @@ impl NearDupSearcher {
         Ok(out)
     }
 
-    /// The stored signature of the document at `address`, if it has one.
+    /// The stored signature of the document at `address`, if it has one (`None` also for an
+    /// address outside this searcher). Cost: one read per signature column (17 by default).
     pub fn signature_at(&self, address: DocAddress) -> Option<Signature> {
         self.signatures
             .segment(address.segment_ord)?
@@ -313,15 +319,17 @@ impl NearDupSearcher {
     /// ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a postings read;
     /// one column read per candidate; then one id read per match (see
     /// [`lookup_addresses`](Self::lookup_addresses) to skip it, and [`id_of`](Self::id_of) for
-    /// its cost). Measured in docs/PERFORMANCE.md.
+    /// its cost). Measured in docs/PERFORMANCE.md. Errors: I/O errors reading postings or
+    /// columns. A matching document with no id is reported with an empty `id`.
     pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
         self.lookup_within(fp, self.fields.layout().max_distance())
     }
 
     /// Like [`lookup`](Self::lookup) with `max_distance` instead of the layout's `k`.
     ///
-    /// Errors with [`Error::InvalidConfig`] when `max_distance` exceeds the layout's `k`: the
-    /// keys could not guarantee to find every match.
+    /// Cost as [`lookup`](Self::lookup). Errors with [`Error::InvalidConfig`] when
+    /// `max_distance` exceeds the layout's `k` (the keys could not guarantee to find every
+    /// match), and I/O errors reading postings or columns.
     pub fn lookup_within(&self, fp: Fingerprint, max_distance: u32) -> Result<Vec<NearDup>> {
         let mut out = Vec::new();
         self.for_each_match(fp, max_distance, |m| out.push(m))?;
@@ -344,7 +352,8 @@ impl NearDupSearcher {
     /// Like [`lookup_within`](Self::lookup_within) without reading ids: `(address, distance)`,
     /// nearest first (ties by address). Reading an id decompresses a block of the id column's
     /// dictionary (zstd, tens to hundreds of microseconds); this skips it, for callers that
-    /// need only addresses, counts or a few ids ([`NearDupSearcher::id_of`]).
+    /// need only addresses, counts or a few ids ([`NearDupSearcher::id_of`]). Errors as
+    /// [`lookup_within`](Self::lookup_within).
     pub fn lookup_addresses(
         &self,
         fp: Fingerprint,
@@ -359,8 +368,9 @@ impl NearDupSearcher {
     /// The documents the index's rule matches with the live document with id `id` (itself
     /// included, at distance 0), by its stored signature: see
     /// [`lookup_signature`](Self::lookup_signature). A document added with only a fingerprint
-    /// (no sketch) matches by the simhash branch only. Errors with [`Error::Document`] when no
-    /// live document has that id.
+    /// (no sketch) matches by the simhash branch only. Cost: [`signature_of_id`](Self::signature_of_id)
+    /// and [`lookup_signature`](Self::lookup_signature). Errors with [`Error::Document`] when no
+    /// live document has that id, and I/O errors reading postings or columns.
     pub fn lookup_id(&self, id: &str) -> Result<Vec<NearDup>> {
         let signature = self.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
@@ -368,14 +378,19 @@ impl NearDupSearcher {
         self.lookup_signature(&signature)
     }
 
-    /// The stored signature of the first live document with id `id`, if any.
+    /// The stored signature of the first live document with id `id` (with a fingerprint), if
+    /// any. Cost: [`address_of_id`](Self::address_of_id), then one read per signature column
+    /// (17 by default). Errors as [`address_of_id`](Self::address_of_id).
     pub fn signature_of_id(&self, id: &str) -> Result<Option<Signature>> {
         Ok(self
             .address_of_id(id)?
             .and_then(|address| self.signature_at(address)))
     }
 
-    /// The address of the first live document with id `id` (with a fingerprint), if any.
+    /// The address of the first live document with id `id` (with a fingerprint), if any, in
+    /// segment order. Cost: per segment, one term look-up in the id field's postings and a
+    /// fingerprint read per posting (one, ids being unique). Errors: I/O errors reading the
+    /// postings.
     pub fn address_of_id(&self, id: &str) -> Result<Option<DocAddress>> {
         let term = Term::from_field_text(self.fields.id, id);
         for (ord, cols) in self.segments.iter().enumerate() {
@@ -394,22 +409,17 @@ impl NearDupSearcher {
         Ok(None)
     }
 
-    /// The fingerprint of the first live document with id `id`, if any.
+    /// The fingerprint of the first live document with id `id` (with a fingerprint), if any:
+    /// [`address_of_id`](Self::address_of_id) and one column read. Cost and errors as
+    /// [`address_of_id`](Self::address_of_id).
     pub fn fingerprint_of_id(&self, id: &str) -> Result<Option<Fingerprint>> {
-        let term = Term::from_field_text(self.fields.id, id);
-        for (ord, cols) in self.segments.iter().enumerate() {
-            let seg = self.searcher.segment_reader(ord as u32);
-            let mut found = None;
-            for_each_posting(&cols.ids_index, &term, |doc| {
-                if found.is_none() && !seg.is_deleted(doc) {
-                    found = cols.fingerprints.first(doc).map(Fingerprint);
-                }
-            })?;
-            if found.is_some() {
-                return Ok(found);
-            }
-        }
-        Ok(None)
+        Ok(self.address_of_id(id)?.and_then(|address| {
+            self.segments
+                .get(address.segment_ord as usize)?
+                .fingerprints
+                .first(address.doc_id)
+                .map(Fingerprint)
+        }))
     }
 
     /// The id of the document at `address`, read from the id column; `None` when the address
@@ -451,7 +461,9 @@ impl NearDupSearcher {
     /// Whether a live document records that it replaced `id` under [`Policy::Replace`](crate::Policy::Replace)
     /// (directly, or through a document it replaced): an input with this id was already
     /// handled, and adding it again would bring back a copy a newer document replaced. Always
-    /// `false` on indexes without [`REPLACED_FIELD`]. Cost: one term lookup per segment.
+    /// `false` on indexes without [`REPLACED_FIELD`]. Cost: per segment, one term look-up in
+    /// the replaced field's postings and a delete check per posting. Errors: I/O errors reading
+    /// the postings.
     pub fn is_replaced(&self, id: &str) -> Result<bool> {
         let Some(field) = self.fields.replaced else {
             return Ok(false);

@@ -218,7 +218,9 @@ impl NearDupQuery {
     /// The matches with ids and evidence, strongest first (ties by id), the same documents as
     /// running the query, through [`NearDupSearcher`] (with this query's bound on hot keys).
     /// Cost: opening each segment's columns, then the lookup (which reads the id of every
-    /// match); keep a [`NearDupSearcher`] for many lookups on one searcher.
+    /// match); keep a [`NearDupSearcher`] for many lookups on one searcher. Errors: those of
+    /// [`NearDupSearcher::new`] (a searcher of an index without these fields) and I/O errors
+    /// reading postings or columns.
     pub fn search(&self, searcher: &Searcher) -> Result<Vec<NearDup>> {
         let lookups = NearDupSearcher::new(self.shared.fields, searcher)?
             .with_max_postings_per_key(self.max_postings_per_key);

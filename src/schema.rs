@@ -67,9 +67,7 @@ use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy::schema::{
-    Field, FieldType, NumericOptions, Schema, SchemaBuilder, Value, FAST, STRING,
-};
+use tantivy::schema::{Field, FieldType, Schema, SchemaBuilder, Value, FAST, STRING};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Directory, Index, IndexReader, TantivyDocument};
 
@@ -281,16 +279,8 @@ impl NearDupConfig {
     /// equally near near-duplicates by it) and [`REPLACED_FIELD`] (the ids each document
     /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
-        builder.add_u64_field(&self.fingerprint_field, FAST);
-        let keys = if self.key_postings() {
-            NumericOptions::default().set_indexed()
-        } else {
-            NumericOptions::default()
-        };
-        builder.add_u64_field(&self.keys_field, keys);
-        for name in &self.signature_fields().sketch {
-            builder.add_u64_field(name, FAST);
-        }
+        self.signature_fields()
+            .add_to_schema_with_key_postings(builder, self.key_postings());
         if let Some(group) = &self.group_field {
             builder.add_text_field(group, STRING | FAST);
         }
@@ -618,6 +608,7 @@ impl NearDupFields {
     }
 
     /// The sketch fields (`u64`, fast), one per 64-bit word of the sketch, in word order.
+    /// Cost: none (computed from the first field's number; the fields are numbered in a row).
     pub fn sketch_fields(&self) -> impl ExactSizeIterator<Item = Field> + Clone {
         let first = self.first_sketch.field_id();
         (first..first + self.sketch_words).map(Field::from_field_id)

@@ -378,3 +378,48 @@ fn a_record_that_disagrees_with_the_schema_is_an_error() {
         "{err}"
     );
 }
+
+/// `SignatureFields::add_to_schema` declares what `NearDupConfig::add_fields` declares for a new
+/// index (keys in columns only); the keys are indexed only when asked for, in both.
+#[test]
+fn add_to_schema_has_the_default_key_storage_of_add_fields() {
+    use tantivy::schema::{FieldType, Schema};
+    use tantivy_simhash::signature::store::SignatureFields;
+    let keys_indexed = |schema: &Schema| match schema
+        .get_field_entry(schema.get_field("simhash_keys").unwrap())
+        .field_type()
+    {
+        FieldType::U64(options) => options.is_indexed(),
+        other => panic!("the keys field is {other:?}, not u64"),
+    };
+    for key_postings in [None, Some(false), Some(true)] {
+        let mut config = NearDupConfig::new("id", ["body"]);
+        if let Some(wanted) = key_postings {
+            config = config.with_key_postings(wanted);
+        }
+        let names = config.signature_fields();
+        assert_eq!(names.keys, "simhash_keys");
+        let mut by_config = Schema::builder();
+        config.add_fields(&mut by_config);
+        let by_config = by_config.build();
+        let mut by_names = Schema::builder();
+        match key_postings {
+            None => names.add_to_schema(&mut by_names),
+            Some(wanted) => names.add_to_schema_with_key_postings(&mut by_names, wanted),
+        }
+        let by_names = by_names.build();
+        let expected = key_postings == Some(true);
+        assert_eq!(keys_indexed(&by_config), expected, "{key_postings:?}");
+        assert_eq!(keys_indexed(&by_names), expected, "{key_postings:?}");
+        // Every signature field is declared alike by both.
+        let resolved = names.resolve(&by_names).unwrap();
+        assert_eq!(resolved.key_postings(), expected);
+        for name in std::iter::once(&names.fingerprint)
+            .chain([&names.keys])
+            .chain(&names.sketch)
+        {
+            let entry = |s: &Schema| s.get_field_entry(s.get_field(name).unwrap()).clone();
+            assert_eq!(entry(&by_config), entry(&by_names), "{name}");
+        }
+    }
+}

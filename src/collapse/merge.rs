@@ -163,7 +163,8 @@ pub struct ShardStatistics<'a> {
 }
 
 impl<'a> ShardStatistics<'a> {
-    /// Statistics over `shards`.
+    /// Statistics over `shards` (the searchers of every index of the corpus). Cost: none until
+    /// a statistic is asked; errors surface there, as the shards' tantivy errors.
     pub fn new(shards: Vec<&'a Searcher>) -> Self {
         ShardStatistics { shards }
     }

@@ -51,12 +51,30 @@ impl SignatureFields {
         self
     }
 
-    /// Adds the fields to `builder`: the fingerprint and sketch words as `u64` fast fields, the
-    /// keys as a multi-valued `u64` field indexed without fieldnorms (keys in postings; declare
-    /// the keys field as a bare `u64` field instead to keep them in the columns only).
+    /// Adds the fields to `builder` with the keys in the columns only, the default of a new
+    /// index (as [`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)): the
+    /// fingerprint and sketch words as `u64` fast fields, the keys as a bare `u64` field that
+    /// holds no value (lookups compute the keys from the columns, through key tables). Use
+    /// [`add_to_schema_with_key_postings`](Self::add_to_schema_with_key_postings) to index
+    /// them. Cost: none beyond the schema; tantivy panics on a field name the builder already
+    /// has, as for any field.
     pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
+        self.add_to_schema_with_key_postings(builder, false);
+    }
+
+    /// [`add_to_schema`](Self::add_to_schema), with the keys indexed as a multi-valued `u64`
+    /// field without fieldnorms when `key_postings` (the storage of
+    /// [`NearDupConfig::with_key_postings(true)`](crate::NearDupConfig::with_key_postings):
+    /// 16 postings per document by default, for lookups that read postings until a segment's
+    /// key table is built).
+    pub fn add_to_schema_with_key_postings(&self, builder: &mut SchemaBuilder, key_postings: bool) {
         builder.add_u64_field(&self.fingerprint, FAST);
-        builder.add_u64_field(&self.keys, NumericOptions::default().set_indexed());
+        let keys = if key_postings {
+            NumericOptions::default().set_indexed()
+        } else {
+            NumericOptions::default()
+        };
+        builder.add_u64_field(&self.keys, keys);
         for name in &self.sketch {
             builder.add_u64_field(name, FAST);
         }
@@ -147,13 +165,16 @@ pub struct SegmentSignatures {
 }
 
 impl SegmentSignatures {
-    /// Opens the columns of `fields` in `segment`.
+    /// Opens the columns of `fields` in `segment`. Cost: one column open per field (17 by
+    /// default). Errors: [`Error::Tantivy`] when a field is missing from the segment or is not a
+    /// `u64` fast field (a schema without the signature fields).
     pub fn open(segment: &SegmentReader, fields: &SignatureFields) -> Result<SegmentSignatures> {
         SegmentSignatures::from_fast_fields(segment.fast_fields(), fields)
     }
 
     /// Opens the columns of `fields` among a segment's fast fields (what a collector's segment
-    /// fruit keeps). Cost: one column open per field (17 by default).
+    /// fruit keeps). Cost: one column open per field (17 by default). Errors as
+    /// [`open`](Self::open).
     pub fn from_fast_fields(
         ff: &tantivy::fastfield::FastFieldReaders,
         fields: &SignatureFields,
@@ -246,7 +267,10 @@ pub struct SignatureReader {
 
 impl SignatureReader {
     /// Opens the columns and (keys in postings) the keys' inverted index of every segment of
-    /// `searcher`.
+    /// `searcher`. Cost: per segment, one column open per signature field (17 by default) and
+    /// an inverted index open; no document is read. Keep it for many lookups. Errors:
+    /// [`Error::Tantivy`] when a segment lacks a signature column or the keys' postings
+    /// (`fields` resolved against another index's schema), and I/O errors.
     pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
         let mut segments = Vec::new();
         for segment in searcher.segment_readers() {
@@ -397,7 +421,8 @@ impl SignatureReader {
     /// way. `usize::MAX` reads everything.
     ///
     /// Returns the number of candidates verified (live documents not yet matched under an
-    /// earlier key), the work the bound limits.
+    /// earlier key), the work the bound limits. Errors: I/O errors reading postings, and
+    /// [`Error::Tantivy`] when a segment's keys cannot be read.
     pub fn for_each_match(
         &self,
         rule: &MatchRule,
@@ -450,7 +475,9 @@ impl SignatureReader {
     /// across all segments, `a < b` by address. The signatures of the live documents are read
     /// into memory (8 + sketch bytes each, plus their keys during the join) and joined by
     /// [`super::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
-    /// apply. Cost: one signature read per live document, then the join.
+    /// apply. Cost: one signature read per live document, then the join (its memory and time
+    /// are [`super::pairs_in_memory`]'s). Errors: none today (the columns are open); the
+    /// `Result` leaves room for reading signatures lazily.
     pub fn for_each_pair(
         &self,
         rule: &MatchRule,

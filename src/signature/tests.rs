@@ -324,7 +324,7 @@ fn index_lookup_equals_brute_force_across_segments_and_deletes() {
         let names = SignatureFields::new("fp", "keys", &rule);
         let mut builder = Schema::builder();
         let n_field = builder.add_u64_field("n", INDEXED | FAST);
-        names.add_to_schema(&mut builder);
+        names.add_to_schema_with_key_postings(&mut builder, true);
         let index = Index::create_in_ram(builder.build());
         let fields = names.resolve(&index.schema()).unwrap();
         let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();

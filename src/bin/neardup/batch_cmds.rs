@@ -5,7 +5,7 @@ use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::{NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
+use tantivy_simhash::batch::{Cluster, Clusters, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
 use tantivy_simhash::signature::PairStats;
 use tantivy_simhash::Evidence;
 
@@ -57,15 +57,16 @@ fn branch(evidence: &Evidence) -> &'static str {
 pub(crate) fn warn_hot_keys(stats: &PairStats, bound: usize) {
     if stats.hot_keys > 0 {
         super::eprintln_quiet(&format!(
-            "note: {} shared by more than {bound} distinct documents compared each document with              the next {bound} only; a pair that shares nothing but such keys may be missing",
+            "note: {} shared by more than {bound} distinct documents compared each document with \
+             the next {bound} only; a pair that shares nothing but such keys may be missing",
             count(stats.hot_keys, "key", "keys")
         ));
     }
 }
 
 pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
-    let graph = graph(&store, args.k)?;
+    let store = store::open(&args.rule.dir)?;
+    let graph = graph(&store, args.rule.k)?;
     let mut out = Out::new(args.json);
     let mut printed = 0usize;
     let mut total = 0u64;
@@ -129,11 +130,11 @@ struct ClusterLine<'a> {
 }
 
 pub(super) fn clusters(args: &ClustersArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = store::open(&args.rule.dir)?;
     let mut out = Out::new(args.json);
     clusters_in(
         &store,
-        args.k,
+        args.rule.k,
         args.limit,
         args.min_size,
         args.members,
@@ -155,16 +156,8 @@ pub(crate) fn clusters_in(
     let graph = graph(store, k)?;
     let clusters = graph.clusters()?;
     warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
-    let mut sorted: Vec<_> = clusters
-        .iter()
-        .filter(|c| c.len() >= min_size.max(2))
-        .collect();
-    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
-    let total = sorted.len();
+    let (sorted, total) = largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
-    if limit > 0 {
-        sorted.truncate(limit);
-    }
     if !out.is_json() {
         out.line(format_args!(
             "{} of at least {} documents linked by chains of pairs by the rule ({}), {} in \
@@ -176,34 +169,60 @@ pub(crate) fn clusters_in(
             clusters.num_docs()
         ))?;
     }
-    let searcher = graph.searcher();
     for c in sorted {
-        if out.is_json() {
-            out.json_line(&ClusterLine {
-                cluster: &c.id,
-                size: c.len(),
-                members: c.members.iter().map(|m| m.id.as_str()).collect(),
-            })?;
-            continue;
-        }
-        let first = store.load_doc(searcher, c.members[0].address)?;
+        print_cluster(store, graph.searcher(), c, members, out)?;
+    }
+    Ok(())
+}
+
+/// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most
+/// `limit` of them (0: all), and how many there are before that cut.
+fn largest_clusters(clusters: &Clusters, min_size: usize, limit: usize) -> (Vec<&Cluster>, usize) {
+    let mut sorted: Vec<_> = clusters
+        .iter()
+        .filter(|c| c.len() >= min_size.max(2))
+        .collect();
+    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
+    let total = sorted.len();
+    if limit > 0 {
+        sorted.truncate(limit);
+    }
+    (sorted, total)
+}
+
+/// One cluster: a JSON line with every member, or its size, id and first title, then up to
+/// `members` other members with their titles.
+fn print_cluster(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    c: &Cluster,
+    members: usize,
+    out: &mut Out,
+) -> CliResult<()> {
+    if out.is_json() {
+        return out.json_line(&ClusterLine {
+            cluster: &c.id,
+            size: c.len(),
+            members: c.members.iter().map(|m| m.id.as_str()).collect(),
+        });
+    }
+    let first = store.load_doc(searcher, c.members[0].address)?;
+    out.line(format_args!(
+        "{:>6}  {}  {}",
+        c.len(),
+        c.id,
+        one_line(&first.title, 60)
+    ))?;
+    for m in c.members.iter().skip(1).take(members) {
+        let shown = store.load_doc(searcher, m.address)?;
         out.line(format_args!(
-            "{:>6}  {}  {}",
-            c.len(),
-            c.id,
-            one_line(&first.title, 60)
+            "          {}  {}",
+            m.id,
+            one_line(&shown.title, 60)
         ))?;
-        for m in c.members.iter().skip(1).take(members) {
-            let shown = store.load_doc(searcher, m.address)?;
-            out.line(format_args!(
-                "          {}  {}",
-                m.id,
-                one_line(&shown.title, 60)
-            ))?;
-        }
-        if c.len() > members + 1 {
-            out.line(format_args!("          … {} more", c.len() - members - 1))?;
-        }
+    }
+    if c.len() > members + 1 {
+        out.line(format_args!("          … {} more", c.len() - members - 1))?;
     }
     Ok(())
 }

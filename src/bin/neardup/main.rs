@@ -240,14 +240,21 @@ struct SimilarArgs {
     json: bool,
 }
 
+/// The index and the match rule of a batch command (`pairs`, `clusters`).
 #[derive(Debug, Args)]
-struct PairsArgs {
+struct BatchRuleArgs {
     /// The index directory.
     dir: PathBuf,
     /// Narrows the rule's simhash branch to this distance (at most the index's k; default:
     /// the index's k); the resemblance branch is unchanged.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+struct PairsArgs {
+    #[command(flatten)]
+    rule: BatchRuleArgs,
     /// Print at most this many pairs (0: all; all are still counted).
     #[arg(long, short = 'n', default_value_t = 0)]
     limit: usize,
@@ -259,12 +266,8 @@ struct PairsArgs {
 
 #[derive(Debug, Args)]
 struct ClustersArgs {
-    /// The index directory.
-    dir: PathBuf,
-    /// Narrows the rule's simhash branch to this distance (at most the index's k; default:
-    /// the index's k); the resemblance branch is unchanged.
-    #[arg(long, short = 'k', value_name = "K")]
-    k: Option<u32>,
+    #[command(flatten)]
+    rule: BatchRuleArgs,
     /// At most this many clusters, largest first (0: all).
     #[arg(long, short = 'n', default_value_t = 10)]
     limit: usize,
