@@ -1307,3 +1307,32 @@ fn pairs_and_clusters_agree_with_brute_force() {
     got.sort();
     assert_eq!(got, want);
 }
+
+/// `index --key-postings` records keys in postings (the default: columns only), finds the same
+/// pairs as the default, and is fixed at creation like the language and k.
+#[test]
+fn key_postings_is_recorded_changes_no_pair_and_is_fixed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut pairs = Vec::new();
+    for (name, extra) in [("columns", &[][..]), ("postings", &["--key-postings"][..])] {
+        let dir = tmp.path().join(name);
+        let out = index_sample(&dir, extra);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let store = tantivy_simhash::store::open(&dir).unwrap();
+        let postings = !extra.is_empty();
+        assert_eq!(store.record.key_postings, postings);
+        assert_eq!(store.index.fields().key_postings(), postings);
+        drop(store);
+        let out = neardup(&["pairs", p(&dir), "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let mut lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
+        lines.sort();
+        pairs.push(lines);
+    }
+    assert!(!pairs[0].is_empty(), "the fixture must hold pairs");
+    assert_eq!(pairs[0], pairs[1]);
+    // Adding to the columns-only index with --key-postings is refused, naming the flag.
+    let out = index_sample(&tmp.path().join("columns"), &["--key-postings"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--key-postings"), "{}", stderr(&out));
+}

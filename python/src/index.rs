@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
+use tantivy::query::{Query, QueryParser};
 use tantivy::Order;
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::FieldMap;
@@ -189,6 +189,8 @@ impl Cluster {
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Index {
     store: RwLock<Option<Arc<Store>>>,
+    /// The collapses of recent searches, reused so that they keep their columns open.
+    collapses: Collapses,
 }
 
 impl Index {
@@ -205,6 +207,7 @@ impl Index {
     fn wrap(store: Store) -> Index {
         Index {
             store: RwLock::new(Some(Arc::new(store))),
+            collapses: Collapses::default(),
         }
     }
 }
@@ -246,19 +249,24 @@ impl Index {
     /// ``language``: ``"auto"`` (words; Chinese segmented by jieba), ``"han-chars"`` or a
     /// stemming language (``"english"``, ``"french"``, ...). ``k``: the largest distance the
     /// index guarantees to find (0 to 9; 3 by default). ``policy``: the default of
-    /// ``writer()``. Language and k are fixed for the life of the index.
+    /// ``writer()``. ``key_postings``: also index each document's match keys as postings
+    /// (one-off lookups on a large index read them instead of building a segment's in-memory
+    /// key table first; indexing costs more, the index is larger); by default the keys live in
+    /// the signature columns only. Language, k and key storage are fixed for the life of the
+    /// index.
     #[staticmethod]
-    #[pyo3(signature = (path, *, language = "auto", k = 3, policy = "tag"))]
+    #[pyo3(signature = (path, *, language = "auto", k = 3, policy = "tag", key_postings = false))]
     fn create(
         py: Python<'_>,
         path: PathBuf,
         language: &str,
         k: u32,
         policy: &str,
+        key_postings: bool,
     ) -> PyResult<Index> {
         let language = language.to_string();
         let policy = policy.to_string();
-        let store = py.detach(|| store::create(&path, &language, k, &policy))?;
+        let store = py.detach(|| store::create(&path, &language, k, key_postings, &policy))?;
         Ok(Index::wrap(store))
     }
 
@@ -398,7 +406,8 @@ impl Index {
             leader,
             derank,
         };
-        Ok(py.detach(|| search(&store, &query, limit, collapse, view))?)
+        let collapses = &self.collapses;
+        Ok(py.detach(|| search(&store, collapses, &query, limit, collapse, view))?)
     }
 
     /// The documents the index's match rule matches with the document ``id`` (itself left out)
@@ -524,6 +533,12 @@ impl Index {
         Ok(self.store()?.index.layout().max_distance())
     }
 
+    /// Whether the index's match keys are indexed as postings (``Index.create(key_postings=...)``).
+    #[getter]
+    fn key_postings(&self) -> PyResult<bool> {
+        Ok(self.store()?.index.fields().key_postings())
+    }
+
     /// The recorded dedup policy (the default of ``writer()``).
     #[getter]
     fn policy(&self) -> PyResult<String> {
@@ -556,6 +571,7 @@ impl Index {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *guard = None;
+        self.collapses.clear();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -597,6 +613,7 @@ struct View<'a> {
 
 fn search(
     store: &Store,
+    collapses: &Collapses,
     query: &str,
     limit: usize,
     collapse: bool,
@@ -626,7 +643,7 @@ fn search(
         }
         return Ok(hits);
     }
-    let results = collapse_hits(store, s, &parsed, limit, view)?;
+    let results = collapse_hits(store, collapses, s, &parsed, limit, view)?;
     for (rank, g) in results.groups().iter().enumerate() {
         hits.push(Hit::leader(
             rank + 1,
@@ -652,15 +669,106 @@ fn search(
     Ok(hits)
 }
 
+/// A collapse ready to search: [`NearDupCollapse::search`] of one collapse, kept across
+/// searches.
+type CollapseSearch =
+    dyn Fn(&tantivy::Searcher, &dyn Query) -> tantivy_simhash::Result<Collapsed<f32>> + Send + Sync;
+
+/// The settings a collapse is made with: searches with equal settings share one collapse.
+#[derive(Clone, PartialEq)]
+struct CollapseKey {
+    limit: usize,
+    collapse_field: Option<String>,
+    leader: Option<Order>,
+    derank: bool,
+}
+
+/// How many collapse settings an index keeps (the oldest used is dropped beyond).
+const COLLAPSES_KEPT: usize = 8;
+
+/// The collapses of an index's recent searches, by their settings. A collapse keeps the
+/// columns it opened in each segment (19 at most; opening them per search costs more than the
+/// fold on many segments) and the segments' id tables, so repeated searches only read values.
+/// Segments added by later commits are opened on first use, and one no search reads any more
+/// is released after 64 searches of its collapse: results never come from a stale searcher
+/// (each search takes the index's current one).
+#[derive(Default)]
+struct Collapses {
+    recent: Mutex<Vec<(CollapseKey, Arc<CollapseSearch>)>>,
+}
+
+impl Collapses {
+    /// The collapse for `key`, made by `make` when none is kept.
+    fn get_or_make(
+        &self,
+        key: CollapseKey,
+        make: impl FnOnce() -> Result<Arc<CollapseSearch>, Failure>,
+    ) -> Result<Arc<CollapseSearch>, Failure> {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(position) = recent.iter().position(|(k, _)| *k == key) {
+            // Most recently used last: the first is the one dropped.
+            let entry = recent.remove(position);
+            let found = Arc::clone(&entry.1);
+            recent.push(entry);
+            return Ok(found);
+        }
+        let made = make()?;
+        if recent.len() >= COLLAPSES_KEPT {
+            recent.remove(0);
+        }
+        recent.push((key, Arc::clone(&made)));
+        Ok(made)
+    }
+
+    /// Drops every kept collapse (and the columns they hold open).
+    fn clear(&self) {
+        self.recent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clear();
+    }
+}
+
 /// The query's hits collapsed into groups (near-duplicates, or one per field value), with the
-/// leaders and window `view` asks for.
+/// leaders and window `view` asks for, by the kept collapse of these settings.
 fn collapse_hits(
     store: &Store,
+    collapses: &Collapses,
     searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
+    query: &dyn Query,
     limit: usize,
     view: View<'_>,
 ) -> Result<Collapsed<f32>, Failure> {
+    let key = CollapseKey {
+        limit,
+        collapse_field: view.collapse_field.map(str::to_string),
+        leader: view.leader,
+        derank: view.derank,
+    };
+    let collapse = collapses.get_or_make(key, || make_collapse(store, limit, view))?;
+    collapse(searcher, query).map_err(|e| match e {
+        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
+            Failure::Index(format!(
+                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
+                 which this index does not have (it was made by an older version); rebuild \
+                 it, or search with leader=None"
+            ))
+        }
+        // A field that cannot group is the caller's argument.
+        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
+        e => e.into(),
+    })
+}
+
+/// The collapse of `view`'s settings for `store`'s index.
+fn make_collapse(
+    store: &Store,
+    limit: usize,
+    view: View<'_>,
+) -> Result<Arc<CollapseSearch>, Failure> {
     // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
     let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
     if let Some(field) = view.collapse_field {
@@ -674,18 +782,9 @@ fn collapse_hits(
     if let Some(order) = view.leader {
         collapse = collapse.leader_order(SEQUENCE_FIELD, order);
     }
-    collapse.search(searcher, query).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
-            Failure::Index(format!(
-                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild \
-                 it, or search with leader=None"
-            ))
-        }
-        // A field that cannot group is the caller's argument.
-        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
-        e => e.into(),
-    })
+    Ok(Arc::new(
+        move |searcher: &tantivy::Searcher, query: &dyn Query| collapse.search(searcher, query),
+    ))
 }
 
 fn similar(

@@ -83,7 +83,13 @@ pub(crate) fn open(dir: &Path) -> Result<Store, Failure> {
 ///
 /// Errors: `dir` is a file or a non-empty directory; an unknown language or policy; a k no
 /// layout supports.
-pub(crate) fn create(dir: &Path, language: &str, k: u32, policy: &str) -> Result<Store, Failure> {
+pub(crate) fn create(
+    dir: &Path,
+    language: &str,
+    k: u32,
+    key_postings: bool,
+    policy: &str,
+) -> Result<Store, Failure> {
     let policy = policy_named(policy)?;
     if dir.is_file() {
         return Err(Failure::Value(format!(
@@ -103,6 +109,7 @@ pub(crate) fn create(dir: &Path, language: &str, k: u32, policy: &str) -> Result
     let requested = Requested {
         language: Some(language.to_string()),
         k: Some(k),
+        key_postings: Some(key_postings),
         policy: Some(policy),
         ..Requested::default()
     };

@@ -83,6 +83,9 @@ pub struct StoreSettings {
     pub language: String,
     /// The largest distance the layout guarantees (fixed at creation).
     pub k: u32,
+    /// Whether the keys are indexed as postings (fixed at creation:
+    /// [`NearDupConfig::with_key_postings`]).
+    pub key_postings: bool,
     /// The dedup policy of the last `index` run (the default for the next run).
     pub policy: String,
 }
@@ -109,6 +112,8 @@ pub struct Requested {
     pub language: Option<String>,
     /// The largest distance the keys guarantee; fixed at creation.
     pub k: Option<u32>,
+    /// Whether the keys are indexed as postings (default: columns only); fixed at creation.
+    pub key_postings: Option<bool>,
     /// The dedup policy.
     pub policy: Option<Policy>,
 }
@@ -307,7 +312,8 @@ fn config_for(record: &StoreSettings) -> Result<NearDupConfig> {
     let layout = BlockLayout::for_distance(record.k).map_err(|e| Error::Setting(e.to_string()))?;
     Ok(NearDupConfig::new("id", ["title", "text"])
         .with_scheme(scheme)
-        .with_layout(layout))
+        .with_layout(layout)
+        .with_key_postings(record.key_postings))
 }
 
 fn schema_for(config: &NearDupConfig) -> Schema {
@@ -390,6 +396,7 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
         fields: saved.fields,
         language,
         k: layout.max_distance(),
+        key_postings: record.key_postings(),
         policy: saved.policy,
     };
     Ok(Some((index, record, settings)))
@@ -573,6 +580,15 @@ fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
             ));
         }
     }
+    if let Some(wanted) = req.key_postings.filter(|&w| w != record.key_postings) {
+        let storage = |postings: bool| if postings { "on" } else { "off" };
+        return Err(fixed_setting(
+            dir,
+            "--key-postings",
+            storage(record.key_postings),
+            storage(wanted),
+        ));
+    }
     let fields = &mut record.fields;
     for (slot, wanted) in [
         (&mut fields.id, &req.id_field),
@@ -603,6 +619,7 @@ fn create(dir: &Path, req: &Requested, stale_claim: Option<std::fs::File>) -> Re
         },
         language: req.language.clone().unwrap_or_else(|| "auto".into()),
         k: req.k.unwrap_or(3),
+        key_postings: req.key_postings.unwrap_or(false),
         policy: req.policy.unwrap_or(Policy::Tag).name().to_string(),
     };
     // Check the settings before anything is written.
@@ -630,9 +647,9 @@ fn create(dir: &Path, req: &Requested, stale_claim: Option<std::fs::File>) -> Re
 
 fn fixed_setting(dir: &Path, flag: &str, built: &str, asked: &str) -> Error {
     Error::Store(format!(
-        "{} was built with {flag} {built}, but this run asks for {flag} {asked}; the language \
-         and k of an index are fixed when it is created (fingerprints or keys of two settings \
-         cannot be compared): drop the flag, or index into a new directory",
+        "{} was built with {flag} {built}, but this run asks for {flag} {asked}; the language, \
+         k and key storage of an index are fixed when it is created (fingerprints or keys of \
+         two settings cannot be compared): drop the flag, or index into a new directory",
         dir.display()
     ))
 }
