@@ -3,7 +3,7 @@
 //! ([`NearDupIndex::lookup_text`], [`lookup_id`](NearDupSearcher::lookup_id),
 //! [`lookup_signature`](NearDupSearcher::lookup_signature)), through each segment's in-memory
 //! key table, its key postings, or (keys in columns only, no table) a scan of its signature
-//! columns ([`crate::keytable`]). A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
+//! columns ([`NearDupSearcher::with_key_tables`]). A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
 //! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
 //! document within `k` bits.
 

@@ -384,7 +384,6 @@ fn a_record_that_disagrees_with_the_schema_is_an_error() {
 #[test]
 fn add_to_schema_has_the_default_key_storage_of_add_fields() {
     use tantivy::schema::{FieldType, Schema};
-    use tantivy_simhash::signature::store::SignatureFields;
     let keys_indexed = |schema: &Schema| match schema
         .get_field_entry(schema.get_field("simhash_keys").unwrap())
         .field_type()

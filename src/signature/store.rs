@@ -6,7 +6,7 @@
 //! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and,
 //! when the keys field is indexed, the rule's keys (the multi-valued indexed `u64` keys field,
 //! block and band keys together). A keys field that is not indexed holds nothing: the keys are
-//! computed from the columns ([`crate::keytable`]).
+//! computed from the columns ([`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables)).
 
 use super::minhash::low_mask;
 use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
