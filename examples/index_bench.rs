@@ -844,7 +844,7 @@ fn index_once(
     let budget = 200_000_000;
     let mut verified = 0;
     // Whether to commit after the document at position `i` (counting from 0).
-    let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1) % n == 0);
+    let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1).is_multiple_of(n));
     // Batches never span a periodic commit.
     let batch = commit_every.map_or(1000, |n| n.min(1000));
 
