@@ -31,6 +31,10 @@
 //! resident set (VmHWM), reset before each phase (`/proc/self/clear_refs`), so it includes the
 //! index pages the phase touches.
 
+#[path = "support/pigeonhole.rs"]
+mod pigeonhole;
+
+use pigeonhole::Rng;
 use std::time::Instant;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{IndexRecordOption, Schema, FAST, STRING};
@@ -74,31 +78,6 @@ fn parse_args() -> Res<Args> {
         }
     }
     Ok(args)
-}
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-
-    fn flip(&mut self, fp: u64, n: u32) -> u64 {
-        let mut mask = 0u64;
-        while mask.count_ones() < n {
-            mask |= 1 << self.below(64);
-        }
-        fp ^ mask
-    }
 }
 
 fn corpus(n: usize, seed: u64) -> Vec<u64> {

@@ -43,7 +43,11 @@
 #[path = "support/data.rs"]
 mod data;
 
+#[path = "support/pigeonhole.rs"]
+mod pigeonhole;
+
 use data::{read_jsonl, Res};
+use pigeonhole::Rng;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -126,17 +130,9 @@ fn hash(s: &str) -> u64 {
     })
 }
 
-/// splitmix64, for reproducible query sampling.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n.max(1) as u64) as usize
-    }
+/// A reproducible index below `n` (0 for `n == 0`), for query sampling.
+fn below(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n.max(1) as u64) as usize
 }
 
 fn sample_queries(docs: &[Doc], n: usize) -> Vec<String> {
@@ -145,7 +141,7 @@ fn sample_queries(docs: &[Doc], n: usize) -> Vec<String> {
     let mut attempts = 0;
     while out.len() < n && attempts < n * 100 {
         attempts += 1;
-        let title = &docs[rng.below(docs.len())].title;
+        let title = &docs[below(&mut rng, docs.len())].title;
         let words: Vec<String> = title
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic))
@@ -154,8 +150,8 @@ fn sample_queries(docs: &[Doc], n: usize) -> Vec<String> {
         if words.is_empty() {
             continue;
         }
-        let k = 1 + rng.below(3.min(words.len()));
-        let start = rng.below(words.len() - k + 1);
+        let k = 1 + below(&mut rng, 3.min(words.len()));
+        let start = below(&mut rng, words.len() - k + 1);
         out.push(words[start..start + k].join(" "));
     }
     out

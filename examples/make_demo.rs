@@ -172,12 +172,7 @@ fn main() -> Res<()> {
         }
     }
     let truth: Value = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
-    for (host, kind) in HOSTS {
-        let found = truth["hosts"][host]["kind"].as_str().unwrap_or("missing");
-        if found != *kind {
-            return Err(format!("host {host}: truth says {found}, expected {kind}").into());
-        }
-    }
+    check_host_kinds(&truth)?;
     let mut en = natural(&data, "natural-en.jsonl.gz", "natural-en-pairs.tsv")?;
     let zh = natural(&data, "natural-zh.jsonl.gz", "natural-zh-pairs.tsv")?;
     let web = read_jsonl(&data.join("mirrors.jsonl.gz"))?;
@@ -188,8 +183,43 @@ fn main() -> Res<()> {
         .cloned()
         .collect();
 
-    // The test fixture: whole counterpart groups on the fixture hosts, one unrelated host, and
-    // natural near-duplicate pairs.
+    let fixture = fixture_docs(&truth, &web, &mirror_pages, &en)?;
+
+    let mut corpus = Vec::new();
+    corpus.append(&mut en);
+    corpus.extend(zh);
+    corpus.extend(mirror_pages);
+    print_sources(&corpus, fixture.len());
+    if check {
+        return Ok(());
+    }
+    write_gz(Path::new("demo/corpus.jsonl.gz"), &corpus)?;
+    std::fs::create_dir_all("tests/fixtures")?;
+    write_gz(Path::new("tests/fixtures/sample.jsonl.gz"), &fixture)?;
+    write_provenance(Path::new("demo/PROVENANCE.tsv"), &corpus)?;
+    println!("wrote demo/corpus.jsonl.gz, demo/PROVENANCE.tsv, tests/fixtures/sample.jsonl.gz");
+    Ok(())
+}
+
+/// Fails unless the truth file gives each of [`HOSTS`] the kind this corpus expects.
+fn check_host_kinds(truth: &Value) -> Res<()> {
+    for (host, kind) in HOSTS {
+        let found = truth["hosts"][host]["kind"].as_str().unwrap_or("missing");
+        if found != *kind {
+            return Err(format!("host {host}: truth says {found}, expected {kind}").into());
+        }
+    }
+    Ok(())
+}
+
+/// The test fixture: whole counterpart groups on the fixture hosts, one unrelated host, and
+/// natural near-duplicate pairs.
+fn fixture_docs(
+    truth: &Value,
+    web: &[Value],
+    mirror_pages: &[Value],
+    en: &[Value],
+) -> Res<Vec<Value>> {
     let by_id: HashMap<&str, &Value> = web.iter().map(|d| (field(d, "id"), d)).collect();
     let mut fixture: Vec<Value> = Vec::new();
     let mut groups = 0;
@@ -223,14 +253,13 @@ fn main() -> Res<()> {
         .cloned()
         .collect();
     fixture.extend(gcloud);
+    Ok(fixture)
+}
 
-    let mut corpus = Vec::new();
-    corpus.append(&mut en);
-    corpus.extend(zh);
-    corpus.extend(mirror_pages);
-
+/// The documents and kilobytes per source and licence (a Markdown table), then the totals.
+fn print_sources(corpus: &[Value], fixture_len: usize) {
     let mut per_source: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
-    for d in &corpus {
+    for d in corpus {
         let source = if field(d, "source") == "mirror-web" {
             format!("mirror-web {}", field(d, "host"))
         } else {
@@ -251,17 +280,15 @@ fn main() -> Res<()> {
         "\n{} documents, {:.1} MB of text; fixture: {} documents",
         corpus.len(),
         bytes as f64 / 1e6,
-        fixture.len()
+        fixture_len
     );
-    if check {
-        return Ok(());
-    }
-    write_gz(Path::new("demo/corpus.jsonl.gz"), &corpus)?;
-    std::fs::create_dir_all("tests/fixtures")?;
-    write_gz(Path::new("tests/fixtures/sample.jsonl.gz"), &fixture)?;
-    let mut prov = File::create("demo/PROVENANCE.tsv")?;
+}
+
+/// One line per document: id, source, licence, host and url.
+fn write_provenance(path: &Path, corpus: &[Value]) -> Res<()> {
+    let mut prov = File::create(path)?;
     writeln!(prov, "id\tsource\tlicense\thost\turl")?;
-    for d in &corpus {
+    for d in corpus {
         writeln!(
             prov,
             "{}\t{}\t{}\t{}\t{}",
@@ -272,7 +299,6 @@ fn main() -> Res<()> {
             field(d, "url")
         )?;
     }
-    println!("wrote demo/corpus.jsonl.gz, demo/PROVENANCE.tsv, tests/fixtures/sample.jsonl.gz");
     Ok(())
 }
 

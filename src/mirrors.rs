@@ -428,11 +428,7 @@ impl MirrorFinder {
             .enumerate()
             .filter_map(|(i, sig)| sig.as_ref().map(|s| (i as u32, s)))
             .collect();
-        let mut edges = near_pairs(&self.rule, cfg.min_resemblance.is_some(), &content);
-        edges.retain(|&(a, b, _)| {
-            (pages.han_shares[a as usize] - pages.han_shares[b as usize]).abs()
-                <= cfg.max_script_gap
-        });
+        let edges = self.page_edges(&pages, &content);
         let cross: Vec<&(u32, u32, u32)> = edges
             .iter()
             .filter(|(a, b, _)| pages.hosts[*a as usize] != pages.hosts[*b as usize])
@@ -454,6 +450,7 @@ impl MirrorFinder {
             .into_iter()
             .map(|(hosts, acc)| self.host_pair(hosts, acc, &pages))
             .collect();
+        // Best first; ties by pages shared, then by names.
         pairs.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
@@ -466,11 +463,7 @@ impl MirrorFinder {
             pages: pages.ids.len() as u64,
             hosts: pages.host_names.len() as u64,
             content_pages: content.len() as u64,
-            chrome_share: if pages.tokens == 0 {
-                0.0
-            } else {
-                pages.chrome_tokens as f64 / pages.tokens as f64
-            },
+            chrome_share: pages.chrome_share(),
             page_pairs: cross.len() as u64,
             largest_group: groups.iter().map(|g| g.len() as u64).max().unwrap_or(0),
         };
@@ -479,6 +472,18 @@ impl MirrorFinder {
             host_pages: pages.host_names.into_iter().zip(pages.host_sizes).collect(),
             stats,
         })
+    }
+
+    /// The pairs of pages with content that the rule matches, `(a, b, distance)`, but for
+    /// pages whose shares of Han script differ by more than the configuration allows.
+    fn page_edges(&self, pages: &PageTable, content: &[(u32, &Signature)]) -> Vec<(u32, u32, u32)> {
+        let cfg = &self.config;
+        let mut edges = near_pairs(&self.rule, cfg.min_resemblance.is_some(), content);
+        edges.retain(|&(a, b, _)| {
+            (pages.han_shares[a as usize] - pages.han_shares[b as usize]).abs()
+                <= cfg.max_script_gap
+        });
+        edges
     }
 
     /// The scored [`HostPair`] of hosts `(ha, hb)` (`ha < hb`) from what they share.
@@ -673,6 +678,15 @@ struct PageTable {
 }
 
 impl PageTable {
+    /// The share of the pages' tokens that chrome removal dropped (0 without tokens).
+    fn chrome_share(&self) -> f64 {
+        if self.tokens == 0 {
+            0.0
+        } else {
+            self.chrome_tokens as f64 / self.tokens as f64
+        }
+    }
+
     fn flatten(hosts: Vec<(String, Vec<(String, String)>)>, analyzed: Vec<HostContent>) -> Self {
         let mut table = PageTable {
             host_names: Vec::with_capacity(hosts.len()),

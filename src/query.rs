@@ -325,6 +325,49 @@ impl DocPredicate for RulePredicate {
         &self,
         reader: &SegmentReader,
     ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
+        let (docs, columns) = self.candidates(reader)?;
+        if docs.is_empty() {
+            return Ok(ConstOrVariableSegmentPredicate::Const(false));
+        }
+        // The fingerprint column decides most candidates; the sketch columns (16 more opens)
+        // only when a candidate lies beyond the simhash radius under the rule.
+        let fingerprints = fingerprint_column(reader, self.shared.fields.fingerprint)?;
+        let radius = self.shared.rule().layout().max_distance();
+        let query = self.shared.signature.fingerprint;
+        let needs_sketch = self.test == Test::Rule
+            && docs.iter().any(|&doc| {
+                fingerprints
+                    .first(doc)
+                    .is_some_and(|fp| query.distance(Fingerprint(fp)) > radius)
+            });
+        let columns = match (columns, needs_sketch) {
+            (Some(columns), true) => Some(columns),
+            (None, true) => Some(self.shared.columns(reader)?),
+            (_, false) => None,
+        };
+        Ok(ConstOrVariableSegmentPredicate::Variable {
+            predicate: Verify {
+                shared: Arc::clone(&self.shared),
+                test: self.test,
+                fingerprints,
+                columns,
+                candidate: Signature {
+                    fingerprint: Fingerprint(0),
+                    sketch: Sketch::default(),
+                },
+            },
+            necessary_condition: Box::new(SortedDocs { docs, cursor: 0 }),
+        })
+    }
+}
+
+impl RulePredicate {
+    /// The segment's documents under the query's keys (deleted ones included), sorted and
+    /// deduplicated, and the signature columns if finding them opened them.
+    fn candidates(
+        &self,
+        reader: &SegmentReader,
+    ) -> tantivy::Result<(Vec<DocId>, Option<SegmentSignatures>)> {
         let fields = self.shared.fields;
         let inverted = if fields.key_postings() {
             Some(reader.inverted_index(fields.keys)?)
@@ -357,41 +400,9 @@ impl DocPredicate for RulePredicate {
             &mut runs,
             |_, doc| docs.push(doc),
         )?;
-        let columns = source.columns.opened;
-        if docs.is_empty() {
-            return Ok(ConstOrVariableSegmentPredicate::Const(false));
-        }
         docs.sort_unstable();
         docs.dedup();
-        // The fingerprint column decides most candidates; the sketch columns (16 more opens)
-        // only when a candidate lies beyond the simhash radius under the rule.
-        let fingerprints = fingerprint_column(reader, self.shared.fields.fingerprint)?;
-        let radius = rule.layout().max_distance();
-        let query = self.shared.signature.fingerprint;
-        let needs_sketch = self.test == Test::Rule
-            && docs.iter().any(|&doc| {
-                fingerprints
-                    .first(doc)
-                    .is_some_and(|fp| query.distance(Fingerprint(fp)) > radius)
-            });
-        let columns = match (columns, needs_sketch) {
-            (Some(columns), true) => Some(columns),
-            (None, true) => Some(self.shared.columns(reader)?),
-            (_, false) => None,
-        };
-        Ok(ConstOrVariableSegmentPredicate::Variable {
-            predicate: Verify {
-                shared: Arc::clone(&self.shared),
-                test: self.test,
-                fingerprints,
-                columns,
-                candidate: Signature {
-                    fingerprint: Fingerprint(0),
-                    sketch: Sketch::default(),
-                },
-            },
-            necessary_condition: Box::new(SortedDocs { docs, cursor: 0 }),
-        })
+        Ok((docs, source.columns.opened))
     }
 }
 

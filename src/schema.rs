@@ -519,6 +519,77 @@ impl IndexRecord {
 }
 
 /// How a record's key storage reads in an error.
+/// Whether the keys are indexed as postings, from the schema's keys field; an
+/// [`Error::IndexMismatch`] when `config` asks for the other storage.
+fn resolve_key_storage(schema: &Schema, config: &NearDupConfig, keys: Field) -> Result<bool> {
+    let key_postings = matches!(
+        schema.get_field_entry(keys).field_type(),
+        FieldType::U64(o) if o.is_indexed()
+    );
+    match config.key_postings {
+        Some(wanted) if wanted != key_postings => Err(Error::IndexMismatch {
+            what: "key storage",
+            found: format!(
+                "{} (the schema's keys field `{}` is {}indexed)",
+                key_storage(key_postings),
+                config.keys_field,
+                if key_postings { "" } else { "not " }
+            ),
+            expected: format!(
+                "{}: declare the fields with NearDupConfig::add_fields of this configuration, \
+                 or leave NearDupConfig::with_key_postings unset to follow the index",
+                key_storage(wanted)
+            ),
+        }),
+        _ => Ok(key_postings),
+    }
+}
+
+/// Registers `scheme`'s tokenizer under [`SIMHASH_TOKENIZER_NAME`] when the index has none
+/// under that name (a tokenizer the user registered there is theirs and stays), and returns
+/// the counters of the analyses it replays; `None` when the user's tokenizer stays.
+fn register_scheme_tokenizer(index: &Index, scheme: &Scheme) -> Option<Arc<ReplayCounters>> {
+    if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
+        Some(crate::replay::register(index, scheme))
+    } else {
+        None
+    }
+}
+
+/// The text fields to fingerprint; an error naming the first that is missing or not text.
+fn resolve_text_fields(schema: &Schema, config: &NearDupConfig) -> Result<Vec<Field>> {
+    config
+        .text_fields
+        .iter()
+        .map(|name| {
+            required_field(
+                schema,
+                name,
+                |t| matches!(t, FieldType::Str(_)),
+                "text fields to fingerprint must be text fields",
+            )
+        })
+        .collect()
+}
+
+/// This crate's own fields ([`SEQUENCE_FIELD`], [`REPLACED_FIELD`]), optional: indexes made
+/// before they existed open without them; an error when one has the wrong type.
+fn resolve_crate_fields(schema: &Schema) -> Result<(Option<Field>, Option<Field>)> {
+    let sequence = optional_field(
+        schema,
+        SEQUENCE_FIELD,
+        |t| matches!(t, FieldType::U64(o) if o.is_fast()),
+        "this crate's sequence field must be a u64 fast field; use NearDupConfig::add_fields",
+    )?;
+    let replaced = optional_field(
+        schema,
+        REPLACED_FIELD,
+        is_raw_fast_text,
+        "this crate's replaced-ids field must be STRING | FAST; use NearDupConfig::add_fields",
+    )?;
+    Ok((sequence, replaced))
+}
+
 fn key_storage(key_postings: bool) -> &'static str {
     if key_postings {
         "keys in postings (NearDupConfig::with_key_postings(true))"
@@ -786,73 +857,27 @@ impl NearDupIndex {
             "the keys field must be a u64 field (indexed for keys in postings); use \
              NearDupConfig::add_fields",
         )?;
-        let key_postings = matches!(
-            schema.get_field_entry(keys).field_type(),
-            FieldType::U64(o) if o.is_indexed()
-        );
-        if let Some(wanted) = config.key_postings.filter(|&w| w != key_postings) {
-            return Err(Error::IndexMismatch {
-                what: "key storage",
-                found: format!(
-                    "{} (the schema's keys field `{}` is {}indexed)",
-                    key_storage(key_postings),
-                    config.keys_field,
-                    if key_postings { "" } else { "not " }
-                ),
-                expected: format!(
-                    "{}: declare the fields with NearDupConfig::add_fields of this \
-                     configuration, or leave NearDupConfig::with_key_postings unset to follow \
-                     the index",
-                    key_storage(wanted)
-                ),
-            });
-        }
+        let key_postings = resolve_key_storage(&schema, &config, keys)?;
         let mut config = config;
         config.key_postings = Some(key_postings);
-        let group = match &config.group_field {
-            None => None,
-            Some(name) => Some(required_field(
-                &schema,
-                name,
-                |t| matches!(t, FieldType::Str(o) if o.is_fast()),
-                "the group field must be a fast text field; use NearDupConfig::add_fields",
-            )?),
-        };
-        // Optional: indexes made before these fields existed open without them.
-        let sequence = optional_field(
-            &schema,
-            SEQUENCE_FIELD,
-            |t| matches!(t, FieldType::U64(o) if o.is_fast()),
-            "this crate's sequence field must be a u64 fast field; use \
-             NearDupConfig::add_fields",
-        )?;
-        let replaced = optional_field(
-            &schema,
-            REPLACED_FIELD,
-            is_raw_fast_text,
-            "this crate's replaced-ids field must be STRING | FAST; use \
-             NearDupConfig::add_fields",
-        )?;
-        let text_fields = config
-            .text_fields
-            .iter()
+        let group = config
+            .group_field
+            .as_deref()
             .map(|name| {
                 required_field(
                     &schema,
                     name,
-                    |t| matches!(t, FieldType::Str(_)),
-                    "text fields to fingerprint must be text fields",
+                    |t| matches!(t, FieldType::Str(o) if o.is_fast()),
+                    "the group field must be a fast text field; use NearDupConfig::add_fields",
                 )
             })
-            .collect::<Result<Vec<Field>>>()?;
+            .transpose()?;
+        let (sequence, replaced) = resolve_crate_fields(&schema)?;
+        let text_fields = resolve_text_fields(&schema, &config)?;
         // Text fields that name the tokenizer must be analysed by this very scheme, or search
         // and fingerprints would disagree on what a word is; a tokenizer the user registered
         // under that name is theirs and stays.
-        let analysis_counters = if index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_none() {
-            Some(crate::replay::register(&index, &config.scheme))
-        } else {
-            None
-        };
+        let analysis_counters = register_scheme_tokenizer(&index, &config.scheme);
         let replay_fields = replay_fields(&schema, &config.scheme, &text_fields);
         let rule = config.rule()?.interned();
         let (signature_fields, first_sketch) =

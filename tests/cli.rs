@@ -24,9 +24,16 @@ fn summary(out: &Output) -> Value {
 
 /// The fixture's documents: (id, text as fingerprinted: title, line break, text).
 fn sample_docs() -> Vec<(String, String)> {
-    let reader = BufReader::new(MultiGzDecoder::new(
-        std::fs::File::open(fixture("sample.jsonl.gz")).unwrap(),
-    ));
+    gz_docs(&fixture("sample.jsonl.gz"))
+        .into_iter()
+        .map(|(id, text, _)| (id, text))
+        .collect()
+}
+
+/// The documents of a gzip JSONL file: (id, text as fingerprinted: title, line break, text,
+/// host or "").
+fn gz_docs(path: &Path) -> Vec<(String, String, String)> {
+    let reader = BufReader::new(MultiGzDecoder::new(std::fs::File::open(path).unwrap()));
     reader
         .lines()
         .map(|line| {
@@ -38,7 +45,8 @@ fn sample_docs() -> Vec<(String, String)> {
             } else {
                 format!("{title}\n{text}")
             };
-            (v["id"].as_str().unwrap().to_string(), joined)
+            let host = v["host"].as_str().unwrap_or("").to_string();
+            (v["id"].as_str().unwrap().to_string(), joined, host)
         })
         .collect()
 }
@@ -359,23 +367,10 @@ fn the_demo_runs_with_no_arguments() {
     );
     let copy = fields[2];
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
-    let docs: Vec<(String, String, String)> =
-        BufReader::new(MultiGzDecoder::new(std::fs::File::open(corpus).unwrap()))
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(&l.unwrap()).unwrap();
-                let title = v["title"].as_str().unwrap_or("");
-                let body = v["text"].as_str().unwrap();
-                let joined = if title.is_empty() {
-                    body.to_string()
-                } else {
-                    format!("{title}\n{body}")
-                };
-                let host = v["host"].as_str().unwrap_or("").to_string();
-                (v["id"].as_str().unwrap().to_string(), joined, host)
-            })
-            .filter(|(d, _, _)| *d == id || d == copy)
-            .collect();
+    let docs: Vec<(String, String, String)> = gz_docs(&corpus)
+        .into_iter()
+        .filter(|(d, _, _)| *d == id || d == copy)
+        .collect();
     assert_eq!(docs.len(), 2, "{id} and {copy}");
     assert_ne!(docs[0].2, docs[1].2, "two hosts");
     let (rule, sigs) = signatures(&[

@@ -86,24 +86,13 @@ fn oracle_groups(
 
 /// Every live document's (id, group).
 fn stored_groups(searcher: &NearDupSearcher) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
-        for doc in 0..seg.max_doc() {
-            if seg.is_deleted(doc) {
-                continue;
-            }
-            let id = searcher
-                .id_of(tantivy::DocAddress::new(ord as u32, doc))
-                .unwrap()
-                .unwrap();
-            let group = searcher
-                .group_of(tantivy::DocAddress::new(ord as u32, doc))
-                .unwrap()
-                .unwrap();
-            assert!(out.insert(id, group).is_none(), "one document per id");
-        }
-    }
-    out
+    common::live_ids_and_groups(searcher)
+        .into_iter()
+        .map(|(id, group)| {
+            let group = group.unwrap_or_else(|| panic!("{id} has no group"));
+            (id, group)
+        })
+        .collect()
 }
 
 #[test]

@@ -329,26 +329,28 @@ fn asking_for_the_other_key_storage_is_an_error() {
         // The other storage, asked for explicitly.
         let other = config.clone().with_key_postings(!key_postings);
         let err = NearDupIndex::open(index.clone(), other.clone()).unwrap_err();
-        match &err {
-            Error::IndexMismatch { what, .. } => assert_eq!(*what, "key storage"),
-            e => panic!("{e}"),
-        }
+        assert_key_storage_mismatch(&err);
         let message = err.to_string();
         assert!(message.contains("with_key_postings"), "{message}");
         // Creating on a schema declared for the other storage fails the same way.
         let (other_schema, ..) = schema(&other);
         let err = NearDupIndex::create(Index::create_in_ram(other_schema), config).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::IndexMismatch {
-                    what: "key storage",
-                    ..
-                }
-            ),
-            "{err}"
-        );
+        assert_key_storage_mismatch(&err);
     }
+}
+
+/// `err` says the index's key storage is not the one asked for.
+fn assert_key_storage_mismatch(err: &Error) {
+    assert!(
+        matches!(
+            err,
+            Error::IndexMismatch {
+                what: "key storage",
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -367,16 +369,7 @@ fn a_record_that_disagrees_with_the_schema_is_an_error() {
     )
     .unwrap();
     let err = NearDupIndex::open_recorded(Index::open_in_dir(dir.path()).unwrap()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::IndexMismatch {
-                what: "key storage",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_key_storage_mismatch(&err);
 }
 
 /// `SignatureFields::add_to_schema` declares what `NearDupConfig::add_fields` declares for a new

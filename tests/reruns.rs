@@ -5,6 +5,7 @@
 #![cfg(feature = "cli")]
 
 mod cli_support;
+mod common;
 
 use cli_support::*;
 use serde_json::Value;
@@ -20,27 +21,7 @@ const POLICIES: [&str; 4] = ["off", "reject", "tag", "replace"];
 /// What an index holds: each live document's id and group (`None` when not tagged).
 fn contents(dir: &Path) -> BTreeMap<String, Option<String>> {
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir).unwrap()).unwrap();
-    let searcher = index.lookups().unwrap();
-    let mut out = BTreeMap::new();
-    for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
-        for doc in 0..seg.max_doc() {
-            if seg.is_deleted(doc) {
-                continue;
-            }
-            let id = searcher
-                .id_of(tantivy::DocAddress::new(ord as u32, doc))
-                .unwrap()
-                .unwrap();
-            let group = searcher
-                .group_of(tantivy::DocAddress::new(ord as u32, doc))
-                .unwrap();
-            assert!(
-                out.insert(id.clone(), group).is_none(),
-                "{id} is stored twice"
-            );
-        }
-    }
-    out
+    common::live_ids_and_groups(&index.lookups().unwrap())
 }
 
 fn index(input: &Path, dir: &Path, policy: &str) -> Output {

@@ -6,9 +6,14 @@
 //! minimum-features guard. Where an oracle exists (formatting-only and script-only changes),
 //! the tests assert the fingerprints agree.
 
+// The unit tests' generator (xorshift64), so a test case is a seed here too.
+#[path = "../src/test_rng.rs"]
+mod test_rng;
+
 use proptest::prelude::*;
 use tantivy::tokenizer::{Token, TokenStream};
 use tantivy_simhash::{Fingerprint, FingerprintDetails, FingerprintKind, Scheme};
+use test_rng::Rng;
 
 fn tokens(scheme: &Scheme, text: &str) -> Vec<Token> {
     let mut analyzer = scheme.text_analyzer();
@@ -76,30 +81,15 @@ fn distance(scheme: &Scheme, a: &str, b: &str) -> u32 {
     scheme.fingerprint(a).distance(scheme.fingerprint(b))
 }
 
-/// Deterministic pseudo-random numbers (xorshift64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// A pseudo-word of 2 to 5 syllables: a large vocabulary, so long texts have many features.
 fn push_word(rng: &mut Rng, out: &mut String) {
     const ONSETS: &[&str] = &[
         "b", "c", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t",
     ];
     const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ea", "ou"];
-    for _ in 0..2 + rng.below(4) {
-        out.push_str(ONSETS[rng.below(ONSETS.len())]);
-        out.push_str(VOWELS[rng.below(VOWELS.len())]);
+    for _ in 0..2 + rng.index(4) {
+        out.push_str(ONSETS[rng.index(ONSETS.len())]);
+        out.push_str(VOWELS[rng.index(VOWELS.len())]);
     }
 }
 
@@ -222,11 +212,11 @@ fn fifty_megabyte_document() {
     let mut rng = Rng(42);
     let mut text = String::with_capacity(50 << 20);
     while text.len() < 50 << 20 {
-        for _ in 0..3 + rng.below(20) {
+        for _ in 0..3 + rng.index(20) {
             push_word(&mut rng, &mut text);
             text.push(' ');
         }
-        text.push_str(if rng.below(8) == 0 { ".\n\n" } else { ". " });
+        text.push_str(if rng.index(8) == 0 { ".\n\n" } else { ". " });
     }
     let mut fingerprinter = scheme.fingerprinter();
     let a = fingerprinter.fingerprint_details(&text);
@@ -241,7 +231,7 @@ fn one_enormous_word() {
     let scheme = Scheme::default();
     let mut rng = Rng(7);
     let ascii: String = (0..4 << 20)
-        .map(|_| char::from(b'a' + rng.below(26) as u8))
+        .map(|_| char::from(b'a' + rng.index(26) as u8))
         .collect();
     let d = check(&scheme, &ascii);
     assert_eq!(d.kind, FingerprintKind::Simhash);
@@ -261,7 +251,7 @@ fn a_megabyte_of_han_without_punctuation() {
     let mut rng = Rng(99);
     let mut text = String::new();
     while text.len() < 3 << 19 {
-        text.push_str(ZH_WORDS[rng.below(ZH_WORDS.len())]);
+        text.push_str(ZH_WORDS[rng.index(ZH_WORDS.len())]);
     }
     let d = check(&scheme, &text);
     assert_eq!(d.kind, FingerprintKind::Simhash);

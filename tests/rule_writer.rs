@@ -193,20 +193,7 @@ fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes
                 "{label}: {by_resemblance} by resemblance"
             );
             // The index holds exactly the oracle's live documents, with its groups.
-            let searcher = t.index.lookups().unwrap();
-            let mut stored: BTreeMap<String, Option<String>> = BTreeMap::new();
-            for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
-                for doc in seg.doc_ids_alive() {
-                    let id = searcher
-                        .id_of(tantivy::DocAddress::new(ord as u32, doc))
-                        .unwrap()
-                        .unwrap();
-                    let group = searcher
-                        .group_of(tantivy::DocAddress::new(ord as u32, doc))
-                        .unwrap();
-                    assert!(stored.insert(id, group).is_none(), "{label}: an id twice");
-                }
-            }
+            let stored = common::live_ids_and_groups(&t.index.lookups().unwrap());
             let want: BTreeMap<String, Option<String>> = oracle
                 .live
                 .iter()

@@ -62,54 +62,8 @@ fn optional_str(doc: &Bound<'_, PyAny>, key: &str, id: &str) -> PyResult<String>
 /// Reads a document the way the command line reads a JSON line: the id is a non-empty str or
 /// an int; the text a str; title and host optional strs; text or title must hold something.
 pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<InputDoc> {
-    let id = match get(doc, &fields.id)? {
-        None => {
-            return Err(PyValueError::new_err(format!(
-                "the document has no `{}`; every document needs an id (a str or an int)",
-                fields.id
-            )))
-        }
-        Some(v) => {
-            if let Ok(s) = v.cast::<PyString>() {
-                let s = s.to_cow()?;
-                if s.trim().is_empty() {
-                    return Err(PyValueError::new_err(format!(
-                        "the document's `{}` is empty",
-                        fields.id
-                    )));
-                }
-                s.to_string()
-            } else if v.is_instance_of::<pyo3::types::PyInt>()
-                && !v.is_instance_of::<pyo3::types::PyBool>()
-            {
-                v.str()?.to_cow()?.into_owned()
-            } else {
-                return Err(PyTypeError::new_err(format!(
-                    "the document's `{}` is {}; expected a str or an int",
-                    fields.id,
-                    type_name(&v)
-                )));
-            }
-        }
-    };
-    let text = match get(doc, &fields.text)? {
-        None => {
-            return Err(PyValueError::new_err(format!(
-                "document `{id}` has no `{}`",
-                fields.text
-            )))
-        }
-        Some(v) => match v.cast::<PyString>() {
-            Ok(s) => s.to_cow()?.into_owned(),
-            Err(_) => {
-                return Err(PyTypeError::new_err(format!(
-                    "document `{id}`: `{}` is {}; expected a str",
-                    fields.text,
-                    type_name(&v)
-                )))
-            }
-        },
-    };
+    let id = read_id(doc, &fields.id)?;
+    let text = read_text(doc, &fields.text, &id)?;
     let title = optional_str(doc, &fields.title, &id)?;
     let host = optional_str(doc, &fields.host, &id)?;
     if text.trim().is_empty() && title.trim().is_empty() {
@@ -123,6 +77,48 @@ pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<In
         text,
         host,
     })
+}
+
+/// The id under `key`: a non-empty str, or an int's decimal text (not a bool).
+fn read_id(doc: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
+    let Some(v) = get(doc, key)? else {
+        return Err(PyValueError::new_err(format!(
+            "the document has no `{key}`; every document needs an id (a str or an int)"
+        )));
+    };
+    if let Ok(s) = v.cast::<PyString>() {
+        let s = s.to_cow()?;
+        if s.trim().is_empty() {
+            return Err(PyValueError::new_err(format!(
+                "the document's `{key}` is empty"
+            )));
+        }
+        Ok(s.to_string())
+    } else if v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>()
+    {
+        Ok(v.str()?.to_cow()?.into_owned())
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "the document's `{key}` is {}; expected a str or an int",
+            type_name(&v)
+        )))
+    }
+}
+
+/// The text of document `id` under `key`: a str, which every document needs.
+fn read_text(doc: &Bound<'_, PyAny>, key: &str, id: &str) -> PyResult<String> {
+    let Some(v) = get(doc, key)? else {
+        return Err(PyValueError::new_err(format!(
+            "document `{id}` has no `{key}`"
+        )));
+    };
+    match v.cast::<PyString>() {
+        Ok(s) => Ok(s.to_cow()?.into_owned()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "document `{id}`: `{key}` is {}; expected a str",
+            type_name(&v)
+        ))),
+    }
 }
 
 /// What happened to a document given to ``Writer.add``.

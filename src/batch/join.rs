@@ -145,6 +145,70 @@ struct Buckets {
     runs: Vec<(u32, u32)>,
 }
 
+impl Buckets {
+    /// A counting sort into `1 << width` slots (`slot(fp) < 1 << width`).
+    fn by_counting_sort(fingerprints: &[u64], width: u32, slot: impl Fn(u64) -> u64) -> Buckets {
+        let n = fingerprints.len();
+        // The slot is recomputed in the scatter rather than stored: 4 bytes per fingerprint
+        // less at the peak, for a shift and a mask.
+        let mut offsets = vec![0u32; (1usize << width) + 1];
+        for &fp in fingerprints {
+            offsets[slot(fp) as usize + 1] += 1;
+        }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let runs = offsets
+            .windows(2)
+            .filter(|w| w[1] - w[0] >= 2)
+            .map(|w| (w[0], w[1]))
+            .collect();
+        let mut next = offsets;
+        let mut out = Buckets {
+            fingerprints: vec![0; n],
+            rows: vec![0; n],
+            runs,
+        };
+        for (row, &fp) in fingerprints.iter().enumerate() {
+            let s = slot(fp) as usize;
+            let at = next[s] as usize;
+            next[s] += 1;
+            out.fingerprints[at] = fp;
+            out.rows[at] = row as u32;
+        }
+        out
+    }
+
+    /// A parallel comparison sort by slot (for keys too wide for a counting sort).
+    fn by_comparison_sort(fingerprints: &[u64], slot: impl Fn(u64) -> u64 + Sync) -> Buckets {
+        let mut keyed: Vec<(u64, u32)> = fingerprints
+            .par_iter()
+            .enumerate()
+            .map(|(row, &fp)| (slot(fp), row as u32))
+            .collect();
+        keyed.par_sort_unstable();
+        let mut out = Buckets {
+            fingerprints: Vec::with_capacity(keyed.len()),
+            rows: Vec::with_capacity(keyed.len()),
+            runs: Vec::new(),
+        };
+        let mut start = 0;
+        for i in 1..=keyed.len() {
+            if i == keyed.len() || keyed[i].0 != keyed[start].0 {
+                if i - start >= 2 {
+                    out.runs.push((start as u32, i as u32));
+                }
+                start = i;
+            }
+        }
+        for (_, row) in keyed {
+            out.fingerprints.push(fingerprints[row as usize]);
+            out.rows.push(row);
+        }
+        out
+    }
+}
+
 impl Join {
     fn new(layout: &BlockLayout, max_distance: u32) -> Join {
         let masks = (0..layout.num_keys())
@@ -179,58 +243,11 @@ impl Join {
             }
         };
         let n = fingerprints.len();
-        let mut out = Buckets {
-            fingerprints: Vec::with_capacity(n),
-            rows: Vec::with_capacity(n),
-            runs: Vec::new(),
-        };
         if width <= 24 && (1usize << width) <= (4 * n).max(1 << 16) {
-            // The slot is recomputed in the scatter rather than stored: 4 bytes per fingerprint
-            // less at the peak, for a shift and a mask.
-            let mut offsets = vec![0u32; (1usize << width) + 1];
-            for &fp in fingerprints {
-                offsets[slot(fp) as usize + 1] += 1;
-            }
-            for i in 1..offsets.len() {
-                offsets[i] += offsets[i - 1];
-            }
-            for w in offsets.windows(2) {
-                if w[1] - w[0] >= 2 {
-                    out.runs.push((w[0], w[1]));
-                }
-            }
-            let mut next = offsets;
-            out.fingerprints.resize(n, 0);
-            out.rows.resize(n, 0);
-            for (row, &fp) in fingerprints.iter().enumerate() {
-                let s = slot(fp) as usize;
-                let at = next[s] as usize;
-                next[s] += 1;
-                out.fingerprints[at] = fp;
-                out.rows[at] = row as u32;
-            }
+            Buckets::by_counting_sort(fingerprints, width, slot)
         } else {
-            let mut keyed: Vec<(u64, u32)> = fingerprints
-                .par_iter()
-                .enumerate()
-                .map(|(row, &fp)| (slot(fp), row as u32))
-                .collect();
-            keyed.par_sort_unstable();
-            let mut start = 0;
-            for i in 1..=keyed.len() {
-                if i == keyed.len() || keyed[i].0 != keyed[start].0 {
-                    if i - start >= 2 {
-                        out.runs.push((start as u32, i as u32));
-                    }
-                    start = i;
-                }
-            }
-            for (_, row) in keyed {
-                out.fingerprints.push(fingerprints[row as usize]);
-                out.rows.push(row);
-            }
+            Buckets::by_comparison_sort(fingerprints, slot)
         }
-        out
     }
 
     /// Compares within the runs `runs` of `b`, calling `f(row_a, row_b, distance)` for every

@@ -65,33 +65,19 @@ pub fn pairs_in_memory(
     let refs: Vec<&Signature> = signatures.iter().collect();
     let input_order: Vec<u64> = (0..signatures.len() as u64).collect();
     let groups = identical_groups(&refs, &input_order);
-    for g in &groups {
-        for (n, &x) in g.iter().enumerate() {
-            for &y in &g[n + 1..] {
-                stats.pairs += 1;
-                f(x, y, Evidence::Simhash { distance: 0 });
-            }
-        }
-    }
+    stats.pairs += identical_pairs(&groups, |x, y| f(x, y, Evidence::Simhash { distance: 0 }));
     // Keys of each group's representative; key positions are aligned across documents (each
     // position has its own tag), so "first shared key" is the first equal position.
     let keys: Vec<Vec<u64>> = groups
         .iter()
         .map(|g| rule.keys(&signatures[g[0]]))
         .collect();
-    let mut postings: Vec<(u64, u32, u32)> = Vec::new(); // (key, position, group)
-    for (gi, ks) in keys.iter().enumerate() {
-        for (pos, &k) in ks.iter().enumerate() {
-            postings.push((k, pos as u32, gi as u32));
-        }
-    }
-    postings.sort_unstable();
-    let mut hot: HashSet<u64> = HashSet::new();
-    for run in postings.chunk_by(|a, b| a.0 == b.0) {
-        if run.len() > cap {
-            hot.insert(run[0].0);
-        }
-    }
+    let postings = sorted_postings(&keys);
+    let hot: HashSet<u64> = postings
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > cap)
+        .map(|run| run[0].0)
+        .collect();
     stats.hot_keys = hot.len() as u64;
     let mut run_groups: Vec<u32> = Vec::new();
     for run in postings.chunk_by(|a, b| a.0 == b.0) {
@@ -107,17 +93,51 @@ pub fn pairs_in_memory(
                 let (a, b) = (&groups[ga as usize], &groups[gb as usize]);
                 stats.comparisons += 1;
                 if let Some(e) = rule.matches(&signatures[a[0]], &signatures[b[0]]) {
-                    for &x in a {
-                        for &y in b {
-                            stats.pairs += 1;
-                            f(x.min(y), x.max(y), e);
-                        }
-                    }
+                    stats.pairs += member_pairs(a, b, |x, y| f(x.min(y), x.max(y), e));
                 }
             },
         );
     }
     stats
+}
+
+/// Calls `f(x, y)` for every pair of members within each group of identical signatures, `x`
+/// before `y` in the group; returns how many.
+fn identical_pairs(groups: &[Vec<usize>], mut f: impl FnMut(usize, usize)) -> u64 {
+    let mut pairs = 0;
+    for g in groups {
+        for (n, &x) in g.iter().enumerate() {
+            for &y in &g[n + 1..] {
+                pairs += 1;
+                f(x, y);
+            }
+        }
+    }
+    pairs
+}
+
+/// Calls `f(x, y)` for every member `x` of `a` and `y` of `b` (two groups of identical
+/// signatures whose representatives match); returns how many.
+fn member_pairs(a: &[usize], b: &[usize], mut f: impl FnMut(usize, usize)) -> u64 {
+    for &x in a {
+        for &y in b {
+            f(x, y);
+        }
+    }
+    (a.len() * b.len()) as u64
+}
+
+/// Every `(key, position, group)` of `keys` (each group's keys in [`MatchRule::keys`] order),
+/// sorted: one run per key.
+fn sorted_postings(keys: &[Vec<u64>]) -> Vec<(u64, u32, u32)> {
+    let mut postings: Vec<(u64, u32, u32)> = Vec::new();
+    for (gi, ks) in keys.iter().enumerate() {
+        for (pos, &k) in ks.iter().enumerate() {
+            postings.push((k, pos as u32, gi as u32));
+        }
+    }
+    postings.sort_unstable();
+    postings
 }
 
 /// The pairs [`pairs_in_memory`] reports under one key: the join for an engine that has
@@ -174,14 +194,7 @@ pub fn pairs_in_key_group(
 ) -> Result<PairStats> {
     let mut stats = PairStats::default();
     let cap = max_postings_per_key.max(1);
-    let words = rule.minhash().sketch_words();
-    if let Some((row, sig)) = postings.iter().find(|(_, s)| s.sketch.words.len() != words) {
-        return Err(Error::Document(format!(
-            "the signature of row {row} has {} sketch words; the rule ({rule}) expects {words}: \
-             sign every document with the same rule",
-            sig.sketch.words.len()
-        )));
-    }
+    check_sketch_sizes(rule, postings)?;
     let refs: Vec<&Signature> = postings.iter().map(|p| &p.1).collect();
     let rows: Vec<u64> = postings.iter().map(|p| p.0).collect();
     let groups = identical_groups(&refs, &rows);
@@ -189,31 +202,15 @@ pub fn pairs_in_key_group(
         .iter()
         .map(|g| rule.keys(&postings[g[0]].1))
         .collect();
-    let mut position = None;
-    for (g, ks) in groups.iter().zip(&keys) {
-        let Some(p) = ks.iter().position(|&k| k == key) else {
-            return Err(Error::Document(format!(
-                "the signature of row {} does not hold key {key:#x} of its key group; expected \
-                 postings grouped by this rule's keys (MatchRule::keys)",
-                postings[g[0]].0
-            )));
-        };
-        position = Some(p);
-    }
-    let Some(position) = position else {
+    let Some(position) = key_position(key, postings, &groups, &keys)? else {
         return Ok(stats);
     };
     let row = |i: usize| postings[i].0;
     // Pairs among identical signatures, once: under the first key, which every document has.
     if position == 0 {
-        for g in &groups {
-            for (n, &x) in g.iter().enumerate() {
-                for &y in &g[n + 1..] {
-                    stats.pairs += 1;
-                    f(row(x), row(y), Evidence::Simhash { distance: 0 });
-                }
-            }
-        }
+        stats.pairs += identical_pairs(&groups, |x, y| {
+            f(row(x), row(y), Evidence::Simhash { distance: 0 })
+        });
     }
     let hot_here = groups.len() > cap;
     stats.hot_keys = u64::from(hot_here);
@@ -229,15 +226,45 @@ pub fn pairs_in_key_group(
         let (a, b) = (&groups[ga as usize], &groups[gb as usize]);
         stats.comparisons += 1;
         if let Some(e) = rule.matches(&postings[a[0]].1, &postings[b[0]].1) {
-            for &x in a {
-                for &y in b {
-                    stats.pairs += 1;
-                    f(row(x).min(row(y)), row(x).max(row(y)), e);
-                }
-            }
+            stats.pairs += member_pairs(a, b, |x, y| f(row(x).min(row(y)), row(x).max(row(y)), e));
         }
     });
     Ok(stats)
+}
+
+/// An error naming the first row of `postings` whose sketch is not of `rule`'s size.
+fn check_sketch_sizes(rule: &MatchRule, postings: &[(u64, Signature)]) -> Result<()> {
+    let words = rule.minhash().sketch_words();
+    match postings.iter().find(|(_, s)| s.sketch.words.len() != words) {
+        None => Ok(()),
+        Some((row, sig)) => Err(Error::Document(format!(
+            "the signature of row {row} has {} sketch words; the rule ({rule}) expects {words}: \
+             sign every document with the same rule",
+            sig.sketch.words.len()
+        ))),
+    }
+}
+
+/// Where `key` stands among the keys of every group (the same place for all: positions carry
+/// their own tags); `None` for no groups, an error naming a row whose keys lack `key`.
+fn key_position(
+    key: u64,
+    postings: &[(u64, Signature)],
+    groups: &[Vec<usize>],
+    keys: &[Vec<u64>],
+) -> Result<Option<usize>> {
+    let mut position = None;
+    for (g, ks) in groups.iter().zip(keys) {
+        let Some(p) = ks.iter().position(|&k| k == key) else {
+            return Err(Error::Document(format!(
+                "the signature of row {} does not hold key {key:#x} of its key group; expected \
+                 postings grouped by this rule's keys (MatchRule::keys)",
+                postings[g[0]].0
+            )));
+        };
+        position = Some(p);
+    }
+    Ok(position)
 }
 
 /// How many distinct signatures `signatures` holds: a key is hot for [`pairs_in_memory`] and

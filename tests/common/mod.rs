@@ -1,7 +1,7 @@
 //! Shared helpers for the index tests.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{Index, TantivyDocument};
@@ -202,4 +202,22 @@ fn texts_and_copies(seed: u64, n: usize, with_chrome: bool) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Every live document of `searcher`: its id and group (`None` when it has none), in address
+/// order; panics on a document without an id or an id stored twice.
+pub fn live_ids_and_groups(searcher: &NearDupSearcher) -> BTreeMap<String, Option<String>> {
+    let mut out = BTreeMap::new();
+    for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
+        for doc in seg.doc_ids_alive() {
+            let address = tantivy::DocAddress::new(ord as u32, doc);
+            let id = searcher.id_of(address).unwrap().unwrap();
+            let group = searcher.group_of(address).unwrap();
+            assert!(
+                out.insert(id.clone(), group).is_none(),
+                "{id} is stored twice"
+            );
+        }
+    }
+    out
 }

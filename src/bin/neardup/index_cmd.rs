@@ -152,6 +152,61 @@ enum Event<'a> {
     },
 }
 
+impl<'a> Event<'a> {
+    /// The event of document `id`'s outcome; `None` for a plain add or a skipped id.
+    fn of(outcome: &'a Outcome, id: &'a str) -> Option<Event<'a>> {
+        match outcome {
+            Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
+            Outcome::Duplicate { of, evidence, .. } => Some(Event::Rejected {
+                id,
+                of,
+                evidence: (*evidence).into(),
+            }),
+            Outcome::Tagged {
+                group,
+                of,
+                evidence,
+                ..
+            } => Some(Event::Tagged {
+                id,
+                group,
+                of,
+                evidence: (*evidence).into(),
+            }),
+            Outcome::Replaced {
+                replaced, evidence, ..
+            } => Some(Event::Replaced {
+                id,
+                replaced,
+                evidence: (*evidence).into(),
+            }),
+        }
+    }
+}
+
+impl Summary {
+    /// Counts one document's outcome.
+    fn tally(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Added { .. } => self.added += 1,
+            Outcome::Duplicate { .. } => self.rejected += 1,
+            // A rerun meets the ids a newer near-duplicate replaced: adding them again
+            // would bring the old copy back (and delete the newer one).
+            Outcome::IdTaken { replaced: true, .. } => self.skipped_replaced_id += 1,
+            Outcome::IdTaken { .. } => self.skipped_existing_id += 1,
+            Outcome::Tagged { .. } => {
+                self.added += 1;
+                self.tagged += 1;
+            }
+            Outcome::Replaced { replaced, .. } => {
+                self.added += 1;
+                self.replacing += 1;
+                self.replaced += replaced.len() as u64;
+            }
+        }
+    }
+}
+
 pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
     if args.memory_mb < 15 {
         return Err(Failure::Usage(format!(
@@ -470,51 +525,8 @@ impl Run<'_> {
         let (docs, ids): (Vec<TantivyDocument>, Vec<String>) = self.batch.drain(..).unzip();
         let outcomes = self.writer.add_documents(docs)?;
         for (outcome, id) in outcomes.iter().zip(&ids) {
-            let event = match outcome {
-                Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
-                Outcome::Duplicate { of, evidence, .. } => Some(Event::Rejected {
-                    id,
-                    of,
-                    evidence: (*evidence).into(),
-                }),
-                Outcome::Tagged {
-                    group,
-                    of,
-                    evidence,
-                    ..
-                } => Some(Event::Tagged {
-                    id,
-                    group,
-                    of,
-                    evidence: (*evidence).into(),
-                }),
-                Outcome::Replaced {
-                    replaced, evidence, ..
-                } => Some(Event::Replaced {
-                    id,
-                    replaced,
-                    evidence: (*evidence).into(),
-                }),
-            };
-            let s = &mut self.summary;
-            match outcome {
-                Outcome::Added { .. } => s.added += 1,
-                Outcome::Duplicate { .. } => s.rejected += 1,
-                // A rerun meets the ids a newer near-duplicate replaced: adding them again
-                // would bring the old copy back (and delete the newer one).
-                Outcome::IdTaken { replaced: true, .. } => s.skipped_replaced_id += 1,
-                Outcome::IdTaken { .. } => s.skipped_existing_id += 1,
-                Outcome::Tagged { .. } => {
-                    s.added += 1;
-                    s.tagged += 1;
-                }
-                Outcome::Replaced { replaced, .. } => {
-                    s.added += 1;
-                    s.replacing += 1;
-                    s.replaced += replaced.len() as u64;
-                }
-            }
-            if let (true, Some(event)) = (out.is_json(), event) {
+            self.summary.tally(outcome);
+            if let (true, Some(event)) = (out.is_json(), Event::of(outcome, id)) {
                 out.json_line(&event)?;
             }
         }
@@ -639,24 +651,7 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
             summary: s,
         });
     }
-    let docs = s.added + s.rejected;
-    out.line(format_args!(
-        "{} {} into {} in {:.1} s ({:.0} docs/s){}",
-        if s.interrupted {
-            "interrupted after"
-        } else {
-            "indexed"
-        },
-        count(docs, "document", "documents"),
-        store.dir.display(),
-        s.seconds,
-        docs as f64 / s.seconds.max(1e-3),
-        if s.interrupted {
-            "; what was read was committed"
-        } else {
-            ""
-        },
-    ))?;
+    out.line(summary_headline(store, s))?;
     out.line(format_args!(
         "  added    {:>9}   (policy {}; tagged as near-duplicates: {}, replacing others: {})",
         s.added, store.record.policy, s.tagged, s.replacing
@@ -690,4 +685,26 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
         ))?;
     }
     Ok(())
+}
+
+/// The summary's first line: how many documents, where, how fast, and whether interrupted.
+fn summary_headline(store: &Store, s: &Summary) -> String {
+    let docs = s.added + s.rejected;
+    format!(
+        "{} {} into {} in {:.1} s ({:.0} docs/s){}",
+        if s.interrupted {
+            "interrupted after"
+        } else {
+            "indexed"
+        },
+        count(docs, "document", "documents"),
+        store.dir.display(),
+        s.seconds,
+        docs as f64 / s.seconds.max(1e-3),
+        if s.interrupted {
+            "; what was read was committed"
+        } else {
+            ""
+        },
+    )
 }

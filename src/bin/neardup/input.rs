@@ -198,12 +198,32 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
     let Value::Object(obj) = value else {
         return Err(format!("expected a JSON object, found {}", kind_of(&value)));
     };
-    let id = match obj.get(&fields.id) {
+    let id = id_of(&obj, text, fields)?;
+    let text = text_of(&obj, fields, &id)?;
+    let title = optional_string(&obj, &fields.title, &id)?;
+    let host = optional_string(&obj, &fields.host, &id)?;
+    if text.trim().is_empty() && title.trim().is_empty() {
+        return Err(format!(
+            "document `{id}` has an empty text and no title: nothing to fingerprint"
+        ));
+    }
+    Ok(Parsed::Doc(InputDoc {
+        id,
+        title,
+        text,
+        host,
+    }))
+}
+
+/// The id of the document `obj` (parsed from `line`): a non-empty string, or an integer's
+/// decimal text; the error says what the field holds instead.
+fn id_of(obj: &Map<String, Value>, line: &str, fields: &FieldMap) -> Result<String, String> {
+    Ok(match obj.get(&fields.id) {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) if !n.is_f64() => n.to_string(),
         // Beyond 64 bits, or with a fraction or an exponent: serde_json holds it as an f64,
         // which would merge distinct ids, so the id is taken from the line's own text.
-        Some(Value::Number(_)) => integer_id(text, &fields.id)?,
+        Some(Value::Number(_)) => integer_id(line, &fields.id)?,
         Some(Value::String(_)) => return Err(format!("the id field `{}` is empty", fields.id)),
         None | Some(Value::Null) => {
             return Err(format!(
@@ -218,36 +238,23 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
                 kind_of(other)
             ))
         }
-    };
-    let text = match obj.get(&fields.text) {
-        Some(Value::String(s)) => s.clone(),
-        None | Some(Value::Null) => {
-            return Err(format!(
-                "document `{id}` has no text field `{}` (choose the field with --text-field)",
-                fields.text
-            ))
-        }
-        Some(other) => {
-            return Err(format!(
-                "document `{id}`: the text field `{}` is {}; expected a string",
-                fields.text,
-                kind_of(other)
-            ))
-        }
-    };
-    let title = optional_string(&obj, &fields.title, &id)?;
-    let host = optional_string(&obj, &fields.host, &id)?;
-    if text.trim().is_empty() && title.trim().is_empty() {
-        return Err(format!(
-            "document `{id}` has an empty text and no title: nothing to fingerprint"
-        ));
+    })
+}
+
+/// The text of the document `id`, which every document needs (maybe empty, with a title).
+fn text_of(obj: &Map<String, Value>, fields: &FieldMap, id: &str) -> Result<String, String> {
+    match obj.get(&fields.text) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(Value::Null) => Err(format!(
+            "document `{id}` has no text field `{}` (choose the field with --text-field)",
+            fields.text
+        )),
+        Some(other) => Err(format!(
+            "document `{id}`: the text field `{}` is {}; expected a string",
+            fields.text,
+            kind_of(other)
+        )),
     }
-    Ok(Parsed::Doc(InputDoc {
-        id,
-        title,
-        text,
-        host,
-    }))
 }
 
 /// The decimal text of the integer held by the top-level field `field` of `line` (valid JSON,

@@ -10,7 +10,8 @@ use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::Order;
 use tantivy_simhash::{
-    Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, SEQUENCE_FIELD,
+    Collapsed, CollapsedGroup, CollapsedHit, Fingerprint, GroupBy, NearDup, NearDupCollapse,
+    SEQUENCE_FIELD,
 };
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
@@ -431,9 +432,8 @@ pub(crate) fn similar_in(
         }
         Source::Text(text) => (store.index.sign(text), None),
     };
-    let fp = signature.fingerprint;
     let mut hits = match within {
-        Some(k) => searcher.lookup_within(fp, k)?,
+        Some(k) => searcher.lookup_within(signature.fingerprint, k)?,
         None => searcher.lookup_signature(&signature)?,
     };
     hits.retain(|h| Some(h.id.as_str()) != own_id);
@@ -441,49 +441,76 @@ pub(crate) fn similar_in(
         hits.truncate(limit);
     }
     if !out.is_json() {
-        let what = match own_id {
-            Some(id) => format!("`{id}`"),
-            None => "the text".to_string(),
-        };
-        let by = match within {
-            Some(k) => format!("within simhash distance {k}"),
-            None => format!("by the rule ({})", store.index.rule()),
-        };
-        out.line(format_args!(
-            "{} of {what} (fingerprint {fp}) {by}{}",
-            count(hits.len() as u64, "near-duplicate", "near-duplicates"),
-            if own_id.is_some() {
-                ", itself left out"
-            } else {
-                ""
-            }
+        let found = hits.len() as u64;
+        out.line(similar_headline(
+            store,
+            own_id,
+            signature.fingerprint,
+            within,
+            found,
         ))?;
     }
     for hit in &hits {
-        let shown = store.load_doc(searcher.searcher(), hit.address)?;
-        if out.is_json() {
-            out.json_line(&SimilarHit {
-                id: &hit.id,
-                evidence: hit.evidence.into(),
-                fingerprint: hit.fingerprint.to_string(),
-                title: &shown.title,
-                host: &shown.host,
-            })?;
-        } else {
-            let host = if shown.host.is_empty() {
-                String::new()
-            } else {
-                format!("  [{}]", shown.host)
-            };
-            out.line(format_args!(
-                "  {:<12} {}  {}{host}",
-                evidence_short(hit.evidence),
-                hit.id,
-                one_line(&shown.title, 60)
-            ))?;
-        }
+        print_similar_hit(store, searcher.searcher(), hit, out)?;
     }
     Ok(())
+}
+
+/// What `similar` found: how many near-duplicates of what, by which test.
+fn similar_headline(
+    store: &Store,
+    own_id: Option<&str>,
+    fp: Fingerprint,
+    within: Option<u32>,
+    found: u64,
+) -> String {
+    let what = match own_id {
+        Some(id) => format!("`{id}`"),
+        None => "the text".to_string(),
+    };
+    let by = match within {
+        Some(k) => format!("within simhash distance {k}"),
+        None => format!("by the rule ({})", store.index.rule()),
+    };
+    format!(
+        "{} of {what} (fingerprint {fp}) {by}{}",
+        count(found, "near-duplicate", "near-duplicates"),
+        if own_id.is_some() {
+            ", itself left out"
+        } else {
+            ""
+        }
+    )
+}
+
+/// One near-duplicate: a JSON line, or its evidence, id, title and host.
+fn print_similar_hit(
+    store: &Store,
+    searcher: &tantivy::Searcher,
+    hit: &NearDup,
+    out: &mut Out,
+) -> CliResult<()> {
+    let shown = store.load_doc(searcher, hit.address)?;
+    if out.is_json() {
+        return out.json_line(&SimilarHit {
+            id: &hit.id,
+            evidence: hit.evidence.into(),
+            fingerprint: hit.fingerprint.to_string(),
+            title: &shown.title,
+            host: &shown.host,
+        });
+    }
+    let host = if shown.host.is_empty() {
+        String::new()
+    } else {
+        format!("  [{}]", shown.host)
+    };
+    out.line(format_args!(
+        "  {:<12} {}  {}{host}",
+        evidence_short(hit.evidence),
+        hit.id,
+        one_line(&shown.title, 60)
+    ))
 }
 
 pub(super) fn stats(args: &StatsArgs) -> CliResult<Status> {
@@ -555,6 +582,11 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
     if out.is_json() {
         return out.json_line(&stats);
     }
+    print_stats(&stats, out)
+}
+
+/// The human form of `stats`: one line per property, then the largest clusters and groups.
+fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     out.line(format_args!("index      {}", stats.index.display()))?;
     out.line(format_args!(
         "documents  {} ({} deleted, not yet merged away)",
@@ -582,7 +614,7 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
     out.line(format_args!(
         "largest clusters within distance {} (neardup clusters {} for their members):",
         stats.k,
-        store.dir.display()
+        stats.index.display()
     ))?;
     if stats.largest_clusters.is_empty() {
         out.line("  none: no two documents are within k")?;
@@ -612,20 +644,16 @@ fn largest_clusters(
 ) -> CliResult<Vec<ClusterSize>> {
     let fields = store.index.fields();
     let clusters = tantivy_simhash::batch::NearDupGraph::new(fields, searcher)?.clusters()?;
-    let mut sizes: Vec<ClusterSize> = clusters
+    let sizes: Vec<ClusterSize> = clusters
         .iter()
         .map(|c| ClusterSize {
             cluster: c.id.clone(),
             documents: c.len(),
         })
         .collect();
-    sizes.sort_by(|a, b| {
-        b.documents
-            .cmp(&a.documents)
-            .then_with(|| a.cluster.cmp(&b.cluster))
-    });
-    sizes.truncate(limit);
-    Ok(sizes)
+    Ok(largest_first(sizes, limit, |c| {
+        (c.documents, c.cluster.as_str())
+    }))
 }
 
 /// The `limit` largest groups of the group column (filled under `--dedup tag`), by size, with
@@ -656,18 +684,28 @@ pub(crate) fn largest_groups(searcher: &tantivy::Searcher, limit: usize) -> CliR
             }
         }
     }
-    let mut groups: Vec<Group> = sizes
+    let groups: Vec<Group> = sizes
         .into_iter()
         .filter(|&(_, n)| n >= 2)
         .map(|(group, documents)| Group { group, documents })
         .collect();
-    groups.sort_by(|a, b| {
-        b.documents
-            .cmp(&a.documents)
-            .then_with(|| a.group.cmp(&b.group))
+    Ok(largest_first(groups, limit, |g| {
+        (g.documents as usize, g.group.as_str())
+    }))
+}
+
+/// The `limit` largest of `items` by their `(size, name)`: larger first, ties by name.
+fn largest_first<T>(
+    mut items: Vec<T>,
+    limit: usize,
+    size_and_name: impl Fn(&T) -> (usize, &str),
+) -> Vec<T> {
+    items.sort_by(|a, b| {
+        let ((size_a, name_a), (size_b, name_b)) = (size_and_name(a), size_and_name(b));
+        size_b.cmp(&size_a).then_with(|| name_a.cmp(name_b))
     });
-    groups.truncate(limit);
-    Ok(groups)
+    items.truncate(limit);
+    items
 }
 
 fn dir_size(dir: &Path) -> u64 {
