@@ -3,7 +3,12 @@
 //! ```text
 //! cargo run --release --example fingerprint_speed -- ../shared/data
 //! cargo run --release --example fingerprint_speed -- ../shared/data --sample 2000 --reps 5
+//! cargo run --release --example fingerprint_speed -- ../shared/data --lang en --only sign  # to profile
+//! cargo run --release --example fingerprint_speed -- ../shared/data --digest  # no timing
 //! ```
+//!
+//! `--digest` prints, per language, a hash of every document's signature instead of timing
+//! (a change meant to be bit-identical must leave it unchanged).
 //!
 //! For `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` of the data directory (default
 //! `$SIMHASH_DATA` or `../shared/data`; generated text if a file is missing), the records
@@ -31,13 +36,31 @@ struct Args {
     dir: PathBuf,
     sample: Option<usize>,
     reps: usize,
+    langs: Vec<Lang>,
+    /// Which of analyzer / fingerprint / sign to time (all three by default; one alone is for
+    /// `perf record`, and prints no ratios).
+    only: Option<Stage>,
+    digest: bool,
 }
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Analyzer,
+    Fingerprint,
+    Sign,
+}
+
+const USAGE: &str = "usage: fingerprint_speed [DATA_DIR] [--sample N] [--reps R] [--lang en|zh] \
+                     [--only analyzer|fingerprint|sign] [--digest]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         dir: default_data_dir(),
         sample: None,
         reps: 3,
+        langs: vec![Lang::En, Lang::Zh],
+        only: None,
+        digest: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -49,9 +72,27 @@ fn parse_args() -> Result<Args, String> {
         match a.as_str() {
             "--sample" => args.sample = Some(number("--sample")?),
             "--reps" => args.reps = number("--reps")?.max(1),
-            "-h" | "--help" => {
-                return Err("usage: fingerprint_speed [DATA_DIR] [--sample N] [--reps R]".into())
+            "--lang" => {
+                args.langs = match it.next().as_deref() {
+                    Some("en") => vec![Lang::En],
+                    Some("zh") => vec![Lang::Zh],
+                    other => return Err(format!("--lang {other:?}: expected en or zh")),
+                }
             }
+            "--only" => {
+                args.only = Some(match it.next().as_deref() {
+                    Some("analyzer") => Stage::Analyzer,
+                    Some("fingerprint") => Stage::Fingerprint,
+                    Some("sign") => Stage::Sign,
+                    other => {
+                        return Err(format!(
+                            "--only {other:?}: expected analyzer, fingerprint or sign"
+                        ))
+                    }
+                })
+            }
+            "--digest" => args.digest = true,
+            "-h" | "--help" => return Err(USAGE.into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}; try --help")),
             s => args.dir = PathBuf::from(s),
         }
@@ -81,6 +122,112 @@ fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64()
 }
 
+/// The best CPU time of each stage over the repetitions (`None`: not timed) and the token count.
+struct Timings {
+    analyzer: Option<Duration>,
+    fingerprint: Option<Duration>,
+    sign: Option<Duration>,
+    tokens: usize,
+}
+
+/// Times the stages `args.only` selects on every document of `docs`, best of `args.reps`.
+fn measure(args: &Args, scheme: &Scheme, docs: &[String]) -> Timings {
+    let mut fingerprinter = scheme.fingerprinter();
+    let mut signer = MatchRule::default().signer(scheme);
+    let mut analyzer = scheme.text_analyzer();
+    let runs = |stage| args.only.is_none_or(|only| only == stage);
+    let best = |t: &mut Option<Duration>, d: Duration| *t = Some(t.map_or(d, |b| b.min(d)));
+    let mut out = Timings {
+        analyzer: None,
+        fingerprint: None,
+        sign: None,
+        tokens: 0,
+    };
+    for _ in 0..args.reps {
+        if runs(Stage::Analyzer) {
+            out.tokens = 0;
+            let d = timed(|| {
+                for doc in docs {
+                    let mut stream = analyzer.token_stream(doc);
+                    while stream.advance() {
+                        black_box(stream.token());
+                        out.tokens += 1;
+                    }
+                }
+            });
+            best(&mut out.analyzer, d);
+        }
+        if runs(Stage::Fingerprint) {
+            let d = timed(|| {
+                docs.iter()
+                    .for_each(|d| _ = black_box(fingerprinter.fingerprint(d)))
+            });
+            best(&mut out.fingerprint, d);
+        }
+        if runs(Stage::Sign) {
+            let d = timed(|| docs.iter().for_each(|d| _ = black_box(signer.sign(d))));
+            best(&mut out.sign, d);
+        }
+    }
+    out
+}
+
+/// A hash of the signatures of `docs` under the default rule (fingerprint and sketch words),
+/// stable across runs of one build.
+fn signature_digest(scheme: &Scheme, docs: &[String]) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut signer = MatchRule::default().signer(scheme);
+    let mut hasher = DefaultHasher::new();
+    for doc in docs {
+        signer.sign(doc).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// `MB/s` of a timed stage, `-` for one not timed.
+fn rate(bytes: usize, d: Option<Duration>) -> Option<f64> {
+    d.map(|d| mb_per_s(bytes, d))
+}
+
+fn show(v: Option<f64>, width: usize, decimals: usize) -> String {
+    v.map_or_else(
+        || format!("{:>width$}", "-"),
+        |v| format!("{v:>width$.decimals$}"),
+    )
+}
+
+fn print_row(lang: Lang, docs: usize, bytes: usize, t: &Timings) {
+    let a = rate(bytes, t.analyzer);
+    let f = rate(bytes, t.fingerprint);
+    let s = rate(bytes, t.sign);
+    let ratio = |x: Option<f64>| x.zip(a).map(|(x, a)| x / a);
+    let (fr, sr) = (ratio(f), ratio(s));
+    let missed: Vec<&str> = [
+        fr.filter(|&r| r < 0.7).map(|_| "fingerprint < 0.7"),
+        sr.filter(|&r| r < 0.8).map(|_| "signature < 0.8"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    println!(
+        "{:<4} {:>6} {:>10.2} {:>10} {} {} {} {} {}{}",
+        lang.code(),
+        docs,
+        bytes as f64 / 1e6,
+        t.tokens,
+        show(a, 13, 1),
+        show(f, 16, 1),
+        show(fr, 7, 2),
+        show(s, 9, 1),
+        show(sr, 7, 2),
+        if missed.is_empty() {
+            String::new()
+        } else {
+            format!("  ({} goal)", missed.join(", "))
+        }
+    );
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -99,73 +246,35 @@ fn main() {
             "wall clock"
         }
     );
-    let mut fingerprinter = scheme.fingerprinter();
-    let rule = MatchRule::default();
-    let mut signer = rule.signer(&scheme);
-    let mut analyzer = scheme.text_analyzer();
     // Load jieba's dictionary before any measurement.
-    black_box(fingerprinter.fingerprint("预热结巴分词词典"));
-    println!(
-        "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>7}",
-        "lang",
-        "docs",
-        "MB",
-        "tokens",
-        "analyzer MB/s",
-        "fingerprint MB/s",
-        "ratio",
-        "sign MB/s",
-        "ratio"
-    );
-    for lang in [Lang::En, Lang::Zh] {
+    black_box(scheme.fingerprint("预热结巴分词词典"));
+    if !args.digest {
+        println!(
+            "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>7}",
+            "lang",
+            "docs",
+            "MB",
+            "tokens",
+            "analyzer MB/s",
+            "fingerprint MB/s",
+            "ratio",
+            "sign MB/s",
+            "ratio"
+        );
+    }
+    for &lang in &args.langs {
         let corpus = load(&args.dir, lang, args.sample, None);
         eprintln!("{}: {}", lang.code(), corpus.origin);
-        let (mut best_a, mut best_f, mut best_s) = (Duration::MAX, Duration::MAX, Duration::MAX);
-        let mut tokens = 0usize;
-        for _ in 0..args.reps {
-            tokens = 0;
-            best_a = best_a.min(timed(|| {
-                for doc in &corpus.docs {
-                    let mut stream = analyzer.token_stream(doc);
-                    while stream.advance() {
-                        black_box(stream.token());
-                        tokens += 1;
-                    }
-                }
-            }));
-            best_f = best_f.min(timed(|| {
-                for doc in &corpus.docs {
-                    black_box(fingerprinter.fingerprint(doc));
-                }
-            }));
-            best_s = best_s.min(timed(|| {
-                for doc in &corpus.docs {
-                    black_box(signer.sign(doc));
-                }
-            }));
+        if args.digest {
+            let digest = signature_digest(&scheme, &corpus.docs);
+            println!(
+                "{} {} documents: signature digest {digest:016x}",
+                lang.code(),
+                corpus.docs.len()
+            );
+            continue;
         }
-        let s = mb_per_s(corpus.bytes, best_s);
-        let (a, f) = (
-            mb_per_s(corpus.bytes, best_a),
-            mb_per_s(corpus.bytes, best_f),
-        );
-        println!(
-            "{:<4} {:>6} {:>10.2} {:>10} {:>13.1} {:>16.1} {:>7.2} {:>9.1} {:>7.2}{}",
-            lang.code(),
-            corpus.docs.len(),
-            corpus.bytes as f64 / 1e6,
-            tokens,
-            a,
-            f,
-            f / a,
-            s,
-            s / a,
-            match (f / a >= 0.7, s / a >= 0.8) {
-                (true, true) => "",
-                (false, true) => "  (fingerprint < 0.7 goal)",
-                (true, false) => "  (signature < 0.8 goal)",
-                (false, false) => "  (fingerprint < 0.7, signature < 0.8 goals)",
-            }
-        );
+        let timings = measure(&args, &scheme, &corpus.docs);
+        print_row(lang, corpus.docs.len(), corpus.bytes, &timings);
     }
 }

@@ -43,7 +43,9 @@
 //!    thread), whose ratio holds on a loaded machine. `--sample N` indexes the first N records
 //!    of each language; `--modes` picks modes (comma-separated: `plain`, `stored`, `two`, and
 //!    `off`, `reject`, `tag`, `replace` one by one or `batch-off` .. `batch-replace`; plain is
-//!    always run, as the baseline); `--langs en` one language.
+//!    always run, as the baseline); `--langs en` one language; `--commit-every N` commits
+//!    every N documents in every mode (default: once at the end), so that the checks also run
+//!    against committed segments.
 
 #[path = "support/data.rs"]
 mod data;
@@ -79,6 +81,9 @@ struct Args {
     langs: Vec<String>,
     /// Where the keys live, each storage run in turn: `true` postings, `false` columns only.
     keys: Vec<bool>,
+    /// Indexing: commit every this many documents (every mode), so that later documents are
+    /// checked against committed segments; `None`: one commit at the end.
+    commit_every: Option<usize>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -94,6 +99,7 @@ fn parse_args() -> Res<Args> {
         modes: None,
         langs: vec!["en".into(), "zh".into()],
         keys: vec![false, true],
+        commit_every: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -112,6 +118,9 @@ fn parse_args() -> Res<Args> {
             "--rule-lookup-only" => args.rule_lookup_only = true,
             "--langs" => args.langs = value("--langs")?.split(',').map(str::to_string).collect(),
             "--sample" => args.sample = Some(value("--sample")?.parse()?),
+            "--commit-every" => {
+                args.commit_every = Some(value("--commit-every")?.parse::<usize>()?.max(1))
+            }
             "--keys" => {
                 args.keys = value("--keys")?
                     .split(',')
@@ -812,6 +821,7 @@ fn index_once(
     docs: &[Doc],
     (mode, key_postings): (Mode, bool),
     signatures: &[Signature],
+    commit_every: Option<usize>,
 ) -> Res<Run> {
     let dir = tempfile::tempdir()?;
     let config = NearDupConfig::new("id", ["title", "text"]).with_key_postings(key_postings);
@@ -833,14 +843,21 @@ fn index_once(
     };
     let budget = 200_000_000;
     let mut verified = 0;
+    // Whether to commit after the document at position `i` (counting from 0).
+    let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1).is_multiple_of(n));
+    // Batches never span a periodic commit.
+    let batch = commit_every.map_or(1000, |n| n.min(1000));
 
     let start = Instant::now();
     let cpu_start = cpu_time();
     match mode {
         Mode::Plain => {
             let mut w: IndexWriter = index.writer(budget)?;
-            for d in docs {
+            for (i, d) in docs.iter().enumerate() {
                 w.add_document(make(d))?;
+                if commit_after(i) {
+                    w.commit()?;
+                }
             }
             w.commit()?;
             w.wait_merging_threads()?;
@@ -848,7 +865,7 @@ fn index_once(
         Mode::Stored | Mode::TwoAnalyses => {
             let nd = NearDupIndex::create(index.clone(), config)?;
             let mut w = nd.writer(budget, Policy::Off)?;
-            for (d, sig) in docs.iter().zip(signatures) {
+            for (i, (d, sig)) in docs.iter().zip(signatures).enumerate() {
                 let doc = make(d);
                 let sig = if mode == Mode::Stored {
                     sig.clone()
@@ -856,6 +873,9 @@ fn index_once(
                     w.signature(&doc)
                 };
                 w.add_document_with_signature(doc, sig)?;
+                if commit_after(i) {
+                    w.commit()?;
+                }
             }
             w.commit()?;
             w.wait_merging_threads()?;
@@ -864,12 +884,22 @@ fn index_once(
             let nd = NearDupIndex::create(index.clone(), config)?;
             let mut w = nd.writer(budget, policy)?;
             if let Mode::Batch(_) = mode {
-                for chunk in docs.chunks(1000) {
+                let mut done = 0;
+                for chunk in docs.chunks(batch) {
                     w.add_documents(chunk.iter().map(make).collect())?;
+                    let before = done;
+                    done += chunk.len();
+                    // Commit once a batch reaches or crosses a multiple of N.
+                    if commit_every.is_some_and(|n| done / n > before / n) {
+                        w.commit()?;
+                    }
                 }
             } else {
-                for d in docs {
+                for (i, d) in docs.iter().enumerate() {
                     w.add_document(make(d))?;
+                    if commit_after(i) {
+                        w.commit()?;
+                    }
                 }
             }
             verified = w.candidates_verified();
@@ -917,9 +947,11 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
     }
     let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
     println!(
-        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s)",
+        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s); {}",
         docs.len(),
-        bytes as f64 / 1e6
+        bytes as f64 / 1e6,
+        args.commit_every
+            .map_or("one commit at the end".to_string(), |n| format!("a commit every {n} documents"))
     );
     // Fingerprinting alone, one thread, for scale.
     let scheme = tantivy_simhash::Scheme::default();
@@ -998,7 +1030,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
     for _ in 0..runs {
         for (mode, slot) in modes.iter().zip(best.iter_mut()) {
-            let r = index_once(&docs, *mode, &signatures)?;
+            let r = index_once(&docs, *mode, &signatures, args.commit_every)?;
             if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
                 *slot = Some(r);
             }

@@ -304,7 +304,8 @@ impl DedupWriter {
     }
 
     /// The bound on candidates read per key in each check (per committed segment and in the
-    /// pending table); [`DEFAULT_MAX_POSTINGS_PER_KEY`] unless set.
+    /// pending table); [`DEFAULT_MAX_POSTINGS_PER_KEY`] unless set. Cost: takes the writer's
+    /// lock; cannot fail.
     pub fn max_postings_per_key(&self) -> usize {
         lock(&self.pending).max_postings_per_key
     }
@@ -312,31 +313,34 @@ impl DedupWriter {
     /// Sets the bound on candidates read per key (at least 1; `usize::MAX` is exact: every
     /// match the rule finds, at a cost that grows with the largest postings list). It applies
     /// to the checks from now on; the pending table's lists keep what they hold, and grow up to
-    /// the new bound.
+    /// the new bound. Cost: takes the writer's lock; cannot fail (0 is taken as 1).
     pub fn set_max_postings_per_key(&mut self, max_postings_per_key: usize) {
         lock(&self.pending).max_postings_per_key = max_postings_per_key.max(1);
     }
 
     /// Candidates verified by the near-duplicate checks so far (committed and pending), over
     /// the writer's life: the work [`max_postings_per_key`](Self::max_postings_per_key) bounds
-    /// (at most keys x bound x (committed segments + 1) per check).
+    /// (at most keys x bound x (committed segments + 1) per check). Cost: takes the writer's
+    /// lock; cannot fail.
     pub fn candidates_verified(&self) -> u64 {
         lock(&self.pending).verified
     }
 
-    /// The near-duplicate index.
+    /// The near-duplicate index. Cost: none; cannot fail.
     pub fn index(&self) -> &NearDupIndex {
         &self.index
     }
 
     /// The inner tantivy writer. Documents added through it directly get no fingerprint and are
     /// not checked; a commit through it records no payload (the record file remains). It takes
-    /// [`AnalyzedDocument`]s: `TantivyDocument::into()` converts a plain one.
+    /// [`AnalyzedDocument`]s: `TantivyDocument::into()` converts a plain one. Cost: none;
+    /// cannot fail.
     pub fn index_writer(&self) -> &IndexWriter<AnalyzedDocument> {
         &self.writer
     }
 
-    /// The inner tantivy writer, mutably (for example to set a merge policy).
+    /// The inner tantivy writer, mutably (for example to set a merge policy). Cost: none;
+    /// cannot fail.
     pub fn index_writer_mut(&mut self) -> &mut IndexWriter<AnalyzedDocument> {
         &mut self.writer
     }
@@ -467,12 +471,7 @@ impl DedupWriter {
         with_sketch: bool,
         staged: Option<Arc<StagedTokens>>,
     ) -> Result<Outcome> {
-        if with_sketch {
-            self.index.add_signature_to(&mut doc, &signature);
-        } else {
-            self.index
-                .add_fingerprint_to(&mut doc, signature.fingerprint);
-        }
+        self.add_signature_fields(&mut doc, &signature, with_sketch);
         let mut pending = lock(&self.pending);
         // The id check, the near-duplicate check and the insertion are one step under the lock:
         // of two threads adding one id, exactly one wins.
@@ -483,44 +482,19 @@ impl DedupWriter {
                 return self.id_taken(id, taken);
             }
         };
-        // Numbered under the lock, so the numbers follow the order of the checks below.
-        if let Some(field) = self.index.fields.sequence {
-            doc.add_u64(field, pending.next_sequence);
-        }
-        pending.next_sequence += 1;
+        self.number(&mut pending, &mut doc);
         if self.policy == Policy::Off {
-            self.delete_old_version(&mut pending, replacing.as_deref());
-            pending.ids.insert(&id, None);
-            drop(pending);
-            self.writer
-                .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
-            return Ok(Outcome::Added {
-                fingerprint: signature.fingerprint,
-            });
+            return self.add_unchecked(pending, doc, &id, replacing.as_deref(), &signature, staged);
         }
-        let wanted = Wanted {
-            all: self.policy == Policy::Replace,
-            groups: self.policy == Policy::Tag,
-        };
-        let found = pending.matches(
-            &self.searcher,
-            self.index.rule(),
+        let kept = match self.check(
+            &mut pending,
+            &mut doc,
+            &id,
             &signature,
-            wanted,
             replacing.as_deref(),
-        )?;
-        let fp = signature.fingerprint;
-        let kept = match (self.policy, found.first()) {
-            (_, None) => self.keep_unmatched(&mut doc, &id, fp),
-            (Policy::Reject, Some(best)) => {
-                return Ok(Outcome::Duplicate {
-                    of: best.id.clone(),
-                    evidence: best.evidence,
-                    fingerprint: fp,
-                });
-            }
-            (Policy::Tag, Some(best)) => self.tag(&mut doc, best, fp),
-            (_, Some(_)) => self.replace_matches(&mut pending, &mut doc, &found, &id, fp),
+        )? {
+            Decided::Rejected(outcome) => return Ok(outcome),
+            Decided::Kept(kept) => kept,
         };
         self.delete_old_version(&mut pending, replacing.as_deref());
         pending.insert(
@@ -532,10 +506,100 @@ impl DedupWriter {
                 replaced: kept.carried,
             },
         );
+        // Queued under the lock, so that a later document deleting it (Replace) gets a later
+        // opstamp.
+        let outcome = self.add_to_tantivy(doc, staged, kept.outcome);
+        drop(pending);
+        outcome
+    }
+
+    /// Hands `doc` (with the tokens its signing logged) to tantivy; `outcome` once it is queued.
+    fn add_to_tantivy(
+        &self,
+        doc: TantivyDocument,
+        staged: Option<Arc<StagedTokens>>,
+        outcome: Outcome,
+    ) -> Result<Outcome> {
         self.writer
             .add_document(AnalyzedDocument::with_tokens(doc, staged))?;
+        Ok(outcome)
+    }
+
+    /// [`Policy::Off`]: adds `doc` without a near-duplicate check; only its id is remembered
+    /// (for the id policy). Releases the lock before tantivy takes the document.
+    fn add_unchecked(
+        &self,
+        mut pending: std::sync::MutexGuard<'_, Pending>,
+        doc: TantivyDocument,
+        id: &str,
+        replacing: Option<&str>,
+        signature: &Signature,
+        staged: Option<Arc<StagedTokens>>,
+    ) -> Result<Outcome> {
+        self.delete_old_version(&mut pending, replacing);
+        pending.ids.insert(id, None);
         drop(pending);
-        Ok(kept.outcome)
+        let fingerprint = signature.fingerprint;
+        self.add_to_tantivy(doc, staged, Outcome::Added { fingerprint })
+    }
+
+    /// Adds the signature fields to `doc`: the fingerprint, and with `with_sketch` the sketch
+    /// and the rule's keys.
+    fn add_signature_fields(
+        &self,
+        doc: &mut TantivyDocument,
+        signature: &Signature,
+        with_sketch: bool,
+    ) {
+        if with_sketch {
+            self.index.add_signature_to(doc, signature);
+        } else {
+            self.index.add_fingerprint_to(doc, signature.fingerprint);
+        }
+    }
+
+    /// Gives `doc` the next sequence number. Called under the lock, so the numbers follow the
+    /// order of the near-duplicate checks.
+    fn number(&self, pending: &mut Pending, doc: &mut TantivyDocument) {
+        if let Some(field) = self.index.fields.sequence {
+            doc.add_u64(field, pending.next_sequence);
+        }
+        pending.next_sequence += 1;
+    }
+
+    /// The near-duplicate check of a document under `Reject`, `Tag` or `Replace` and what the
+    /// policy makes of its matches: rejected, or kept (with its group, or with its matches
+    /// deleted and their ids recorded in `doc`).
+    fn check(
+        &self,
+        pending: &mut Pending,
+        doc: &mut TantivyDocument,
+        id: &str,
+        signature: &Signature,
+        replacing: Option<&str>,
+    ) -> Result<Decided> {
+        let wanted = Wanted {
+            all: self.policy == Policy::Replace,
+            groups: self.policy == Policy::Tag,
+        };
+        let found = pending.matches(
+            &self.searcher,
+            self.index.rule(),
+            signature,
+            wanted,
+            replacing,
+        )?;
+        let fp = signature.fingerprint;
+        Ok(match (self.policy, found.first()) {
+            (_, None) => Decided::Kept(self.keep_unmatched(doc, id, fp)),
+            (Policy::Reject, Some(best)) => Decided::Rejected(Outcome::Duplicate {
+                of: best.id.clone(),
+                evidence: best.evidence,
+                fingerprint: fp,
+            }),
+            (Policy::Tag, Some(best)) => Decided::Kept(self.tag(doc, best, fp)),
+            (_, Some(_)) => Decided::Kept(self.replace_matches(pending, doc, &found, id, fp)),
+        })
     }
 
     /// Checks `id` under the id policy, given what the last commit says: `Err` when the policy
@@ -725,12 +789,15 @@ impl DedupWriter {
 
     /// Waits for merges to finish and drops the writer, like
     /// [`IndexWriter::wait_merging_threads`]. Uncommitted documents are lost: commit first.
+    /// Cost: blocks until tantivy's merges end. Errors: tantivy's (a merge that failed).
     pub fn wait_merging_threads(self) -> Result<()> {
         self.writer.wait_merging_threads()?;
         Ok(())
     }
 
-    /// Uncommitted documents the writer remembers (added, not yet committed).
+    /// Uncommitted documents the writer remembers for its checks (added under `Reject`, `Tag`
+    /// or `Replace`, not yet committed; `Off` remembers only ids). Cost: takes the writer's
+    /// lock; cannot fail.
     pub fn num_pending(&self) -> usize {
         lock(&self.pending).docs.len()
     }
@@ -818,6 +885,14 @@ impl DedupWriter {
         }
         Ok(id)
     }
+}
+
+/// What the policy made of a checked document.
+enum Decided {
+    /// Not added ([`Policy::Reject`]).
+    Rejected(Outcome),
+    /// Added, with what it leaves in the pending table.
+    Kept(Kept),
 }
 
 /// What an added document leaves besides its outcome: its group ([`Policy::Tag`]) and the ids

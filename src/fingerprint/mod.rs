@@ -964,7 +964,8 @@ impl Fingerprinter {
             inner.weight,
             |h| {
                 let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
-                if inner.stopwords.contains(&h) {
+                // The set is empty unless stop words are damped (a look-up per feature).
+                if !inner.stopwords.is_empty() && inner.stopwords.contains(&h) {
                     f *= inner.stopword_weight;
                 }
                 f

@@ -410,6 +410,14 @@ fn link_lists(text: &str, first: usize) -> Marks {
     let mut hit = Some(first);
     while let Some(at) = hit {
         let (number, start, end) = cursor.line_of(at);
+        // Three non-blank items need two separators, each spaced in the text too: a line
+        // holding one (most hits: `git-log - Show commit logs`, a dash in prose) is no list,
+        // and the next hit is found by the same scan.
+        let next = next_spaced_separator(text, at + 1);
+        if next.is_none_or(|n| n >= end) {
+            hit = next;
+            continue;
+        }
         // The text's separator may have its spaces outside the trimmed line.
         let line = text[start..end].trim();
         if has_spaced_separator(line) && is_link_list(line) {

@@ -65,7 +65,7 @@ impl IdPolicy {
         IdPolicy::Report,
     ];
 
-    /// The policy's name: `off`, `keep`, `replace` or `report`.
+    /// The policy's name: `off`, `keep`, `replace` or `report`. Cost: none; cannot fail.
     pub fn name(self) -> &'static str {
         match self {
             IdPolicy::Off => "off",
@@ -75,7 +75,9 @@ impl IdPolicy {
         }
     }
 
-    /// The policy named `name` (as [`name`](Self::name) gives it, in any case), if any.
+    /// The policy named `name` (as [`name`](Self::name) gives it, in any case); `None` for
+    /// any other name (front ends turn it into an error listing the names). Cost: a few string
+    /// comparisons.
     pub fn from_name(name: &str) -> Option<IdPolicy> {
         IdPolicy::ALL
             .into_iter()

@@ -197,12 +197,9 @@ impl Pending {
     }
 
     /// Live pending matches, strongest first, equally strong ones in the order they were added.
-    /// With `all == false`, only the strongest (the first of that order): once a simhash match
-    /// at distance `d` is known, a candidate at distance `d` or more cannot come before it (a
-    /// resemblance match is weaker than any simhash match; an equal one added later comes
-    /// after), so its sketch is not compared. Beyond the simhash radius, only a candidate that
-    /// shares a band key with `signature` can match (by a shared band); the others' sketches
-    /// are not read either. Every live candidate counts as verified.
+    /// With `all == false`, only the strongest (the first of that order), found in two passes
+    /// (see [`strongest_pending`](Self::strongest_pending)). Every live candidate counts as
+    /// verified, once.
     fn pending_matches(
         &mut self,
         rule: &MatchRule,
@@ -211,59 +208,117 @@ impl Pending {
         replacing: Option<&str>,
     ) -> Vec<(Evidence, u32)> {
         self.collect_candidates(rule, signature);
-        let blocks = rule.layout().num_keys();
-        let bands = rule.minhash().bands as usize;
-        let max_distance = rule.layout().max_distance();
-        let Pending {
-            docs,
-            slots,
-            band_keys,
-            keys,
-            candidates,
-            verified,
-            ..
-        } = self;
-        // The query's band keys (none without a sketch), band by band.
-        let query_bands = keys.get(blocks..).unwrap_or(&[]);
-        let mut pending: Vec<(Evidence, u32)> = Vec::new();
-        let mut best_distance: Option<u32> = None;
-        for &i in candidates.iter() {
-            let slot = slots[i as usize];
-            if !slot.alive || replacing.is_some_and(|r| docs[i as usize].id == r) {
-                continue;
-            }
-            *verified += 1;
-            let distance = signature.fingerprint.distance(slot.fingerprint);
-            if !all && best_distance.is_some_and(|d| distance >= d) {
-                continue;
-            }
-            if distance > max_distance {
-                let theirs = &band_keys[i as usize * bands..][..bands];
-                let shares_band_key =
-                    slot.sketched && query_bands.iter().zip(theirs).any(|(q, t)| q == t);
-                if !shares_band_key {
-                    continue;
-                }
-            }
-            let Some(evidence) = rule.matches(signature, &docs[i as usize].signature) else {
-                continue;
-            };
-            if all {
-                pending.push((evidence, i));
-            } else if pending
-                .first()
-                .is_none_or(|(best, _)| evidence.cmp_strength(best).is_lt())
-            {
-                if let Evidence::Simhash { distance } = evidence {
-                    best_distance = Some(distance);
-                }
-                pending.clear();
-                pending.push((evidence, i));
-            }
-        }
+        let mut pending = if all {
+            self.every_pending(rule, signature, replacing)
+        } else {
+            self.strongest_pending(rule, signature, replacing)
+        };
         // Stable: equally strong pending documents stay in the order they were added.
         pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
         pending
+    }
+
+    /// Whether pending document `i` is a candidate at all: alive, and not an old version of
+    /// the document being added.
+    fn is_live(&self, i: u32, replacing: Option<&str>) -> bool {
+        self.slots[i as usize].alive && replacing.is_none_or(|r| self.docs[i as usize].id != r)
+    }
+
+    /// The evidence of candidate `i` at simhash `distance`, reading its sketch only when it
+    /// can match by resemblance: beyond the simhash radius, only a candidate that shares a band
+    /// key with the query can share a band (a shared band implies a shared band key), so the
+    /// others' sketches are not read.
+    fn evidence_of(
+        &self,
+        rule: &MatchRule,
+        signature: &Signature,
+        i: u32,
+        distance: u32,
+    ) -> Option<Evidence> {
+        if distance > rule.layout().max_distance() {
+            let blocks = rule.layout().num_keys();
+            let bands = rule.minhash().bands as usize;
+            let query_bands = self.keys.get(blocks..).unwrap_or(&[]);
+            let theirs = &self.band_keys[i as usize * bands..][..bands];
+            let shares_band_key = self.slots[i as usize].sketched
+                && query_bands.iter().zip(theirs).any(|(q, t)| q == t);
+            if !shares_band_key {
+                return None;
+            }
+        }
+        rule.matches(signature, &self.docs[i as usize].signature)
+    }
+
+    /// Every live pending match, in the order the candidates were added.
+    fn every_pending(
+        &mut self,
+        rule: &MatchRule,
+        signature: &Signature,
+        replacing: Option<&str>,
+    ) -> Vec<(Evidence, u32)> {
+        let mut found = Vec::new();
+        for &i in &self.candidates {
+            if !self.is_live(i, replacing) {
+                continue;
+            }
+            self.verified += 1;
+            let distance = signature
+                .fingerprint
+                .distance(self.slots[i as usize].fingerprint);
+            if let Some(evidence) = self.evidence_of(rule, signature, i, distance) {
+                found.push((evidence, i));
+            }
+        }
+        found
+    }
+
+    /// The strongest live pending match (of equally strong ones the first added), if any. Any
+    /// simhash match is stronger than any resemblance match, and simhash matches rank by
+    /// distance, so a first pass over the fingerprints alone settles it when some candidate is
+    /// within the simhash radius: the first added at the smallest distance, no sketch read.
+    /// Only when none is, a second pass compares the sketches of the candidates that share a
+    /// band key and keeps the strongest resemblance (the first added of equal ones).
+    fn strongest_pending(
+        &mut self,
+        rule: &MatchRule,
+        signature: &Signature,
+        replacing: Option<&str>,
+    ) -> Vec<(Evidence, u32)> {
+        let max_distance = rule.layout().max_distance();
+        let mut nearest: Option<(u32, u32)> = None;
+        let mut live = 0u64;
+        for &i in &self.candidates {
+            if !self.is_live(i, replacing) {
+                continue;
+            }
+            live += 1;
+            let distance = signature
+                .fingerprint
+                .distance(self.slots[i as usize].fingerprint);
+            if distance <= max_distance && nearest.is_none_or(|(d, _)| distance < d) {
+                nearest = Some((distance, i));
+            }
+        }
+        self.verified += live;
+        if let Some((distance, i)) = nearest {
+            return vec![(Evidence::Simhash { distance }, i)];
+        }
+        let mut strongest: Option<(Evidence, u32)> = None;
+        for &i in &self.candidates {
+            if !self.is_live(i, replacing) {
+                continue;
+            }
+            let distance = signature
+                .fingerprint
+                .distance(self.slots[i as usize].fingerprint);
+            let Some(evidence) = self.evidence_of(rule, signature, i, distance) else {
+                continue;
+            };
+            if strongest.is_none_or(|(best, _)| evidence.cmp_strength(&best).is_lt()) {
+                strongest = Some((evidence, i));
+            }
+        }
+        strongest.into_iter().collect()
     }
 
     /// Live committed matches, strongest first, ties by sequence number; without `wanted.all`

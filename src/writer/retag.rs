@@ -122,7 +122,9 @@ impl DedupWriter {
     /// stored fields survive a re-add, so every field of the schema other than the signature,
     /// group, sequence and replaced-ids fields must be `STORED`; otherwise this errors
     /// ([`Error::Schema`]) before writing anything: supply the documents with `retag`.
-    /// Cost: one doc store read (a block decompression) per rewritten document.
+    /// Cost: [`retag`](Self::retag)'s, plus one doc store read (a block decompression) per
+    /// rewritten document. Errors: [`retag`](Self::retag)'s, the schema check above, and
+    /// tantivy's doc store errors (I/O, a corrupt block).
     pub fn retag_from_store(&self, clusters: &Clusters) -> Result<GroupsWritten> {
         let group_field = self.group_field()?;
         let reserved = self.reserved_fields(group_field);
