@@ -14,15 +14,17 @@
 //! before measuring (`NearDupSearcher::build_key_tables`); the `no_table` rows disable them
 //! (`with_key_tables(false)`): every key from its postings, or, keys in columns only, a scan of
 //! the fingerprint column.
-//! Percentiles (p50, p99) and ratios measured in one run: `examples/index_bench.rs`.
+//! At the end the mean time per query of each row and its ratio to `pigeonhole_table`, both
+//! measured in this run. Percentiles (p50, p99): `examples/index_bench.rs`.
 
 #[path = "../examples/support/pigeonhole.rs"]
 mod pigeonhole;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion};
 use pigeonhole::{brute_force, corpus, queries, PigeonholeTable};
+use std::cell::RefCell;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tantivy::collector::DocSetCollector;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STRING};
@@ -73,6 +75,44 @@ fn build(
     s
 }
 
+/// Total time and iterations of each row, as criterion ran them.
+type Means = RefCell<Vec<(String, Duration, u64)>>;
+
+/// Runs `query` `iters` times for criterion and adds the time to row `name` of `means`.
+fn timed(b: &mut Bencher, means: &Means, name: &str, mut query: impl FnMut() -> usize) {
+    b.iter_custom(|iters| {
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(query());
+        }
+        let elapsed = start.elapsed();
+        let mut m = means.borrow_mut();
+        match m.iter_mut().find(|(n, _, _)| n == name) {
+            Some(row) => {
+                row.1 += elapsed;
+                row.2 += iters;
+            }
+            None => m.push((name.to_string(), elapsed, iters)),
+        }
+        elapsed
+    })
+}
+
+/// Prints each row's mean per query and its ratio to the pigeonhole table's.
+fn print_ratios(n: usize, means: Means) {
+    let means = means.into_inner();
+    let mean = |(_, d, i): &(String, Duration, u64)| d.as_secs_f64() / (*i).max(1) as f64;
+    let Some(table) = means.iter().find(|r| r.0 == "pigeonhole_table").map(mean) else {
+        return;
+    };
+    println!("\nlookup, {n} fingerprints: mean per query vs the in-memory pigeonhole table");
+    println!("| row | mean us | vs table |\n|---|---|---|");
+    for row in &means {
+        let m = mean(row);
+        println!("| {} | {:.2} | {:.1}x |", row.0, m * 1e6, m / table);
+    }
+}
+
 fn bench_lookup(c: &mut Criterion) {
     let n = docs();
     let layout = BlockLayout::default();
@@ -93,19 +133,20 @@ fn bench_lookup(c: &mut Criterion) {
         i = (i + 1) % qs.len();
         qs[i]
     };
+    let means: Means = RefCell::new(Vec::new());
     let mut buf = Vec::new();
     group.bench_function("pigeonhole_table", |b| {
-        b.iter(|| {
+        timed(b, &means, "pigeonhole_table", || {
             buf.clear();
             table.lookup(next(), k, &mut buf);
-            black_box(buf.len())
+            buf.len()
         })
     });
     group.bench_function("brute_force", |b| {
-        b.iter(|| {
+        timed(b, &means, "brute_force", || {
             buf.clear();
             brute_force(&fps, next(), k, &mut buf);
-            black_box(buf.len())
+            buf.len()
         })
     });
     for (segments, key_postings) in [(8, true), (8, false), (1, true), (1, false)] {
@@ -113,26 +154,34 @@ fn bench_lookup(c: &mut Criterion) {
         let s = build(dir.path(), &fps, segments, key_postings);
         let keys = if key_postings { "postings" } else { "columns" };
         let id = |name: &str| BenchmarkId::new(format!("{name}/{keys}"), segments);
+        let row = |name: &str| format!("{name}/{keys}/{segments}");
         group.bench_with_input(id("lookup_with_ids"), &s, |b, s| {
-            b.iter(|| black_box(s.lookup(next()).unwrap().len()))
+            timed(b, &means, &row("lookup_with_ids"), || {
+                s.lookup(next()).unwrap().len()
+            })
         });
         group.bench_with_input(id("lookup_addresses"), &s, |b, s| {
-            b.iter(|| black_box(s.lookup_addresses(next(), k).unwrap().len()))
+            timed(b, &means, &row("lookup_addresses"), || {
+                s.lookup_addresses(next(), k).unwrap().len()
+            })
         });
         let no_table = NearDupSearcher::new(s.fields(), s.searcher())
             .unwrap()
             .with_key_tables(false);
         group.bench_with_input(id("lookup_addresses_no_table"), &no_table, |b, p| {
-            b.iter(|| black_box(p.lookup_addresses(next(), k).unwrap().len()))
+            timed(b, &means, &row("lookup_addresses_no_table"), || {
+                p.lookup_addresses(next(), k).unwrap().len()
+            })
         });
         group.bench_with_input(id("query_docset_collector"), &s, |b, s| {
-            b.iter(|| {
+            timed(b, &means, &row("query_docset_collector"), || {
                 let q = NearDupQuery::new(s.fields(), next());
-                black_box(s.searcher().search(&q, &DocSetCollector).unwrap().len())
+                s.searcher().search(&q, &DocSetCollector).unwrap().len()
             })
         });
     }
     group.finish();
+    print_ratios(n, means);
 }
 
 criterion_group!(benches, bench_lookup);

@@ -124,24 +124,26 @@ fn may_hold_spaced_separator(window: &[u8; SKIP + 2]) -> bool {
     any != 0
 }
 
-/// A byte that can end a whitespace character: ASCII whitespace, or any byte of a multi-byte
-/// character (no branch: vector compares).
+/// A byte that can end a whitespace character: any byte up to the ASCII space (a superset of
+/// ASCII whitespace) or of a multi-byte character. One subtraction and one compare (vectors).
 #[inline]
 fn may_end_space(b: u8) -> bool {
-    (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0x80)
+    b.wrapping_sub(0x21) >= 0x5f
 }
 
-/// A byte that can start a whitespace character: ASCII whitespace, or a lead byte of 0xc2 and
-/// up (no branch: vector compares).
+/// A byte that can start a whitespace character: any byte up to the ASCII space (a superset of
+/// ASCII whitespace), or a lead byte of 0xc2 and up (no branch: vector compares).
 #[inline]
 fn may_start_space(b: u8) -> bool {
-    (b == b' ') | (b.wrapping_sub(b'\t') < 5) | (b >= 0xc2)
+    (b <= b' ') | (b >= 0xc2)
 }
 
-/// One of the ASCII [`SEPARATORS`] (no branch: vector compares).
+/// One of the ASCII [`SEPARATORS`] (no branch: vector compares; `-` and `/`, `|` and `~`
+/// differ only in bit 1, so setting it tests each pair at once).
 #[inline]
 fn is_ascii_separator(b: u8) -> bool {
-    (b == b'|') | (b == b'-') | (b == b'/') | (b == b'>') | (b == b'_') | (b == b'~')
+    let pair = b | 0b10;
+    (pair == b'/') | (pair == b'~') | (b == b'>') | (b == b'_')
 }
 
 /// Whether a separator character starts at byte `i` of `s` with whitespace on both sides.
@@ -525,6 +527,8 @@ mod tests {
             }
         }
         for b in 0..=255u8 {
+            let ascii_separator = b.is_ascii() && SEPARATORS.contains(&char::from(b));
+            assert_eq!(is_ascii_separator(b), ascii_separator, "{b:#x}");
             let may = is_ascii_separator(b) || b >= 0xc2;
             assert!(!MAY_START_SEPARATOR[usize::from(b)] || may, "{b:#x}");
         }
