@@ -1409,14 +1409,15 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
         ));
     }
     // Variants of the rule: shingle width, chrome, bins and bands, threshold. The default is
-    // width 3, chrome by shape, no short-line filter, 12 bands x 3 rows x 8 bits of 128 bins,
-    // t = 0.55; each variant changes one thing (rule-no-chrome is the previous default).
+    // width 3, chrome by shape, no short-line filter, 12 bands x 3 rows x 8 bits of 256 bins,
+    // t = 0.55; each variant changes one thing (rule-128bins is the previous default,
+    // rule-no-chrome the one before it).
     let variants: Vec<(String, MatchRule)> = vec![
-        ("rule-t0.45".into(), rule(3, 0, 12, 3, 8, 128, 0.45)),
-        ("rule-t0.5".into(), rule(3, 0, 12, 3, 8, 128, 0.5)),
-        ("rule-t0.6".into(), rule(3, 0, 12, 3, 8, 128, 0.6)),
-        ("rule-t0.65".into(), rule(3, 0, 12, 3, 8, 128, 0.65)),
-        ("rule-chrome-line8".into(), rule(3, 8, 12, 3, 8, 128, 0.55)),
+        ("rule-t0.45".into(), rule(3, 0, 12, 3, 8, 256, 0.45)),
+        ("rule-t0.5".into(), rule(3, 0, 12, 3, 8, 256, 0.5)),
+        ("rule-t0.6".into(), rule(3, 0, 12, 3, 8, 256, 0.6)),
+        ("rule-t0.65".into(), rule(3, 0, 12, 3, 8, 256, 0.65)),
+        ("rule-chrome-line8".into(), rule(3, 8, 12, 3, 8, 256, 0.55)),
         ("rule-no-chrome".into(), {
             let mut spec = MatchRule::default().spec().clone();
             spec.shingling.chrome = false;
@@ -1425,12 +1426,12 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
                 std::process::exit(2)
             })
         }),
-        ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 128, 0.65)),
-        ("rule-256bins".into(), rule(3, 0, 12, 3, 8, 256, 0.55)),
-        ("rule-256bins-t0.5".into(), rule(3, 0, 12, 3, 8, 256, 0.5)),
-        ("rule-256bins-t0.45".into(), rule(3, 0, 12, 3, 8, 256, 0.45)),
-        ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 128, 0.55)),
-        ("rule-16bands-4rows".into(), rule(3, 0, 16, 4, 8, 128, 0.55)),
+        ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 256, 0.65)),
+        ("rule-128bins".into(), rule(3, 0, 12, 3, 8, 128, 0.55)),
+        ("rule-128bins-t0.5".into(), rule(3, 0, 12, 3, 8, 128, 0.5)),
+        ("rule-128bins-t0.45".into(), rule(3, 0, 12, 3, 8, 128, 0.45)),
+        ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 256, 0.55)),
+        ("rule-16bands-4rows".into(), rule(3, 0, 16, 4, 8, 256, 0.55)),
         ("rule-4bit-16x8rows".into(), rule(3, 0, 16, 8, 4, 128, 0.55)),
     ];
     for (n, r) in variants {

@@ -23,7 +23,7 @@
 //!    (no key table in the process yet: with keys in columns only it builds every segment's
 //!    table) and the second.
 //! 2. **Lookup by the match rule vs simhash-only** at each size, side by side on one index
-//!    (8 segments) of signatures (fingerprint + 128-bin sketch, the rule's 16 keys): the
+//!    (8 segments) of signatures (fingerprint + 256-bin sketch, the rule's 16 keys): the
 //!    simhash-only `NearDupSearcher::lookup` (the default before lookups moved to the rule)
 //!    against `lookup_signature` (the rule, ids included), `lookup_signature_addresses` and
 //!    `NearDupQuery::from_signature` with `DocSetCollector`, on the same query fingerprints.

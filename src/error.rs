@@ -11,10 +11,12 @@ pub enum Error {
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 
-    /// An index was built with another scheme or layout than the one it is opened with.
+    /// An index was built with another scheme, layout, match rule or key storage than the one it
+    /// is opened with.
     #[error(
         "index mismatch: the index records {what} `{found}`, but `{expected}` was requested; \
-         open it with the scheme and layout it was built with, or rebuild it"
+         open it with NearDupIndex::open_recorded (the configuration it records) or with the \
+         settings it was built with, or rebuild it"
     )]
     IndexMismatch {
         /// Which setting differs ("scheme", "layout", ...).

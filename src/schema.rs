@@ -487,6 +487,19 @@ impl IndexRecord {
 
     /// Compares what the index records (`self`) with what the caller asks for.
     fn check(&self, expected: &Record) -> Result<()> {
+        self.check_parameters(expected)?;
+        if self.key_postings != expected.key_postings {
+            return Err(Error::IndexMismatch {
+                what: "key storage",
+                found: key_storage(self.key_postings).into(),
+                expected: key_storage(expected.key_postings).into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`check`](Self::check) without the key storage, which only the schema settles.
+    fn check_parameters(&self, expected: &Record) -> Result<()> {
         let pairs: [(&'static str, &String, &String); 5] = [
             ("scheme", &self.scheme, &expected.scheme),
             ("layout", &self.layout, &expected.layout),
@@ -506,13 +519,6 @@ impl IndexRecord {
                     expected: wanted.clone(),
                 });
             }
-        }
-        if self.key_postings != expected.key_postings {
-            return Err(Error::IndexMismatch {
-                what: "key storage",
-                found: key_storage(self.key_postings).into(),
-                expected: key_storage(expected.key_postings).into(),
-            });
         }
         Ok(())
     }
@@ -793,6 +799,11 @@ impl NearDupIndex {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn open(index: Index, config: NearDupConfig) -> Result<Self> {
+        // Parameters first: an index of another rule (say, 128 sketch bins) has other sketch
+        // fields, and "the rule differs" says what to do where "a field is missing" does not.
+        if let Some(found) = IndexRecord::read(&index)? {
+            found.check_parameters(&config.record())?;
+        }
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
         match IndexRecord::read(&this.index)? {

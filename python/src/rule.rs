@@ -88,7 +88,7 @@ impl Evidence {
 
 /// The product's definition of a near-duplicate, with the scheme that signs texts for it:
 /// two documents match when their simhash fingerprints are within 3 bits, or when they share one
-/// of 12 MinHash bands and their 128-bin x 8-bit sketches estimate a resemblance of at least
+/// of 12 MinHash bands and their 256-bin x 8-bit sketches estimate a resemblance of at least
 /// 0.55. ``language`` takes :class:`Scheme`'s values.
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Rule {

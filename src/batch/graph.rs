@@ -72,7 +72,7 @@ pub struct IdPair<'a> {
 /// [`MatchRule`]. See the [module docs](super).
 ///
 /// Holds a clone of the tantivy searcher (the segments it read stay alive while it lives), the
-/// distinct signatures (8 bytes of fingerprint and the sketch, 128 bytes by default, each) and
+/// distinct signatures (8 bytes of fingerprint and the sketch, 256 bytes by default, each) and
 /// the address of every live document.
 pub struct NearDupGraph {
     searcher: Searcher,

@@ -37,7 +37,7 @@ pub struct MinHashConfig {
 impl Default for MinHashConfig {
     fn default() -> Self {
         MinHashConfig {
-            slots: 128,
+            slots: 256,
             bands: 12,
             rows: 3,
             bits: 8,

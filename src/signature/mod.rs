@@ -11,7 +11,7 @@
 //! | part | bytes per document (default) |
 //! |---|---|
 //! | fingerprint (fast field) | 8 |
-//! | sketch, 128 bins x 8 bits (fast fields) | 128 |
+//! | sketch, 256 bins x 8 bits (fast fields) | 256 |
 //! | keys: 4 simhash block + 12 band keys (postings) | 16 postings (~1-2 B each) |
 //!
 //! ```

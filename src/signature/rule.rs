@@ -37,8 +37,8 @@ impl Default for RuleSpec {
             shingling: Shingling::default(),
             minhash: MinHashConfig::default(),
             // 0.5 is where the truth's convention starts to call a pair a false positive; the
-            // 128-bin estimate has a standard deviation of ~0.044 there, so the threshold sits
-            // about one deviation above it (docs/QUALITY.md shows the curve).
+            // 256-bin estimate has a standard deviation of ~0.031 there, so the threshold sits
+            // 1.6 deviations above it (docs/QUALITY.md shows the curve).
             min_resemblance: 0.55,
             band_max_distance: None,
         }

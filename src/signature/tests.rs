@@ -478,7 +478,9 @@ fn the_key_group_join_bounds_a_hot_key_like_the_in_memory_join() {
             Fingerprint((rng.next() & !0xffff) | 0x1234)
         };
         let sketch = Sketch {
-            words: (0..16).map(|_| rng.next()).collect(),
+            words: (0..rule.spec().minhash.sketch_words())
+                .map(|_| rng.next())
+                .collect(),
         };
         // Exact copies too: their pairs come from the identical groups.
         let copies = if i % 100 == 0 { 3 } else { 1 };

@@ -7,7 +7,7 @@ Dask DataFrame of documents, with the crate's kernels doing the work inside each
 1. **sign** (map): each partition signs its texts (one analysis per text, in Rust, the GIL
    released) and numbers its documents ``row = partition << 32 | position`` (input order);
 2. **post** (map): one posting per key of each document (4 simhash block keys + 12 MinHash
-   band keys): ``key, row, fingerprint`` and the 128-byte sketch as 16 ``uint64`` columns;
+   band keys): ``key, row, fingerprint`` and the 256-byte sketch as 32 ``uint64`` columns;
 3. **shuffle on key**: every posting of a key lands in one partition (Dask's shuffle; ``p2p``
    spills to disk on a distributed cluster);
 4. **hot keys** (only with a bound): keys held by more than ``max_postings_per_key`` distinct
@@ -25,7 +25,7 @@ cluster``: every document, ``cluster`` the id of the first document of its compo
 order, a document's own id when it matches nothing).
 
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the shuffle moves
-``16 x 152`` bytes per document (fewer for texts without tokens); with a bound, the shuffled
+``16 x 280`` bytes per document (fewer for texts without tokens); with a bound, the shuffled
 postings are persisted (in worker memory, spilled to disk by Dask) so they are read twice. The
 client holds the hot keys (8 bytes each) and, for the clusters, the spanning forests (16 bytes
 per document that has a pair) and the ids of those documents. **Hot keys**: with
@@ -132,7 +132,7 @@ def _signature_meta(docs: dd.DataFrame, id: str, language: str) -> pd.DataFrame:
 def signatures(docs: dd.DataFrame, *, id: str = "id", text: str = "text", language: str = "auto") -> dd.DataFrame:
     """The signature of every document of ``docs`` (a Dask DataFrame with columns ``id`` and
     ``text``): columns ``row`` (``partition << 32 | position``: input order), ``id``,
-    ``fingerprint`` and the sketch as ``s0 .. s15`` (``uint64``). Lazy. Cost: one analysis per
+    ``fingerprint`` and the sketch as ``s0 .. s31`` (``uint64``). Lazy. Cost: one analysis per
     text in Rust, on the task's thread. Raises ``ValueError`` (when computed) for a missing text
     or a partition of 2**32 rows or more; ``KeyError`` now for a missing column."""
     for column in (id, text):
@@ -167,7 +167,7 @@ def _post_partition(sigs: pd.DataFrame, language: str) -> pd.DataFrame:
 
 def postings(sigs: dd.DataFrame, *, language: str = "auto") -> dd.DataFrame:
     """One row per key of each signature (:func:`signatures`): ``key, row, fingerprint, s0 ..
-    s15``, all ``uint64`` (152 bytes a posting, 16 postings a document). Lazy."""
+    s31``, all ``uint64`` (280 bytes a posting, 16 postings a document). Lazy."""
     meta = pd.DataFrame({"key": pd.Series([], dtype=np.uint64), "row": pd.Series([], dtype=np.uint64),
                          "fingerprint": pd.Series([], dtype=np.uint64)})
     for name in _sketch_columns(language):
@@ -370,7 +370,7 @@ def deduplicate(
     of a posting's columns: the shuffle moves about ``postings x posting_bytes``) and
     ``seconds`` (wall time of the stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are reported per document either way).
 
-    The signatures and the pairs are persisted on the workers while it runs (24 + 128 bytes
+    The signatures and the pairs are persisted on the workers while it runs (24 + 256 bytes
     per document, 28 per pair); the client holds what :func:`cluster_labels` needs plus the ids
     of the documents that have a pair."""
     clock = time.perf_counter()
