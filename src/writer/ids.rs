@@ -5,6 +5,7 @@ use crate::columns::for_each_posting;
 use crate::error::Result;
 use crate::lookup::NearDupSearcher;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use tantivy::{DocAddress, Term};
 
 /// What [`DedupWriter`](super::DedupWriter) does with a document whose id is already taken:
@@ -151,8 +152,9 @@ pub(super) struct PendingIds {
     /// Live uncommitted ids, each with its documents' places in the pending table (empty when
     /// the near-duplicate policy keeps no table).
     live: HashMap<String, Vec<u32>>,
-    /// Ids an uncommitted document records it replaced, with the ids of the recorders.
-    replaced_by: HashMap<String, Vec<String>>,
+    /// Ids an uncommitted document records it replaced, with the ids of the recorders (one
+    /// shared copy per recorder: a chain of replacements records every id of the chain again).
+    replaced_by: HashMap<String, Vec<Arc<str>>>,
     /// Committed ids deleted since the last commit.
     deleted: HashSet<String>,
 }
@@ -175,11 +177,17 @@ impl PendingIds {
 
     /// Records that the document `by` replaced the ids `replaced`.
     pub(super) fn insert_replaced(&mut self, by: &str, replaced: &[String]) {
+        if replaced.is_empty() {
+            return;
+        }
+        let by: Arc<str> = Arc::from(by);
         for r in replaced {
-            self.replaced_by
-                .entry(r.clone())
-                .or_default()
-                .push(by.to_string());
+            match self.replaced_by.get_mut(r.as_str()) {
+                Some(recorders) => recorders.push(Arc::clone(&by)),
+                None => {
+                    self.replaced_by.insert(r.clone(), vec![Arc::clone(&by)]);
+                }
+            }
         }
     }
 
@@ -202,7 +210,7 @@ impl PendingIds {
         let replaced_pending = self
             .replaced_by
             .get(id)
-            .is_some_and(|by| by.iter().any(|b| self.live.contains_key(b)));
+            .is_some_and(|by| by.iter().any(|b| self.live.contains_key(&**b)));
         // A committed recorder deleted since the commit no longer takes the id (unless it was
         // added again, which the pending check above sees).
         let replaced_committed = committed
