@@ -293,7 +293,7 @@ impl NearDupSearcher {
     }
 
     /// The stored signature of the document at `address`, if it has one (`None` also for an
-    /// address outside this searcher). Cost: one read per signature column (17 by default).
+    /// address outside this searcher). Cost: one read per signature column (33 by default).
     pub fn signature_at(&self, address: DocAddress) -> Option<Signature> {
         self.signatures
             .segment(address.segment_ord)?
@@ -380,7 +380,7 @@ impl NearDupSearcher {
 
     /// The stored signature of the first live document with id `id` (with a fingerprint), if
     /// any. Cost: [`address_of_id`](Self::address_of_id), then one read per signature column
-    /// (17 by default). Errors as [`address_of_id`](Self::address_of_id).
+    /// (33 by default). Errors as [`address_of_id`](Self::address_of_id).
     pub fn signature_of_id(&self, id: &str) -> Result<Option<Signature>> {
         Ok(self
             .address_of_id(id)?

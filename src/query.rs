@@ -148,7 +148,8 @@ impl NearDupQuery {
 
     /// The documents the rule matches with a bare fingerprint: without a sketch only the
     /// simhash branch can fire, so these are the documents within the layout's `k` of
-    /// `fingerprint`.
+    /// `fingerprint`. Cost: the rule's keys of the signature and their terms, a few small
+    /// allocations; nothing is read until the query runs.
     pub fn new(fields: NearDupFields, fingerprint: Fingerprint) -> Self {
         let signature = Signature {
             fingerprint,
