@@ -831,7 +831,7 @@ impl NearDupIndex {
     /// before), for settings an application wants to find again with the index
     /// ([`IndexRecord::application`]). The file is rewritten atomically.
     ///
-    /// Errors: I/O errors; the errors of [`IndexRecord::read`].
+    /// Errors: [`Error::Io`] when writing the file fails; the errors of [`IndexRecord::read`].
     pub fn set_application_data(&self, data: serde_json::Value) -> Result<()> {
         let mut record = match IndexRecord::read(&self.index)? {
             Some(r) => r,

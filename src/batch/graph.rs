@@ -105,8 +105,8 @@ impl NearDupGraph {
     ///
     /// Cost: one pass over each segment's signature columns (fingerprint and sketch words, in
     /// parallel) and a parallel sort of the signatures; no pair is computed yet. Errors:
-    /// tantivy errors opening the columns; [`Error::InvalidConfig`] beyond `u32::MAX` live
-    /// documents.
+    /// [`Error::Tantivy`](crate::Error::Tantivy) when opening the columns fails;
+    /// [`Error::InvalidConfig`] beyond `u32::MAX` live documents.
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
         NearDupGraph::with_max_distance(fields, searcher, fields.layout().max_distance())
     }
@@ -320,7 +320,8 @@ impl NearDupGraph {
     /// pairs of the join are held (about 24 bytes each), and up to about a million of them are
     /// expanded at a time with the ids of their documents (tens of MB).
     ///
-    /// Errors: [`Error::Document`] when a document has no id; tantivy errors reading ids.
+    /// Errors: [`Error::Document`] when a document has no id; [`Error::Io`](crate::Error::Io) when
+    /// reading an id dictionary fails.
     pub fn for_each_id_pair(&self, mut f: impl FnMut(IdPair<'_>)) -> Result<PairStats> {
         self.emit_duplicate_id_pairs(&mut f)?;
         let mut pending: Vec<(u32, u32, Evidence)> = Vec::new();
@@ -411,12 +412,11 @@ impl NearDupGraph {
         Ok(())
     }
 
-    /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None`
-    /// for a document without an id. Reads each segment's id dictionary once, in term order,
-    /// for the whole slice: far cheaper than one
-    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of) per document for
-    /// large slices, and about the same for a handful. Errors: tantivy errors reading the id
-    /// dictionaries.
+    /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None` for a
+    /// document without an id. Reads each segment's id dictionary once, in term order, for the
+    /// whole slice: far cheaper than one [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)
+    /// per document for large slices, and about the same for a handful. Errors:
+    /// [`Error::Io`](crate::Error::Io) when reading an id dictionary fails.
     pub fn read_ids(&self, docs: &[DocAddress]) -> Result<Vec<Option<String>>> {
         read_strs(&self.ids, docs)
     }

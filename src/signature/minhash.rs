@@ -271,7 +271,8 @@ impl Sketch {
         self.words.iter().all(|&w| w == 0)
     }
 
-    /// The `rows * bits` bits of band `band` (bins `band * rows ..`).
+    /// The `rows * bits` bits of band `band` (bins `band * rows ..`). Cost: reads one or two
+    /// words; no allocation.
     pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
         let width = (config.rows * config.bits) as usize;
         let at = band as usize * width;

@@ -163,8 +163,9 @@ impl TryFrom<RuleSpec> for MatchRule {
 }
 
 impl MatchRule {
-    /// A rule from its parameters. Errors when the MinHash parameters are unusable, the
-    /// resemblance threshold is not in 0..=1, or the layout has too many keys for the tags.
+    /// A rule from its parameters. Cost: a few checks. Errors with [`Error::InvalidConfig`]
+    /// when the MinHash parameters are unusable, the resemblance threshold is not in 0..=1,
+    /// the layout has too many keys for the tags, or the shingle width is not 1 to 8.
     pub fn new(spec: RuleSpec) -> Result<MatchRule> {
         spec.minhash
             .check()

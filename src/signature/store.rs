@@ -66,7 +66,7 @@ impl SignatureFields {
     /// field without fieldnorms when `key_postings` (the storage of
     /// [`NearDupConfig::with_key_postings(true)`](crate::NearDupConfig::with_key_postings):
     /// 16 postings per document by default, for lookups that read postings until a segment's
-    /// key table is built).
+    /// key table is built). Cost and panics as [`add_to_schema`](Self::add_to_schema).
     pub fn add_to_schema_with_key_postings(&self, builder: &mut SchemaBuilder, key_postings: bool) {
         builder.add_u64_field(&self.fingerprint, FAST);
         let keys = if key_postings {
@@ -210,8 +210,8 @@ impl SegmentSignatures {
         self.fingerprint.first(doc).map(Fingerprint)
     }
 
-    /// The `rows * bits` bits of band `band` of `doc`'s sketch, reading only the one or two
-    /// words that hold them.
+    /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
+    /// two sketch columns that hold them; no allocation.
     pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
         let width = (config.rows * config.bits) as usize;
         let at = band as usize * width;
@@ -273,7 +273,8 @@ impl SignatureReader {
     /// `searcher`. Cost: per segment, one column open per signature field (33 by default) and
     /// an inverted index open; no document is read. Keep it for many lookups. Errors:
     /// [`Error::Tantivy`] when a segment lacks a signature column or the keys' postings
-    /// (`fields` resolved against another index's schema), and I/O errors.
+    /// (`fields` resolved against another index's schema), or when opening a segment's files
+    /// fails.
     pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
         let mut segments = Vec::new();
         for segment in searcher.segment_readers() {
@@ -393,7 +394,8 @@ impl SignatureReader {
     }
 
     /// What the key tables built under `rule` for this reader's segments hold (nothing when
-    /// tables are disabled), and how many lookups of them scanned the columns; builds none.
+    /// tables are disabled), and how many lookups of them scanned the columns. Cost: a few
+    /// counter reads per segment; builds none, reads no index data.
     pub fn key_table_stats(&self, rule: &MatchRule) -> KeyTableStats {
         let mut stats = KeyTableStats::default();
         for segment in &self.segments {
@@ -431,8 +433,8 @@ impl SignatureReader {
     /// way. `usize::MAX` reads everything.
     ///
     /// Returns the number of candidates verified (live documents not yet matched under an
-    /// earlier key), the work the bound limits. Errors: I/O errors reading postings, and
-    /// [`Error::Tantivy`] when a segment's keys cannot be read.
+    /// earlier key), the work the bound limits. Errors: [`Error::Tantivy`] when reading
+    /// postings fails or a segment's keys cannot be read.
     pub fn for_each_match(
         &self,
         rule: &MatchRule,
