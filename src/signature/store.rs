@@ -80,8 +80,9 @@ impl SignatureFields {
         }
     }
 
-    /// The fields in `schema`; errors naming the first missing one. The keys are written and
-    /// read as postings when the keys field is indexed, else computed from the columns.
+    /// The fields in `schema`. The keys are written and read as postings when the keys field is
+    /// indexed, else computed from the columns. Cost: one name look-up per field (33 by
+    /// default). Errors with [`Error::InvalidConfig`] naming the first field `schema` lacks.
     pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
         let get = |name: &str| {
             schema.get_field(name).map_err(|_| {
