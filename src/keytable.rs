@@ -400,7 +400,7 @@ impl<'a> KeyRun<'a> {
 }
 
 /// Where a segment's signature columns come from when a key table must be built or the
-/// columns scanned: already open, or opened on first need (opening 17 columns costs more than
+/// columns scanned: already open, or opened on first need (opening 33 columns costs more than
 /// a lookup through a table).
 pub(crate) trait ColumnSource {
     /// The segment's signature columns.

@@ -204,7 +204,8 @@ impl BlockLayout {
         )
     }
 
-    /// The key of combination `combo` (0..num_keys) for `fp`.
+    /// The key of combination `combo` (0..num_keys) for `fp`. Cost: a shift and mask per block
+    /// of the combination.
     ///
     /// # Panics
     /// If `combo >= num_keys()`.

@@ -29,8 +29,8 @@ impl NearDupIndex {
     /// [`NearDupGraph::new`](crate::NearDupGraph::new),
     /// [`NearDupQuery::from_id`](crate::NearDupQuery::from_id).
     ///
-    /// Cost: a reload (cheap when nothing was committed). Errors: tantivy errors opening the
-    /// reader.
+    /// Cost: a reload (cheap when nothing was committed). Errors: [`Error::Tantivy`] when
+    /// opening or reloading the reader fails.
     pub fn searcher(&self) -> Result<Searcher> {
         let mut guard = lock(&self.reader);
         if let Some(reader) = guard.as_ref() {
@@ -121,7 +121,8 @@ impl NearDupSearcher {
     /// Opens the columns of every segment of `searcher` (a clone of it is kept, so its segments
     /// stay readable while this lives).
     ///
-    /// Cost: a few microseconds per segment. Errors: tantivy errors opening a column;
+    /// Cost: a few microseconds per segment. Errors: [`Error::Tantivy`] when opening a column
+    /// fails;
     /// [`Error::Schema`] when the searcher's schema lacks a field of `fields` (a searcher of
     /// another index).
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
@@ -222,7 +223,8 @@ impl NearDupSearcher {
     }
 
     /// What the key tables of this searcher's segments hold (nothing with key tables
-    /// disabled), and how many lookups scanned their columns, without building any.
+    /// disabled), and how many lookups scanned their columns. Cost: a few counter reads per
+    /// segment; builds none, reads no index data.
     pub fn key_table_stats(&self) -> KeyTableStats {
         self.signatures.key_table_stats(self.fields.rule())
     }
@@ -235,17 +237,17 @@ impl NearDupSearcher {
     }
 
     /// Every live document that the index's [`MatchRule`](crate::MatchRule) matches with
-    /// `signature`, strongest evidence first ([`Evidence::cmp_strength`]: simhash matches
-    /// nearest first, then resemblance matches most resembling first), ties by id. Exactly the
-    /// documents a brute-force scan with [`MatchRule::matches`](crate::MatchRule::matches)
-    /// finds (every match shares a key), unless a key is hot
-    /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment and
-    /// key of the rule (16 by default), a few array reads from the segment's key table once it
-    /// is built ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a
-    /// postings read; one fingerprint read per candidate, sketch reads only for candidates that
-    /// share a band; then one id read per match (see
-    /// [`lookup_signature_addresses`](Self::lookup_signature_addresses) to skip it).
-    /// Errors: I/O errors reading postings or columns. A matching document with no id is
+    /// `signature`, strongest evidence first ([`Evidence::cmp_strength`]: simhash matches nearest
+    /// first, then resemblance matches most resembling first), ties by id. Exactly the documents a
+    /// brute-force scan with [`MatchRule::matches`](crate::MatchRule::matches) finds (every match
+    /// shares a key), unless a key is hot
+    /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment and key
+    /// of the rule (16 by default), a few array reads from the segment's key table once it is built
+    /// ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a postings read; one
+    /// fingerprint read per candidate, sketch reads only for candidates that share a band; then one
+    /// id read per match (see [`lookup_signature_addresses`](Self::lookup_signature_addresses) to
+    /// skip it). Errors: [`Error::Tantivy`] when reading postings or columns fails, [`Error::Io`]
+    /// when reading an id from the id column's dictionary fails. A matching document with no id is
     /// reported with an empty `id`.
     pub fn lookup_signature(&self, signature: &Signature) -> Result<Vec<NearDup>> {
         let mut found = Vec::new();
@@ -273,10 +275,10 @@ impl NearDupSearcher {
         Ok(hits)
     }
 
-    /// Like [`lookup_signature`](Self::lookup_signature) without reading ids:
-    /// `(address, evidence)`, strongest first, ties by address. Cost: that of
-    /// [`lookup_signature`](Self::lookup_signature) without the id reads. Errors: I/O errors
-    /// reading postings or columns.
+    /// Like [`lookup_signature`](Self::lookup_signature) without reading ids: `(address,
+    /// evidence)`, strongest first, ties by address. Cost: that of
+    /// [`lookup_signature`](Self::lookup_signature) without the id reads. Errors:
+    /// [`Error::Tantivy`] when reading postings or columns fails.
     pub fn lookup_signature_addresses(
         &self,
         signature: &Signature,
@@ -293,7 +295,7 @@ impl NearDupSearcher {
     }
 
     /// The stored signature of the document at `address`, if it has one (`None` also for an
-    /// address outside this searcher). Cost: one read per signature column (17 by default).
+    /// address outside this searcher). Cost: one read per signature column (33 by default).
     pub fn signature_at(&self, address: DocAddress) -> Option<Signature> {
         self.signatures
             .segment(address.segment_ord)?
@@ -310,17 +312,17 @@ impl NearDupSearcher {
         self.fields
     }
 
-    /// **Simhash-only**: every live document within the layout's `k` of `fp` (inclusive),
-    /// nearest first (ties by id). A fingerprint has no sketch, so the rule's resemblance branch
-    /// cannot be evaluated: use [`NearDupIndex::lookup_text`],
-    /// [`lookup_id`](Self::lookup_id) or [`lookup_signature`](Self::lookup_signature) for the
-    /// rule. No bound on hot keys applies (every posting is read). Cost: per segment and block
-    /// key, a few array reads from the key table once built
-    /// ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a postings read;
-    /// one column read per candidate; then one id read per match (see
-    /// [`lookup_addresses`](Self::lookup_addresses) to skip it, and [`id_of`](Self::id_of) for
-    /// its cost). Measured in docs/PERFORMANCE.md. Errors: I/O errors reading postings or
-    /// columns. A matching document with no id is reported with an empty `id`.
+    /// **Simhash-only**: every live document within the layout's `k` of `fp` (inclusive), nearest
+    /// first (ties by id). A fingerprint has no sketch, so the rule's resemblance branch cannot be
+    /// evaluated: use [`NearDupIndex::lookup_text`], [`lookup_id`](Self::lookup_id) or
+    /// [`lookup_signature`](Self::lookup_signature) for the rule. No bound on hot keys applies
+    /// (every posting is read). Cost: per segment and block key, a few array reads from the key
+    /// table once built ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a
+    /// postings read; one column read per candidate; then one id read per match (see
+    /// [`lookup_addresses`](Self::lookup_addresses) to skip it, and [`id_of`](Self::id_of) for its
+    /// cost). Measured in docs/PERFORMANCE.md. Errors: [`Error::Tantivy`] when reading postings or
+    /// columns fails, [`Error::Io`] when reading an id from the id column's dictionary fails. A
+    /// matching document with no id is reported with an empty `id`.
     pub fn lookup(&self, fp: Fingerprint) -> Result<Vec<NearDup>> {
         self.lookup_within(fp, self.fields.layout().max_distance())
     }
@@ -329,7 +331,8 @@ impl NearDupSearcher {
     ///
     /// Cost as [`lookup`](Self::lookup). Errors with [`Error::InvalidConfig`] when
     /// `max_distance` exceeds the layout's `k` (the keys could not guarantee to find every
-    /// match), and I/O errors reading postings or columns.
+    /// match); [`Error::Tantivy`] when reading postings or
+    /// columns fails, [`Error::Io`] when reading an id from the id column's dictionary fails.
     pub fn lookup_within(&self, fp: Fingerprint, max_distance: u32) -> Result<Vec<NearDup>> {
         let mut out = Vec::new();
         self.for_each_match(fp, max_distance, |m| out.push(m))?;
@@ -370,7 +373,8 @@ impl NearDupSearcher {
     /// [`lookup_signature`](Self::lookup_signature). A document added with only a fingerprint
     /// (no sketch) matches by the simhash branch only. Cost: [`signature_of_id`](Self::signature_of_id)
     /// and [`lookup_signature`](Self::lookup_signature). Errors with [`Error::Document`] when no
-    /// live document has that id, and I/O errors reading postings or columns.
+    /// live document has that id; [`Error::Tantivy`] when reading postings or
+    /// columns fails, [`Error::Io`] when reading an id from the id column's dictionary fails.
     pub fn lookup_id(&self, id: &str) -> Result<Vec<NearDup>> {
         let signature = self.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
@@ -380,7 +384,7 @@ impl NearDupSearcher {
 
     /// The stored signature of the first live document with id `id` (with a fingerprint), if
     /// any. Cost: [`address_of_id`](Self::address_of_id), then one read per signature column
-    /// (17 by default). Errors as [`address_of_id`](Self::address_of_id).
+    /// (33 by default). Errors as [`address_of_id`](Self::address_of_id).
     pub fn signature_of_id(&self, id: &str) -> Result<Option<Signature>> {
         Ok(self
             .address_of_id(id)?
@@ -389,8 +393,8 @@ impl NearDupSearcher {
 
     /// The address of the first live document with id `id` (with a fingerprint), if any, in
     /// segment order. Cost: per segment, one term look-up in the id field's postings and a
-    /// fingerprint read per posting (one, ids being unique). Errors: I/O errors reading the
-    /// postings.
+    /// fingerprint read per posting (one, ids being unique). Errors: [`Error::Tantivy`] when
+    /// reading the postings fails.
     pub fn address_of_id(&self, id: &str) -> Result<Option<DocAddress>> {
         let term = Term::from_field_text(self.fields.id, id);
         for (ord, cols) in self.segments.iter().enumerate() {
@@ -423,8 +427,8 @@ impl NearDupSearcher {
     }
 
     /// The id of the document at `address`, read from the id column; `None` when the address
-    /// is not in this searcher or the document has no id. Errors: I/O errors reading the
-    /// column.
+    /// is not in this searcher or the document has no id. Errors: [`Error::Io`] when
+    /// reading the id column's dictionary fails.
     ///
     /// Cost: once the segment has served `max(32, ids / 1024)` id reads in this process, one
     /// column read and a copy, from the segment's id table (its ids decoded once, about their
@@ -458,12 +462,12 @@ impl NearDupSearcher {
             .first(address.doc_id)
     }
 
-    /// Whether a live document records that it replaced `id` under [`Policy::Replace`](crate::Policy::Replace)
-    /// (directly, or through a document it replaced): an input with this id was already
-    /// handled, and adding it again would bring back a copy a newer document replaced. Always
-    /// `false` on indexes without [`REPLACED_FIELD`]. Cost: per segment, one term look-up in
-    /// the replaced field's postings and a delete check per posting. Errors: I/O errors reading
-    /// the postings.
+    /// Whether a live document records that it replaced `id` under
+    /// [`Policy::Replace`](crate::Policy::Replace) (directly, or through a document it replaced):
+    /// an input with this id was already handled, and adding it again would bring back a copy a
+    /// newer document replaced. Always `false` on indexes without [`REPLACED_FIELD`]. Cost: per
+    /// segment, one term look-up in the replaced field's postings and a delete check per posting.
+    /// Errors: [`Error::Tantivy`] when reading the postings fails.
     pub fn is_replaced(&self, id: &str) -> Result<bool> {
         let Some(field) = self.fields.replaced else {
             return Ok(false);

@@ -148,7 +148,8 @@ impl NearDupQuery {
 
     /// The documents the rule matches with a bare fingerprint: without a sketch only the
     /// simhash branch can fire, so these are the documents within the layout's `k` of
-    /// `fingerprint`.
+    /// `fingerprint`. Cost: the rule's keys of the signature and their terms, a few small
+    /// allocations; nothing is read until the query runs.
     pub fn new(fields: NearDupFields, fingerprint: Fingerprint) -> Self {
         let signature = Signature {
             fingerprint,
@@ -219,8 +220,9 @@ impl NearDupQuery {
     /// running the query, through [`NearDupSearcher`] (with this query's bound on hot keys).
     /// Cost: opening each segment's columns, then the lookup (which reads the id of every
     /// match); keep a [`NearDupSearcher`] for many lookups on one searcher. Errors: those of
-    /// [`NearDupSearcher::new`] (a searcher of an index without these fields) and I/O errors
-    /// reading postings or columns.
+    /// [`NearDupSearcher::new`] (a searcher of an index without these fields) and those of
+    /// [`NearDupSearcher::lookup_signature`] ([`Error::Tantivy`] / [`Error::Io`] when reading
+    /// postings, columns or ids fails).
     pub fn search(&self, searcher: &Searcher) -> Result<Vec<NearDup>> {
         let lookups = NearDupSearcher::new(self.shared.fields, searcher)?
             .with_max_postings_per_key(self.max_postings_per_key);

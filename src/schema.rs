@@ -197,8 +197,8 @@ impl NearDupConfig {
         self
     }
 
-    /// The match rule. Errors when its parameters are invalid (they come from
-    /// [`MatchRule`], so only a hand-edited record can make them so).
+    /// The match rule. Errors with [`Error::InvalidConfig`] when its parameters are invalid
+    /// (they come from [`MatchRule`], so only a hand-edited record can make them so).
     pub fn rule(&self) -> Result<MatchRule> {
         MatchRule::new(self.rule.clone())
     }
@@ -831,7 +831,7 @@ impl NearDupIndex {
     /// before), for settings an application wants to find again with the index
     /// ([`IndexRecord::application`]). The file is rewritten atomically.
     ///
-    /// Errors: I/O errors; the errors of [`IndexRecord::read`].
+    /// Errors: [`Error::Io`] when writing the file fails; the errors of [`IndexRecord::read`].
     pub fn set_application_data(&self, data: serde_json::Value) -> Result<()> {
         let mut record = match IndexRecord::read(&self.index)? {
             Some(r) => r,
@@ -986,7 +986,8 @@ impl NearDupIndex {
     }
 
     /// Adds `signature` (fingerprint, sketch words, and the rule's keys when the index has key
-    /// postings) to `doc`.
+    /// postings) to `doc`. Cost: one value per field (33 by default), plus the rule's keys
+    /// (16 by default) with key postings; cannot fail.
     pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
         self.signature_fields
             .add_to_document(self.fields.rule, signature, doc);
@@ -995,6 +996,7 @@ impl NearDupIndex {
     /// Adds the fingerprint (and its block keys, when the index has key postings) to `doc`,
     /// without a sketch: such a document
     /// matches others only through the rule's simhash branch (its sketch reads as empty).
+    /// Cost: one value, plus the layout's keys with key postings; cannot fail.
     pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
         doc.add_u64(self.fields.fingerprint, fp.0);
         if self.fields.key_postings {

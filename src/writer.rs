@@ -758,9 +758,9 @@ impl DedupWriter {
     /// Commits, recording the scheme and layout in the commit payload, and makes the committed
     /// documents visible to the near-duplicate check (the pending table is emptied).
     ///
-    /// Cost: tantivy's commit (flushing the indexing threads' segments, applying deletes), then
-    /// a reader reload and the signature columns of every segment reopened. Errors: tantivy's
-    /// commit and reload errors (I/O, a failed indexing thread).
+    /// Cost: tantivy's commit (flushing the indexing threads' segments, applying deletes), then a
+    /// reader reload and the signature columns of every segment reopened. Errors:
+    /// [`Error::Tantivy`] from tantivy's commit and reload (I/O, a failed indexing thread).
     pub fn commit(&mut self) -> Result<Opstamp> {
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&self.payload);
@@ -776,7 +776,7 @@ impl DedupWriter {
     }
 
     /// Drops every change since the last commit, like [`IndexWriter::rollback`]. Errors:
-    /// tantivy's (the pending table is kept then).
+    /// [`Error::Tantivy`] (the pending table is kept then).
     pub fn rollback(&mut self) -> Result<Opstamp> {
         let opstamp = self.writer.rollback()?;
         let pending = self
@@ -789,7 +789,8 @@ impl DedupWriter {
 
     /// Waits for merges to finish and drops the writer, like
     /// [`IndexWriter::wait_merging_threads`]. Uncommitted documents are lost: commit first.
-    /// Cost: blocks until tantivy's merges end. Errors: tantivy's (a merge that failed).
+    /// Cost: blocks until tantivy's merges end. Errors: [`Error::Tantivy`] (a merge
+    /// that failed).
     pub fn wait_merging_threads(self) -> Result<()> {
         self.writer.wait_merging_threads()?;
         Ok(())

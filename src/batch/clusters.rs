@@ -98,7 +98,7 @@ impl Clusters {
         self.num_docs
     }
 
-    /// The cluster with id `id`, if any (binary search).
+    /// The cluster with id `id`, if any (binary search: O(log clusters) string comparisons).
     pub fn get(&self, id: &str) -> Option<&Cluster> {
         self.clusters
             .binary_search_by(|c| c.id.as_str().cmp(id))

@@ -36,7 +36,8 @@ pub struct GroupPair<'a> {
 }
 
 impl GroupPair<'_> {
-    /// Calls `f(doc_a, doc_b)` for each of the `a.docs.len() * b.docs.len()` document pairs.
+    /// Calls `f(doc_a, doc_b)` for each of the `a.docs.len() * b.docs.len()` document pairs
+    /// (no reads, no allocation).
     pub fn for_each_doc_pair(&self, mut f: impl FnMut(DocAddress, DocAddress)) {
         for &x in self.a.docs {
             for &y in self.b.docs {
@@ -104,8 +105,8 @@ impl NearDupGraph {
     ///
     /// Cost: one pass over each segment's signature columns (fingerprint and sketch words, in
     /// parallel) and a parallel sort of the signatures; no pair is computed yet. Errors:
-    /// tantivy errors opening the columns; [`Error::InvalidConfig`] beyond `u32::MAX` live
-    /// documents.
+    /// [`Error::Tantivy`](crate::Error::Tantivy) when opening the columns fails;
+    /// [`Error::InvalidConfig`] beyond `u32::MAX` live documents.
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
         NearDupGraph::with_max_distance(fields, searcher, fields.layout().max_distance())
     }
@@ -231,7 +232,7 @@ impl NearDupGraph {
     }
 
     /// The groups of at least two documents: identical signatures, which the rule always
-    /// matches (distance 0).
+    /// matches (distance 0). Cost: one walk over the graph's groups, lazily; no reads.
     pub fn duplicate_groups(&self) -> impl Iterator<Item = SignatureGroup<'_>> + '_ {
         self.groups().filter(|g| g.docs.len() >= 2)
     }
@@ -319,7 +320,8 @@ impl NearDupGraph {
     /// pairs of the join are held (about 24 bytes each), and up to about a million of them are
     /// expanded at a time with the ids of their documents (tens of MB).
     ///
-    /// Errors: [`Error::Document`] when a document has no id; tantivy errors reading ids.
+    /// Errors: [`Error::Document`] when a document has no id; [`Error::Io`](crate::Error::Io) when
+    /// reading an id dictionary fails.
     pub fn for_each_id_pair(&self, mut f: impl FnMut(IdPair<'_>)) -> Result<PairStats> {
         self.emit_duplicate_id_pairs(&mut f)?;
         let mut pending: Vec<(u32, u32, Evidence)> = Vec::new();
@@ -410,12 +412,11 @@ impl NearDupGraph {
         Ok(())
     }
 
-    /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None`
-    /// for a document without an id. Reads each segment's id dictionary once, in term order,
-    /// for the whole slice: far cheaper than one
-    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of) per document for
-    /// large slices, and about the same for a handful. Errors: tantivy errors reading the id
-    /// dictionaries.
+    /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None` for a
+    /// document without an id. Reads each segment's id dictionary once, in term order, for the
+    /// whole slice: far cheaper than one [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)
+    /// per document for large slices, and about the same for a handful. Errors:
+    /// [`Error::Io`](crate::Error::Io) when reading an id dictionary fails.
     pub fn read_ids(&self, docs: &[DocAddress]) -> Result<Vec<Option<String>>> {
         read_strs(&self.ids, docs)
     }

@@ -38,7 +38,7 @@ use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, Segment
 /// for more, not with `and_offset`.
 ///
 /// **Reuse one collapse for many searches** (it is `Send + Sync`): it keeps the columns it
-/// opened in each segment it searched (19 at most: fingerprint, 16 sketch words, id, group or
+/// opened in each segment it searched (35 at most: fingerprint, 32 sketch words, id, group or
 /// leader field; opening them costs a few microseconds each, more than the fold itself), and
 /// the segments' id tables ([`read_ids`](Self::read_ids)), so that later searches only read
 /// values. A segment is released once 64 searches of this collapse (one per shard and
@@ -411,12 +411,14 @@ impl<C> NearDupCollapse<C> {
     /// [module docs](crate::collapse) for the bound and the guarantee.
     ///
     /// Cost: one search per fetch tried (block-max pruning kept when the query allows it), one
-    /// signature read per hit fetched (the fingerprint and 16 sketch words: bit-packed fast
-    /// fields, a few ns each; the columns opened once per segment, see [`NearDupCollapse`]), up
-    /// to `limit` rule checks per hit, one id read per returned hit and per tied hit (see
-    /// [`read_ids`](Self::read_ids)). On natural-en, about 1.5x `TopDocs(limit)` without ids,
-    /// and less than `TopDocs(limit)` reading its ids (docs/PERFORMANCE.md).
-    /// Errors: tantivy errors (for example the inner collector's fast field is missing).
+    /// signature read per hit fetched (the fingerprint and 32 sketch words: bit-packed fast fields,
+    /// a few ns each; the columns opened once per segment, see [`NearDupCollapse`]), up to `limit`
+    /// rule checks per hit, one id read per returned hit and per tied hit (see
+    /// [`read_ids`](Self::read_ids)). On natural-en, about 1.5x `TopDocs(limit)` without ids, and
+    /// less than `TopDocs(limit)` reading its ids (docs/PERFORMANCE.md). Errors:
+    /// [`Error::Tantivy`](crate::Error::Tantivy) from the search (for example the inner collector's
+    /// fast field is missing), [`Error::Io`](crate::Error::Io) when reading an id from the id
+    /// column's dictionary fails.
     pub fn search<K>(&self, searcher: &Searcher, query: &dyn Query) -> Result<Collapsed<K>>
     where
         C: Collector<Fruit = Vec<(K, DocAddress)>>,

@@ -155,6 +155,9 @@ pub trait RankKey:
     Clone + PartialEq + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
 {
     /// `Less` when `self` ranks before `other` in `order`, as tantivy's `TopDocs` ranks them.
+    /// Called once per hit comparison, so implementations should be a plain comparison
+    /// (no allocation); it cannot fail: incomparable values (NaN) compare equal in the
+    /// crate's implementations.
     fn rank_cmp(&self, other: &Self, order: Order) -> Ordering;
 }
 

@@ -2,7 +2,7 @@
 //! searches.
 //!
 //! Opening a fast column by name reads the segment's column directory (a few microseconds),
-//! and the fold reads 17 of them per segment (the fingerprint and 16 sketch words) plus the id
+//! and the fold reads 33 of them per segment (the fingerprint and 32 sketch words) plus the id
 //! column: opened per search, that was most of a collapse's own cost on 16 segments
 //! (docs/PERFORMANCE.md). A [`ColumnCache`] belongs to one [`NearDupCollapse`] (shared by the
 //! re-searches of its widening) and keeps each segment's opened columns, and its entry in the

@@ -290,7 +290,7 @@ impl<'a> WindowColumns<'a> {
     }
 
     /// The signature of the document at `address`, if it has a fingerprint. Cost: one
-    /// fingerprint and 16 sketch-word reads (bit-packed columns, a few ns each), after the
+    /// fingerprint and 32 sketch-word reads (bit-packed columns, a few ns each), after the
     /// segment's columns are taken from the cache.
     fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
         Ok(self

@@ -81,7 +81,8 @@ impl Normalization {
         }
     }
 
-    /// Normalises a whole text (for user analyzers, which see the normalised text).
+    /// Normalises a whole text (for user analyzers, which see the normalised text). Cost: one
+    /// pass over the text per enabled step, each allocating a new string; cannot fail.
     pub fn apply(&self, text: &str) -> String {
         let mut s: String = if self.nfkc {
             text.nfkc().collect()
@@ -196,7 +197,8 @@ impl std::fmt::Debug for SimhashTokenizer {
 }
 
 impl SimhashTokenizer {
-    /// A tokenizer with the given normalisation and Han segmentation.
+    /// A tokenizer with the given normalisation and Han segmentation. Cheap: every tokenizer
+    /// shares jieba's one global dictionary; its buffers are empty until the first text.
     pub fn new(normalization: Normalization, han: HanSegmentation) -> Self {
         SimhashTokenizer {
             normalization,

@@ -247,7 +247,8 @@ pub struct Sketch {
 }
 
 impl Sketch {
-    /// The sketch of a document without tokens.
+    /// The sketch of a document without tokens. Cost: one allocation of
+    /// [`MinHashConfig::sketch_words`] zero words.
     pub fn empty(config: &MinHashConfig) -> Sketch {
         Sketch {
             words: vec![0; config.sketch_words()],
@@ -270,7 +271,8 @@ impl Sketch {
         self.words.iter().all(|&w| w == 0)
     }
 
-    /// The `rows * bits` bits of band `band` (bins `band * rows ..`).
+    /// The `rows * bits` bits of band `band` (bins `band * rows ..`). Cost: reads one or two
+    /// words; no allocation.
     pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
         let width = (config.rows * config.bits) as usize;
         let at = band as usize * width;
@@ -287,7 +289,8 @@ impl Sketch {
         v
     }
 
-    /// The first band both sketches agree on, if any (never for an empty sketch).
+    /// The first band both sketches agree on, if any (never for an empty sketch). Cost: at
+    /// most `bands` band comparisons; no allocation.
     pub fn first_shared_band(&self, other: &Sketch, config: &MinHashConfig) -> Option<u32> {
         if self.is_empty() || other.is_empty() {
             return None;
@@ -295,7 +298,8 @@ impl Sketch {
         (0..config.bands).find(|&b| self.band(config, b) == other.band(config, b))
     }
 
-    /// Bins whose low bits agree, and all bins.
+    /// Bins whose low bits agree, and all bins (`(0, 0)` when the sketches differ in length or
+    /// are empty). Cost: a few bit operations per sketch word; no allocation.
     pub fn agreeing_bins(&self, other: &Sketch, bits: u32) -> (u32, u32) {
         if self.words.len() != other.words.len() || self.words.is_empty() {
             return (0, 0);

@@ -163,8 +163,9 @@ impl TryFrom<RuleSpec> for MatchRule {
 }
 
 impl MatchRule {
-    /// A rule from its parameters. Errors when the MinHash parameters are unusable, the
-    /// resemblance threshold is not in 0..=1, or the layout has too many keys for the tags.
+    /// A rule from its parameters. Cost: a few checks. Errors with [`Error::InvalidConfig`]
+    /// when the MinHash parameters are unusable, the resemblance threshold is not in 0..=1,
+    /// the layout has too many keys for the tags, or the shingle width is not 1 to 8.
     pub fn new(spec: RuleSpec) -> Result<MatchRule> {
         spec.minhash
             .check()
@@ -225,7 +226,9 @@ impl MatchRule {
         self.spec.layout.num_keys() + self.spec.minhash.bands as usize
     }
 
-    /// Appends the keys of `signature` to `out`: the layout's block keys, then one key per band.
+    /// Appends the keys of `signature` to `out`: the layout's block keys, then one key per band
+    /// (none for an empty sketch). Cost: [`keys_per_document`](Self::keys_per_document) keys
+    /// computed from the signature in memory; allocates only if `out` must grow.
     pub fn keys_into(&self, signature: &Signature, out: &mut Vec<u64>) {
         self.spec.layout.keys_into(signature.fingerprint, out);
         if signature.sketch.is_empty() {
@@ -237,7 +240,8 @@ impl MatchRule {
         }
     }
 
-    /// The keys of `signature`.
+    /// The keys of `signature`. Cost: as [`keys_into`](Self::keys_into), plus one vector;
+    /// reuse a buffer with `keys_into` in loops.
     pub fn keys(&self, signature: &Signature) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.keys_per_document());
         self.keys_into(signature, &mut out);
@@ -287,7 +291,7 @@ impl MatchRule {
         self.spec.minhash.sketch_words() * 8
     }
 
-    /// A [`super::Signer`] for `scheme` under this rule.
+    /// A [`super::Signer`] for `scheme` under this rule. Cost as [`super::Signer::new`].
     pub fn signer(&self, scheme: &crate::Scheme) -> super::Signer {
         super::Signer::new(scheme, self)
     }

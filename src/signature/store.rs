@@ -66,7 +66,7 @@ impl SignatureFields {
     /// field without fieldnorms when `key_postings` (the storage of
     /// [`NearDupConfig::with_key_postings(true)`](crate::NearDupConfig::with_key_postings):
     /// 16 postings per document by default, for lookups that read postings until a segment's
-    /// key table is built).
+    /// key table is built). Cost and panics as [`add_to_schema`](Self::add_to_schema).
     pub fn add_to_schema_with_key_postings(&self, builder: &mut SchemaBuilder, key_postings: bool) {
         builder.add_u64_field(&self.fingerprint, FAST);
         let keys = if key_postings {
@@ -80,8 +80,9 @@ impl SignatureFields {
         }
     }
 
-    /// The fields in `schema`; errors naming the first missing one. The keys are written and
-    /// read as postings when the keys field is indexed, else computed from the columns.
+    /// The fields in `schema`. The keys are written and read as postings when the keys field is
+    /// indexed, else computed from the columns. Cost: one name look-up per field (33 by
+    /// default). Errors with [`Error::InvalidConfig`] naming the first field `schema` lacks.
     pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
         let get = |name: &str| {
             schema.get_field(name).map_err(|_| {
@@ -139,7 +140,8 @@ impl ResolvedSignatureFields {
     }
 
     /// Adds `signature` (fingerprint, sketch words, and the keys when they are indexed) to
-    /// `doc`.
+    /// `doc`. Cost: one value per field (33 by default), plus the rule's keys (16 by default)
+    /// when they are indexed; cannot fail.
     pub fn add_to_document(
         &self,
         rule: &MatchRule,
@@ -165,7 +167,7 @@ pub struct SegmentSignatures {
 }
 
 impl SegmentSignatures {
-    /// Opens the columns of `fields` in `segment`. Cost: one column open per field (17 by
+    /// Opens the columns of `fields` in `segment`. Cost: one column open per field (33 by
     /// default). Errors: [`Error::Tantivy`] when a field is missing from the segment or is not a
     /// `u64` fast field (a schema without the signature fields).
     pub fn open(segment: &SegmentReader, fields: &SignatureFields) -> Result<SegmentSignatures> {
@@ -173,7 +175,7 @@ impl SegmentSignatures {
     }
 
     /// Opens the columns of `fields` among a segment's fast fields (what a collector's segment
-    /// fruit keeps). Cost: one column open per field (17 by default). Errors as
+    /// fruit keeps). Cost: one column open per field (33 by default). Errors as
     /// [`open`](Self::open).
     pub fn from_fast_fields(
         ff: &tantivy::fastfield::FastFieldReaders,
@@ -190,7 +192,8 @@ impl SegmentSignatures {
     }
 
     /// Reads the signature of `doc` into `out` (reusing its sketch buffer); `false` when the
-    /// document has no fingerprint (it was not added with a signature).
+    /// document has no fingerprint (it was not added with a signature). Cost: one column read
+    /// per field (33 by default); allocates only if `out`'s sketch must grow.
     pub fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
         let Some(fp) = self.fingerprint.first(doc) else {
             return false;
@@ -208,8 +211,8 @@ impl SegmentSignatures {
         self.fingerprint.first(doc).map(Fingerprint)
     }
 
-    /// The `rows * bits` bits of band `band` of `doc`'s sketch, reading only the one or two
-    /// words that hold them.
+    /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
+    /// two sketch columns that hold them; no allocation.
     pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
         let width = (config.rows * config.bits) as usize;
         let at = band as usize * width;
@@ -225,7 +228,8 @@ impl SegmentSignatures {
         v
     }
 
-    /// The signature of `doc`, if it has one.
+    /// The signature of `doc`, if it has one. Cost: as [`read_into`](Self::read_into), plus
+    /// the sketch's allocation.
     pub fn get(&self, doc: DocId) -> Option<Signature> {
         let mut s = Signature {
             fingerprint: Fingerprint(0),
@@ -267,10 +271,11 @@ pub struct SignatureReader {
 
 impl SignatureReader {
     /// Opens the columns and (keys in postings) the keys' inverted index of every segment of
-    /// `searcher`. Cost: per segment, one column open per signature field (17 by default) and
+    /// `searcher`. Cost: per segment, one column open per signature field (33 by default) and
     /// an inverted index open; no document is read. Keep it for many lookups. Errors:
     /// [`Error::Tantivy`] when a segment lacks a signature column or the keys' postings
-    /// (`fields` resolved against another index's schema), and I/O errors.
+    /// (`fields` resolved against another index's schema), or when opening a segment's files
+    /// fails.
     pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
         let mut segments = Vec::new();
         for segment in searcher.segment_readers() {
@@ -332,7 +337,8 @@ impl SignatureReader {
     /// Whether a key of `signature` holds more than `bound` documents in some segment (deleted
     /// ones included), so that a lookup with that bound may miss some of its matches. Cost:
     /// per key and segment, a table read or a term look-up (a scan of the columns for a
-    /// segment without either).
+    /// segment without either). Errors: [`Error::Tantivy`] when reading a segment's postings or
+    /// columns fails.
     pub fn has_hot_key(
         &self,
         rule: &MatchRule,
@@ -373,6 +379,12 @@ impl SignatureReader {
 
     /// Builds the key table of every segment that has none yet, under `rule`, and sums what
     /// the tables of this reader's segments hold (nothing when tables are disabled).
+    ///
+    /// Cost: one read of every document's signature per segment without a table, measured at
+    /// 1.0-3.4 us per document; the tables hold ~98 B per document under the default rule (16
+    /// keys), ~50 B with 4 block keys (docs/PERFORMANCE.md, summary). A segment whose table
+    /// would pass [`set_key_table_memory_limit`](crate::set_key_table_memory_limit) gets none;
+    /// this does not fail.
     pub fn build_key_tables(&self, rule: &MatchRule) -> KeyTableStats {
         if self.key_tables {
             for segment in &self.segments {
@@ -383,7 +395,8 @@ impl SignatureReader {
     }
 
     /// What the key tables built under `rule` for this reader's segments hold (nothing when
-    /// tables are disabled), and how many lookups of them scanned the columns; builds none.
+    /// tables are disabled), and how many lookups of them scanned the columns. Cost: a few
+    /// counter reads per segment; builds none, reads no index data.
     pub fn key_table_stats(&self, rule: &MatchRule) -> KeyTableStats {
         let mut stats = KeyTableStats::default();
         for segment in &self.segments {
@@ -421,8 +434,8 @@ impl SignatureReader {
     /// way. `usize::MAX` reads everything.
     ///
     /// Returns the number of candidates verified (live documents not yet matched under an
-    /// earlier key), the work the bound limits. Errors: I/O errors reading postings, and
-    /// [`Error::Tantivy`] when a segment's keys cannot be read.
+    /// earlier key), the work the bound limits. Errors: [`Error::Tantivy`] when reading
+    /// postings fails or a segment's keys cannot be read.
     pub fn for_each_match(
         &self,
         rule: &MatchRule,

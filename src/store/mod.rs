@@ -206,7 +206,8 @@ pub struct StoredDoc {
 
 impl Store {
     /// Reads the stored id, title, host and text of `addr` (one doc-store block read; a field
-    /// the document lacks is empty). Errors: tantivy errors reading the doc store.
+    /// the document lacks is empty). Errors: [`Error::Tantivy`] when
+    /// reading the doc store fails.
     pub fn load_doc(
         &self,
         searcher: &tantivy::Searcher,
@@ -403,8 +404,9 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
 }
 
 /// Stores the field mapping and policy in the library's record, as the next run's defaults
-/// (the record file is rewritten atomically). Cost: one small JSON file written. Errors: I/O
-/// errors.
+/// (the record file is rewritten atomically). Cost: one small JSON file written. Errors as
+/// [`NearDupIndex::set_application_data`] ([`Error::Io`] when writing the
+/// file fails).
 pub fn write_record(index: &NearDupIndex, record: &StoreSettings) -> Result<()> {
     let saved = SavedSettings {
         format: CLI_SETTINGS_FORMAT.to_string(),
@@ -484,9 +486,9 @@ fn open_with(
 
 /// Opens a store made by [`open_or_create`] (`neardup index`, Python's `Index.create`).
 ///
-/// Errors: [`Error::Store`] when the directory is not such an index, is being created, its
-/// record is damaged, or the index records another scheme or layout than the record's settings
-/// give (made by another version); tantivy and I/O errors.
+/// Errors: [`Error::Store`] when the directory is not such an index, is being created, its record
+/// is damaged, or the index records another scheme or layout than the record's settings give (made
+/// by another version); [`Error::Tantivy`] and [`Error::Io`] when opening the index fails.
 ///
 /// Cost: reads the record and opens the tantivy index (its meta file and segment footers); no
 /// document is read.
@@ -515,7 +517,7 @@ pub fn open(dir: &Path) -> Result<Store> {
 /// Errors: [`Error::Setting`] for an unknown language or a `k` no layout supports;
 /// [`Error::Store`] when `dir` is a file, a non-empty directory that is not a store, being
 /// created by another process, or the run asks for another language or `k` than the index was
-/// built with; tantivy and I/O errors.
+/// built with; [`Error::Tantivy`] and [`Error::Io`] when creating or opening the index fails.
 ///
 /// Cost: as [`open`]; creating writes an empty index, its record and, while it runs, a claim
 /// file that tells other runs the directory is being created.
