@@ -323,7 +323,7 @@ impl Sketch {
 
     /// The estimated resemblance (Jaccard of shingle sets), corrected for chance agreement of
     /// `bits`-bit values and clamped to 0..=1; 0 when either sketch is empty. Cost: one pass
-    /// over the words (tens of ns for the default 32 words).
+    /// over the words (32 for the default sketch), no allocation.
     pub fn resemblance(&self, other: &Sketch, bits: u32) -> f32 {
         if self.is_empty() || other.is_empty() {
             return 0.0;
