@@ -325,13 +325,14 @@ fn perturb(rng: &mut pigeonhole::Rng, sketch: &Sketch, percent: u64) -> Sketch {
     Sketch { words }
 }
 
-fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
-    let rule = MatchRule::default();
+/// The indexed signatures (the corpus's fingerprints with random sketches) and the queries: a
+/// quarter near an indexed document, a quarter a copy under other chrome, half random.
+fn rule_signatures(
+    n: usize,
+    n_queries: usize,
+    rule: &MatchRule,
+) -> (Vec<Signature>, Vec<Signature>) {
     let k = rule.layout().max_distance();
-    println!(
-        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
-        storage(key_postings)
-    );
     let fps = corpus(n, 42);
     let words = rule.minhash().sketch_words();
     let mut rng = pigeonhole::Rng(11);
@@ -366,7 +367,17 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
             }
         })
         .collect();
+    (sigs, queries)
+}
 
+/// Indexes `sigs` in 8 commits (no merges) in a temporary directory, and drops the writer and
+/// the index (for a fresh handle); returns the directory.
+fn build_rule_index(
+    sigs: &[Signature],
+    rule: &MatchRule,
+    key_postings: bool,
+) -> Res<tempfile::TempDir> {
+    let n = sigs.len();
     let dir = tempfile::tempdir()?;
     let config = lookup_config(key_postings).with_rule(rule.clone());
     let mut builder = Schema::builder();
@@ -391,6 +402,133 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
     // The writer holds a searcher of the segments: drop it for the fresh handle.
     drop(w);
     drop(index);
+    Ok(dir)
+}
+
+type RuleMethod<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
+
+/// The methods of the rule table: the first four on `p` (`no_table`: postings or a scan), the
+/// rest on `s` (key tables); pairs of simhash-only and rule rows.
+fn rule_methods<'a>(
+    p: &'a NearDupSearcher,
+    s: &'a NearDupSearcher,
+    k: u32,
+    no_table: &str,
+) -> Vec<RuleMethod<'a>> {
+    vec![
+        (
+            format!("{no_table}, simhash-only: lookup (with ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            format!("{no_table}, rule: lookup_signature (with ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
+        ),
+        (
+            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
+            Box::new(move |q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: lookup (with ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            "key tables, rule: lookup_signature (with ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: lookup_addresses (no ids)".into(),
+            Box::new(move |q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            "key tables, rule: lookup_signature_addresses (no ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::new(s.fields(), q.fingerprint);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+        (
+            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::from_signature(s.fields(), q.clone())
+                    .with_max_postings_per_key(usize::MAX);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+    ]
+}
+
+/// The rule table: latencies per method and ratios to the simhash-only row of the pair and to
+/// the postings (or scan) row.
+fn print_rule_rows(rows: &[(&str, Stats, usize)]) {
+    println!(
+        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
+    );
+    for (i, (name, st, found)) in rows.iter().enumerate() {
+        let base = &rows[i - i % 2].1;
+        // The same method's simhash-only row read from postings (the first four rows).
+        let postings = &rows[(i - i % 2) % 4].1;
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
+            st.p50,
+            st.p99,
+            st.mean,
+            st.p50 / base.p50,
+            st.p99 / base.p99,
+            st.p50 / postings.p50,
+        );
+    }
+}
+
+/// Recall of the rule lookup against brute force, on a quarter of the queries (the near and
+/// copy quarters).
+fn rule_recall(
+    rule: &MatchRule,
+    sigs: &[Signature],
+    queries: &[Signature],
+    s: &NearDupSearcher,
+) -> Res<()> {
+    let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
+    for q in queries
+        .iter()
+        .step_by(4)
+        .chain(queries.iter().skip(1).step_by(4))
+    {
+        let expected: Vec<usize> = (0..sigs.len())
+            .filter(|&i| rule.matches(q, &sigs[i]).is_some())
+            .collect();
+        want += expected.len();
+        let hits = s.lookup_signature_addresses(q)?;
+        by_resemblance += hits
+            .iter()
+            .filter(|(_, e)| e.resemblance().is_some())
+            .count();
+        got += hits.len();
+    }
+    println!(
+        "rule lookup recall against brute force (the near and copy quarters): {got} of {want} \
+         ({by_resemblance} by resemblance)"
+    );
+    Ok(())
+}
+
+fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+    let rule = MatchRule::default();
+    let k = rule.layout().max_distance();
+    println!(
+        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
+        storage(key_postings)
+    );
+    let (sigs, queries) = rule_signatures(n, n_queries, &rule);
+    let dir = build_rule_index(&sigs, &rule, key_postings)?;
     let t = Instant::now();
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let fresh = index.lookups()?;
@@ -420,56 +558,7 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
             p.lookup_signature(q)?;
         }
     }
-    type Method<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
-    let methods: Vec<Method> = vec![
-        (
-            format!("{no_table}, simhash-only: lookup (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
-        ),
-        (
-            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: lookup (with ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
-        ),
-        (
-            "key tables, rule: lookup_signature (with ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: lookup_addresses (no ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
-        ),
-        (
-            "key tables, rule: lookup_signature_addresses (no ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
-            Box::new(|q: &Signature| {
-                let query = NearDupQuery::new(s.fields(), q.fingerprint);
-                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
-            }),
-        ),
-        (
-            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
-            Box::new(|q: &Signature| {
-                let query = NearDupQuery::from_signature(s.fields(), q.clone())
-                    .with_max_postings_per_key(usize::MAX);
-                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
-            }),
-        ),
-    ];
+    let methods = rule_methods(&p, &s, k, no_table);
     // Each method runs every query in turn (as a service doing only that would: taking turns
     // query by query would measure each method with the others' data in the caches).
     let mut rows = Vec::new();
@@ -487,46 +576,8 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
     if !key_postings {
         println!("(the scan rows ran a tenth of the queries: their match counts are a tenth's)");
     }
-    println!(
-        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
-    );
-    for (i, (name, st, found)) in rows.iter().enumerate() {
-        let base = &rows[i - i % 2].1;
-        // The same method's simhash-only row read from postings (the first four rows).
-        let postings = &rows[(i - i % 2) % 4].1;
-        println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
-            st.p50,
-            st.p99,
-            st.mean,
-            st.p50 / base.p50,
-            st.p99 / base.p99,
-            st.p50 / postings.p50,
-        );
-    }
-    // Recall of the rule lookup against brute force, on a quarter of the queries.
-    let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
-    for q in queries
-        .iter()
-        .step_by(4)
-        .chain(queries.iter().skip(1).step_by(4))
-    {
-        let expected: Vec<usize> = (0..n)
-            .filter(|&i| rule.matches(q, &sigs[i]).is_some())
-            .collect();
-        want += expected.len();
-        let hits = s.lookup_signature_addresses(q)?;
-        by_resemblance += hits
-            .iter()
-            .filter(|(_, e)| e.resemblance().is_some())
-            .count();
-        got += hits.len();
-    }
-    println!(
-        "rule lookup recall against brute force (the near and copy quarters): {got} of {want} \
-         ({by_resemblance} by resemblance)"
-    );
-    Ok(())
+    print_rule_rows(&rows);
+    rule_recall(&rule, &sigs, &queries, &s)
 }
 
 /// Builds the key tables of `s` now and prints their memory and build time.
