@@ -597,26 +597,28 @@ fn key_table_report(s: &NearDupSearcher, n: usize) -> Res<()> {
     Ok(())
 }
 
-fn run_lookups(
-    s: &NearDupSearcher,
-    fps: &[u64],
-    qs: &[u64],
-    table: &PigeonholeTable,
-    k: u32,
-) -> Res<()> {
-    let segments = s.searcher().segment_readers().len();
-    let t = Instant::now();
-    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
-    let open_cost = t.elapsed();
-    drop(reopened);
-    println!(
-        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
-        qs.len(),
-        us(open_cost)
-    );
-    key_table_report(s, fps.len())?;
+/// A row of the lookup table: the method, its latencies, the matches it found.
+type Row = (&'static str, Stats, usize);
 
-    // Expected result sizes, from brute force; also warms every path once.
+/// Times `f` on each query (the call alone); returns the latencies' stats and the sum of the
+/// result sizes.
+fn time_queries<'q>(
+    qs: impl Iterator<Item = &'q u64>,
+    mut f: impl FnMut(Fingerprint) -> Res<usize>,
+) -> Res<(Stats, usize)> {
+    let mut times = Vec::new();
+    let mut found = 0;
+    for &q in qs {
+        let t = Instant::now();
+        let n = f(Fingerprint(q))?;
+        times.push(t.elapsed());
+        found += n;
+    }
+    Ok((stats(times), found))
+}
+
+/// Expected result sizes, from brute force; also warms every path once.
+fn expected_sizes(s: &NearDupSearcher, fps: &[u64], qs: &[u64], k: u32) -> Res<Vec<usize>> {
     let mut want = Vec::with_capacity(qs.len());
     let mut buf = Vec::new();
     for &q in qs {
@@ -629,71 +631,18 @@ fn run_lookups(
             &DocSetCollector,
         )?;
     }
-    let total: usize = want.iter().sum();
+    Ok(want)
+}
 
-    let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let hits = s.lookup(Fingerprint(q))?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push(("NearDupSearcher::lookup (with ids)", stats(times), found));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let hits = s.lookup_addresses(Fingerprint(q), k)?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push((
-        "NearDupSearcher::lookup_addresses (no ids)",
-        stats(times),
-        found,
-    ));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let query = NearDupQuery::new(s.fields(), Fingerprint(q));
-        let hits = s.searcher().search(&query, &DocSetCollector)?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push(("NearDupQuery + DocSetCollector", stats(times), found));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        buf.clear();
-        let t = Instant::now();
-        table.lookup(Fingerprint(q), k, &mut buf);
-        times.push(t.elapsed());
-        found += buf.len();
-    }
-    rows.push(("in-memory pigeonhole table", stats(times), found));
-
-    // Brute force is slow: a quarter of the queries is plenty for its percentiles.
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    let mut expected_bf = 0;
-    for (i, &q) in qs.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
-        buf.clear();
-        let t = Instant::now();
-        brute_force(fps, Fingerprint(q), k, &mut buf);
-        times.push(t.elapsed());
-        found += buf.len();
-        expected_bf += want[i];
-    }
-    rows.push(("brute-force scan (1/4 of the queries)", stats(times), found));
-
-    // Every key from its postings (no key tables): the lookups before issue 13. With keys in
-    // columns only, no table means a scan of the columns: a tenth of the queries.
+/// Every key from its postings (no key tables): the lookups before issue 13. With keys in
+/// columns only, no table means a scan of the columns: a tenth of the queries. Returns the rows
+/// with and without ids, and the expected matches of the queries run.
+fn no_table_rows(
+    s: &NearDupSearcher,
+    qs: &[u64],
+    want: &[usize],
+    k: u32,
+) -> Res<([Row; 2], usize)> {
     let p = NearDupSearcher::new(s.fields(), s.searcher())?.with_key_tables(false);
     let key_postings = s.fields().key_postings();
     let every = if key_postings { 1 } else { 10 };
@@ -721,20 +670,25 @@ fn run_lookups(
             "no table, scan (1/10 of the queries): lookup_addresses (no ids)",
         )
     };
-    rows.push((with_name, stats(with_ids), found_with));
-    rows.push((without_name, stats(without), found_without));
+    Ok((
+        [
+            (with_name, stats(with_ids), found_with),
+            (without_name, stats(without), found_without),
+        ],
+        expected_scan,
+    ))
+}
 
+/// The lookup table: latencies, ratios to the in-memory table (row 3), recall against the
+/// expected matches (`expected[i]` for row `i`).
+fn print_lookup_rows(rows: &[(&str, Stats, usize)], expected: impl Fn(usize) -> usize) {
     let table_p50 = rows[3].1.p50;
     let table_p99 = rows[3].1.p99;
     println!(
         "| method | p50 us | p99 us | mean us | p50 / table | p99 / table | recall |\n|---|---|---|---|---|---|---|"
     );
     for (i, (name, st, found)) in rows.iter().enumerate() {
-        let expected = match i {
-            4 => expected_bf,
-            5 | 6 => expected_scan,
-            _ => total,
-        };
+        let expected = expected(i);
         println!(
             "| {name} | {:.1} | {:.1} | {:.1} | {:.1}x | {:.1}x | {} |",
             st.p50,
@@ -749,6 +703,64 @@ fn run_lookups(
             }
         );
     }
+}
+
+fn run_lookups(
+    s: &NearDupSearcher,
+    fps: &[u64],
+    qs: &[u64],
+    table: &PigeonholeTable,
+    k: u32,
+) -> Res<()> {
+    let segments = s.searcher().segment_readers().len();
+    let t = Instant::now();
+    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
+    let open_cost = t.elapsed();
+    drop(reopened);
+    println!(
+        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
+        qs.len(),
+        us(open_cost)
+    );
+    key_table_report(s, fps.len())?;
+
+    let want = expected_sizes(s, fps, qs, k)?;
+    let total: usize = want.iter().sum();
+
+    let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
+    let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup(q)?.len()))?;
+    rows.push(("NearDupSearcher::lookup (with ids)", st, found));
+    let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup_addresses(q, k)?.len()))?;
+    rows.push(("NearDupSearcher::lookup_addresses (no ids)", st, found));
+    let (st, found) = time_queries(qs.iter(), |q| {
+        let query = NearDupQuery::new(s.fields(), q);
+        Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+    })?;
+    rows.push(("NearDupQuery + DocSetCollector", st, found));
+    let mut buf = Vec::new();
+    let (st, found) = time_queries(qs.iter(), |q| {
+        buf.clear();
+        table.lookup(q, k, &mut buf);
+        Ok(buf.len())
+    })?;
+    rows.push(("in-memory pigeonhole table", st, found));
+    // Brute force is slow: a quarter of the queries is plenty for its percentiles.
+    let (st, found) = time_queries(qs.iter().step_by(4), |q| {
+        buf.clear();
+        brute_force(fps, q, k, &mut buf);
+        Ok(buf.len())
+    })?;
+    rows.push(("brute-force scan (1/4 of the queries)", st, found));
+    let expected_bf: usize = want.iter().step_by(4).sum();
+
+    let (no_table, expected_scan) = no_table_rows(s, qs, &want, k)?;
+    rows.extend(no_table);
+
+    print_lookup_rows(&rows, |i| match i {
+        4 => expected_bf,
+        5 | 6 => expected_scan,
+        _ => total,
+    });
     println!("({total} matches over all queries)");
     Ok(())
 }
