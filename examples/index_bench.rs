@@ -880,12 +880,19 @@ struct Run {
     verified_per_doc: f64,
 }
 
-fn index_once(
-    docs: &[Doc],
-    (mode, key_postings): (Mode, bool),
-    signatures: &[Signature],
-    commit_every: Option<usize>,
-) -> Res<Run> {
+/// A fresh on-disk index for `mode`: id, title and text (the scheme's analyzer), plus the
+/// near-duplicate fields unless plain; returns its directory, the index, the config and a
+/// document maker.
+#[allow(clippy::type_complexity)]
+fn indexing_index(
+    mode: Mode,
+    key_postings: bool,
+) -> Res<(
+    tempfile::TempDir,
+    Index,
+    NearDupConfig,
+    impl Fn(&Doc) -> TantivyDocument,
+)> {
     let dir = tempfile::tempdir()?;
     let config = NearDupConfig::new("id", ["title", "text"]).with_key_postings(key_postings);
     let mut builder = Schema::builder();
@@ -901,18 +908,29 @@ fn index_once(
     }
     let index = Index::create_in_dir(dir.path(), builder.build())?;
     register_tokenizer(&index, config.scheme());
-    let make = |d: &Doc| -> TantivyDocument {
+    let make = move |d: &Doc| -> TantivyDocument {
         doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
     };
+    Ok((dir, index, config, make))
+}
+
+/// Writes `docs` into `index` the way `mode` says, with a commit every `commit_every`
+/// documents (and at the end); returns the candidates the writer verified.
+fn write_docs(
+    mode: Mode,
+    index: &Index,
+    config: NearDupConfig,
+    make: impl Fn(&Doc) -> TantivyDocument,
+    docs: &[Doc],
+    signatures: &[Signature],
+    commit_every: Option<usize>,
+) -> Res<u64> {
     let budget = 200_000_000;
     let mut verified = 0;
     // Whether to commit after the document at position `i` (counting from 0).
     let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1).is_multiple_of(n));
     // Batches never span a periodic commit.
     let batch = commit_every.map_or(1000, |n| n.min(1000));
-
-    let start = Instant::now();
-    let cpu_start = cpu_time();
     match mode {
         Mode::Plain => {
             let mut w: IndexWriter = index.writer(budget)?;
@@ -949,7 +967,7 @@ fn index_once(
             if let Mode::Batch(_) = mode {
                 let mut done = 0;
                 for chunk in docs.chunks(batch) {
-                    w.add_documents(chunk.iter().map(make).collect())?;
+                    w.add_documents(chunk.iter().map(&make).collect())?;
                     let before = done;
                     done += chunk.len();
                     // Commit once a batch reaches or crosses a multiple of N.
@@ -970,9 +988,11 @@ fn index_once(
             w.wait_merging_threads()?;
         }
     }
-    let elapsed = start.elapsed();
-    let cpu = cpu_time().saturating_sub(cpu_start);
+    Ok(verified)
+}
 
+/// The documents stored, the bytes of the fingerprint and key fields, and of the whole index.
+fn index_space(index: &Index) -> Res<(u64, u64, u64)> {
     let reader = index.reader()?;
     let searcher = reader.searcher();
     let stored = searcher.num_docs();
@@ -992,35 +1012,38 @@ fn index_once(
                 .sum::<u64>();
         }
     }
+    Ok((stored, fields, usage.total().get_bytes()))
+}
+
+fn index_once(
+    docs: &[Doc],
+    (mode, key_postings): (Mode, bool),
+    signatures: &[Signature],
+    commit_every: Option<usize>,
+) -> Res<Run> {
+    let (_dir, index, config, make) = indexing_index(mode, key_postings)?;
+    let start = Instant::now();
+    let cpu_start = cpu_time();
+    let verified = write_docs(mode, &index, config, make, docs, signatures, commit_every)?;
+    let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
+    let (stored, fields, total) = index_space(&index)?;
     Ok(Run {
         elapsed,
         cpu,
         fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
-        index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
+        index_bytes_per_doc: total as f64 / stored.max(1) as f64,
         stored,
         verified_per_doc: verified as f64 / docs.len().max(1) as f64,
     })
 }
 
-fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
-    let runs = args.runs;
-    let mut docs: Vec<Doc> = read_jsonl(path, usize::MAX)?;
-    if let Some(n) = args.sample {
-        docs.truncate(n);
-    }
-    let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
-    println!(
-        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s); {}",
-        docs.len(),
-        bytes as f64 / 1e6,
-        args.commit_every
-            .map_or("one commit at the end".to_string(), |n| format!("a commit every {n} documents"))
-    );
-    // Fingerprinting alone, one thread, for scale.
+/// Fingerprinting alone, one thread, for scale.
+fn time_fingerprinting(docs: &[Doc], bytes: usize) {
     let scheme = tantivy_simhash::Scheme::default();
     let mut fpr = scheme.fingerprinter();
     let t = Instant::now();
-    for d in &docs {
+    for d in docs {
         std::hint::black_box(fpr.fingerprint(&format!("{}\n{}", d.title, d.text)));
     }
     let fp_secs = t.elapsed().as_secs_f64();
@@ -1029,7 +1052,10 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         docs.len() as f64 / fp_secs,
         bytes as f64 / 1e6 / fp_secs
     );
-    // Signing alone (what DedupWriter computes per document), one thread.
+}
+
+/// Signing alone (what DedupWriter computes per document), one thread; returns the signatures.
+fn sign_all(docs: &[Doc], bytes: usize) -> Res<Vec<Signature>> {
     let config = NearDupConfig::new("id", ["title", "text"]);
     let mut signer = config.rule()?.signer(config.scheme());
     let t = Instant::now();
@@ -1043,6 +1069,12 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         docs.len() as f64 / sign_secs,
         bytes as f64 / 1e6 / sign_secs
     );
+    Ok(signatures)
+}
+
+/// The modes `--modes` selects (plain always), each once per key storage of `--keys` (plain
+/// once: it has no keys).
+fn selected_modes(args: &Args) -> Res<Vec<(Mode, bool)>> {
     let modes = [
         Mode::Plain,
         Mode::Stored,
@@ -1074,8 +1106,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
                 .collect()
         }
     };
-    // Every mode once per key storage of `--keys` (plain once: it has no keys).
-    let modes: Vec<(Mode, bool)> = modes
+    Ok(modes
         .into_iter()
         .flat_map(|m| {
             let storages: Vec<bool> = if m == Mode::Plain {
@@ -1085,25 +1116,16 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             };
             storages.into_iter().map(move |k| (m, k))
         })
-        .collect();
-    println!(
-        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
-    );
-    // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
-    let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
-    for _ in 0..runs {
-        for (mode, slot) in modes.iter().zip(best.iter_mut()) {
-            let r = index_once(&docs, *mode, &signatures, args.commit_every)?;
-            if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
-                *slot = Some(r);
-            }
-        }
-    }
+        .collect())
+}
+
+/// The indexing table: rates and CPU against plain tantivy (the first row), sizes, checks.
+fn print_indexing_rows(modes: Vec<(Mode, bool)>, best: Vec<Option<Run>>, n_docs: usize) {
     let mut plain_rate = 0.0;
     let mut plain_cpu = 0.0;
     for ((mode, key_postings), r) in modes.into_iter().zip(best) {
         let Some(r) = r else { continue };
-        let rate = docs.len() as f64 / r.elapsed.as_secs_f64();
+        let rate = n_docs as f64 / r.elapsed.as_secs_f64();
         let cpu = r.cpu.as_secs_f64();
         if mode == Mode::Plain {
             plain_rate = rate;
@@ -1127,5 +1149,38 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             r.verified_per_doc
         );
     }
+}
+
+fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
+    let runs = args.runs;
+    let mut docs: Vec<Doc> = read_jsonl(path, usize::MAX)?;
+    if let Some(n) = args.sample {
+        docs.truncate(n);
+    }
+    let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
+    println!(
+        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s); {}",
+        docs.len(),
+        bytes as f64 / 1e6,
+        args.commit_every
+            .map_or("one commit at the end".to_string(), |n| format!("a commit every {n} documents"))
+    );
+    time_fingerprinting(&docs, bytes);
+    let signatures = sign_all(&docs, bytes)?;
+    let modes = selected_modes(args)?;
+    println!(
+        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
+    let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
+    for _ in 0..runs {
+        for (mode, slot) in modes.iter().zip(best.iter_mut()) {
+            let r = index_once(&docs, *mode, &signatures, args.commit_every)?;
+            if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
+                *slot = Some(r);
+            }
+        }
+    }
+    print_indexing_rows(modes, best, docs.len());
     Ok(())
 }
