@@ -508,6 +508,31 @@ fn print_copies_example(report: &MirrorReport) -> Res<()> {
     Ok(())
 }
 
+/// The mirror pairs whose estimated S is lowest against the true S.
+fn print_lowest_ratios(report: &MirrorReport, true_s: &HashMap<(String, String), u32>) {
+    let mut low: Vec<(f64, String)> = report
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let k = key(&p.host_a, &p.host_b);
+            true_s.get(&k).map(|&s| {
+                (
+                    f64::from(p.shared_pages) / f64::from(s),
+                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
+                )
+            })
+        })
+        .collect();
+    low.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "lowest estimated S / true S: {:?}",
+        low.iter()
+            .take(6)
+            .map(|(r, p)| format!("{r:.2} {p}"))
+            .collect::<Vec<_>>()
+    );
+}
+
 /// How close the estimate of S is to the truth, and how far the non-mirrors stay below.
 fn print_estimate_quality(
     report: &MirrorReport,
@@ -538,27 +563,7 @@ fn print_estimate_quality(
             )),
         }
     }
-    let mut low: Vec<(f64, String)> = report
-        .pairs
-        .iter()
-        .filter_map(|p| {
-            let k = key(&p.host_a, &p.host_b);
-            true_s.get(&k).map(|&s| {
-                (
-                    f64::from(p.shared_pages) / f64::from(s),
-                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
-                )
-            })
-        })
-        .collect();
-    low.sort_by(|a, b| a.0.total_cmp(&b.0));
-    println!(
-        "lowest estimated S / true S: {:?}",
-        low.iter()
-            .take(6)
-            .map(|(r, p)| format!("{r:.2} {p}"))
-            .collect::<Vec<_>>()
-    );
+    print_lowest_ratios(report, true_s);
     ratios.sort_by(f64::total_cmp);
     gold_scores.sort_by(f64::total_cmp);
     other_scores.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -627,6 +632,42 @@ fn print_misses_and_false_positives(report: &MirrorReport, scorer: &Scorer) {
     }
 }
 
+/// The library's default on the index, timed next to fingerprinting every page once; returns
+/// the report and its table row.
+fn default_run(
+    scheme: &Scheme,
+    args: &Args,
+    index: &NearDupIndex,
+    pages: &[Page],
+    scorer: &Scorer,
+) -> Res<(MirrorReport, String)> {
+    let t0 = Instant::now();
+    let mut default = MirrorConfig::default();
+    if let Some(k) = args.k {
+        default.max_distance = k;
+    }
+    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
+    let report = finder.find_in_index(index, "host")?;
+    let secs = t0.elapsed().as_secs_f64();
+    println!("default run: {:?}", report.stats);
+    let (fingerprinted, fp_secs) = fingerprint_all(scheme, pages);
+    println!(
+        "speed: find_in_index {secs:.2}s ({:.0} pages/s); fingerprinting the {} pages once {fp_secs:.2}s; ratio {:.2}",
+        pages.len() as f64 / secs,
+        fingerprinted,
+        secs / fp_secs
+    );
+    let row = row(
+        &format!(
+            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
+            default.max_distance
+        ),
+        &scorer.score(&report, 1.0),
+        secs,
+    );
+    Ok((report, row))
+}
+
 fn main() -> Res<()> {
     let args = parse_args()?;
 
@@ -655,30 +696,8 @@ fn main() -> Res<()> {
 
     // The library's default, on the index.
     let scheme = Scheme::default();
-    let t0 = Instant::now();
-    let mut default = MirrorConfig::default();
-    if let Some(k) = args.k {
-        default.max_distance = k;
-    }
-    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
-    let report = finder.find_in_index(&index, "host")?;
-    let secs = t0.elapsed().as_secs_f64();
-    println!("default run: {:?}", report.stats);
-    let (fingerprinted, fp_secs) = fingerprint_all(&scheme, &pages);
-    println!(
-        "speed: find_in_index {secs:.2}s ({:.0} pages/s); fingerprinting the {} pages once {fp_secs:.2}s; ratio {:.2}",
-        pages.len() as f64 / secs,
-        fingerprinted,
-        secs / fp_secs
-    );
-    rows.push(row(
-        &format!(
-            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
-            default.max_distance
-        ),
-        &scorer.score(&report, 1.0),
-        secs,
-    ));
+    let (report, default_row) = default_run(&scheme, &args, &index, &pages, &scorer)?;
+    rows.push(default_row);
 
     if args.sweeps {
         let runner = Runner::new(scheme, &pages);
