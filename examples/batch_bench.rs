@@ -304,6 +304,43 @@ struct Timings {
     stream: f64,
 }
 
+/// Every document pair expanded with ids (`for_each_id_pair`), checked against the count of
+/// the join.
+fn time_id_pairs(graph: &NearDupGraph, total_pairs: u64, t: &mut Timings) -> Res<()> {
+    let start = Instant::now();
+    let mut with_ids = 0u64;
+    let mut id_bytes = 0usize;
+    graph.for_each_id_pair(|p| {
+        with_ids += 1;
+        id_bytes += p.a.len() + p.b.len();
+    })?;
+    t.ids_time = secs(start);
+    println!(
+        "every document pair with ids (for_each_id_pair): {:.3} s, {with_ids} pairs",
+        t.ids_time
+    );
+    assert_eq!(with_ids, total_pairs);
+    let _ = id_bytes;
+    Ok(())
+}
+
+/// The clusters; returns the peak RSS with them held (MB).
+fn time_clusters(graph: &NearDupGraph, t: &mut Timings) -> Res<f64> {
+    let start = Instant::now();
+    let clusters = graph.clusters()?;
+    t.clusters_time = secs(start);
+    let clustered: usize = clusters.iter().map(|c| c.len()).sum();
+    let largest = clusters.iter().map(|c| c.len()).max().unwrap_or(0);
+    println!(
+        "clusters: {:.3} s; {} clusters, {clustered} documents, largest {largest}",
+        t.clusters_time,
+        clusters.len()
+    );
+    let batch_peak = peak_mb();
+    drop(clusters);
+    Ok(batch_peak)
+}
+
 /// The batch job on the index: gathering, the join on 1 and all threads, every pair with ids,
 /// clusters, with the peak memory of the phase. Returns the graph, the number of document pairs
 /// and the timings and memory (MB: peak of the phase, RSS before it).
@@ -342,33 +379,8 @@ fn batch_job(
     );
     let join_peak = peak_mb();
 
-    let start = Instant::now();
-    let mut with_ids = 0u64;
-    let mut id_bytes = 0usize;
-    graph.for_each_id_pair(|p| {
-        with_ids += 1;
-        id_bytes += p.a.len() + p.b.len();
-    })?;
-    t.ids_time = secs(start);
-    println!(
-        "every document pair with ids (for_each_id_pair): {:.3} s, {with_ids} pairs",
-        t.ids_time
-    );
-    assert_eq!(with_ids, total_pairs);
-    let _ = id_bytes;
-
-    let start = Instant::now();
-    let clusters = graph.clusters()?;
-    t.clusters_time = secs(start);
-    let clustered: usize = clusters.iter().map(|c| c.len()).sum();
-    let largest = clusters.iter().map(|c| c.len()).max().unwrap_or(0);
-    println!(
-        "clusters: {:.3} s; {} clusters, {clustered} documents, largest {largest}",
-        t.clusters_time,
-        clusters.len()
-    );
-    let batch_peak = peak_mb();
-    drop(clusters);
+    time_id_pairs(&graph, total_pairs, t)?;
+    let batch_peak = time_clusters(&graph, t)?;
     if peak_ok {
         println!(
             "peak RSS of the batch phase: {batch_peak:.0} MB (gather + join: {join_peak:.0} MB; \
