@@ -239,24 +239,10 @@ fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
     Ok(())
 }
 
-fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
-    let layout = BlockLayout::default();
-    let k = layout.max_distance();
-    println!(
-        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
-        layout.id(),
-        storage(key_postings)
-    );
-    let fps = corpus(n, 42);
-    let qs = queries(&fps, n_queries, k, 7);
-
-    let t = Instant::now();
-    let table = PigeonholeTable::new(&layout, &fps);
-    println!(
-        "pigeonhole table built in {:.2} s",
-        t.elapsed().as_secs_f64()
-    );
-
+/// Indexes `fps` in 8 commits (no merges) in a temporary directory, and drops the writer and
+/// the index (for a fresh handle); returns the directory.
+fn build_lookup_index(fps: &[u64], key_postings: bool) -> Res<tempfile::TempDir> {
+    let n = fps.len();
     let dir = tempfile::tempdir()?;
     let config = lookup_config(key_postings);
     let mut builder = Schema::builder();
@@ -283,6 +269,28 @@ fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
     w.commit()?;
     drop(w);
     drop(index);
+    Ok(dir)
+}
+
+fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+    let layout = BlockLayout::default();
+    let k = layout.max_distance();
+    println!(
+        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
+        layout.id(),
+        storage(key_postings)
+    );
+    let fps = corpus(n, 42);
+    let qs = queries(&fps, n_queries, k, 7);
+
+    let t = Instant::now();
+    let table = PigeonholeTable::new(&layout, &fps);
+    println!(
+        "pigeonhole table built in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let dir = build_lookup_index(&fps, key_postings)?;
     first_lookup(dir.path(), Fingerprint(qs[0]))?;
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
