@@ -922,6 +922,28 @@ fn indexing_index(
     Ok((dir, index, config, make))
 }
 
+/// `add_documents` in batches of 1,000 (never spanning a periodic commit), committing once a
+/// batch reaches or crosses a multiple of `commit_every`.
+fn add_in_batches(
+    w: &mut tantivy_simhash::DedupWriter,
+    docs: &[Doc],
+    make: impl Fn(&Doc) -> TantivyDocument,
+    commit_every: Option<usize>,
+) -> Res<()> {
+    let batch = commit_every.map_or(1000, |n| n.min(1000));
+    let mut done = 0;
+    for chunk in docs.chunks(batch) {
+        w.add_documents(chunk.iter().map(&make).collect())?;
+        let before = done;
+        done += chunk.len();
+        // Commit once a batch reaches or crosses a multiple of N.
+        if commit_every.is_some_and(|n| done / n > before / n) {
+            w.commit()?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `docs` into `index` the way `mode` says, with a commit every `commit_every`
 /// documents (and at the end); returns the candidates the writer verified.
 fn write_docs(
@@ -937,8 +959,6 @@ fn write_docs(
     let mut verified = 0;
     // Whether to commit after the document at position `i` (counting from 0).
     let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1).is_multiple_of(n));
-    // Batches never span a periodic commit.
-    let batch = commit_every.map_or(1000, |n| n.min(1000));
     match mode {
         Mode::Plain => {
             let mut w: IndexWriter = index.writer(budget)?;
@@ -973,16 +993,7 @@ fn write_docs(
             let nd = NearDupIndex::create(index.clone(), config)?;
             let mut w = nd.writer(budget, policy)?;
             if let Mode::Batch(_) = mode {
-                let mut done = 0;
-                for chunk in docs.chunks(batch) {
-                    w.add_documents(chunk.iter().map(&make).collect())?;
-                    let before = done;
-                    done += chunk.len();
-                    // Commit once a batch reaches or crosses a multiple of N.
-                    if commit_every.is_some_and(|n| done / n > before / n) {
-                        w.commit()?;
-                    }
-                }
+                add_in_batches(&mut w, docs, &make, commit_every)?;
             } else {
                 for (i, d) in docs.iter().enumerate() {
                     w.add_document(make(d))?;
