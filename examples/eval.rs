@@ -577,47 +577,18 @@ fn rows(rows: &[(String, usize, [f64; KMAX + 1])], percent: bool) {
     }
 }
 
-fn full_tables(name: &str, lang: &Lang, r: &Report) {
-    println!(
-        "\n### {name}, {}: synthetic recall (fraction of pairs within k)\n",
-        lang.name
-    );
-    header("recipe");
-    rows(&r.recall, false);
-    println!(
-        "\n### {name}, {}: false-positive rate (%) on hard negatives and random pairs\n",
-        lang.name
-    );
-    header("kind");
-    rows(&r.hardneg, true);
-    print!("| random pairs (per million) | {} |", r.random.0);
-    for c in r.random.1 {
-        print!(" {:.2} |", 1e6 * c as f64 / r.random.0.max(1) as f64);
+/// A row of false positives per million pairs at each k, after the number of pairs.
+fn per_million_row(label: &str, (pairs, fp): (u64, [u64; KMAX + 1])) {
+    print!("| {label} (per million) | {pairs} |");
+    for c in fp {
+        print!(" {:.2} |", 1e6 * c as f64 / pairs.max(1) as f64);
     }
     println!();
-    print!(
-        "| natural non-pairs (per million) | {} |",
-        r.natural_random.0
-    );
-    for c in r.natural_random.1 {
-        print!(
-            " {:.2} |",
-            1e6 * c as f64 / r.natural_random.0.max(1) as f64
-        );
-    }
-    println!();
-    println!(
-        "\n### {name}, {}: natural corpus recall (excluded = {:?})\n",
-        lang.name, lang.excluded_sources
-    );
-    header("truth pairs");
-    rows(&r.natural, false);
-    println!(
-        "\n### {name}, {}: natural corpus precision (pairs within k whose resemblance >= 0.5)\n",
-        lang.name
-    );
-    header("pairs");
-    for (label, within, fp) in &r.precision {
+}
+
+/// Per precision group: the precision at each k and the pairs within k.
+fn precision_rows(precision: &PrecisionRows) {
+    for (label, within, fp) in precision {
         print!("| {label}: precision | {} |", within[KMAX]);
         for k in 0..=KMAX {
             let p = if within[k] == 0 {
@@ -634,6 +605,35 @@ fn full_tables(name: &str, lang: &Lang, r: &Report) {
         }
         println!();
     }
+}
+
+fn full_tables(name: &str, lang: &Lang, r: &Report) {
+    println!(
+        "\n### {name}, {}: synthetic recall (fraction of pairs within k)\n",
+        lang.name
+    );
+    header("recipe");
+    rows(&r.recall, false);
+    println!(
+        "\n### {name}, {}: false-positive rate (%) on hard negatives and random pairs\n",
+        lang.name
+    );
+    header("kind");
+    rows(&r.hardneg, true);
+    per_million_row("random pairs", r.random);
+    per_million_row("natural non-pairs", r.natural_random);
+    println!(
+        "\n### {name}, {}: natural corpus recall (excluded = {:?})\n",
+        lang.name, lang.excluded_sources
+    );
+    header("truth pairs");
+    rows(&r.natural, false);
+    println!(
+        "\n### {name}, {}: natural corpus precision (pairs within k whose resemblance >= 0.5)\n",
+        lang.name
+    );
+    header("pairs");
+    precision_rows(&r.precision);
     if !r.cross.is_empty() {
         println!(
             "\n### {name}, {}: cross-script recall (zh-CN vs zh-TW pages)\n",
