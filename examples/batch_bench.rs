@@ -220,21 +220,15 @@ fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-fn main() -> Res<()> {
-    let args = parse_args()?;
-    let n = args.docs;
-    let layout = BlockLayout::default();
-    let k = layout.max_distance();
-    let threads = rayon::current_num_threads();
-    println!(
-        "# batch_bench: N = {n}, layout {} (k = {k}), {} segments, {threads} threads, load average {}",
-        layout.id(),
-        args.segments,
-        load_average()
-    );
-    let fps = corpus(n, 42);
-
-    // -- build
+/// Builds the index of `fps` in `--index DIR` (or a temporary directory), or reuses the one
+/// DIR holds; returns the temporary directory (kept alive by the caller), the index and the
+/// build seconds (0 when reused).
+fn open_or_build_index(
+    args: &Args,
+    fps: &[u64],
+    threads: usize,
+) -> Res<(tempfile::TempDir, NearDupIndex, f64)> {
+    let n = fps.len();
     let tmp = tempfile::tempdir()?;
     let dir = args
         .index
@@ -244,50 +238,127 @@ fn main() -> Res<()> {
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
-    let build;
-    let index = if dir.join("meta.json").exists() {
+    if dir.join("meta.json").exists() {
         // Reuse an index built by an earlier run with the same --docs: the peak memory of the
         // batch job is then measured in a process that never held an index writer.
-        build = 0.0;
         println!("build: skipped, reusing the index in --index");
-        NearDupIndex::open(Index::open_in_dir(&dir)?, config)?
-    } else {
-        std::fs::create_dir_all(&dir)?;
-        let index = NearDupIndex::create(Index::create_in_dir(&dir, builder.build())?, config)?;
-        let t = Instant::now();
-        {
-            let mut w = index.writer_with_num_threads(threads.min(2), 400_000_000, Policy::Off)?;
-            w.index_writer_mut()
-                .set_merge_policy(Box::new(NoMergePolicy));
-            let per_segment = n.div_ceil(args.segments);
-            for (i, &fp) in fps.iter().enumerate() {
-                w.add_document_with_fingerprint(doc!(id => format!("d{i:08}")), Fingerprint(fp))?;
-                if (i + 1) % per_segment == 0 || i + 1 == n {
-                    w.commit()?;
-                }
+        let index = NearDupIndex::open(Index::open_in_dir(&dir)?, config)?;
+        return Ok((tmp, index, 0.0));
+    }
+    std::fs::create_dir_all(&dir)?;
+    let index = NearDupIndex::create(Index::create_in_dir(&dir, builder.build())?, config)?;
+    let t = Instant::now();
+    {
+        let mut w = index.writer_with_num_threads(threads.min(2), 400_000_000, Policy::Off)?;
+        w.index_writer_mut()
+            .set_merge_policy(Box::new(NoMergePolicy));
+        let per_segment = n.div_ceil(args.segments);
+        for (i, &fp) in fps.iter().enumerate() {
+            w.add_document_with_fingerprint(doc!(id => format!("d{i:08}")), Fingerprint(fp))?;
+            if (i + 1) % per_segment == 0 || i + 1 == n {
+                w.commit()?;
             }
-            w.wait_merging_threads()?;
         }
-        build = secs(t);
-        let build_peak = peak_mb();
-        println!(
-            "build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far \
-             {build_peak:.0} MB",
-            threads.min(2)
-        );
-        index
-    };
+        w.wait_merging_threads()?;
+    }
+    let build = secs(t);
+    let build_peak = peak_mb();
+    println!(
+        "build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far \
+         {build_peak:.0} MB",
+        threads.min(2)
+    );
+    Ok((tmp, index, build))
+}
 
-    // -- the batch job
-    let searcher = index.lookups()?;
+/// The join by the match rule (`for_each_group_pair`) in a pool of `pool_threads` threads:
+/// seconds, pairs of distinct signatures, document pairs across them.
+fn join(graph: &NearDupGraph, pool_threads: usize) -> Res<(f64, u64, u64)> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(pool_threads)
+        .build()?;
+    pool.install(|| -> tantivy_simhash::Result<(f64, u64, u64)> {
+        let t = Instant::now();
+        let (mut group_pairs, mut doc_pairs) = (0u64, 0u64);
+        graph.for_each_group_pair(|p| {
+            group_pairs += 1;
+            doc_pairs += (p.a.docs.len() * p.b.docs.len()) as u64;
+        })?;
+        Ok((secs(t), group_pairs, doc_pairs))
+    })
+    .map_err(Into::into)
+}
+
+/// Seconds of each step of the batch job and its peers, for the summary.
+struct Timings {
+    build: f64,
+    gather: f64,
+    join1: f64,
+    join_n: f64,
+    ids_time: f64,
+    clusters_time: f64,
+    /// The counting-sort pigeonhole self-join: the base of the ratios.
+    ph: f64,
+    naive: f64,
+    brute: f64,
+    stream: f64,
+}
+
+/// Every document pair expanded with ids (`for_each_id_pair`), checked against the count of
+/// the join.
+fn time_id_pairs(graph: &NearDupGraph, total_pairs: u64, t: &mut Timings) -> Res<()> {
+    let start = Instant::now();
+    let mut with_ids = 0u64;
+    let mut id_bytes = 0usize;
+    graph.for_each_id_pair(|p| {
+        with_ids += 1;
+        id_bytes += p.a.len() + p.b.len();
+    })?;
+    t.ids_time = secs(start);
+    println!(
+        "every document pair with ids (for_each_id_pair): {:.3} s, {with_ids} pairs",
+        t.ids_time
+    );
+    assert_eq!(with_ids, total_pairs);
+    let _ = id_bytes;
+    Ok(())
+}
+
+/// The clusters; returns the peak RSS with them held (MB).
+fn time_clusters(graph: &NearDupGraph, t: &mut Timings) -> Res<f64> {
+    let start = Instant::now();
+    let clusters = graph.clusters()?;
+    t.clusters_time = secs(start);
+    let clustered: usize = clusters.iter().map(|c| c.len()).sum();
+    let largest = clusters.iter().map(|c| c.len()).max().unwrap_or(0);
+    println!(
+        "clusters: {:.3} s; {} clusters, {clustered} documents, largest {largest}",
+        t.clusters_time,
+        clusters.len()
+    );
+    let batch_peak = peak_mb();
+    drop(clusters);
+    Ok(batch_peak)
+}
+
+/// The batch job on the index: gathering, the join on 1 and all threads, every pair with ids,
+/// clusters, with the peak memory of the phase. Returns the graph, the number of document pairs
+/// and the timings and memory (MB: peak of the phase, RSS before it).
+fn batch_job(
+    searcher: &tantivy_simhash::NearDupSearcher,
+    fps: &[u64],
+    threads: usize,
+    t: &mut Timings,
+) -> Res<(NearDupGraph, u64, f64, f64)> {
     let segments = searcher.searcher().segment_readers().len();
     let peak_ok = reset_peak();
     let rss0 = rss_mb();
-    let t = Instant::now();
+    let start = Instant::now();
     let graph = NearDupGraph::new(searcher.fields(), searcher.searcher())?;
-    let gather = secs(t);
+    t.gather = secs(start);
     println!(
-        "gather (NearDupGraph::new, {segments} segments): {gather:.3} s; {} live docs, {} distinct signatures",
+        "gather (NearDupGraph::new, {segments} segments): {:.3} s; {} live docs, {} distinct signatures",
+        t.gather,
         graph.num_docs(),
         graph.num_signatures()
     );
@@ -297,23 +368,9 @@ fn main() -> Res<()> {
         .sum();
     let dup_groups = graph.duplicate_groups().count();
 
-    let join = |pool_threads: usize| -> Res<(f64, u64, u64)> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(pool_threads)
-            .build()?;
-        pool.install(|| -> tantivy_simhash::Result<(f64, u64, u64)> {
-            let t = Instant::now();
-            let (mut group_pairs, mut doc_pairs) = (0u64, 0u64);
-            graph.for_each_group_pair(|p| {
-                group_pairs += 1;
-                doc_pairs += (p.a.docs.len() * p.b.docs.len()) as u64;
-            })?;
-            Ok((secs(t), group_pairs, doc_pairs))
-        })
-        .map_err(Into::into)
-    };
-    let (join1, group_pairs, cross_pairs) = join(1)?;
-    let (join_n, _, _) = join(threads)?;
+    let (join1, group_pairs, cross_pairs) = join(&graph, 1)?;
+    let (join_n, _, _) = join(&graph, threads)?;
+    (t.join1, t.join_n) = (join1, join_n);
     let total_pairs = dup_pairs + cross_pairs;
     println!(
         "join by the rule (for_each_group_pair): {join1:.3} s on 1 thread, {join_n:.3} s on \
@@ -322,28 +379,8 @@ fn main() -> Res<()> {
     );
     let join_peak = peak_mb();
 
-    let t = Instant::now();
-    let mut with_ids = 0u64;
-    let mut id_bytes = 0usize;
-    graph.for_each_id_pair(|p| {
-        with_ids += 1;
-        id_bytes += p.a.len() + p.b.len();
-    })?;
-    let ids_time = secs(t);
-    println!("every document pair with ids (for_each_id_pair): {ids_time:.3} s, {with_ids} pairs");
-    assert_eq!(with_ids, total_pairs);
-
-    let t = Instant::now();
-    let clusters = graph.clusters()?;
-    let clusters_time = secs(t);
-    let clustered: usize = clusters.iter().map(|c| c.len()).sum();
-    let largest = clusters.iter().map(|c| c.len()).max().unwrap_or(0);
-    println!(
-        "clusters: {clusters_time:.3} s; {} clusters, {clustered} documents, largest {largest}",
-        clusters.len()
-    );
-    let batch_peak = peak_mb();
-    drop(clusters);
+    time_id_pairs(&graph, total_pairs, t)?;
+    let batch_peak = time_clusters(&graph, t)?;
     if peak_ok {
         println!(
             "peak RSS of the batch phase: {batch_peak:.0} MB (gather + join: {join_peak:.0} MB; \
@@ -355,26 +392,35 @@ fn main() -> Res<()> {
             "peak RSS of the process: {batch_peak:.0} MB (could not reset the peak per phase)"
         );
     }
+    Ok((graph, total_pairs, batch_peak, rss0))
+}
 
-    // -- peers
-    let t = Instant::now();
-    let naive_pairs = pigeonhole_self_join(&fps, &layout, k);
-    let naive = secs(t);
+/// The two in-memory pigeonhole self-joins, checked against the batch job's pair count.
+fn pigeonhole_peers(fps: &[u64], layout: &BlockLayout, k: u32, total_pairs: u64, t: &mut Timings) {
+    let start = Instant::now();
+    let naive_pairs = pigeonhole_self_join(fps, layout, k);
+    t.naive = secs(start);
     println!(
         "in-memory pigeonhole self-join, sort of (key, row) per combination (1 thread): \
-         {naive:.3} s, {naive_pairs} pairs"
+         {:.3} s, {naive_pairs} pairs",
+        t.naive
     );
     assert_eq!(naive_pairs, total_pairs, "the peers disagree");
-    let t = Instant::now();
-    let ph_pairs = pigeonhole_counting_sort(&fps, k);
-    let ph = secs(t);
+    let start = Instant::now();
+    let ph_pairs = pigeonhole_counting_sort(fps, k);
+    t.ph = secs(start);
     println!(
-        "in-memory pigeonhole self-join, counting sort per block (1 thread): {ph:.3} s, \
-         {ph_pairs} pairs"
+        "in-memory pigeonhole self-join, counting sort per block (1 thread): {:.3} s, \
+         {ph_pairs} pairs",
+        t.ph
     );
     assert_eq!(ph_pairs, total_pairs, "the peers disagree");
+}
 
-    let sample = args.brute_queries.min(n).max(1);
+/// Brute force on `brute_queries` sampled documents, extrapolated to N^2/2 comparisons.
+fn brute_force(fps: &[u64], k: u32, brute_queries: usize, threads: usize) -> f64 {
+    let n = fps.len();
+    let sample = brute_queries.min(n).max(1);
     let t = Instant::now();
     let found: u64 = {
         use rayon::prelude::*;
@@ -393,9 +439,15 @@ fn main() -> Res<()> {
         "brute force ({threads} threads): {brute_sample:.3} s for {sample} scans of {n} \
          ({found} matches), extrapolated to all pairs: {brute:.1} s"
     );
+    brute
+}
 
-    // Term-dictionary streaming instead of the column: the postings of every key, and a column
-    // read per posting (the candidate gathering alone, without comparisons).
+/// Term-dictionary streaming instead of the column: the postings of every key, and a column
+/// read per posting (the candidate gathering alone, without comparisons). Returns the seconds.
+fn stream_key_postings(
+    index: &NearDupIndex,
+    searcher: &tantivy_simhash::NearDupSearcher,
+) -> Res<f64> {
     let t = Instant::now();
     let mut postings_read = 0u64;
     let mut checksum = 0u64;
@@ -422,8 +474,11 @@ fn main() -> Res<()> {
          {postings_read} postings (checksum {:x})",
         checksum & 0xff
     );
+    Ok(stream)
+}
 
-    // One id read per document instead of batched reads.
+/// One id read per document (`NearDupSearcher::id_of`) next to the batched read of all ids.
+fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupSearcher) -> Res<()> {
     let sample_docs: Vec<DocAddress> = graph
         .groups()
         .step_by((graph.num_signatures() / 10_000).max(1))
@@ -449,7 +504,22 @@ fn main() -> Res<()> {
         ids.len(),
         batched / ids.len().max(1) as f64 * 1e6
     );
+    Ok(())
+}
 
+fn print_summary(n: usize, threads: usize, t: &Timings, batch_peak: f64, rss0: f64) {
+    let Timings {
+        build,
+        gather,
+        join1,
+        join_n,
+        ids_time,
+        clusters_time,
+        ph,
+        naive,
+        brute,
+        stream,
+    } = *t;
     let ours = gather + join_n;
     println!("\n## summary, N = {n}");
     println!("| step | seconds | ratio to the in-memory pigeonhole self-join |");
@@ -489,6 +559,44 @@ fn main() -> Res<()> {
         "peak RSS of the batch phase: {batch_peak:.0} MB for {n} docs ({:.0} bytes per doc above the RSS before it)",
         (batch_peak - rss0).max(0.0) * 1024.0 * 1024.0 / n as f64
     );
-    let _ = id_bytes;
+}
+
+fn main() -> Res<()> {
+    let args = parse_args()?;
+    let n = args.docs;
+    let layout = BlockLayout::default();
+    let k = layout.max_distance();
+    let threads = rayon::current_num_threads();
+    println!(
+        "# batch_bench: N = {n}, layout {} (k = {k}), {} segments, {threads} threads, load average {}",
+        layout.id(),
+        args.segments,
+        load_average()
+    );
+    let fps = corpus(n, 42);
+
+    let (_tmp, index, build) = open_or_build_index(&args, &fps, threads)?;
+    let mut t = Timings {
+        build,
+        gather: 0.0,
+        join1: 0.0,
+        join_n: 0.0,
+        ids_time: 0.0,
+        clusters_time: 0.0,
+        ph: 0.0,
+        naive: 0.0,
+        brute: 0.0,
+        stream: 0.0,
+    };
+
+    let searcher = index.lookups()?;
+    let (graph, total_pairs, batch_peak, rss0) = batch_job(&searcher, &fps, threads, &mut t)?;
+
+    pigeonhole_peers(&fps, &layout, k, total_pairs, &mut t);
+    t.brute = brute_force(&fps, k, args.brute_queries, threads);
+    t.stream = stream_key_postings(&index, &searcher)?;
+    compare_id_reads(&graph, &searcher)?;
+
+    print_summary(n, threads, &t, batch_peak, rss0);
     Ok(())
 }

@@ -51,11 +51,11 @@ use pigeonhole::Rng;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Collector, TopDocs};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, DocAddress, Index, Searcher, TantivyDocument};
+use tantivy::{doc, DocAddress, Index, Score, Searcher, TantivyDocument};
 use tantivy_simhash::{
     GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
 };
@@ -270,6 +270,242 @@ fn read_ids(s: &Searcher, hits: &[(f32, DocAddress)]) -> Res<Vec<String>> {
     Ok(ids)
 }
 
+/// The collectors the methods run: tantivy's `TopDocs` at `limit` and at `fetch`, and the
+/// collapse in each configuration of the table.
+struct Collectors<T, C> {
+    top: T,
+    top_fetch: T,
+    collapse: NearDupCollapse<C>,
+    collapse_no_ids: NearDupCollapse<C>,
+    collapse_exact: NearDupCollapse<C>,
+    distinct: NearDupCollapse<C>,
+    distinct_u64: NearDupCollapse<C>,
+    distinct_exact: NearDupCollapse<C>,
+}
+
+/// A collector of hits by score: `TopDocs::order_by_score` and the collapse's inner collector.
+trait ByScore: Collector<Fruit = Vec<(Score, DocAddress)>> {}
+
+impl<T: Collector<Fruit = Vec<(Score, DocAddress)>>> ByScore for T {}
+
+fn collectors(
+    index: &NearDupIndex,
+    limit: usize,
+    fetch: usize,
+) -> Res<Collectors<impl ByScore, impl ByScore>> {
+    Ok(Collectors {
+        top: TopDocs::with_limit(limit).order_by_score(),
+        top_fetch: TopDocs::with_limit(fetch).order_by_score(),
+        collapse: NearDupCollapse::by_score(index.fields(), limit).fetch(fetch),
+        collapse_no_ids: NearDupCollapse::by_score(index.fields(), limit)
+            .fetch(fetch)
+            .read_ids(false),
+        collapse_exact: NearDupCollapse::by_score(index.fields(), limit)
+            .fetch(fetch)
+            .read_ids(false)
+            .exact_counts(true),
+        distinct: NearDupCollapse::by_score(index.fields(), limit)
+            .fetch(fetch)
+            .read_ids(false)
+            .group_by(GroupBy::Field("section".into()))?,
+        distinct_u64: NearDupCollapse::by_score(index.fields(), limit)
+            .fetch(fetch)
+            .read_ids(false)
+            .group_by(GroupBy::Field("section_hash".into()))?,
+        distinct_exact: NearDupCollapse::by_score(index.fields(), limit)
+            .fetch(fetch)
+            .read_ids(false)
+            .exact_counts(true)
+            .group_by(GroupBy::Field("section".into()))?,
+    })
+}
+
+type Method<'a> = Box<dyn Fn(&dyn Query) -> Res<()> + 'a>;
+
+/// Runs `f` and discards its result (kept alive through `black_box`).
+fn time<T>(f: impl Fn(&dyn Query) -> Res<T>) -> impl Fn(&dyn Query) -> Res<()> {
+    move |q| {
+        std::hint::black_box(f(q)?);
+        Ok(())
+    }
+}
+
+/// The index of the method `collapse, ids not read` in [`methods`].
+const NO_IDS: usize = 5;
+
+/// The methods of the table, in its order, with their names.
+fn methods<'a, T: ByScore, C: ByScore>(
+    c: &'a Collectors<T, C>,
+    s: &'a Searcher,
+    searcher: &'a NearDupSearcher,
+) -> Vec<(&'static str, Method<'a>)> {
+    vec![
+        (
+            "TopDocs(limit)",
+            Box::new(time(|q| Ok(s.search(q, &c.top)?))),
+        ),
+        (
+            "TopDocs(limit) + ids",
+            Box::new(time(|q| read_ids(s, &s.search(q, &c.top)?))),
+        ),
+        (
+            "TopDocs(limit) + ids through the crate's id tables (NearDupSearcher::id_of)",
+            Box::new(time(|q| {
+                let hits = s.search(q, &c.top)?;
+                hits.iter()
+                    .map(|(_, a)| Ok(searcher.id_of(*a)?))
+                    .collect::<Res<Vec<_>>>()
+            })),
+        ),
+        (
+            "TopDocs(fetch)",
+            Box::new(time(|q| Ok(s.search(q, &c.top_fetch)?))),
+        ),
+        (
+            "collapse, ids of groups read",
+            Box::new(time(|q| Ok(c.collapse.search(s, q)?))),
+        ),
+        (
+            "collapse, ids not read",
+            Box::new(time(|q| Ok(c.collapse_no_ids.search(s, q)?))),
+        ),
+        (
+            "collapse, ids not read, exact counts",
+            Box::new(time(|q| Ok(c.collapse_exact.search(s, q)?))),
+        ),
+        (
+            "distinct by section (str), ids not read",
+            Box::new(time(|q| Ok(c.distinct.search(s, q)?))),
+        ),
+        (
+            "distinct by section (u64), ids not read",
+            Box::new(time(|q| Ok(c.distinct_u64.search(s, q)?))),
+        ),
+        (
+            "distinct by section (str), ids not read, exact counts",
+            Box::new(time(|q| Ok(c.distinct_exact.search(s, q)?))),
+        ),
+    ]
+}
+
+/// The best of `runs` back-to-back repetitions of each selected method on one query (zero for
+/// the methods `--only` leaves out).
+fn best_times(
+    methods: &[(&str, Method)],
+    q: &dyn Query,
+    runs: usize,
+    selected: impl Fn(usize) -> bool,
+) -> Res<Vec<Duration>> {
+    let mut best = vec![Duration::ZERO; methods.len()];
+    // Each method's repetitions run back to back, so every method is timed as warm as the
+    // others (timed after another method, the first one was timed with cold caches).
+    for (i, (_, method)) in methods.iter().enumerate() {
+        if selected(i) {
+            for _ in 0..runs {
+                let t = Instant::now();
+                method(q)?;
+                let elapsed = t.elapsed();
+                if best[i] == Duration::ZERO || elapsed < best[i] {
+                    best[i] = elapsed;
+                }
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// What the collapse and the distinct-by-section collapse return, summed over the queries.
+#[derive(Default)]
+struct Counts {
+    hits_total: usize,
+    widened: usize,
+    groups: usize,
+    members: usize,
+    short: usize,
+    distinct_widened: usize,
+    distinct_groups: usize,
+    distinct_short: usize,
+}
+
+impl Counts {
+    fn add<T: ByScore, C: ByScore>(
+        &mut self,
+        c: &Collectors<T, C>,
+        s: &Searcher,
+        q: &dyn Query,
+        limit: usize,
+        fetch: usize,
+    ) -> Res<()> {
+        let result = c.collapse.search(s, q)?;
+        let baseline_hits = s.search(q, &c.top)?.len();
+        self.hits_total += baseline_hits;
+        self.widened += usize::from(result.fetch() > fetch);
+        self.groups += result.groups().len();
+        self.members += result
+            .groups()
+            .iter()
+            .map(|g| g.members.len())
+            .sum::<usize>();
+        self.short += usize::from(result.groups().len() < limit && !result.is_complete());
+        let result = c.distinct.search(s, q)?;
+        self.distinct_widened += usize::from(result.fetch() > fetch);
+        self.distinct_groups += result.groups().len();
+        self.distinct_short += usize::from(result.groups().len() < limit && !result.is_complete());
+        Ok(())
+    }
+
+    fn print(&self, n: f64) {
+        println!(
+            "hits returned by TopDocs(limit): {:.1}/query; groups returned by collapse: {:.1}/query \
+             with {:.1} members/query; {} queries widened; {} queries stopped by the widening \
+             bound with fewer than limit groups",
+            self.hits_total as f64 / n,
+            self.groups as f64 / n,
+            self.members as f64 / n,
+            self.widened,
+            self.short
+        );
+        println!(
+            "distinct by section: {:.1} groups (sections)/query; {} queries widened; {} stopped by \
+             the widening bound with fewer than limit sections",
+            self.distinct_groups as f64 / n,
+            self.distinct_widened,
+            self.distinct_short
+        );
+    }
+}
+
+/// The table: mean time per query of each method and its ratios to the two baselines.
+fn print_times(methods: &[(&str, Method)], totals: &[Totals], n: f64) {
+    let base = totals[0].time.as_secs_f64().max(1e-12);
+    println!("| method | mean us/query | vs TopDocs(limit) | vs TopDocs(limit) + ids |");
+    println!("|---|---|---|---|");
+    let with_ids = totals[1].time.as_secs_f64().max(1e-12);
+    for ((name, _), total) in methods.iter().zip(totals) {
+        let t = total.time.as_secs_f64();
+        println!(
+            "| {name} | {:.1} | {:.2}x | {:.2}x |",
+            t / n * 1e6,
+            t / base,
+            t / with_ids
+        );
+    }
+}
+
+fn print_ratio_percentiles(mut per_query_ratio: Vec<f64>) {
+    per_query_ratio.sort_by(f64::total_cmp);
+    let pick = |p: f64| per_query_ratio[((per_query_ratio.len() - 1) as f64 * p) as usize];
+    if !per_query_ratio.is_empty() {
+        println!(
+            "\nper-query (collapse, ids not read) / TopDocs(limit): \
+             p50 {:.2}x, p90 {:.2}x, p99 {:.2}x",
+            pick(0.5),
+            pick(0.9),
+            pick(0.99)
+        );
+    }
+}
+
 fn bench(
     args: &Args,
     index: &NearDupIndex,
@@ -285,173 +521,32 @@ fn bench(
         .collect::<Result<_, _>>()?;
     let limit = args.limit;
     let s = searcher.searcher();
-    let top = TopDocs::with_limit(limit).order_by_score();
     let fetch = limit * args.overfetch;
-    let top_fetch = TopDocs::with_limit(fetch).order_by_score();
-    let collapse = NearDupCollapse::by_score(index.fields(), limit).fetch(fetch);
-
-    let collapse_no_ids = NearDupCollapse::by_score(index.fields(), limit)
-        .fetch(fetch)
-        .read_ids(false);
-    let collapse_exact = NearDupCollapse::by_score(index.fields(), limit)
-        .fetch(fetch)
-        .read_ids(false)
-        .exact_counts(true);
-    let distinct = NearDupCollapse::by_score(index.fields(), limit)
-        .fetch(fetch)
-        .read_ids(false)
-        .group_by(GroupBy::Field("section".into()))?;
-    let distinct_u64 = NearDupCollapse::by_score(index.fields(), limit)
-        .fetch(fetch)
-        .read_ids(false)
-        .group_by(GroupBy::Field("section_hash".into()))?;
-    let distinct_exact = NearDupCollapse::by_score(index.fields(), limit)
-        .fetch(fetch)
-        .read_ids(false)
-        .exact_counts(true)
-        .group_by(GroupBy::Field("section".into()))?;
-    type Method<'a> = Box<dyn Fn(&dyn Query) -> Res<()> + 'a>;
-    fn time<T>(f: impl Fn(&dyn Query) -> Res<T>) -> impl Fn(&dyn Query) -> Res<()> {
-        move |q| {
-            std::hint::black_box(f(q)?);
-            Ok(())
-        }
-    }
-    let methods: Vec<(&str, Method)> = vec![
-        ("TopDocs(limit)", Box::new(time(|q| Ok(s.search(q, &top)?)))),
-        (
-            "TopDocs(limit) + ids",
-            Box::new(time(|q| read_ids(s, &s.search(q, &top)?))),
-        ),
-        (
-            "TopDocs(limit) + ids through the crate's id tables (NearDupSearcher::id_of)",
-            Box::new(time(|q| {
-                let hits = s.search(q, &top)?;
-                hits.iter()
-                    .map(|(_, a)| Ok(searcher.id_of(*a)?))
-                    .collect::<Res<Vec<_>>>()
-            })),
-        ),
-        (
-            "TopDocs(fetch)",
-            Box::new(time(|q| Ok(s.search(q, &top_fetch)?))),
-        ),
-        (
-            "collapse, ids of groups read",
-            Box::new(time(|q| Ok(collapse.search(s, q)?))),
-        ),
-        (
-            "collapse, ids not read",
-            Box::new(time(|q| Ok(collapse_no_ids.search(s, q)?))),
-        ),
-        (
-            "collapse, ids not read, exact counts",
-            Box::new(time(|q| Ok(collapse_exact.search(s, q)?))),
-        ),
-        (
-            "distinct by section (str), ids not read",
-            Box::new(time(|q| Ok(distinct.search(s, q)?))),
-        ),
-        (
-            "distinct by section (u64), ids not read",
-            Box::new(time(|q| Ok(distinct_u64.search(s, q)?))),
-        ),
-        (
-            "distinct by section (str), ids not read, exact counts",
-            Box::new(time(|q| Ok(distinct_exact.search(s, q)?))),
-        ),
-    ];
-    const NO_IDS: usize = 5;
-    let runs = |i: usize| args.only.is_none_or(|only| only == i);
+    let collectors = collectors(index, limit, fetch)?;
+    let methods = methods(&collectors, s, searcher);
+    let selected = |i: usize| args.only.is_none_or(|only| only == i);
     // Warm-up: every query once through every method.
     for q in &parsed {
         for (i, (_, method)) in methods.iter().enumerate() {
-            if runs(i) {
+            if selected(i) {
                 method(q.as_ref())?;
             }
         }
     }
     let mut totals = vec![Totals::default(); methods.len()];
     let mut per_query_ratio = Vec::with_capacity(parsed.len());
-    let (mut widened, mut groups, mut members, mut hits_total, mut short) = (0, 0, 0, 0, 0);
-    let (mut distinct_widened, mut distinct_groups, mut distinct_short) = (0, 0, 0);
+    let mut counts = Counts::default();
     for q in &parsed {
-        let mut best = vec![Duration::ZERO; methods.len()];
-        // Each method's repetitions run back to back, so every method is timed as warm as the
-        // others (timed after another method, the first one was timed with cold caches).
-        for (i, (_, method)) in methods.iter().enumerate() {
-            if runs(i) {
-                for _ in 0..args.runs {
-                    let t = Instant::now();
-                    method(q.as_ref())?;
-                    let elapsed = t.elapsed();
-                    if best[i] == Duration::ZERO || elapsed < best[i] {
-                        best[i] = elapsed;
-                    }
-                }
-            }
-        }
+        let best = best_times(&methods, q.as_ref(), args.runs, selected)?;
         for (total, b) in totals.iter_mut().zip(&best) {
             total.time += *b;
         }
         per_query_ratio.push(best[NO_IDS].as_secs_f64() / best[0].as_secs_f64().max(1e-9));
-        let result = collapse.search(s, q.as_ref())?;
-        let baseline_hits = s.search(q.as_ref(), &top)?.len();
-        hits_total += baseline_hits;
-        widened += usize::from(result.fetch() > fetch);
-        groups += result.groups().len();
-        members += result
-            .groups()
-            .iter()
-            .map(|g| g.members.len())
-            .sum::<usize>();
-        short += usize::from(result.groups().len() < limit && !result.is_complete());
-        let result = distinct.search(s, q.as_ref())?;
-        distinct_widened += usize::from(result.fetch() > fetch);
-        distinct_groups += result.groups().len();
-        distinct_short += usize::from(result.groups().len() < limit && !result.is_complete());
+        counts.add(&collectors, s, q.as_ref(), limit, fetch)?;
     }
     let n = parsed.len().max(1) as f64;
-    let base = totals[0].time.as_secs_f64().max(1e-12);
-    println!("| method | mean us/query | vs TopDocs(limit) | vs TopDocs(limit) + ids |");
-    println!("|---|---|---|---|");
-    let with_ids = totals[1].time.as_secs_f64().max(1e-12);
-    for ((name, _), total) in methods.iter().zip(&totals) {
-        let t = total.time.as_secs_f64();
-        println!(
-            "| {name} | {:.1} | {:.2}x | {:.2}x |",
-            t / n * 1e6,
-            t / base,
-            t / with_ids
-        );
-    }
-    per_query_ratio.sort_by(f64::total_cmp);
-    let pick = |p: f64| per_query_ratio[((per_query_ratio.len() - 1) as f64 * p) as usize];
-    if !per_query_ratio.is_empty() {
-        println!(
-            "\nper-query (collapse, ids not read) / TopDocs(limit): \
-             p50 {:.2}x, p90 {:.2}x, p99 {:.2}x",
-            pick(0.5),
-            pick(0.9),
-            pick(0.99)
-        );
-    }
-    println!(
-        "hits returned by TopDocs(limit): {:.1}/query; groups returned by collapse: {:.1}/query \
-         with {:.1} members/query; {} queries widened; {} queries stopped by the widening \
-         bound with fewer than limit groups",
-        hits_total as f64 / n,
-        groups as f64 / n,
-        members as f64 / n,
-        widened,
-        short
-    );
-    println!(
-        "distinct by section: {:.1} groups (sections)/query; {} queries widened; {} stopped by \
-         the widening bound with fewer than limit sections",
-        distinct_groups as f64 / n,
-        distinct_widened,
-        distinct_short
-    );
+    print_times(&methods, &totals, n);
+    print_ratio_percentiles(per_query_ratio);
+    counts.print(n);
     Ok(())
 }

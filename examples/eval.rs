@@ -279,13 +279,13 @@ fn cumulative(distances: &[u32]) -> [f64; KMAX + 1] {
 }
 
 struct Report {
-    recall: Vec<(String, usize, [f64; KMAX + 1])>,
-    hardneg: Vec<(String, usize, [f64; KMAX + 1])>,
+    recall: Rows,
+    hardneg: Rows,
     random: (u64, [u64; KMAX + 1]),
-    natural: Vec<(String, usize, [f64; KMAX + 1])>,
-    precision: Vec<(String, [u64; KMAX + 1], [u64; KMAX + 1])>,
+    natural: Rows,
+    precision: PrecisionRows,
     natural_random: (u64, [u64; KMAX + 1]),
-    cross: Vec<(String, usize, [f64; KMAX + 1])>,
+    cross: Rows,
     seconds: f64,
     mbytes: f64,
 }
@@ -360,20 +360,15 @@ fn random_pairs(
     (total, cum)
 }
 
-fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report {
-    let t = Instant::now();
-    let mut bytes = 0usize;
-    let mut texts = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
-        let a: Vec<String> = pairs.iter().map(|p| p.a.full()).collect();
-        let b: Vec<String> = pairs.iter().map(|p| p.b.full()).collect();
-        bytes += a.iter().chain(&b).map(String::len).sum::<usize>();
-        (a, b)
-    };
-    let (sa, sb) = texts(&lang.synthetic);
-    let (ha, hb) = texts(&lang.hardneg);
-    let (fsa, fsb) = (fingerprints(scheme, &sa), fingerprints(scheme, &sb));
-    let (fha, fhb) = (fingerprints(scheme, &ha), fingerprints(scheme, &hb));
-    let mut recall = by_group(&lang.synthetic, &fsa, &fsb, |p| p.recipe.as_str());
+/// Rows of a table: a label, the number of pairs, the share within each k.
+type Rows = Vec<(String, usize, [f64; KMAX + 1])>;
+/// Rows of the precision table: a label, the pairs within each k, the false positives among them.
+type PrecisionRows = Vec<(String, [u64; KMAX + 1], [u64; KMAX + 1])>;
+
+/// Recall on the synthetic pairs: per recipe, then per length bucket (without the heavy and
+/// script recipes).
+fn synthetic_recall(lang: &Lang, fsa: &[Fingerprint], fsb: &[Fingerprint]) -> Rows {
+    let mut recall = by_group(&lang.synthetic, fsa, fsb, |p| p.recipe.as_str());
     for bucket in ["20-50", "50-200", "200-1000", "1000+"] {
         let d: Vec<u32> = lang
             .synthetic
@@ -388,47 +383,31 @@ fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report
             cumulative(&d),
         ));
     }
-    let hardneg = by_group(&lang.hardneg, &fha, &fhb, |p| p.recipe.as_str());
+    recall
+}
 
-    // Random pairs: the `a` documents of all synthetic and hard-negative pairs, skipping pairs
-    // that share a source document.
-    let srcs: Vec<HashSet<&str>> = lang
-        .synthetic
-        .iter()
-        .chain(&lang.hardneg)
-        .map(|p| p.src.iter().map(String::as_str).collect())
-        .collect();
-    let fr: Vec<Fingerprint> = fsa.iter().chain(&fha).copied().collect();
-    let random = random_pairs(&fr, |i, j| !srcs[i].is_disjoint(&srcs[j]));
-    if let Some(k) = list_random {
-        // What the "random" pairs within k are: the recipe (or hard-negative kind), title and
-        // source ids of both documents.
-        let pairs: Vec<&Pair> = lang.synthetic.iter().chain(&lang.hardneg).collect();
-        let describe = |p: &Pair| format!("{} {:?} {:?}", p.recipe, p.a.title, p.src);
-        for i in 0..fr.len() {
-            for j in i + 1..fr.len() {
-                let d = fr[i].distance(fr[j]);
-                if d <= k && srcs[i].is_disjoint(&srcs[j]) {
-                    println!(
-                        "random pair d={d} | {} | {}",
-                        describe(pairs[i]),
-                        describe(pairs[j])
-                    );
-                }
+/// What the "random" pairs within k are: the recipe (or hard-negative kind), title and source
+/// ids of both documents.
+fn list_random_pairs(lang: &Lang, fr: &[Fingerprint], srcs: &[HashSet<&str>], k: u32) {
+    let pairs: Vec<&Pair> = lang.synthetic.iter().chain(&lang.hardneg).collect();
+    let describe = |p: &Pair| format!("{} {:?} {:?}", p.recipe, p.a.title, p.src);
+    for i in 0..fr.len() {
+        for j in i + 1..fr.len() {
+            let d = fr[i].distance(fr[j]);
+            if d <= k && srcs[i].is_disjoint(&srcs[j]) {
+                println!(
+                    "random pair d={d} | {} | {}",
+                    describe(pairs[i]),
+                    describe(pairs[j])
+                );
             }
         }
     }
+}
 
-    // Natural corpus.
-    let nat = &lang.natural;
-    let ntexts: Vec<String> = nat.docs.iter().map(Doc::full).collect();
-    bytes += ntexts.iter().map(String::len).sum::<usize>();
-    let fnat = fingerprints(scheme, &ntexts);
-    let excluded: Vec<bool> = nat
-        .docs
-        .iter()
-        .map(|d| lang.excluded_sources.contains(&d.source.as_str()))
-        .collect();
+/// Recall on the natural corpus's true pairs, by resemblance floor, with and without the
+/// excluded sources.
+fn natural_recall(nat: &Natural, fnat: &[Fingerprint], excluded: &[bool]) -> Rows {
     let mut natural = Vec::new();
     for (label, lo, without) in [
         ("J>=0.8", 0.8f32, false),
@@ -446,12 +425,20 @@ fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report
             .collect();
         natural.push((label.to_string(), d.len(), cumulative(&d)));
     }
-    // Precision: every pair within KMAX, brute force.
+    natural
+}
+
+/// Precision on the natural corpus: every pair within KMAX, brute force, with and without the
+/// excluded sources; and the (pairs not in the truth, false positives per k) of all sources.
+fn natural_precision(
+    nat: &Natural,
+    fnat: &[Fingerprint],
+    excluded: &[bool],
+) -> (PrecisionRows, (u64, [u64; KMAX + 1])) {
     let n = fnat.len();
     let found: Vec<(u32, u32, u32)> = (0..n)
         .into_par_iter()
         .flat_map_iter(|i| {
-            let fnat = &fnat;
             (i + 1..n).filter_map(move |j| {
                 let d = fnat[i].distance(fnat[j]);
                 (d as usize <= KMAX).then_some((i as u32, j as u32, d))
@@ -481,22 +468,74 @@ fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report
     if let Some((_, _, fpk)) = precision.first() {
         nat_fp = *fpk;
     }
+    (precision, (total_pairs, nat_fp))
+}
+
+/// Recall across scripts (simplified and traditional Chinese), by t2s resemblance floor.
+fn cross_script_recall(scheme: &Candidate, c: &Cross) -> Rows {
+    let (fc, ft) = (fingerprints(scheme, &c.cn), fingerprints(scheme, &c.tw));
+    let mut cross = Vec::new();
+    for (label, lo) in [
+        ("t2s J>=0.5", 0.5f32),
+        ("t2s J>=0.8", 0.8),
+        ("all pairs", -1.0),
+    ] {
+        let d: Vec<u32> = (0..fc.len())
+            .filter(|&i| c.t2s[i] >= lo)
+            .map(|i| fc[i].distance(ft[i]))
+            .collect();
+        cross.push((label.to_string(), d.len(), cumulative(&d)));
+    }
+    cross
+}
+
+fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report {
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    let mut texts = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
+        let a: Vec<String> = pairs.iter().map(|p| p.a.full()).collect();
+        let b: Vec<String> = pairs.iter().map(|p| p.b.full()).collect();
+        bytes += a.iter().chain(&b).map(String::len).sum::<usize>();
+        (a, b)
+    };
+    let (sa, sb) = texts(&lang.synthetic);
+    let (ha, hb) = texts(&lang.hardneg);
+    let (fsa, fsb) = (fingerprints(scheme, &sa), fingerprints(scheme, &sb));
+    let (fha, fhb) = (fingerprints(scheme, &ha), fingerprints(scheme, &hb));
+    let recall = synthetic_recall(lang, &fsa, &fsb);
+    let hardneg = by_group(&lang.hardneg, &fha, &fhb, |p| p.recipe.as_str());
+
+    // Random pairs: the `a` documents of all synthetic and hard-negative pairs, skipping pairs
+    // that share a source document.
+    let srcs: Vec<HashSet<&str>> = lang
+        .synthetic
+        .iter()
+        .chain(&lang.hardneg)
+        .map(|p| p.src.iter().map(String::as_str).collect())
+        .collect();
+    let fr: Vec<Fingerprint> = fsa.iter().chain(&fha).copied().collect();
+    let random = random_pairs(&fr, |i, j| !srcs[i].is_disjoint(&srcs[j]));
+    if let Some(k) = list_random {
+        list_random_pairs(lang, &fr, &srcs, k);
+    }
+
+    // Natural corpus.
+    let nat = &lang.natural;
+    let ntexts: Vec<String> = nat.docs.iter().map(Doc::full).collect();
+    bytes += ntexts.iter().map(String::len).sum::<usize>();
+    let fnat = fingerprints(scheme, &ntexts);
+    let excluded: Vec<bool> = nat
+        .docs
+        .iter()
+        .map(|d| lang.excluded_sources.contains(&d.source.as_str()))
+        .collect();
+    let natural = natural_recall(nat, &fnat, &excluded);
+    let (precision, natural_random) = natural_precision(nat, &fnat, &excluded);
 
     let mut cross = Vec::new();
     if let Some(c) = &lang.cross {
         bytes += c.cn.iter().chain(&c.tw).map(String::len).sum::<usize>();
-        let (fc, ft) = (fingerprints(scheme, &c.cn), fingerprints(scheme, &c.tw));
-        for (label, lo) in [
-            ("t2s J>=0.5", 0.5f32),
-            ("t2s J>=0.8", 0.8),
-            ("all pairs", -1.0),
-        ] {
-            let d: Vec<u32> = (0..fc.len())
-                .filter(|&i| c.t2s[i] >= lo)
-                .map(|i| fc[i].distance(ft[i]))
-                .collect();
-            cross.push((label.to_string(), d.len(), cumulative(&d)));
-        }
+        cross = cross_script_recall(scheme, c);
     }
     Report {
         recall,
@@ -504,7 +543,7 @@ fn evaluate(scheme: &Candidate, lang: &Lang, list_random: Option<u32>) -> Report
         random,
         natural,
         precision,
-        natural_random: (total_pairs, nat_fp),
+        natural_random,
         cross,
         seconds: t.elapsed().as_secs_f64(),
         mbytes: bytes as f64 / 1e6,
@@ -538,47 +577,18 @@ fn rows(rows: &[(String, usize, [f64; KMAX + 1])], percent: bool) {
     }
 }
 
-fn full_tables(name: &str, lang: &Lang, r: &Report) {
-    println!(
-        "\n### {name}, {}: synthetic recall (fraction of pairs within k)\n",
-        lang.name
-    );
-    header("recipe");
-    rows(&r.recall, false);
-    println!(
-        "\n### {name}, {}: false-positive rate (%) on hard negatives and random pairs\n",
-        lang.name
-    );
-    header("kind");
-    rows(&r.hardneg, true);
-    print!("| random pairs (per million) | {} |", r.random.0);
-    for c in r.random.1 {
-        print!(" {:.2} |", 1e6 * c as f64 / r.random.0.max(1) as f64);
+/// A row of false positives per million pairs at each k, after the number of pairs.
+fn per_million_row(label: &str, (pairs, fp): (u64, [u64; KMAX + 1])) {
+    print!("| {label} (per million) | {pairs} |");
+    for c in fp {
+        print!(" {:.2} |", 1e6 * c as f64 / pairs.max(1) as f64);
     }
     println!();
-    print!(
-        "| natural non-pairs (per million) | {} |",
-        r.natural_random.0
-    );
-    for c in r.natural_random.1 {
-        print!(
-            " {:.2} |",
-            1e6 * c as f64 / r.natural_random.0.max(1) as f64
-        );
-    }
-    println!();
-    println!(
-        "\n### {name}, {}: natural corpus recall (excluded = {:?})\n",
-        lang.name, lang.excluded_sources
-    );
-    header("truth pairs");
-    rows(&r.natural, false);
-    println!(
-        "\n### {name}, {}: natural corpus precision (pairs within k whose resemblance >= 0.5)\n",
-        lang.name
-    );
-    header("pairs");
-    for (label, within, fp) in &r.precision {
+}
+
+/// Per precision group: the precision at each k and the pairs within k.
+fn precision_rows(precision: &PrecisionRows) {
+    for (label, within, fp) in precision {
         print!("| {label}: precision | {} |", within[KMAX]);
         for k in 0..=KMAX {
             let p = if within[k] == 0 {
@@ -595,6 +605,35 @@ fn full_tables(name: &str, lang: &Lang, r: &Report) {
         }
         println!();
     }
+}
+
+fn full_tables(name: &str, lang: &Lang, r: &Report) {
+    println!(
+        "\n### {name}, {}: synthetic recall (fraction of pairs within k)\n",
+        lang.name
+    );
+    header("recipe");
+    rows(&r.recall, false);
+    println!(
+        "\n### {name}, {}: false-positive rate (%) on hard negatives and random pairs\n",
+        lang.name
+    );
+    header("kind");
+    rows(&r.hardneg, true);
+    per_million_row("random pairs", r.random);
+    per_million_row("natural non-pairs", r.natural_random);
+    println!(
+        "\n### {name}, {}: natural corpus recall (excluded = {:?})\n",
+        lang.name, lang.excluded_sources
+    );
+    header("truth pairs");
+    rows(&r.natural, false);
+    println!(
+        "\n### {name}, {}: natural corpus precision (pairs within k whose resemblance >= 0.5)\n",
+        lang.name
+    );
+    header("pairs");
+    precision_rows(&r.precision);
     if !r.cross.is_empty() {
         println!(
             "\n### {name}, {}: cross-script recall (zh-CN vs zh-TW pages)\n",
@@ -733,48 +772,49 @@ fn candidates() -> Vec<(&'static str, Candidate)> {
     all
 }
 
-fn main() -> Res<()> {
+struct Args {
+    dir: PathBuf,
+    sample: usize,
+    full: bool,
+    list_random: Option<u32>,
+    only: Option<Vec<String>>,
+    only_matchers: Option<Vec<String>>,
+    summary_json: Option<PathBuf>,
+    langs: Vec<&'static str>,
+}
+
+/// The command line; `None` after printing the usage (`--help`).
+fn parse_args() -> Res<Option<Args>> {
     let mut args = std::env::args().skip(1);
-    let mut dir = PathBuf::from("../shared/data");
-    let mut sample = usize::MAX;
-    let mut full = false;
-    let mut list_random: Option<u32> = None;
-    let mut only: Option<Vec<String>> = None;
-    let mut only_matchers: Option<Vec<String>> = None;
-    let mut summary_json: Option<PathBuf> = None;
-    let mut langs = vec!["en", "zh"];
+    let mut parsed = Args {
+        dir: PathBuf::from("../shared/data"),
+        sample: usize::MAX,
+        full: false,
+        list_random: None,
+        only: None,
+        only_matchers: None,
+        summary_json: None,
+        langs: vec!["en", "zh"],
+    };
+    let list = |v: String| -> Vec<String> { v.split(',').map(str::to_string).collect() };
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--sample" => sample = args.next().ok_or("--sample needs a number")?.parse()?,
-            "--full" => full = true,
+            "--sample" => parsed.sample = args.next().ok_or("--sample needs a number")?.parse()?,
+            "--full" => parsed.full = true,
             "--list-random" => {
-                list_random = Some(args.next().ok_or("--list-random needs a k")?.parse()?)
+                parsed.list_random = Some(args.next().ok_or("--list-random needs a k")?.parse()?)
             }
-            "--schemes" => {
-                only = Some(
-                    args.next()
-                        .ok_or("--schemes needs a list")?
-                        .split(',')
-                        .map(str::to_string)
-                        .collect(),
-                )
-            }
+            "--schemes" => parsed.only = Some(list(args.next().ok_or("--schemes needs a list")?)),
             "--matchers" => {
-                only_matchers = Some(
-                    args.next()
-                        .ok_or("--matchers needs a list")?
-                        .split(',')
-                        .map(str::to_string)
-                        .collect(),
-                )
+                parsed.only_matchers = Some(list(args.next().ok_or("--matchers needs a list")?))
             }
             "--summary-json" => {
-                summary_json = Some(PathBuf::from(
+                parsed.summary_json = Some(PathBuf::from(
                     args.next().ok_or("--summary-json needs a file")?,
                 ))
             }
             "--lang" => {
-                langs = vec![if args.next().as_deref() == Some("zh") {
+                parsed.langs = vec![if args.next().as_deref() == Some("zh") {
                     "zh"
                 } else {
                     "en"
@@ -785,15 +825,16 @@ fn main() -> Res<()> {
                     "usage: eval [DATA_DIR] [--full] [--sample N] [--schemes a,b|none] [--matchers a,b|none] \
                      [--summary-json FILE] [--lang en|zh] [--list-random K]"
                 );
-                return Ok(());
+                return Ok(None);
             }
-            _ => dir = PathBuf::from(a),
+            _ => parsed.dir = PathBuf::from(a),
         }
     }
-    let data: Vec<Lang> = langs
-        .iter()
-        .map(|l| load(&dir, l, sample))
-        .collect::<Res<_>>()?;
+    Ok(Some(parsed))
+}
+
+/// The Python simhash reimplementation must give the package's fingerprints.
+fn check_py_simhash() -> Res<()> {
     for (text, want) in PY_SIMHASH_GOLDEN {
         let got = py_simhash(text).0;
         if got != want {
@@ -804,25 +845,23 @@ fn main() -> Res<()> {
             .into());
         }
     }
-    for lang in &data {
-        check_truth_shingles(lang)?;
-    }
-    let mut schemes = candidates();
-    if let Some(only) = &only {
-        schemes.retain(|(n, _)| only.iter().any(|o| o == n));
-    }
-    let mut all_matchers = matchers();
-    if let Some(only) = &only_matchers {
-        all_matchers.retain(|(n, _)| only.iter().any(|o| o == n));
-    }
+    Ok(())
+}
+
+/// The matchers' table, one line per matcher and language; returns the default rule's
+/// summary per language.
+fn matcher_table(
+    all_matchers: &[(String, AnyMatcher)],
+    data: &[Lang],
+) -> serde_json::Map<String, serde_json::Value> {
     if !all_matchers.is_empty() {
         println!("## Matchers side by side (recall as a fraction; hard-negative FP in %; natural precision all / without excluded)\n");
         println!("| matcher | lang | exact-format | light | boilerplate | reorder | medium | truncate | append | heavy | hard-neg FP % | worst family FP % | natural precision | natural J>=0.8 recall | cross-script t2s>=0.5 | bytes/doc | keys/doc |");
         println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     }
     let mut summary = serde_json::Map::new();
-    for (name, m) in &all_matchers {
-        for lang in &data {
+    for (name, m) in all_matchers {
+        for lang in data {
             let r = run_matcher(m, lang);
             eprintln!(
                 "{name} {}: {:.1} s, hottest natural key {} docs",
@@ -834,29 +873,37 @@ fn main() -> Res<()> {
             }
         }
     }
-    if let Some(path) = &summary_json {
-        if let Some((_, AnyMatcher::Rule(m))) = all_matchers.iter().find(|(n, _)| n == DEFAULT_RULE)
-        {
-            summary.insert("rule".into(), serde_json::Value::String(m.rule.to_string()));
-            summary.insert("rule_id".into(), serde_json::Value::String(m.rule.id()));
-        }
-        if summary.is_empty() {
-            return Err(format!("--summary-json: the default rule `{DEFAULT_RULE}` was not evaluated; keep it in --matchers").into());
-        }
-        std::fs::write(path, serde_json::to_string_pretty(&summary)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+    summary
+}
+
+/// Writes the default rule's summary (with the rule and its id) to `path`.
+fn write_summary(
+    path: &Path,
+    all_matchers: &[(String, AnyMatcher)],
+    mut summary: serde_json::Map<String, serde_json::Value>,
+) -> Res<()> {
+    if let Some((_, AnyMatcher::Rule(m))) = all_matchers.iter().find(|(n, _)| n == DEFAULT_RULE) {
+        summary.insert("rule".into(), serde_json::Value::String(m.rule.to_string()));
+        summary.insert("rule_id".into(), serde_json::Value::String(m.rule.id()));
     }
-    if schemes.is_empty() {
-        return Ok(());
+    if summary.is_empty() {
+        return Err(format!("--summary-json: the default rule `{DEFAULT_RULE}` was not evaluated; keep it in --matchers").into());
     }
+    std::fs::write(path, serde_json::to_string_pretty(&summary)?)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// The schemes' summary table (and with `--full` the full tables), then the schemes' ids.
+fn scheme_tables(schemes: &[(&str, Candidate)], data: &[Lang], args: &Args) {
     println!();
     println!("## Summary (recall as a fraction; hard-negative FP in %; random FP per million pairs; natural precision all / without excluded)\n");
     println!("| scheme | lang | k | exact-format | light | boilerplate | reorder | medium | truncate | append | heavy | hard-neg FP % | random FP/1e6 | natural J>=0.8 | natural J>=0.8 w/o excl | natural precision | cross-script t2s>=0.5 |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut reports = Vec::new();
-    for (name, scheme) in &schemes {
-        for lang in &data {
-            let r = evaluate(scheme, lang, list_random);
+    for (name, scheme) in schemes {
+        for lang in data {
+            let r = evaluate(scheme, lang, args.list_random);
             eprintln!(
                 "{name} {}: {:.1} MB in {:.1} s ({})",
                 lang.name,
@@ -868,16 +915,46 @@ fn main() -> Res<()> {
             reports.push((name, lang, r));
         }
     }
-    if full {
+    if args.full {
         for (name, lang, r) in &reports {
-            if name.starts_with("default") || only.is_some() {
+            if name.starts_with("default") || args.only.is_some() {
                 full_tables(name, lang, r);
             }
         }
     }
     println!("\nScheme ids:\n");
-    for (name, scheme) in &schemes {
+    for (name, scheme) in schemes {
         println!("- {name}: `{}`", scheme.id());
+    }
+}
+
+fn main() -> Res<()> {
+    let Some(args) = parse_args()? else {
+        return Ok(());
+    };
+    let data: Vec<Lang> = args
+        .langs
+        .iter()
+        .map(|l| load(&args.dir, l, args.sample))
+        .collect::<Res<_>>()?;
+    check_py_simhash()?;
+    for lang in &data {
+        check_truth_shingles(lang)?;
+    }
+    let mut schemes = candidates();
+    if let Some(only) = &args.only {
+        schemes.retain(|(n, _)| only.iter().any(|o| o == n));
+    }
+    let mut all_matchers = matchers();
+    if let Some(only) = &args.only_matchers {
+        all_matchers.retain(|(n, _)| only.iter().any(|o| o == n));
+    }
+    let summary = matcher_table(&all_matchers, &data);
+    if let Some(path) = &args.summary_json {
+        write_summary(path, &all_matchers, summary)?;
+    }
+    if !schemes.is_empty() {
+        scheme_tables(&schemes, &data, &args);
     }
     Ok(())
 }
@@ -1137,6 +1214,158 @@ fn grouped<M: Matcher>(
     out
 }
 
+/// The natural corpus signed by one matcher: texts, signatures, and which documents come from
+/// an excluded source.
+struct SignedNatural<'a, S> {
+    nat: &'a Natural,
+    texts: Vec<String>,
+    sigs: Vec<S>,
+    excluded: Vec<bool>,
+}
+
+impl<'a, S> SignedNatural<'a, S> {
+    fn new<M: Matcher<Sig = S>>(m: &M, lang: &'a Lang) -> Self {
+        let nat = &lang.natural;
+        let texts: Vec<String> = nat.docs.iter().map(Doc::full).collect();
+        let sigs = m.sign_all(&texts);
+        let excluded: Vec<bool> = nat
+            .docs
+            .iter()
+            .map(|d| lang.excluded_sources.contains(&d.source.as_str()))
+            .collect();
+        SignedNatural {
+            nat,
+            texts,
+            sigs,
+            excluded,
+        }
+    }
+
+    /// Whether the pair has a document from an excluded source.
+    fn touches_excluded(&self, a: u32, b: u32) -> bool {
+        self.excluded[a as usize] || self.excluded[b as usize]
+    }
+
+    /// The share of the true pairs with resemblance >= `lo` (without the excluded sources if
+    /// `without`) that the matcher matches.
+    fn recall_at<M: Matcher<Sig = S>>(&self, m: &M, lo: f32, without: bool) -> f64 {
+        let sel: Vec<(u32, u32)> = self
+            .nat
+            .truth
+            .iter()
+            .filter(|(&(a, b), &j)| j >= lo && !(without && self.touches_excluded(a, b)))
+            .map(|(&k, _)| k)
+            .collect();
+        let hit = sel
+            .iter()
+            .filter(|&&(a, b)| m.matches(&self.sigs[a as usize], &self.sigs[b as usize]))
+            .count();
+        hit as f64 / sel.len().max(1) as f64
+    }
+
+    /// With `EVAL_DEBUG_FP` set: a false positive's truth resemblance, shingle counts, sources.
+    fn debug_false_positive(&self, a: u32, b: u32) {
+        let (x, y) = (
+            truth_shingles(&self.texts[a as usize]),
+            truth_shingles(&self.texts[b as usize]),
+        );
+        eprintln!(
+            "FP\t{:.3}\t{}\t{}\t{}\t{}",
+            jaccard(&x, &y),
+            x.len().min(y.len()),
+            x.len().max(y.len()),
+            self.nat.docs[a as usize].source,
+            self.nat.docs[b as usize].source
+        );
+    }
+}
+
+/// Each document's candidate keys, sorted and deduplicated.
+fn candidate_keys<M: Matcher>(m: &M, sigs: &[M::Sig]) -> Vec<Vec<u64>> {
+    sigs.par_iter()
+        .map(|s| {
+            let mut k = Vec::new();
+            m.keys(s, &mut k);
+            k.sort_unstable();
+            k.dedup();
+            k
+        })
+        .collect()
+}
+
+/// The first key two sorted key lists share.
+fn first_shared(a: &[u64], b: &[u64]) -> Option<u64> {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return Some(a[i]),
+        }
+    }
+    None
+}
+
+/// (matched pairs, false positives among them) of all sources and without the excluded ones.
+type PairCounts = ((u64, u64), (u64, u64));
+
+/// Every matching pair of the natural corpus: candidates from shared keys, each pair judged
+/// under its first shared key (in sorted key order) only, so no global set is needed.
+fn count_natural_matches<M: Matcher>(
+    m: &M,
+    signed: &SignedNatural<M::Sig>,
+    keys: &[Vec<u64>],
+    postings: &HashMap<u64, Vec<u32>>,
+) -> PairCounts {
+    let lists: Vec<(&u64, &Vec<u32>)> = postings.iter().filter(|(_, v)| v.len() > 1).collect();
+    let sigs = &signed.sigs;
+    lists
+        .par_iter()
+        .map(|&(&key, docs)| {
+            let (mut all, mut without) = ((0u64, 0u64), (0u64, 0u64));
+            for (x, &a) in docs.iter().enumerate() {
+                for &b in &docs[x + 1..] {
+                    let (a, b) = (a.min(b), a.max(b));
+                    if first_shared(&keys[a as usize], &keys[b as usize]) != Some(key)
+                        || !m.matches(&sigs[a as usize], &sigs[b as usize])
+                    {
+                        continue;
+                    }
+                    let fp = u64::from(!signed.nat.truth.contains_key(&(a, b)));
+                    if fp == 1 && std::env::var_os("EVAL_DEBUG_FP").is_some() {
+                        signed.debug_false_positive(a, b);
+                    }
+                    all = (all.0 + 1, all.1 + fp);
+                    if !signed.touches_excluded(a, b) {
+                        without = (without.0 + 1, without.1 + fp);
+                    }
+                }
+            }
+            (all, without)
+        })
+        .reduce(
+            || ((0, 0), (0, 0)),
+            |(a, b), (c, d)| ((a.0 + c.0, a.1 + c.1), (b.0 + d.0, b.1 + d.1)),
+        )
+}
+
+/// 1 - false positives / matched pairs (1 when nothing matched).
+fn precision_of((n, fp): (u64, u64)) -> f64 {
+    if n == 0 {
+        1.0
+    } else {
+        1.0 - fp as f64 / n as f64
+    }
+}
+
+/// Recall across scripts on the pairs with t2s resemblance >= 0.5.
+fn cross_script_match_recall<M: Matcher>(m: &M, c: &Cross) -> f64 {
+    let (fc, ft) = (m.sign_all(&c.cn), m.sign_all(&c.tw));
+    let idx: Vec<usize> = (0..fc.len()).filter(|&i| c.t2s[i] >= 0.5).collect();
+    let hit = idx.iter().filter(|&&i| m.matches(&fc[i], &ft[i])).count();
+    hit as f64 / idx.len().max(1) as f64
+}
+
 fn evaluate_matcher<M: Matcher>(m: &M, lang: &Lang) -> MatchReport {
     let t = Instant::now();
     let full = |pairs: &[Pair]| -> (Vec<String>, Vec<String>) {
@@ -1156,45 +1385,12 @@ fn evaluate_matcher<M: Matcher>(m: &M, lang: &Lang) -> MatchReport {
         ..MatchReport::default()
     };
 
-    let nat = &lang.natural;
-    let ntexts: Vec<String> = nat.docs.iter().map(Doc::full).collect();
-    let sigs = m.sign_all(&ntexts);
-    let excluded: Vec<bool> = nat
-        .docs
-        .iter()
-        .map(|d| lang.excluded_sources.contains(&d.source.as_str()))
-        .collect();
-    let recall_at = |lo: f32, without: bool| {
-        let sel: Vec<(u32, u32)> = nat
-            .truth
-            .iter()
-            .filter(|(&(a, b), &j)| {
-                j >= lo && !(without && (excluded[a as usize] || excluded[b as usize]))
-            })
-            .map(|(&k, _)| k)
-            .collect();
-        let hit = sel
-            .iter()
-            .filter(|&&(a, b)| m.matches(&sigs[a as usize], &sigs[b as usize]))
-            .count();
-        hit as f64 / sel.len().max(1) as f64
-    };
-    r.natural_recall_j08 = recall_at(0.8, false);
-    r.natural_recall_j09 = recall_at(0.9, false);
-    r.natural_recall_j08_without_excluded = recall_at(0.8, true);
+    let signed = SignedNatural::new(m, lang);
+    r.natural_recall_j08 = signed.recall_at(m, 0.8, false);
+    r.natural_recall_j09 = signed.recall_at(m, 0.9, false);
+    r.natural_recall_j08_without_excluded = signed.recall_at(m, 0.8, true);
 
-    // Every matching pair of the natural corpus: candidates from shared keys, each pair judged
-    // under its first shared key (in sorted key order) only, so no global set is needed.
-    let keys: Vec<Vec<u64>> = sigs
-        .par_iter()
-        .map(|s| {
-            let mut k = Vec::new();
-            m.keys(s, &mut k);
-            k.sort_unstable();
-            k.dedup();
-            k
-        })
-        .collect();
+    let keys = candidate_keys(m, &signed.sigs);
     r.keys_per_doc = keys.iter().map(Vec::len).sum::<usize>() as f64 / keys.len().max(1) as f64;
     let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
     for (d, ks) in keys.iter().enumerate() {
@@ -1203,73 +1399,13 @@ fn evaluate_matcher<M: Matcher>(m: &M, lang: &Lang) -> MatchReport {
         }
     }
     r.natural_hottest_key = postings.values().map(Vec::len).max().unwrap_or(0);
-    let lists: Vec<(&u64, &Vec<u32>)> = postings.iter().filter(|(_, v)| v.len() > 1).collect();
-    let first_shared = |a: &[u64], b: &[u64]| -> Option<u64> {
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            match a[i].cmp(&b[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => return Some(a[i]),
-            }
-        }
-        None
-    };
-    let (counts, counts_without) = lists
-        .par_iter()
-        .map(|&(&key, docs)| {
-            let (mut all, mut without) = ((0u64, 0u64), (0u64, 0u64));
-            for (x, &a) in docs.iter().enumerate() {
-                for &b in &docs[x + 1..] {
-                    let (a, b) = (a.min(b), a.max(b));
-                    if first_shared(&keys[a as usize], &keys[b as usize]) != Some(key)
-                        || !m.matches(&sigs[a as usize], &sigs[b as usize])
-                    {
-                        continue;
-                    }
-                    let fp = u64::from(!nat.truth.contains_key(&(a, b)));
-                    if fp == 1 && std::env::var_os("EVAL_DEBUG_FP").is_some() {
-                        let (x, y) = (
-                            truth_shingles(&ntexts[a as usize]),
-                            truth_shingles(&ntexts[b as usize]),
-                        );
-                        eprintln!(
-                            "FP\t{:.3}\t{}\t{}\t{}\t{}",
-                            jaccard(&x, &y),
-                            x.len().min(y.len()),
-                            x.len().max(y.len()),
-                            nat.docs[a as usize].source,
-                            nat.docs[b as usize].source
-                        );
-                    }
-                    all = (all.0 + 1, all.1 + fp);
-                    if !(excluded[a as usize] || excluded[b as usize]) {
-                        without = (without.0 + 1, without.1 + fp);
-                    }
-                }
-            }
-            (all, without)
-        })
-        .reduce(
-            || ((0, 0), (0, 0)),
-            |(a, b), (c, d)| ((a.0 + c.0, a.1 + c.1), (b.0 + d.0, b.1 + d.1)),
-        );
-    let precision = |(n, fp): (u64, u64)| {
-        if n == 0 {
-            1.0
-        } else {
-            1.0 - fp as f64 / n as f64
-        }
-    };
-    r.natural_precision = precision(counts);
-    r.natural_precision_without_excluded = precision(counts_without);
+    let (counts, counts_without) = count_natural_matches(m, &signed, &keys, &postings);
+    r.natural_precision = precision_of(counts);
+    r.natural_precision_without_excluded = precision_of(counts_without);
     (r.natural_matched_pairs, r.natural_false_positives) = counts;
 
     if let Some(c) = &lang.cross {
-        let (fc, ft) = (m.sign_all(&c.cn), m.sign_all(&c.tw));
-        let idx: Vec<usize> = (0..fc.len()).filter(|&i| c.t2s[i] >= 0.5).collect();
-        let hit = idx.iter().filter(|&&i| m.matches(&fc[i], &ft[i])).count();
-        r.cross_script_recall = Some(hit as f64 / idx.len().max(1) as f64);
+        r.cross_script_recall = Some(cross_script_match_recall(m, c));
     }
     r.seconds = t.elapsed().as_secs_f64();
     r

@@ -129,6 +129,43 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Report fails on the rerun: times the fresh adds only (seconds per document).
+fn time_report(bench: &Bench, new: &[(String, String)]) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut w = bench
+        .index
+        .writer(100_000_000, Policy::Reject)?
+        .with_id_policy(IdPolicy::Report);
+    let batch = bench.docs(new);
+    let start = Instant::now();
+    for chunk in batch.chunks(256) {
+        w.add_documents(chunk.to_vec())?;
+    }
+    w.commit()?;
+    Ok(start.elapsed().as_secs_f64() / new.len() as f64)
+}
+
+/// Medians per policy, fresh adds and reruns, against `Off` (the first policy).
+fn print_table(policies: &[IdPolicy], fresh: &[Vec<f64>], rerun: &[Vec<f64>]) {
+    let off_fresh = median(fresh[0].clone());
+    let off_rerun = median(rerun[0].clone());
+    println!(
+        "{:<8} {:>14} {:>10} {:>14} {:>10}",
+        "ids", "new us/doc", "vs off", "rerun us/doc", "vs off"
+    );
+    for (p, policy) in policies.iter().enumerate() {
+        let f = median(fresh[p].clone());
+        let r = median(rerun[p].clone());
+        println!(
+            "{:<8} {:>14.2} {:>10.3} {:>14.2} {:>10.3}",
+            policy.name(),
+            f * 1e6,
+            f / off_fresh,
+            r * 1e6,
+            r / off_rerun
+        );
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
     let mut rng = Rng(42);
@@ -153,19 +190,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let bench = Bench::new(&base)?;
             let (first, again) = match policies[p] {
                 // Report fails on the rerun: time the fresh adds only.
-                IdPolicy::Report => {
-                    let mut w = bench
-                        .index
-                        .writer(100_000_000, Policy::Reject)?
-                        .with_id_policy(IdPolicy::Report);
-                    let batch = bench.docs(&new);
-                    let start = Instant::now();
-                    for chunk in batch.chunks(256) {
-                        w.add_documents(chunk.to_vec())?;
-                    }
-                    w.commit()?;
-                    (start.elapsed().as_secs_f64() / new.len() as f64, f64::NAN)
-                }
+                IdPolicy::Report => (time_report(&bench, &new)?, f64::NAN),
                 p => bench.time(p, &new)?,
             };
             fresh[p].push(first);
@@ -176,23 +201,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{} committed documents, {} added per case, {} rounds (median), policy Reject",
         args.base, args.docs, args.rounds
     );
-    let off_fresh = median(fresh[0].clone());
-    let off_rerun = median(rerun[0].clone());
-    println!(
-        "{:<8} {:>14} {:>10} {:>14} {:>10}",
-        "ids", "new us/doc", "vs off", "rerun us/doc", "vs off"
-    );
-    for (p, policy) in policies.iter().enumerate() {
-        let f = median(fresh[p].clone());
-        let r = median(rerun[p].clone());
-        println!(
-            "{:<8} {:>14.2} {:>10.3} {:>14.2} {:>10.3}",
-            policy.name(),
-            f * 1e6,
-            f / off_fresh,
-            r * 1e6,
-            r / off_rerun
-        );
-    }
+    print_table(&policies, &fresh, &rerun);
     Ok(())
 }

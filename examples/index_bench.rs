@@ -239,24 +239,10 @@ fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
     Ok(())
 }
 
-fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
-    let layout = BlockLayout::default();
-    let k = layout.max_distance();
-    println!(
-        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
-        layout.id(),
-        storage(key_postings)
-    );
-    let fps = corpus(n, 42);
-    let qs = queries(&fps, n_queries, k, 7);
-
-    let t = Instant::now();
-    let table = PigeonholeTable::new(&layout, &fps);
-    println!(
-        "pigeonhole table built in {:.2} s",
-        t.elapsed().as_secs_f64()
-    );
-
+/// Indexes `fps` in 8 commits (no merges) in a temporary directory, and drops the writer and
+/// the index (for a fresh handle); returns the directory.
+fn build_lookup_index(fps: &[u64], key_postings: bool) -> Res<tempfile::TempDir> {
+    let n = fps.len();
     let dir = tempfile::tempdir()?;
     let config = lookup_config(key_postings);
     let mut builder = Schema::builder();
@@ -283,6 +269,28 @@ fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
     w.commit()?;
     drop(w);
     drop(index);
+    Ok(dir)
+}
+
+fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+    let layout = BlockLayout::default();
+    let k = layout.max_distance();
+    println!(
+        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
+        layout.id(),
+        storage(key_postings)
+    );
+    let fps = corpus(n, 42);
+    let qs = queries(&fps, n_queries, k, 7);
+
+    let t = Instant::now();
+    let table = PigeonholeTable::new(&layout, &fps);
+    println!(
+        "pigeonhole table built in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let dir = build_lookup_index(&fps, key_postings)?;
     first_lookup(dir.path(), Fingerprint(qs[0]))?;
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
@@ -325,13 +333,14 @@ fn perturb(rng: &mut pigeonhole::Rng, sketch: &Sketch, percent: u64) -> Sketch {
     Sketch { words }
 }
 
-fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
-    let rule = MatchRule::default();
+/// The indexed signatures (the corpus's fingerprints with random sketches) and the queries: a
+/// quarter near an indexed document, a quarter a copy under other chrome, half random.
+fn rule_signatures(
+    n: usize,
+    n_queries: usize,
+    rule: &MatchRule,
+) -> (Vec<Signature>, Vec<Signature>) {
     let k = rule.layout().max_distance();
-    println!(
-        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
-        storage(key_postings)
-    );
     let fps = corpus(n, 42);
     let words = rule.minhash().sketch_words();
     let mut rng = pigeonhole::Rng(11);
@@ -366,7 +375,17 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
             }
         })
         .collect();
+    (sigs, queries)
+}
 
+/// Indexes `sigs` in 8 commits (no merges) in a temporary directory, and drops the writer and
+/// the index (for a fresh handle); returns the directory.
+fn build_rule_index(
+    sigs: &[Signature],
+    rule: &MatchRule,
+    key_postings: bool,
+) -> Res<tempfile::TempDir> {
+    let n = sigs.len();
     let dir = tempfile::tempdir()?;
     let config = lookup_config(key_postings).with_rule(rule.clone());
     let mut builder = Schema::builder();
@@ -391,6 +410,133 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
     // The writer holds a searcher of the segments: drop it for the fresh handle.
     drop(w);
     drop(index);
+    Ok(dir)
+}
+
+type RuleMethod<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
+
+/// The methods of the rule table: the first four on `p` (`no_table`: postings or a scan), the
+/// rest on `s` (key tables); pairs of simhash-only and rule rows.
+fn rule_methods<'a>(
+    p: &'a NearDupSearcher,
+    s: &'a NearDupSearcher,
+    k: u32,
+    no_table: &str,
+) -> Vec<RuleMethod<'a>> {
+    vec![
+        (
+            format!("{no_table}, simhash-only: lookup (with ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            format!("{no_table}, rule: lookup_signature (with ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
+        ),
+        (
+            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
+            Box::new(move |q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
+            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: lookup (with ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
+        ),
+        (
+            "key tables, rule: lookup_signature (with ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: lookup_addresses (no ids)".into(),
+            Box::new(move |q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
+        ),
+        (
+            "key tables, rule: lookup_signature_addresses (no ids)".into(),
+            Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
+        ),
+        (
+            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::new(s.fields(), q.fingerprint);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+        (
+            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
+            Box::new(|q: &Signature| {
+                let query = NearDupQuery::from_signature(s.fields(), q.clone())
+                    .with_max_postings_per_key(usize::MAX);
+                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+            }),
+        ),
+    ]
+}
+
+/// The rule table: latencies per method and ratios to the simhash-only row of the pair and to
+/// the postings (or scan) row.
+fn print_rule_rows(rows: &[(&str, Stats, usize)]) {
+    println!(
+        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
+    );
+    for (i, (name, st, found)) in rows.iter().enumerate() {
+        let base = &rows[i - i % 2].1;
+        // The same method's simhash-only row read from postings (the first four rows).
+        let postings = &rows[(i - i % 2) % 4].1;
+        println!(
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
+            st.p50,
+            st.p99,
+            st.mean,
+            st.p50 / base.p50,
+            st.p99 / base.p99,
+            st.p50 / postings.p50,
+        );
+    }
+}
+
+/// Recall of the rule lookup against brute force, on a quarter of the queries (the near and
+/// copy quarters).
+fn rule_recall(
+    rule: &MatchRule,
+    sigs: &[Signature],
+    queries: &[Signature],
+    s: &NearDupSearcher,
+) -> Res<()> {
+    let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
+    for q in queries
+        .iter()
+        .step_by(4)
+        .chain(queries.iter().skip(1).step_by(4))
+    {
+        let expected: Vec<usize> = (0..sigs.len())
+            .filter(|&i| rule.matches(q, &sigs[i]).is_some())
+            .collect();
+        want += expected.len();
+        let hits = s.lookup_signature_addresses(q)?;
+        by_resemblance += hits
+            .iter()
+            .filter(|(_, e)| e.resemblance().is_some())
+            .count();
+        got += hits.len();
+    }
+    println!(
+        "rule lookup recall against brute force (the near and copy quarters): {got} of {want} \
+         ({by_resemblance} by resemblance)"
+    );
+    Ok(())
+}
+
+fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+    let rule = MatchRule::default();
+    let k = rule.layout().max_distance();
+    println!(
+        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
+        storage(key_postings)
+    );
+    let (sigs, queries) = rule_signatures(n, n_queries, &rule);
+    let dir = build_rule_index(&sigs, &rule, key_postings)?;
     let t = Instant::now();
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let fresh = index.lookups()?;
@@ -420,56 +566,7 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
             p.lookup_signature(q)?;
         }
     }
-    type Method<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
-    let methods: Vec<Method> = vec![
-        (
-            format!("{no_table}, simhash-only: lookup (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
-        ),
-        (
-            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: lookup (with ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
-        ),
-        (
-            "key tables, rule: lookup_signature (with ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: lookup_addresses (no ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
-        ),
-        (
-            "key tables, rule: lookup_signature_addresses (no ids)".into(),
-            Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
-            Box::new(|q: &Signature| {
-                let query = NearDupQuery::new(s.fields(), q.fingerprint);
-                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
-            }),
-        ),
-        (
-            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
-            Box::new(|q: &Signature| {
-                let query = NearDupQuery::from_signature(s.fields(), q.clone())
-                    .with_max_postings_per_key(usize::MAX);
-                Ok(s.searcher().search(&query, &DocSetCollector)?.len())
-            }),
-        ),
-    ];
+    let methods = rule_methods(&p, &s, k, no_table);
     // Each method runs every query in turn (as a service doing only that would: taking turns
     // query by query would measure each method with the others' data in the caches).
     let mut rows = Vec::new();
@@ -487,46 +584,8 @@ fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> 
     if !key_postings {
         println!("(the scan rows ran a tenth of the queries: their match counts are a tenth's)");
     }
-    println!(
-        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
-    );
-    for (i, (name, st, found)) in rows.iter().enumerate() {
-        let base = &rows[i - i % 2].1;
-        // The same method's simhash-only row read from postings (the first four rows).
-        let postings = &rows[(i - i % 2) % 4].1;
-        println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
-            st.p50,
-            st.p99,
-            st.mean,
-            st.p50 / base.p50,
-            st.p99 / base.p99,
-            st.p50 / postings.p50,
-        );
-    }
-    // Recall of the rule lookup against brute force, on a quarter of the queries.
-    let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
-    for q in queries
-        .iter()
-        .step_by(4)
-        .chain(queries.iter().skip(1).step_by(4))
-    {
-        let expected: Vec<usize> = (0..n)
-            .filter(|&i| rule.matches(q, &sigs[i]).is_some())
-            .collect();
-        want += expected.len();
-        let hits = s.lookup_signature_addresses(q)?;
-        by_resemblance += hits
-            .iter()
-            .filter(|(_, e)| e.resemblance().is_some())
-            .count();
-        got += hits.len();
-    }
-    println!(
-        "rule lookup recall against brute force (the near and copy quarters): {got} of {want} \
-         ({by_resemblance} by resemblance)"
-    );
-    Ok(())
+    print_rule_rows(&rows);
+    rule_recall(&rule, &sigs, &queries, &s)
 }
 
 /// Builds the key tables of `s` now and prints their memory and build time.
@@ -546,26 +605,28 @@ fn key_table_report(s: &NearDupSearcher, n: usize) -> Res<()> {
     Ok(())
 }
 
-fn run_lookups(
-    s: &NearDupSearcher,
-    fps: &[u64],
-    qs: &[u64],
-    table: &PigeonholeTable,
-    k: u32,
-) -> Res<()> {
-    let segments = s.searcher().segment_readers().len();
-    let t = Instant::now();
-    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
-    let open_cost = t.elapsed();
-    drop(reopened);
-    println!(
-        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
-        qs.len(),
-        us(open_cost)
-    );
-    key_table_report(s, fps.len())?;
+/// A row of the lookup table: the method, its latencies, the matches it found.
+type Row = (&'static str, Stats, usize);
 
-    // Expected result sizes, from brute force; also warms every path once.
+/// Times `f` on each query (the call alone); returns the latencies' stats and the sum of the
+/// result sizes.
+fn time_queries<'q>(
+    qs: impl Iterator<Item = &'q u64>,
+    mut f: impl FnMut(Fingerprint) -> Res<usize>,
+) -> Res<(Stats, usize)> {
+    let mut times = Vec::new();
+    let mut found = 0;
+    for &q in qs {
+        let t = Instant::now();
+        let n = f(Fingerprint(q))?;
+        times.push(t.elapsed());
+        found += n;
+    }
+    Ok((stats(times), found))
+}
+
+/// Expected result sizes, from brute force; also warms every path once.
+fn expected_sizes(s: &NearDupSearcher, fps: &[u64], qs: &[u64], k: u32) -> Res<Vec<usize>> {
     let mut want = Vec::with_capacity(qs.len());
     let mut buf = Vec::new();
     for &q in qs {
@@ -578,71 +639,18 @@ fn run_lookups(
             &DocSetCollector,
         )?;
     }
-    let total: usize = want.iter().sum();
+    Ok(want)
+}
 
-    let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let hits = s.lookup(Fingerprint(q))?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push(("NearDupSearcher::lookup (with ids)", stats(times), found));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let hits = s.lookup_addresses(Fingerprint(q), k)?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push((
-        "NearDupSearcher::lookup_addresses (no ids)",
-        stats(times),
-        found,
-    ));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        let t = Instant::now();
-        let query = NearDupQuery::new(s.fields(), Fingerprint(q));
-        let hits = s.searcher().search(&query, &DocSetCollector)?;
-        times.push(t.elapsed());
-        found += hits.len();
-    }
-    rows.push(("NearDupQuery + DocSetCollector", stats(times), found));
-
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    for &q in qs {
-        buf.clear();
-        let t = Instant::now();
-        table.lookup(Fingerprint(q), k, &mut buf);
-        times.push(t.elapsed());
-        found += buf.len();
-    }
-    rows.push(("in-memory pigeonhole table", stats(times), found));
-
-    // Brute force is slow: a quarter of the queries is plenty for its percentiles.
-    let mut times = Vec::with_capacity(qs.len());
-    let mut found = 0;
-    let mut expected_bf = 0;
-    for (i, &q) in qs.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
-        buf.clear();
-        let t = Instant::now();
-        brute_force(fps, Fingerprint(q), k, &mut buf);
-        times.push(t.elapsed());
-        found += buf.len();
-        expected_bf += want[i];
-    }
-    rows.push(("brute-force scan (1/4 of the queries)", stats(times), found));
-
-    // Every key from its postings (no key tables): the lookups before issue 13. With keys in
-    // columns only, no table means a scan of the columns: a tenth of the queries.
+/// Every key from its postings (no key tables): the lookups before issue 13. With keys in
+/// columns only, no table means a scan of the columns: a tenth of the queries. Returns the rows
+/// with and without ids, and the expected matches of the queries run.
+fn no_table_rows(
+    s: &NearDupSearcher,
+    qs: &[u64],
+    want: &[usize],
+    k: u32,
+) -> Res<([Row; 2], usize)> {
     let p = NearDupSearcher::new(s.fields(), s.searcher())?.with_key_tables(false);
     let key_postings = s.fields().key_postings();
     let every = if key_postings { 1 } else { 10 };
@@ -670,20 +678,25 @@ fn run_lookups(
             "no table, scan (1/10 of the queries): lookup_addresses (no ids)",
         )
     };
-    rows.push((with_name, stats(with_ids), found_with));
-    rows.push((without_name, stats(without), found_without));
+    Ok((
+        [
+            (with_name, stats(with_ids), found_with),
+            (without_name, stats(without), found_without),
+        ],
+        expected_scan,
+    ))
+}
 
+/// The lookup table: latencies, ratios to the in-memory table (row 3), recall against the
+/// expected matches (`expected[i]` for row `i`).
+fn print_lookup_rows(rows: &[(&str, Stats, usize)], expected: impl Fn(usize) -> usize) {
     let table_p50 = rows[3].1.p50;
     let table_p99 = rows[3].1.p99;
     println!(
         "| method | p50 us | p99 us | mean us | p50 / table | p99 / table | recall |\n|---|---|---|---|---|---|---|"
     );
     for (i, (name, st, found)) in rows.iter().enumerate() {
-        let expected = match i {
-            4 => expected_bf,
-            5 | 6 => expected_scan,
-            _ => total,
-        };
+        let expected = expected(i);
         println!(
             "| {name} | {:.1} | {:.1} | {:.1} | {:.1}x | {:.1}x | {} |",
             st.p50,
@@ -698,6 +711,64 @@ fn run_lookups(
             }
         );
     }
+}
+
+fn run_lookups(
+    s: &NearDupSearcher,
+    fps: &[u64],
+    qs: &[u64],
+    table: &PigeonholeTable,
+    k: u32,
+) -> Res<()> {
+    let segments = s.searcher().segment_readers().len();
+    let t = Instant::now();
+    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
+    let open_cost = t.elapsed();
+    drop(reopened);
+    println!(
+        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
+        qs.len(),
+        us(open_cost)
+    );
+    key_table_report(s, fps.len())?;
+
+    let want = expected_sizes(s, fps, qs, k)?;
+    let total: usize = want.iter().sum();
+
+    let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
+    let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup(q)?.len()))?;
+    rows.push(("NearDupSearcher::lookup (with ids)", st, found));
+    let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup_addresses(q, k)?.len()))?;
+    rows.push(("NearDupSearcher::lookup_addresses (no ids)", st, found));
+    let (st, found) = time_queries(qs.iter(), |q| {
+        let query = NearDupQuery::new(s.fields(), q);
+        Ok(s.searcher().search(&query, &DocSetCollector)?.len())
+    })?;
+    rows.push(("NearDupQuery + DocSetCollector", st, found));
+    let mut buf = Vec::new();
+    let (st, found) = time_queries(qs.iter(), |q| {
+        buf.clear();
+        table.lookup(q, k, &mut buf);
+        Ok(buf.len())
+    })?;
+    rows.push(("in-memory pigeonhole table", st, found));
+    // Brute force is slow: a quarter of the queries is plenty for its percentiles.
+    let (st, found) = time_queries(qs.iter().step_by(4), |q| {
+        buf.clear();
+        brute_force(fps, q, k, &mut buf);
+        Ok(buf.len())
+    })?;
+    rows.push(("brute-force scan (1/4 of the queries)", st, found));
+    let expected_bf: usize = want.iter().step_by(4).sum();
+
+    let (no_table, expected_scan) = no_table_rows(s, qs, &want, k)?;
+    rows.extend(no_table);
+
+    print_lookup_rows(&rows, |i| match i {
+        4 => expected_bf,
+        5 | 6 => expected_scan,
+        _ => total,
+    });
     println!("({total} matches over all queries)");
     Ok(())
 }
@@ -817,12 +888,19 @@ struct Run {
     verified_per_doc: f64,
 }
 
-fn index_once(
-    docs: &[Doc],
-    (mode, key_postings): (Mode, bool),
-    signatures: &[Signature],
-    commit_every: Option<usize>,
-) -> Res<Run> {
+/// A fresh on-disk index for `mode`: id, title and text (the scheme's analyzer), plus the
+/// near-duplicate fields unless plain; returns its directory, the index, the config and a
+/// document maker.
+#[allow(clippy::type_complexity)]
+fn indexing_index(
+    mode: Mode,
+    key_postings: bool,
+) -> Res<(
+    tempfile::TempDir,
+    Index,
+    NearDupConfig,
+    impl Fn(&Doc) -> TantivyDocument,
+)> {
     let dir = tempfile::tempdir()?;
     let config = NearDupConfig::new("id", ["title", "text"]).with_key_postings(key_postings);
     let mut builder = Schema::builder();
@@ -838,18 +916,49 @@ fn index_once(
     }
     let index = Index::create_in_dir(dir.path(), builder.build())?;
     register_tokenizer(&index, config.scheme());
-    let make = |d: &Doc| -> TantivyDocument {
+    let make = move |d: &Doc| -> TantivyDocument {
         doc!(id => d.id.as_str(), title => d.title.as_str(), text => d.text.as_str())
     };
+    Ok((dir, index, config, make))
+}
+
+/// `add_documents` in batches of 1,000 (never spanning a periodic commit), committing once a
+/// batch reaches or crosses a multiple of `commit_every`.
+fn add_in_batches(
+    w: &mut tantivy_simhash::DedupWriter,
+    docs: &[Doc],
+    make: impl Fn(&Doc) -> TantivyDocument,
+    commit_every: Option<usize>,
+) -> Res<()> {
+    let batch = commit_every.map_or(1000, |n| n.min(1000));
+    let mut done = 0;
+    for chunk in docs.chunks(batch) {
+        w.add_documents(chunk.iter().map(&make).collect())?;
+        let before = done;
+        done += chunk.len();
+        // Commit once a batch reaches or crosses a multiple of N.
+        if commit_every.is_some_and(|n| done / n > before / n) {
+            w.commit()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `docs` into `index` the way `mode` says, with a commit every `commit_every`
+/// documents (and at the end); returns the candidates the writer verified.
+fn write_docs(
+    mode: Mode,
+    index: &Index,
+    config: NearDupConfig,
+    make: impl Fn(&Doc) -> TantivyDocument,
+    docs: &[Doc],
+    signatures: &[Signature],
+    commit_every: Option<usize>,
+) -> Res<u64> {
     let budget = 200_000_000;
     let mut verified = 0;
     // Whether to commit after the document at position `i` (counting from 0).
     let commit_after = |i: usize| commit_every.is_some_and(|n| (i + 1).is_multiple_of(n));
-    // Batches never span a periodic commit.
-    let batch = commit_every.map_or(1000, |n| n.min(1000));
-
-    let start = Instant::now();
-    let cpu_start = cpu_time();
     match mode {
         Mode::Plain => {
             let mut w: IndexWriter = index.writer(budget)?;
@@ -884,16 +993,7 @@ fn index_once(
             let nd = NearDupIndex::create(index.clone(), config)?;
             let mut w = nd.writer(budget, policy)?;
             if let Mode::Batch(_) = mode {
-                let mut done = 0;
-                for chunk in docs.chunks(batch) {
-                    w.add_documents(chunk.iter().map(make).collect())?;
-                    let before = done;
-                    done += chunk.len();
-                    // Commit once a batch reaches or crosses a multiple of N.
-                    if commit_every.is_some_and(|n| done / n > before / n) {
-                        w.commit()?;
-                    }
-                }
+                add_in_batches(&mut w, docs, &make, commit_every)?;
             } else {
                 for (i, d) in docs.iter().enumerate() {
                     w.add_document(make(d))?;
@@ -907,9 +1007,11 @@ fn index_once(
             w.wait_merging_threads()?;
         }
     }
-    let elapsed = start.elapsed();
-    let cpu = cpu_time().saturating_sub(cpu_start);
+    Ok(verified)
+}
 
+/// The documents stored, the bytes of the fingerprint and key fields, and of the whole index.
+fn index_space(index: &Index) -> Res<(u64, u64, u64)> {
     let reader = index.reader()?;
     let searcher = reader.searcher();
     let stored = searcher.num_docs();
@@ -929,35 +1031,38 @@ fn index_once(
                 .sum::<u64>();
         }
     }
+    Ok((stored, fields, usage.total().get_bytes()))
+}
+
+fn index_once(
+    docs: &[Doc],
+    (mode, key_postings): (Mode, bool),
+    signatures: &[Signature],
+    commit_every: Option<usize>,
+) -> Res<Run> {
+    let (_dir, index, config, make) = indexing_index(mode, key_postings)?;
+    let start = Instant::now();
+    let cpu_start = cpu_time();
+    let verified = write_docs(mode, &index, config, make, docs, signatures, commit_every)?;
+    let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
+    let (stored, fields, total) = index_space(&index)?;
     Ok(Run {
         elapsed,
         cpu,
         fields_bytes_per_doc: fields as f64 / stored.max(1) as f64,
-        index_bytes_per_doc: usage.total().get_bytes() as f64 / stored.max(1) as f64,
+        index_bytes_per_doc: total as f64 / stored.max(1) as f64,
         stored,
         verified_per_doc: verified as f64 / docs.len().max(1) as f64,
     })
 }
 
-fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
-    let runs = args.runs;
-    let mut docs: Vec<Doc> = read_jsonl(path, usize::MAX)?;
-    if let Some(n) = args.sample {
-        docs.truncate(n);
-    }
-    let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
-    println!(
-        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s); {}",
-        docs.len(),
-        bytes as f64 / 1e6,
-        args.commit_every
-            .map_or("one commit at the end".to_string(), |n| format!("a commit every {n} documents"))
-    );
-    // Fingerprinting alone, one thread, for scale.
+/// Fingerprinting alone, one thread, for scale.
+fn time_fingerprinting(docs: &[Doc], bytes: usize) {
     let scheme = tantivy_simhash::Scheme::default();
     let mut fpr = scheme.fingerprinter();
     let t = Instant::now();
-    for d in &docs {
+    for d in docs {
         std::hint::black_box(fpr.fingerprint(&format!("{}\n{}", d.title, d.text)));
     }
     let fp_secs = t.elapsed().as_secs_f64();
@@ -966,7 +1071,10 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         docs.len() as f64 / fp_secs,
         bytes as f64 / 1e6 / fp_secs
     );
-    // Signing alone (what DedupWriter computes per document), one thread.
+}
+
+/// Signing alone (what DedupWriter computes per document), one thread; returns the signatures.
+fn sign_all(docs: &[Doc], bytes: usize) -> Res<Vec<Signature>> {
     let config = NearDupConfig::new("id", ["title", "text"]);
     let mut signer = config.rule()?.signer(config.scheme());
     let t = Instant::now();
@@ -980,6 +1088,12 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
         docs.len() as f64 / sign_secs,
         bytes as f64 / 1e6 / sign_secs
     );
+    Ok(signatures)
+}
+
+/// The modes `--modes` selects (plain always), each once per key storage of `--keys` (plain
+/// once: it has no keys).
+fn selected_modes(args: &Args) -> Res<Vec<(Mode, bool)>> {
     let modes = [
         Mode::Plain,
         Mode::Stored,
@@ -1011,8 +1125,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
                 .collect()
         }
     };
-    // Every mode once per key storage of `--keys` (plain once: it has no keys).
-    let modes: Vec<(Mode, bool)> = modes
+    Ok(modes
         .into_iter()
         .flat_map(|m| {
             let storages: Vec<bool> = if m == Mode::Plain {
@@ -1022,25 +1135,16 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             };
             storages.into_iter().map(move |k| (m, k))
         })
-        .collect();
-    println!(
-        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
-    );
-    // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
-    let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
-    for _ in 0..runs {
-        for (mode, slot) in modes.iter().zip(best.iter_mut()) {
-            let r = index_once(&docs, *mode, &signatures, args.commit_every)?;
-            if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
-                *slot = Some(r);
-            }
-        }
-    }
+        .collect())
+}
+
+/// The indexing table: rates and CPU against plain tantivy (the first row), sizes, checks.
+fn print_indexing_rows(modes: Vec<(Mode, bool)>, best: Vec<Option<Run>>, n_docs: usize) {
     let mut plain_rate = 0.0;
     let mut plain_cpu = 0.0;
     for ((mode, key_postings), r) in modes.into_iter().zip(best) {
         let Some(r) = r else { continue };
-        let rate = docs.len() as f64 / r.elapsed.as_secs_f64();
+        let rate = n_docs as f64 / r.elapsed.as_secs_f64();
         let cpu = r.cpu.as_secs_f64();
         if mode == Mode::Plain {
             plain_rate = rate;
@@ -1064,5 +1168,38 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
             r.verified_per_doc
         );
     }
+}
+
+fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
+    let runs = args.runs;
+    let mut docs: Vec<Doc> = read_jsonl(path, usize::MAX)?;
+    if let Some(n) = args.sample {
+        docs.truncate(n);
+    }
+    let bytes: usize = docs.iter().map(|d| d.title.len() + d.text.len()).sum();
+    println!(
+        "\n## Indexing natural-{lang}: {} documents, {:.1} MB of title + text; best of {runs} run(s); {}",
+        docs.len(),
+        bytes as f64 / 1e6,
+        args.commit_every
+            .map_or("one commit at the end".to_string(), |n| format!("a commit every {n} documents"))
+    );
+    time_fingerprinting(&docs, bytes);
+    let signatures = sign_all(&docs, bytes)?;
+    let modes = selected_modes(args)?;
+    println!(
+        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
+    let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();
+    for _ in 0..runs {
+        for (mode, slot) in modes.iter().zip(best.iter_mut()) {
+            let r = index_once(&docs, *mode, &signatures, args.commit_every)?;
+            if slot.as_ref().is_none_or(|b| r.elapsed < b.elapsed) {
+                *slot = Some(r);
+            }
+        }
+    }
+    print_indexing_rows(modes, best, docs.len());
     Ok(())
 }

@@ -158,29 +158,44 @@ fn row(name: &str, s: &Score, secs: f64) -> String {
     )
 }
 
-fn main() -> Res<()> {
-    let mut data = PathBuf::from("../shared/data");
-    let mut sample: Option<usize> = None;
-    let mut k: Option<u32> = None;
-    let mut sweeps = true;
-    let mut keep: Option<(f64, u64)> = None;
+struct Args {
+    data: PathBuf,
+    sample: Option<usize>,
+    k: Option<u32>,
+    sweeps: bool,
+    keep: Option<(f64, u64)>,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut parsed = Args {
+        data: PathBuf::from("../shared/data"),
+        sample: None,
+        k: None,
+        sweeps: true,
+        keep: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--sample" => sample = Some(args.next().ok_or("--sample needs a number")?.parse()?),
-            "--no-sweeps" => sweeps = false,
+            "--sample" => {
+                parsed.sample = Some(args.next().ok_or("--sample needs a number")?.parse()?)
+            }
+            "--no-sweeps" => parsed.sweeps = false,
             "--keep" => {
                 let share: f64 = args.next().ok_or("--keep needs a share")?.parse()?;
                 let seed: u64 = args.next().ok_or("--keep needs a seed")?.parse()?;
-                keep = Some((share, seed));
+                parsed.keep = Some((share, seed));
             }
-            "--k" => k = Some(args.next().ok_or("--k needs a number")?.parse()?),
-            _ => data = PathBuf::from(a),
+            "--k" => parsed.k = Some(args.next().ok_or("--k needs a number")?.parse()?),
+            _ => parsed.data = PathBuf::from(a),
         }
     }
+    Ok(parsed)
+}
 
-    // Read the pages (and keep the first N hosts with --sample).
-    let t0 = Instant::now();
+/// Reads the pages, keeps the first N hosts with `--sample`; returns the pages and the sorted
+/// kept host names.
+fn read_pages(data: &std::path::Path, sample: Option<usize>) -> Res<(Vec<Page>, Vec<String>)> {
     let mut pages: Vec<Page> = read_jsonl(&data.join("mirrors.jsonl.gz"), usize::MAX)?;
     let mut hosts: Vec<String> = pages.iter().map(|p| p.host.clone()).collect();
     hosts.sort();
@@ -190,67 +205,73 @@ fn main() -> Res<()> {
         let keep: HashSet<&String> = hosts.iter().collect();
         pages.retain(|p| keep.contains(&p.host));
     }
-    let host_set: HashSet<&String> = hosts.iter().collect();
-    let mut truth: Truth = serde_json::from_reader(File::open(data.join("mirrors-truth.json"))?)?;
-    if let Some((share, seed)) = keep {
-        // A thinner web: keep each page with probability `share`, and recompute the mirror pairs
-        // with the definition from the counterpart groups (S and host sizes both shrink).
-        pages.retain(|p| {
-            (xxhash_rust::xxh3::xxh3_64_with_seed(p.id.as_bytes(), seed) as f64)
-                < share * u64::MAX as f64
-        });
-        let host_of: HashMap<&str, &str> = pages
+    Ok((pages, hosts))
+}
+
+/// A thinner web: keeps each page with probability `share`, and recomputes the mirror pairs
+/// with the definition from the counterpart groups (S and host sizes both shrink).
+fn thin_web(pages: &mut Vec<Page>, truth: &mut Truth, share: f64, seed: u64) {
+    pages.retain(|p| {
+        (xxhash_rust::xxh3::xxh3_64_with_seed(p.id.as_bytes(), seed) as f64)
+            < share * u64::MAX as f64
+    });
+    let host_of: HashMap<&str, &str> = pages
+        .iter()
+        .map(|p| (p.id.as_str(), p.host.as_str()))
+        .collect();
+    let mut size: HashMap<&str, u32> = HashMap::new();
+    for p in pages.iter() {
+        *size.entry(p.host.as_str()).or_default() += 1;
+    }
+    let mut shared: HashMap<(String, String), u32> = HashMap::new();
+    for group in &truth.counterpart_groups {
+        let mut hs: Vec<&str> = group
             .iter()
-            .map(|p| (p.id.as_str(), p.host.as_str()))
+            .filter_map(|id| host_of.get(id.as_str()).copied())
             .collect();
-        let mut size: HashMap<&str, u32> = HashMap::new();
-        for p in &pages {
-            *size.entry(p.host.as_str()).or_default() += 1;
-        }
-        let mut shared: HashMap<(String, String), u32> = HashMap::new();
-        for group in &truth.counterpart_groups {
-            let mut hs: Vec<&str> = group
-                .iter()
-                .filter_map(|id| host_of.get(id.as_str()).copied())
-                .collect();
-            hs.sort_unstable();
-            hs.dedup();
-            for i in 0..hs.len() {
-                for j in i + 1..hs.len() {
-                    *shared.entry(key(hs[i], hs[j])).or_default() += 1;
-                }
+        hs.sort_unstable();
+        hs.dedup();
+        for i in 0..hs.len() {
+            for j in i + 1..hs.len() {
+                *shared.entry(key(hs[i], hs[j])).or_default() += 1;
             }
         }
-        let kinds: HashMap<(String, String), String> = truth
-            .mirror_pairs
-            .iter()
-            .map(|p| (key(&p.a, &p.b), p.kind.clone()))
-            .collect();
-        truth.mirror_pairs = shared
-            .into_iter()
-            .filter(|((a, b), s)| {
-                let min = size[a.as_str()].min(size[b.as_str()]);
-                *s >= 10 || f64::from(*s) >= 0.2 * f64::from(min)
-            })
-            .map(|((a, b), s)| TruthPair {
-                kind: kinds
-                    .get(&(a.clone(), b.clone()))
-                    .cloned()
-                    .unwrap_or_else(|| "new-by-rule".into()),
-                a,
-                b,
-                shared_pages: s,
-            })
-            .collect();
-        let mut near: Vec<u32> = truth.mirror_pairs.iter().map(|p| p.shared_pages).collect();
-        near.sort_unstable();
-        println!(
-            "--keep {share} (seed {seed}): {} pages kept; mirror pairs by the definition: {}, of which S <= 15: {}",
-            pages.len(),
-            truth.mirror_pairs.len(),
-            near.iter().filter(|&&s| s <= 15).count()
-        );
     }
+    let kinds: HashMap<(String, String), String> = truth
+        .mirror_pairs
+        .iter()
+        .map(|p| (key(&p.a, &p.b), p.kind.clone()))
+        .collect();
+    truth.mirror_pairs = shared
+        .into_iter()
+        .filter(|((a, b), s)| {
+            let min = size[a.as_str()].min(size[b.as_str()]);
+            *s >= 10 || f64::from(*s) >= 0.2 * f64::from(min)
+        })
+        .map(|((a, b), s)| TruthPair {
+            kind: kinds
+                .get(&(a.clone(), b.clone()))
+                .cloned()
+                .unwrap_or_else(|| "new-by-rule".into()),
+            a,
+            b,
+            shared_pages: s,
+        })
+        .collect();
+    let mut near: Vec<u32> = truth.mirror_pairs.iter().map(|p| p.shared_pages).collect();
+    near.sort_unstable();
+    println!(
+        "--keep {share} (seed {seed}): {} pages kept; mirror pairs by the definition: {}, of which S <= 15: {}",
+        pages.len(),
+        truth.mirror_pairs.len(),
+        near.iter().filter(|&&s| s <= 15).count()
+    );
+}
+
+/// The truth restricted to pairs of kept hosts: the scorer (gold kinds and negative kinds) and
+/// the true S of each gold pair.
+fn restrict_truth(truth: &Truth, hosts: &[String]) -> (Scorer, HashMap<(String, String), u32>) {
+    let host_set: HashSet<&String> = hosts.iter().collect();
     let inside = |a: &String, b: &String| host_set.contains(a) && host_set.contains(b);
     let scorer = Scorer {
         gold: truth
@@ -266,16 +287,18 @@ fn main() -> Res<()> {
             .map(|p| (key(&p.a, &p.b), p.why.clone()))
             .collect(),
     };
-    println!(
-        "{} pages, {} hosts, {} mirror pairs in the truth, read in {:.1}s",
-        pages.len(),
-        hosts.len(),
-        scorer.gold.len(),
-        t0.elapsed().as_secs_f64()
-    );
+    let true_s: HashMap<(String, String), u32> = truth
+        .mirror_pairs
+        .iter()
+        .filter(|p| inside(&p.a, &p.b))
+        .map(|p| (key(&p.a, &p.b), p.shared_pages))
+        .collect();
+    (scorer, true_s)
+}
 
-    // Index them: host, title and text stored, so the finder can re-read them.
-    let t0 = Instant::now();
+/// Indexes the pages (host, title and text stored, so the finder can re-read them) into a
+/// temporary directory, which the caller keeps alive as long as the index.
+fn build_index(pages: &[Page]) -> Res<(tempfile::TempDir, NearDupIndex)> {
     let dir = tempfile::tempdir()?;
     let config = NearDupConfig::new("id", ["title", "text"]);
     let mut builder = Schema::builder();
@@ -292,23 +315,12 @@ fn main() -> Res<()> {
         .collect();
     writer.add_documents(docs)?;
     writer.commit()?;
-    println!("indexed in {:.1}s", t0.elapsed().as_secs_f64());
+    Ok((dir, index))
+}
 
-    let header = "| method | predicted | TP | precision | recall | recall per kind | false positives | seconds |\n|---|---|---|---|---|---|---|---|";
-    let mut rows = Vec::new();
-
-    // The library's default, on the index.
-    let scheme = Scheme::default();
-    let t0 = Instant::now();
-    let mut default = MirrorConfig::default();
-    if let Some(k) = k {
-        default.max_distance = k;
-    }
-    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
-    let report = finder.find_in_index(&index, "host")?;
-    let secs = t0.elapsed().as_secs_f64();
-    println!("default run: {:?}", report.stats);
-    // The speed baseline, in the same run: fingerprinting every page once (title + text).
+/// The speed baseline: fingerprinting every page once (title + text); returns the count and
+/// the seconds.
+fn fingerprint_all(scheme: &Scheme, pages: &[Page]) -> (usize, f64) {
     let t1 = Instant::now();
     let fingerprints: Vec<u64> = pages
         .par_iter()
@@ -317,181 +329,216 @@ fn main() -> Res<()> {
             |f, p| f.fingerprint(&format!("{}\n{}", p.title, p.text)).0,
         )
         .collect();
-    let fp_secs = t1.elapsed().as_secs_f64();
-    println!(
-        "speed: find_in_index {secs:.2}s ({:.0} pages/s); fingerprinting the {} pages once {fp_secs:.2}s; ratio {:.2}",
-        pages.len() as f64 / secs,
-        fingerprints.len(),
-        secs / fp_secs
-    );
-    rows.push(row(
-        &format!(
-            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
-            default.max_distance
-        ),
-        &scorer.score(&report, 1.0),
-        secs,
-    ));
+    (fingerprints.len(), t1.elapsed().as_secs_f64())
+}
 
-    // Variants over the same pages (title + text, as the index fingerprints them).
-    let host_pages: Vec<HostPage> = pages
-        .iter()
-        .map(|p| HostPage::new(&p.host, &p.id, format!("{}\n{}", p.title, p.text)))
-        .collect();
-    let run = |cfg: MirrorConfig| -> Res<(MirrorReport, f64)> {
+/// Runs the finder with `cfg` over the pages (not the index); the report and the seconds.
+struct Runner {
+    scheme: Scheme,
+    host_pages: Vec<HostPage>,
+}
+
+impl Runner {
+    fn new(scheme: Scheme, pages: &[Page]) -> Self {
+        // Title + text, as the index fingerprints them.
+        let host_pages = pages
+            .iter()
+            .map(|p| HostPage::new(&p.host, &p.id, format!("{}\n{}", p.title, p.text)))
+            .collect();
+        Runner { scheme, host_pages }
+    }
+
+    fn run(&self, cfg: MirrorConfig) -> Res<(MirrorReport, f64)> {
         let t0 = Instant::now();
-        let r = MirrorFinder::new(scheme.clone(), cfg)?.find(host_pages.clone())?;
+        let r = MirrorFinder::new(self.scheme.clone(), cfg)?.find(self.host_pages.clone())?;
         Ok((r, t0.elapsed().as_secs_f64()))
-    };
+    }
+}
+
+/// The named variants of the default, one table row each.
+fn variant_rows(runner: &Runner, scorer: &Scorer) -> Res<Vec<String>> {
     let naive = MirrorConfig {
         max_distance: 3,
         chrome_min_pages: 0,
         transitive: false,
         ..MirrorConfig::default()
     };
-    let true_s: HashMap<(String, String), u32> = truth
-        .mirror_pairs
-        .iter()
-        .filter(|p| inside(&p.a, &p.b))
-        .map(|p| (key(&p.a, &p.b), p.shared_pages))
-        .collect();
-    if sweeps {
-        let variants: Vec<(&str, MirrorConfig)> = vec![
-            (
-                "naive baseline: whole page, k = 3, direct pairs",
-                naive.clone(),
-            ),
-            (
-                "whole page (no chrome removal), k = 8, counterpart groups",
-                MirrorConfig {
-                    chrome_min_pages: 0,
-                    ..MirrorConfig::default()
-                },
-            ),
-            (
-                "chrome removed, k = 8, direct pairs",
-                MirrorConfig {
-                    transitive: false,
-                    ..MirrorConfig::default()
-                },
-            ),
-            (
-                "chrome removed, k = 8 by simhash only (no resemblance branch), counterpart groups",
-                MirrorConfig {
-                    min_resemblance: None,
-                    ..MirrorConfig::default()
-                },
-            ),
-            (
-                "chrome removed, k = 3, counterpart groups",
-                MirrorConfig {
-                    max_distance: 3,
-                    ..MirrorConfig::default()
-                },
-            ),
-        ];
-        for (name, cfg) in variants {
-            let (r, secs) = run(cfg)?;
-            rows.push(row(name, &scorer.score(&r, 1.0), secs));
-        }
-        println!("\n{header}");
-        for r in &rows {
-            println!("{r}");
-        }
+    let variants: Vec<(&str, MirrorConfig)> = vec![
+        ("naive baseline: whole page, k = 3, direct pairs", naive),
+        (
+            "whole page (no chrome removal), k = 8, counterpart groups",
+            MirrorConfig {
+                chrome_min_pages: 0,
+                ..MirrorConfig::default()
+            },
+        ),
+        (
+            "chrome removed, k = 8, direct pairs",
+            MirrorConfig {
+                transitive: false,
+                ..MirrorConfig::default()
+            },
+        ),
+        (
+            "chrome removed, k = 8 by simhash only (no resemblance branch), counterpart groups",
+            MirrorConfig {
+                min_resemblance: None,
+                ..MirrorConfig::default()
+            },
+        ),
+        (
+            "chrome removed, k = 3, counterpart groups",
+            MirrorConfig {
+                max_distance: 3,
+                ..MirrorConfig::default()
+            },
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (name, cfg) in variants {
+        let (r, secs) = runner.run(cfg)?;
+        rows.push(row(name, &scorer.score(&r, 1.0), secs));
+    }
+    Ok(rows)
+}
 
-        // The curve over the score threshold (1 = the mirror rule), default settings.
+/// The curve over the score threshold (1 = the mirror rule), default settings.
+fn print_threshold_curve(scorer: &Scorer, report: &MirrorReport) {
+    println!("\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n");
+    println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
+    for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
+        let s = scorer.score(report, t);
         println!(
-            "\nscore threshold (default settings; 1.0 is the rule S >= 10 or S >= 0.2 x min)\n"
+            "| {t:.2} | {} | {:.3} | {:.3} |",
+            s.predicted, s.precision, s.recall
         );
-        println!("| threshold | predicted | precision | recall |\n|---|---|---|---|");
-        for t in [0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0] {
-            let s = scorer.score(&report, t);
-            println!(
-                "| {t:.2} | {} | {:.3} | {:.3} |",
-                s.predicted, s.precision, s.recall
-            );
-        }
+    }
+}
 
-        // The curve over k (chrome removed, counterpart groups, rule threshold).
-        // Estimated S over true S, per mirror pair of the truth: (min, median).
-        let s_ratio = |r: &MirrorReport| -> (f64, f64) {
-            let est: HashMap<(String, String), u32> = r
-                .pairs
-                .iter()
-                .map(|p| (key(&p.host_a, &p.host_b), p.shared_pages))
-                .collect();
-            let mut v: Vec<f64> = true_s
-                .iter()
-                .map(|(k, &s)| f64::from(est.get(k).copied().unwrap_or(0)) / f64::from(s))
-                .collect();
-            v.sort_by(f64::total_cmp);
-            (
-                v.first().copied().unwrap_or(f64::NAN),
-                v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
-            )
-        };
-        for transitive in [true, false] {
-            println!(
-                "\nmax_distance k (chrome removed, {}, threshold 1.0)\n",
-                if transitive {
-                    "counterpart groups"
-                } else {
-                    "direct pairs"
-                }
-            );
-            println!("| k | predicted | precision | recall | est. S / true S: min, median | highest non-mirror score | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|---|---|");
-            for k in 0..=9 {
-                let (r, secs) = run(MirrorConfig {
-                    max_distance: k,
-                    transitive,
-                    ..MirrorConfig::default()
-                })?;
-                let s = scorer.score(&r, 1.0);
-                let (lo, med) = s_ratio(&r);
-                let worst = r
-                    .pairs
-                    .iter()
-                    .filter(|p| !true_s.contains_key(&key(&p.host_a, &p.host_b)))
-                    .map(|p| p.score)
-                    .fold(0.0, f64::max);
-                println!(
-                "| {k} | {} | {:.3} | {:.3} | {lo:.2}, {med:.2} | {worst:.2} | {} | {} | {secs:.1} |",
-                s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
-            );
+/// Estimated S over true S, per mirror pair of the truth: (min, median).
+fn s_ratio(r: &MirrorReport, true_s: &HashMap<(String, String), u32>) -> (f64, f64) {
+    let est: HashMap<(String, String), u32> = r
+        .pairs
+        .iter()
+        .map(|p| (key(&p.host_a, &p.host_b), p.shared_pages))
+        .collect();
+    let mut v: Vec<f64> = true_s
+        .iter()
+        .map(|(k, &s)| f64::from(est.get(k).copied().unwrap_or(0)) / f64::from(s))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    (
+        v.first().copied().unwrap_or(f64::NAN),
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN),
+    )
+}
+
+/// The curve over k (chrome removed, counterpart groups or direct pairs, rule threshold).
+fn print_k_curves(
+    runner: &Runner,
+    scorer: &Scorer,
+    true_s: &HashMap<(String, String), u32>,
+) -> Res<()> {
+    for transitive in [true, false] {
+        println!(
+            "\nmax_distance k (chrome removed, {}, threshold 1.0)\n",
+            if transitive {
+                "counterpart groups"
+            } else {
+                "direct pairs"
             }
-        }
-
-        // Chrome removal threshold.
-        println!("\nchrome_min_pages (k = 8, counterpart groups, threshold 1.0)\n");
-        println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
-        for m in [2, 3, 5, 10] {
-            let (r, _) = run(MirrorConfig {
-                chrome_min_pages: m,
+        );
+        println!("| k | predicted | precision | recall | est. S / true S: min, median | highest non-mirror score | cross-host page pairs | largest group | seconds |\n|---|---|---|---|---|---|---|---|---|");
+        for k in 0..=9 {
+            let (r, secs) = runner.run(MirrorConfig {
+                max_distance: k,
+                transitive,
                 ..MirrorConfig::default()
             })?;
             let s = scorer.score(&r, 1.0);
+            let (lo, med) = s_ratio(&r, true_s);
+            let worst = r
+                .pairs
+                .iter()
+                .filter(|p| !true_s.contains_key(&key(&p.host_a, &p.host_b)))
+                .map(|p| p.score)
+                .fold(0.0, f64::max);
             println!(
-                "| {m} | {} | {:.3} | {:.3} | {:.3} |",
-                s.predicted, s.precision, s.recall, r.stats.chrome_share
+                "| {k} | {} | {:.3} | {:.3} | {lo:.2}, {med:.2} | {worst:.2} | {} | {} | {secs:.1} |",
+                s.predicted, s.precision, s.recall, r.stats.page_pairs, r.stats.largest_group
             );
         }
     }
-    if !sweeps {
-        println!("\n{header}");
-        for r in &rows {
-            println!("{r}");
-        }
-    }
+    Ok(())
+}
 
-    // What a caller sees for one host: its copies, best first, one JSON line each.
+/// The curve over the chrome removal threshold.
+fn print_chrome_curve(runner: &Runner, scorer: &Scorer) -> Res<()> {
+    println!("\nchrome_min_pages (k = 8, counterpart groups, threshold 1.0)\n");
+    println!("| chrome_min_pages | predicted | precision | recall | chrome share of tokens |\n|---|---|---|---|---|");
+    for m in [2, 3, 5, 10] {
+        let (r, _) = runner.run(MirrorConfig {
+            chrome_min_pages: m,
+            ..MirrorConfig::default()
+        })?;
+        let s = scorer.score(&r, 1.0);
+        println!(
+            "| {m} | {} | {:.3} | {:.3} | {:.3} |",
+            s.predicted, s.precision, s.recall, r.stats.chrome_share
+        );
+    }
+    Ok(())
+}
+
+fn print_table(header: &str, rows: &[String]) {
+    println!("\n{header}");
+    for r in rows {
+        println!("{r}");
+    }
+}
+
+/// What a caller sees for one host: its copies, best first, one JSON line each.
+fn print_copies_example(report: &MirrorReport) -> Res<()> {
     if let Some(first) = report.pairs.first() {
         println!("\ncopies_of({:?}), first 3 as JSON lines:", first.host_a);
         for pair in report.copies_of(&first.host_a).iter().take(3) {
             println!("{}", serde_json::to_string(pair)?);
         }
     }
+    Ok(())
+}
 
-    // How close the estimate of S is to the truth, and how far the non-mirrors stay below.
+/// The mirror pairs whose estimated S is lowest against the true S.
+fn print_lowest_ratios(report: &MirrorReport, true_s: &HashMap<(String, String), u32>) {
+    let mut low: Vec<(f64, String)> = report
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let k = key(&p.host_a, &p.host_b);
+            true_s.get(&k).map(|&s| {
+                (
+                    f64::from(p.shared_pages) / f64::from(s),
+                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
+                )
+            })
+        })
+        .collect();
+    low.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "lowest estimated S / true S: {:?}",
+        low.iter()
+            .take(6)
+            .map(|(r, p)| format!("{r:.2} {p}"))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// How close the estimate of S is to the truth, and how far the non-mirrors stay below.
+fn print_estimate_quality(
+    report: &MirrorReport,
+    scorer: &Scorer,
+    true_s: &HashMap<(String, String), u32>,
+) {
     let mut ratios: Vec<f64> = Vec::new();
     let mut gold_scores: Vec<f64> = Vec::new();
     let mut other_scores: Vec<(f64, String)> = Vec::new();
@@ -516,27 +563,7 @@ fn main() -> Res<()> {
             )),
         }
     }
-    let mut low: Vec<(f64, String)> = report
-        .pairs
-        .iter()
-        .filter_map(|p| {
-            let k = key(&p.host_a, &p.host_b);
-            true_s.get(&k).map(|&s| {
-                (
-                    f64::from(p.shared_pages) / f64::from(s),
-                    format!("{} {} S={}/{}", k.0, k.1, p.shared_pages, s),
-                )
-            })
-        })
-        .collect();
-    low.sort_by(|a, b| a.0.total_cmp(&b.0));
-    println!(
-        "lowest estimated S / true S: {:?}",
-        low.iter()
-            .take(6)
-            .map(|(r, p)| format!("{r:.2} {p}"))
-            .collect::<Vec<_>>()
-    );
+    print_lowest_ratios(report, true_s);
     ratios.sort_by(f64::total_cmp);
     gold_scores.sort_by(f64::total_cmp);
     other_scores.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -565,8 +592,10 @@ fn main() -> Res<()> {
             .map(|(s, k)| format!("{s:.2} {k}"))
             .collect::<Vec<_>>()
     );
+}
 
-    // Misses and false positives of the default, for reading.
+/// Misses and false positives of the default, for reading.
+fn print_misses_and_false_positives(report: &MirrorReport, scorer: &Scorer) {
     println!("\ndefault: missed mirror pairs and false positives\n");
     let found: HashMap<(String, String), &tantivy_simhash::HostPair> = report
         .pairs
@@ -601,5 +630,88 @@ fn main() -> Res<()> {
             );
         }
     }
+}
+
+/// The library's default on the index, timed next to fingerprinting every page once; returns
+/// the report and its table row.
+fn default_run(
+    scheme: &Scheme,
+    args: &Args,
+    index: &NearDupIndex,
+    pages: &[Page],
+    scorer: &Scorer,
+) -> Res<(MirrorReport, String)> {
+    let t0 = Instant::now();
+    let mut default = MirrorConfig::default();
+    if let Some(k) = args.k {
+        default.max_distance = k;
+    }
+    let finder = MirrorFinder::new(scheme.clone(), default.clone())?;
+    let report = finder.find_in_index(index, "host")?;
+    let secs = t0.elapsed().as_secs_f64();
+    println!("default run: {:?}", report.stats);
+    let (fingerprinted, fp_secs) = fingerprint_all(scheme, pages);
+    println!(
+        "speed: find_in_index {secs:.2}s ({:.0} pages/s); fingerprinting the {} pages once {fp_secs:.2}s; ratio {:.2}",
+        pages.len() as f64 / secs,
+        fingerprinted,
+        secs / fp_secs
+    );
+    let row = row(
+        &format!(
+            "default: chrome removed, k = {}, counterpart groups (find_in_index)",
+            default.max_distance
+        ),
+        &scorer.score(&report, 1.0),
+        secs,
+    );
+    Ok((report, row))
+}
+
+fn main() -> Res<()> {
+    let args = parse_args()?;
+
+    let t0 = Instant::now();
+    let (mut pages, hosts) = read_pages(&args.data, args.sample)?;
+    let mut truth: Truth =
+        serde_json::from_reader(File::open(args.data.join("mirrors-truth.json"))?)?;
+    if let Some((share, seed)) = args.keep {
+        thin_web(&mut pages, &mut truth, share, seed);
+    }
+    let (scorer, true_s) = restrict_truth(&truth, &hosts);
+    println!(
+        "{} pages, {} hosts, {} mirror pairs in the truth, read in {:.1}s",
+        pages.len(),
+        hosts.len(),
+        scorer.gold.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    let t0 = Instant::now();
+    let (_dir, index) = build_index(&pages)?;
+    println!("indexed in {:.1}s", t0.elapsed().as_secs_f64());
+
+    let header = "| method | predicted | TP | precision | recall | recall per kind | false positives | seconds |\n|---|---|---|---|---|---|---|---|";
+    let mut rows = Vec::new();
+
+    // The library's default, on the index.
+    let scheme = Scheme::default();
+    let (report, default_row) = default_run(&scheme, &args, &index, &pages, &scorer)?;
+    rows.push(default_row);
+
+    if args.sweeps {
+        let runner = Runner::new(scheme, &pages);
+        rows.extend(variant_rows(&runner, &scorer)?);
+        print_table(header, &rows);
+        print_threshold_curve(&scorer, &report);
+        print_k_curves(&runner, &scorer, &true_s)?;
+        print_chrome_curve(&runner, &scorer)?;
+    } else {
+        print_table(header, &rows);
+    }
+
+    print_copies_example(&report)?;
+    print_estimate_quality(&report, &scorer, &true_s);
+    print_misses_and_false_positives(&report, &scorer);
     Ok(())
 }
