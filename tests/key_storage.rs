@@ -6,12 +6,12 @@
 mod common;
 
 use common::{
-    config_keys, dir_index_with, edited_texts, ram_index_with, schema, TestIndex, KEY_STORAGES,
+    config_keys, dir_index_with, doc_number, edited_texts, ram_index_with, schema, TestIndex,
+    KEY_STORAGES,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use tantivy::query::QueryParser;
-use tantivy::schema::Value;
 use tantivy::{doc, DocAddress, Index, TantivyDocument, Term};
 use tantivy_simhash::{
     BlockLayout, Error, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Outcome,
@@ -60,13 +60,6 @@ fn fill(t: &TestIndex, texts: &[String], policy: Policy) -> (Vec<Outcome>, BTree
     (outcomes, deleted)
 }
 
-fn number(s: &NearDupSearcher, t: &TestIndex, a: DocAddress) -> usize {
-    let doc: TantivyDocument = s.searcher().doc(a).unwrap();
-    doc.get_first(t.id).and_then(|v| v.as_str()).unwrap()[1..]
-        .parse()
-        .unwrap()
-}
-
 /// Whether some key of `query` is held by more than `bound` documents of one segment (deleted
 /// ones included), by brute force over the signatures of the segment's documents.
 fn hot_by_brute_force(
@@ -85,7 +78,7 @@ fn hot_by_brute_force(
         .any(|(ord, segment)| {
             let mut holders = vec![0usize; keys.len()];
             for doc in 0..segment.max_doc() {
-                let i = number(s, t, DocAddress::new(ord as u32, doc));
+                let i = doc_number(s, t, DocAddress::new(ord as u32, doc));
                 for (h, (k, dk)) in holders.iter_mut().zip(keys.iter().zip(rule.keys(&sigs[i]))) {
                     *h += usize::from(*k == dk);
                 }
@@ -126,7 +119,7 @@ fn both_storages_decide_look_up_and_collapse_alike() {
             let mut kept = BTreeSet::new();
             for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
                 for doc in seg.doc_ids_alive() {
-                    kept.insert(number(s, tc, DocAddress::new(ord as u32, doc)));
+                    kept.insert(doc_number(s, tc, DocAddress::new(ord as u32, doc)));
                 }
             }
             kept
@@ -143,7 +136,7 @@ fn both_storages_decide_look_up_and_collapse_alike() {
                     .lookup_signature_addresses(query)
                     .unwrap()
                     .into_iter()
-                    .map(|(a, _)| number(s, t, a))
+                    .map(|(a, _)| doc_number(s, t, a))
                     .collect();
                 assert_eq!(got, oracle, "{policy:?} {label}, query {q}");
                 for bound in [1, 2, 4] {
@@ -290,7 +283,7 @@ fn an_index_made_before_the_option_opens_as_keys_in_postings_and_keeps_working()
     let mut live = BTreeSet::new();
     for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
         for doc in seg.doc_ids_alive() {
-            live.insert(number(&s, &t, DocAddress::new(ord as u32, doc)));
+            live.insert(doc_number(&s, &t, DocAddress::new(ord as u32, doc)));
         }
     }
     let rule = t.index.rule();
@@ -304,7 +297,7 @@ fn an_index_made_before_the_option_opens_as_keys_in_postings_and_keeps_working()
             .lookup_signature_addresses(query)
             .unwrap()
             .into_iter()
-            .map(|(a, _)| number(&s, &t, a))
+            .map(|(a, _)| doc_number(&s, &t, a))
             .collect();
         assert_eq!(got, want, "query {q}");
     }

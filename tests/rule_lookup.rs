@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{edited_texts, ram_index};
+use common::{doc_number, edited_texts, ram_index};
 use std::collections::{BTreeMap, BTreeSet};
 use tantivy::collector::{Count, DocSetCollector};
-use tantivy::schema::Value;
 use tantivy::{Directory, TantivyDocument, Term};
 use tantivy_simhash::{BlockLayout, NearDupQuery, Policy, Signature};
 
@@ -38,12 +37,7 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
     writer.commit().unwrap();
     let searcher = t.index.lookups().unwrap();
     assert!(searcher.searcher().segment_readers().len() >= 2);
-    let id_of = |a: tantivy::DocAddress| -> usize {
-        let doc: TantivyDocument = searcher.searcher().doc(a).unwrap();
-        doc.get_first(t.id).and_then(|v| v.as_str()).unwrap()[1..]
-            .parse()
-            .unwrap()
-    };
+    let id_of = |a: tantivy::DocAddress| doc_number(&searcher, &t, a);
     let (mut simhash, mut resemblance) = (0, 0);
     for (q, query) in sigs.iter().enumerate() {
         let oracle: BTreeMap<usize, _> = (0..sigs.len())

@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{config, edited_texts, ram_index_with};
+use common::{add_committing, config, doc_number, edited_texts, ram_index_with};
 use std::collections::BTreeSet;
-use tantivy::schema::Value;
 use tantivy::TantivyDocument;
 use tantivy_simhash::{
     BlockLayout, Error, MatchRule, MinHashConfig, NearDupConfig, NearDupIndex, Policy, RuleSpec,
@@ -32,13 +31,13 @@ fn an_index_of_the_128_bin_rule_keeps_it_and_refuses_the_new_default() {
     let t = ram_index_with(config(BlockLayout::default()).with_rule(old_rule.clone()));
     let texts = edited_texts(5, 120);
     let mut writer = t.index.writer(30_000_000, Policy::Off).unwrap();
-    for (i, text) in texts.iter().enumerate() {
+    let docs = texts.iter().enumerate().map(|(i, text)| {
         let mut doc = TantivyDocument::default();
         doc.add_text(t.id, format!("d{i}"));
         doc.add_text(t.body, text);
-        writer.add_document(doc).unwrap();
-    }
-    writer.commit().unwrap();
+        (doc, None)
+    });
+    add_committing(&mut writer, docs, usize::MAX);
     let tantivy_index = t.index.index().clone();
 
     // Today's default configuration: refused, naming both rules.
@@ -80,10 +79,7 @@ fn an_index_of_the_128_bin_rule_keeps_it_and_refuses_the_new_default() {
                 if !matches!(e, tantivy_simhash::Evidence::Simhash { .. }) {
                     resemblance_matches += 1;
                 }
-                let doc: TantivyDocument = searcher.searcher().doc(a).unwrap();
-                doc.get_first(t.id).and_then(|v| v.as_str()).unwrap()[1..]
-                    .parse()
-                    .unwrap()
+                doc_number(&searcher, &t, a)
             })
             .collect();
         assert_eq!(found, oracle, "query {q}");

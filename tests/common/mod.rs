@@ -127,6 +127,16 @@ pub fn add_committing(
     writer.commit().unwrap();
 }
 
+/// The number `N` of the document `dN` at `a` (the ids the test corpora use), read from the
+/// doc store.
+pub fn doc_number(s: &NearDupSearcher, t: &TestIndex, a: tantivy::DocAddress) -> usize {
+    use tantivy::schema::Value;
+    let doc: TantivyDocument = s.searcher().doc(a).unwrap();
+    doc.get_first(t.id).and_then(|v| v.as_str()).unwrap()[1..]
+        .parse()
+        .unwrap()
+}
+
 /// Brute force: every (id, distance) within `k` of `q` among `live`, sorted like lookups.
 pub fn brute_force(
     live: &HashMap<String, Fingerprint>,
