@@ -801,12 +801,13 @@ impl NearDupIndex {
     pub fn open(index: Index, config: NearDupConfig) -> Result<Self> {
         // Parameters first: an index of another rule (say, 128 sketch bins) has other sketch
         // fields, and "the rule differs" says what to do where "a field is missing" does not.
-        if let Some(found) = IndexRecord::read(&index)? {
+        let found = IndexRecord::read(&index)?;
+        if let Some(found) = &found {
             found.check_parameters(&config.record())?;
         }
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
-        match IndexRecord::read(&this.index)? {
+        match found {
             Some(found) => found.check(&wanted)?,
             None => return Err(no_record(&wanted.scheme)),
         }
