@@ -1293,7 +1293,26 @@ fn key_postings_is_recorded_changes_no_pair_and_is_fixed() {
         let postings = !extra.is_empty();
         assert_eq!(store.record.key_postings, postings);
         assert_eq!(store.index.fields().key_postings(), postings);
+        // `stats` shows both as the library reads them from the record.
+        let rule = store.index.rule().to_string();
+        let keys = store.index.rule().keys_per_document();
         drop(store);
+        let out = neardup(&["stats", p(&dir), "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let stats = &json_lines(&out)[0];
+        assert_eq!(stats["key_postings"], postings);
+        assert_eq!(stats["rule"], rule.as_str());
+        assert_eq!(stats["rule_keys_per_document"], keys);
+        let out = neardup(&["stats", p(&dir)]);
+        assert_stdout_has(&out, &format!("rule       {rule}\n"));
+        assert_stdout_has(
+            &out,
+            if postings {
+                "per document, in postings and columns"
+            } else {
+                "per document, in columns only"
+            },
+        );
         let out = neardup(&["pairs", p(&dir), "--json"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let mut lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
