@@ -3,11 +3,14 @@
 //! ```text
 //! cargo bench --bench fingerprint
 //! SIMHASH_DATA=path/to/data SIMHASH_BENCH_BYTES=1000000 cargo bench --bench fingerprint
+//! SIMHASH_BENCH_RECORDS=1 cargo bench --bench fingerprint   # one document per record
 //! ```
 //!
 //! For English and Chinese (`natural-{en,zh}.jsonl.gz` of `$SIMHASH_DATA`, default
 //! `../shared/data`; generated text if the file is missing), about 4 MB of documents of about
-//! 4 KB each. One iteration processes every document:
+//! 4 KB each (records packed together), or with `SIMHASH_BENCH_RECORDS=1` one document per
+//! record (`title + "\n" + text`, as the writer signs them: per-document costs show). One
+//! iteration processes every document:
 //! - `analyzer`: `Scheme::text_analyzer()`, every token stream consumed to the end;
 //! - `fingerprint`: a reused `Fingerprinter` (analysis + features + simhash);
 //! - `signature`: a reused `Signer` (the fingerprint and the MinHash sketch from one analysis:
@@ -27,7 +30,7 @@ use tantivy::tokenizer::TokenStream;
 use tantivy_simhash::{MatchRule, Scheme};
 
 mod common;
-use common::{default_data_dir, load, Lang};
+use common::{default_data_dir, load, Lang, Packing};
 
 fn bench_bytes() -> usize {
     std::env::var("SIMHASH_BENCH_BYTES")
@@ -36,13 +39,20 @@ fn bench_bytes() -> usize {
         .unwrap_or(4 << 20)
 }
 
+fn bench_packing() -> Packing {
+    match std::env::var("SIMHASH_BENCH_RECORDS").as_deref() {
+        Ok("1") => Packing::PerRecord,
+        _ => Packing::Packed,
+    }
+}
+
 fn fingerprinting(c: &mut Criterion) {
     let dir = default_data_dir();
     let scheme = Scheme::default();
     // Load jieba's dictionary before any measurement.
     black_box(scheme.fingerprint("预热结巴分词词典"));
     for lang in [Lang::En, Lang::Zh] {
-        let corpus = load(&dir, lang, None, Some(bench_bytes()));
+        let corpus = load(&dir, lang, None, Some(bench_bytes()), bench_packing());
         eprintln!(
             "{}: {} documents, {} bytes from {}",
             lang.code(),

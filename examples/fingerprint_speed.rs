@@ -4,6 +4,7 @@
 //! cargo run --release --example fingerprint_speed -- ../shared/data
 //! cargo run --release --example fingerprint_speed -- ../shared/data --sample 2000 --reps 5
 //! cargo run --release --example fingerprint_speed -- ../shared/data --lang en --only sign  # to profile
+//! cargo run --release --example fingerprint_speed -- ../shared/data --docs records  # per record only
 //! cargo run --release --example fingerprint_speed -- ../shared/data --digest  # no timing
 //! ```
 //!
@@ -12,8 +13,11 @@
 //!
 //! For `natural-en.jsonl.gz` and `natural-zh.jsonl.gz` of the data directory (default
 //! `$SIMHASH_DATA` or `../shared/data`; generated text if a file is missing), the records
-//! (`title + "\n" + text`, all of them or the first `--sample N`) are packed into documents of
-//! about 4 KB. Each repetition (default 3) times, in turn, the scheme's analyzer alone (every
+//! (`title + "\n" + text`, all of them or the first `--sample N`) are made into documents two
+//! ways (`--docs packed|records|both`, both by default): packed into documents of about 4 KB
+//! (per-document costs hidden), and one document per record, as `DedupWriter` signs a record's
+//! two text fields (per-document costs show: en records are ~1.6 KB on average, many far
+//! shorter). Each repetition (default 3) times, in turn, the scheme's analyzer alone (every
 //! token stream consumed), full fingerprinting through one reused `Fingerprinter` and signing
 //! under the default [`MatchRule`] (fingerprint and MinHash sketch from the same analysis pass,
 //! what `DedupWriter` computes per document). Each is timed by the thread's CPU time
@@ -30,7 +34,7 @@ use tantivy_simhash::{MatchRule, Scheme};
 
 #[path = "../benches/common/mod.rs"]
 mod common;
-use common::{default_data_dir, load, Lang};
+use common::{default_data_dir, load, Lang, Packing};
 
 struct Args {
     dir: PathBuf,
@@ -40,6 +44,8 @@ struct Args {
     /// Which of analyzer / fingerprint / sign to time (all three by default; one alone is for
     /// `perf record`, and prints no ratios).
     only: Option<Stage>,
+    /// The document sets, each measured (or digested) in turn.
+    packings: Vec<Packing>,
     digest: bool,
 }
 
@@ -51,7 +57,7 @@ enum Stage {
 }
 
 const USAGE: &str = "usage: fingerprint_speed [DATA_DIR] [--sample N] [--reps R] [--lang en|zh] \
-                     [--only analyzer|fingerprint|sign] [--digest]";
+                     [--only analyzer|fingerprint|sign] [--docs packed|records|both] [--digest]";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
@@ -60,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 3,
         langs: vec![Lang::En, Lang::Zh],
         only: None,
+        packings: vec![Packing::Packed, Packing::PerRecord],
         digest: false,
     };
     let mut it = std::env::args().skip(1);
@@ -90,6 +97,18 @@ fn parse_args() -> Result<Args, String> {
                         ))
                     }
                 })
+            }
+            "--docs" => {
+                args.packings = match it.next().as_deref() {
+                    Some("packed") => vec![Packing::Packed],
+                    Some("records") => vec![Packing::PerRecord],
+                    Some("both") => vec![Packing::Packed, Packing::PerRecord],
+                    other => {
+                        return Err(format!(
+                            "--docs {other:?}: expected packed, records or both"
+                        ))
+                    }
+                }
             }
             "--digest" => args.digest = true,
             "-h" | "--help" => return Err(USAGE.into()),
@@ -196,7 +215,15 @@ fn show(v: Option<f64>, width: usize, decimals: usize) -> String {
     )
 }
 
-fn print_row(lang: Lang, docs: usize, bytes: usize, t: &Timings) {
+/// `packed` or `records`.
+fn packing_name(packing: Packing) -> &'static str {
+    match packing {
+        Packing::Packed => "packed",
+        Packing::PerRecord => "records",
+    }
+}
+
+fn print_row(lang: Lang, packing: Packing, docs: usize, bytes: usize, t: &Timings) {
     let a = rate(bytes, t.analyzer);
     let f = rate(bytes, t.fingerprint);
     let s = rate(bytes, t.sign);
@@ -210,8 +237,9 @@ fn print_row(lang: Lang, docs: usize, bytes: usize, t: &Timings) {
     .flatten()
     .collect();
     println!(
-        "{:<4} {:>6} {:>10.2} {:>10} {} {} {} {} {}{}",
+        "{:<4} {:<7} {:>6} {:>10.2} {:>10} {} {} {} {} {}{}",
         lang.code(),
+        packing_name(packing),
         docs,
         bytes as f64 / 1e6,
         t.tokens,
@@ -250,8 +278,9 @@ fn main() {
     black_box(scheme.fingerprint("预热结巴分词词典"));
     if !args.digest {
         println!(
-            "{:<4} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>7}",
+            "{:<4} {:<7} {:>6} {:>10} {:>10} {:>13} {:>16} {:>7} {:>9} {:>7}",
             "lang",
+            "as",
             "docs",
             "MB",
             "tokens",
@@ -263,18 +292,26 @@ fn main() {
         );
     }
     for &lang in &args.langs {
-        let corpus = load(&args.dir, lang, args.sample, None);
-        eprintln!("{}: {}", lang.code(), corpus.origin);
-        if args.digest {
-            let digest = signature_digest(&scheme, &corpus.docs);
-            println!(
-                "{} {} documents: signature digest {digest:016x}",
+        for &packing in &args.packings {
+            let corpus = load(&args.dir, lang, args.sample, None, packing);
+            eprintln!(
+                "{} {}: {}",
                 lang.code(),
-                corpus.docs.len()
+                packing_name(packing),
+                corpus.origin
             );
-            continue;
+            if args.digest {
+                let digest = signature_digest(&scheme, &corpus.docs);
+                println!(
+                    "{} {} documents ({}): signature digest {digest:016x}",
+                    lang.code(),
+                    corpus.docs.len(),
+                    packing_name(packing)
+                );
+                continue;
+            }
+            let timings = measure(&args, &scheme, &corpus.docs);
+            print_row(lang, packing, corpus.docs.len(), corpus.bytes, &timings);
         }
-        let timings = measure(&args, &scheme, &corpus.docs);
-        print_row(lang, corpus.docs.len(), corpus.bytes, &timings);
     }
 }

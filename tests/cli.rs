@@ -217,11 +217,11 @@ fn tag_index_stats_similar_search_agree_with_brute_force() {
     // A query tantivy cannot parse is an error, not a crash.
     let out = neardup(&["search", p(&dir), "title:(unclosed"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("cannot parse the query"));
+    assert_stderr_has(&out, "cannot parse the query");
     // Unknown id.
     let out = neardup(&["similar", p(&dir), "--id", "no-such-id"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("no document has id `no-such-id`"));
+    assert_stderr_has(&out, "no document has id `no-such-id`");
 }
 
 #[test]
@@ -434,7 +434,7 @@ fn a_malformed_line_stops_with_file_and_line_and_keeps_what_came_before() {
     assert_eq!(s["skipped_existing_id"], 2);
     assert_eq!(s["added"], 2);
     assert_eq!(s["index_documents"], 4);
-    assert!(stderr(&out).contains("skipped: "));
+    assert_stderr_has(&out, "skipped: ");
 }
 
 #[test]
@@ -463,11 +463,7 @@ fn missing_fields_empty_bodies_and_non_utf8_are_named() {
     let fields = fixture("bad-fields.jsonl");
     let out = neardup(&["index", p(&fields), "--index", p(&dir), "-q"]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("bad-fields.jsonl:2: no id field `id`"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "bad-fields.jsonl:2: no id field `id`");
 
     let out = index_file(&fields, &dir, &["-q", "--skip-bad", "--json"]);
     assert_eq!(code(&out), 3);
@@ -487,11 +483,7 @@ fn missing_fields_empty_bodies_and_non_utf8_are_named() {
     let dir2 = tmp.path().join("ix2");
     let out = neardup(&["index", p(&utf8), "--index", p(&dir2), "-q"]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("bad-utf8.jsonl:2: not valid UTF-8"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "bad-utf8.jsonl:2: not valid UTF-8");
 
     // A field mapping that names another field.
     let out = index_file(
@@ -500,7 +492,7 @@ fn missing_fields_empty_bodies_and_non_utf8_are_named() {
         &["--text-field", "body", "-q"],
     );
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("has no text field `body`"));
+    assert_stderr_has(&out, "has no text field `body`");
 }
 
 #[test]
@@ -531,12 +523,8 @@ fn a_100_mb_line_is_a_bad_line_not_a_crash() {
     let dir = tmp.path().join("ix");
     let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("huge.jsonl:2: the line has"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(stderr(&out).contains("--max-line-bytes"));
+    assert_stderr_has(&out, "huge.jsonl:2: the line has");
+    assert_stderr_has(&out, "--max-line-bytes");
     let out = index_file(&input, &dir, &["-q", "--skip-bad", "--json"]);
     assert_eq!(code(&out), 3);
     let s = summary(&out);
@@ -549,17 +537,17 @@ fn directories_that_are_not_indexes_are_refused_and_left_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let out = neardup(&["stats", p(&tmp.path().join("missing"))]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("does not exist"));
+    assert_stderr_has(&out, "does not exist");
 
     let other = tmp.path().join("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::write(other.join("notes.txt"), "mine").unwrap();
     let out = neardup(&["stats", p(&other)]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("is not a neardup index"));
+    assert_stderr_has(&out, "is not a neardup index");
     let out = neardup(&["index", p(&fixture("bad-json.jsonl")), "--index", p(&other)]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("is not empty and is not a neardup index"));
+    assert_stderr_has(&out, "is not empty and is not a neardup index");
     let names: Vec<_> = std::fs::read_dir(&other).unwrap().collect();
     assert_eq!(names.len(), 1, "nothing was written");
 
@@ -567,11 +555,11 @@ fn directories_that_are_not_indexes_are_refused_and_left_alone() {
     std::fs::write(&file, "x").unwrap();
     let out = neardup(&["index", p(&fixture("bad-json.jsonl")), "--index", p(&file)]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("is a file"));
+    assert_stderr_has(&out, "is a file");
 
     let out = index_file(&tmp.path().join("nope.jsonl"), &tmp.path().join("new"), &[]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("cannot open"));
+    assert_stderr_has(&out, "cannot open");
     assert!(
         !tmp.path().join("new").exists(),
         "no index is created for a missing file"
@@ -588,10 +576,10 @@ fn an_index_of_another_scheme_or_k_is_refused() {
 
     let out = index_file(&input, &dir, &["-k", "6", "--skip-bad"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("was built with -k 3, but this run asks for -k 6"));
+    assert_stderr_has(&out, "was built with -k 3, but this run asks for -k 6");
     let out = index_file(&input, &dir, &["--language", "english"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("--language auto"));
+    assert_stderr_has(&out, "--language auto");
 
     // The library's record says another scheme built it (as an older or newer release would).
     let record = dir.join(".tantivy-simhash.json");
@@ -599,11 +587,7 @@ fn an_index_of_another_scheme_or_k_is_refused() {
     std::fs::write(&record, text.replace("simhash64-v1", "simhash64-v0")).unwrap();
     let out = neardup(&["stats", p(&dir)]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("the index's two records of its scheme disagree"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "the index's two records of its scheme disagree");
 }
 
 #[test]
@@ -741,7 +725,7 @@ fn stop_signals_commit_what_was_indexed() {
         drop(stdin);
         assert_eq!(code(&out), status, "{name}: {}", stderr(&out));
         let expected = format!("interrupted by {name}: committed everything read up to <stdin>:");
-        assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+        assert_stderr_has(&out, &expected);
         let s = summary(&out);
         assert_eq!(s["interrupted"], true);
         assert_eq!(s["signal"], name);
@@ -894,15 +878,11 @@ fn search_distinct_field_gives_one_result_per_host() {
         "host",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stdout(&out).contains("more with host"), "{}", stdout(&out));
+    assert_stdout_has(&out, "more with host");
     // A field that is not fast is an error that says what to do.
     let out = neardup(&["search", p(&dir), query, "--distinct-field", "text"]);
     assert_ne!(code(&out), 0);
-    assert!(
-        stderr(&out).contains("not a fast field"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "not a fast field");
     let out = neardup(&[
         "search",
         p(&dir),
@@ -1092,11 +1072,7 @@ fn search_leader_and_derank_follow_the_insertion_order_and_the_ranked_list() {
         "--derank",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("moved: a near-duplicate of q-a"),
-        "{}",
-        stdout(&out)
-    );
+    assert_stdout_has(&out, "moved: a near-duplicate of q-a");
     // Flags that make no sense together are usage errors (exit 2) that name the flags.
     for (extra, needle) in [
         (
@@ -1165,9 +1141,9 @@ fn mirrors_finds_the_mirror_hosts_of_the_fixture() {
     assert_eq!(copies, ["archive.dausfa.de", "rikomimo.in"]);
     let out = neardup(&["mirrors", p(&dir), "--host", "no.such.host"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("no page of"));
+    assert_stderr_has(&out, "no page of");
     let out = neardup(&["mirrors", p(&dir)]);
-    assert!(stdout(&out).contains("help.srccode.edu"));
+    assert_stdout_has(&out, "help.srccode.edu");
 }
 
 /// A pair of ids with the rule's evidence: (smaller id, larger id, distance, resemblance).
@@ -1317,7 +1293,26 @@ fn key_postings_is_recorded_changes_no_pair_and_is_fixed() {
         let postings = !extra.is_empty();
         assert_eq!(store.record.key_postings, postings);
         assert_eq!(store.index.fields().key_postings(), postings);
+        // `stats` shows both as the library reads them from the record.
+        let rule = store.index.rule().to_string();
+        let keys = store.index.rule().keys_per_document();
         drop(store);
+        let out = neardup(&["stats", p(&dir), "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let stats = &json_lines(&out)[0];
+        assert_eq!(stats["key_postings"], postings);
+        assert_eq!(stats["rule"], rule.as_str());
+        assert_eq!(stats["rule_keys_per_document"], keys);
+        let out = neardup(&["stats", p(&dir)]);
+        assert_stdout_has(&out, &format!("rule       {rule}\n"));
+        assert_stdout_has(
+            &out,
+            if postings {
+                "per document, in postings and columns"
+            } else {
+                "per document, in columns only"
+            },
+        );
         let out = neardup(&["pairs", p(&dir), "--json"]);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         let mut lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
@@ -1329,5 +1324,5 @@ fn key_postings_is_recorded_changes_no_pair_and_is_fixed() {
     // Adding to the columns-only index with --key-postings is refused, naming the flag.
     let out = index_sample(&tmp.path().join("columns"), &["--key-postings"]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert!(stderr(&out).contains("--key-postings"), "{}", stderr(&out));
+    assert_stderr_has(&out, "--key-postings");
 }

@@ -169,10 +169,9 @@ fn a_run_killed_while_claiming_does_not_block_the_directory_forever() {
     live.lock().unwrap();
     let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("is being created by another `neardup index` right now"),
-        "{}",
-        stderr(&out)
+    assert_stderr_has(
+        &out,
+        "is being created by another `neardup index` right now",
     );
     assert!(dir.join(".neardup-creating.4243").exists());
 }
@@ -291,11 +290,7 @@ fn damage_under_skip_bad_does_not_advise_skip_bad() {
         "-q",
     ]);
     assert_eq!(code(&out), 1);
-    assert!(
-        stderr(&out).contains("or pass --skip-bad"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "or pass --skip-bad");
 }
 
 #[test]
@@ -311,7 +306,7 @@ fn k_beyond_nine_is_refused_without_suggesting_an_impossible_rebuild() {
         assert!(!err.contains("neardup index -k 10"), "{err}");
         let out = neardup(&[cmd, p(&dir), "-k", "5"]);
         assert_eq!(code(&out), 2);
-        assert!(stderr(&out).contains("`neardup index -k 5` into a new directory"));
+        assert_stderr_has(&out, "`neardup index -k 5` into a new directory");
     }
     let out = neardup(&[
         "index",
@@ -338,14 +333,14 @@ fn similar_refuses_an_empty_text_as_index_does() {
     for empty in ["", "   \n\t"] {
         let out = neardup(&["similar", p(&dir), "--text", empty]);
         assert_eq!(code(&out), 2);
-        assert!(stderr(&out).contains("--text is empty: there is nothing to fingerprint"));
+        assert_stderr_has(&out, "--text is empty: there is nothing to fingerprint");
         assert_eq!(stdout(&out), "");
     }
     let input = tmp.path().join("empty.jsonl");
     write_lines(&input, &[doc_line("e", "")]);
     let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
     assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("nothing to fingerprint"));
+    assert_stderr_has(&out, "nothing to fingerprint");
 }
 
 #[test]

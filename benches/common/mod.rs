@@ -2,7 +2,8 @@
 //!
 //! Documents come from the evaluation corpora (`natural-en.jsonl.gz`, `natural-zh.jsonl.gz`),
 //! `title + "\n" + text` of each record, concatenated (or cut at a line or word boundary) into
-//! documents of about [`DOC_BYTES`] bytes. When the file is missing or unreadable, a
+//! documents of about [`DOC_BYTES`] bytes ([`Packing::Packed`]), or one document per record as
+//! a writer indexing the records sees them ([`Packing::PerRecord`]). When the file is missing or unreadable, a
 //! deterministic generated text of the requested size stands in, so the benchmark still runs.
 
 use flate2::read::GzDecoder;
@@ -39,9 +40,19 @@ impl Lang {
     }
 }
 
+/// How records become benchmark documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packing {
+    /// Records packed into documents of about [`DOC_BYTES`] bytes: per-document costs hidden.
+    Packed,
+    /// One document per record (`title + "\n" + text`, as `DedupWriter` joins the two fields):
+    /// per-document costs show.
+    PerRecord,
+}
+
 /// Benchmark documents of one language.
 pub struct Corpus {
-    /// Documents of about [`DOC_BYTES`] bytes.
+    /// The documents (about [`DOC_BYTES`] bytes each when packed).
     pub docs: Vec<String>,
     /// Total bytes of `docs`.
     pub bytes: usize,
@@ -50,23 +61,26 @@ pub struct Corpus {
 }
 
 /// Loads up to `max_records` records (all if `None`) and up to `max_bytes` bytes (unbounded
-/// if `None`) of `natural-{lang}.jsonl.gz` from `dir`, falling back to generated text.
+/// if `None`) of `natural-{lang}.jsonl.gz` from `dir`, made into documents by `packing`,
+/// falling back to generated text (in paragraphs: one document each under
+/// [`Packing::PerRecord`]).
 pub fn load(
     dir: &Path,
     lang: Lang,
     max_records: Option<usize>,
     max_bytes: Option<usize>,
+    packing: Packing,
 ) -> Corpus {
     let path = dir.join(format!("natural-{}.jsonl.gz", lang.code()));
-    match read_jsonl(&path, max_records, max_bytes) {
+    match read_jsonl(&path, max_records, max_bytes, packing) {
         Ok(c) if !c.docs.is_empty() => c,
         Ok(_) => {
             eprintln!("{}: no documents; using generated text", path.display());
-            generated(lang, max_bytes.unwrap_or(4 << 20))
+            generated(lang, max_bytes.unwrap_or(4 << 20), packing)
         }
         Err(e) => {
             eprintln!("{}: {e}; using generated text", path.display());
-            generated(lang, max_bytes.unwrap_or(4 << 20))
+            generated(lang, max_bytes.unwrap_or(4 << 20), packing)
         }
     }
 }
@@ -75,9 +89,10 @@ fn read_jsonl(
     path: &Path,
     max_records: Option<usize>,
     max_bytes: Option<usize>,
+    packing: Packing,
 ) -> Result<Corpus, Box<dyn std::error::Error>> {
     let reader = BufReader::new(GzDecoder::new(File::open(path)?));
-    let mut chunker = Chunker::default();
+    let mut chunker = Chunker::new(packing);
     let mut records = 0;
     for line in reader.lines() {
         if max_records.is_some_and(|m| records >= m)
@@ -99,16 +114,31 @@ fn read_jsonl(
     Ok(c)
 }
 
-/// Packs texts into documents of about [`DOC_BYTES`] bytes.
-#[derive(Default)]
+/// Packs texts into documents of about [`DOC_BYTES`] bytes (or keeps each text whole).
 struct Chunker {
     docs: Vec<String>,
     buf: String,
     bytes: usize,
+    packing: Packing,
 }
 
 impl Chunker {
+    fn new(packing: Packing) -> Self {
+        Chunker {
+            docs: Vec::new(),
+            buf: String::new(),
+            bytes: 0,
+            packing,
+        }
+    }
+
     fn add(&mut self, text: &str) {
+        if self.packing == Packing::PerRecord {
+            // Every record is a document, even an empty one (a writer signs it too).
+            self.bytes += text.len();
+            self.docs.push(text.to_string());
+            return;
+        }
         if !self.buf.is_empty() {
             self.buf.push_str("\n\n");
         }
@@ -335,7 +365,7 @@ const ZH_WORDS: &[&str] = &[
 ];
 
 /// Deterministic pseudo-random text of about `bytes` bytes (xorshift over a small vocabulary).
-pub fn generated(lang: Lang, bytes: usize) -> Corpus {
+pub fn generated(lang: Lang, bytes: usize, packing: Packing) -> Corpus {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move |n: usize| {
         state ^= state << 13;
@@ -343,7 +373,7 @@ pub fn generated(lang: Lang, bytes: usize) -> Corpus {
         state ^= state << 17;
         (state % n as u64) as usize
     };
-    let mut chunker = Chunker::default();
+    let mut chunker = Chunker::new(packing);
     let mut paragraph = String::new();
     while chunker.bytes < bytes {
         paragraph.clear();

@@ -8,13 +8,19 @@ use super::{TermWeight, WEIGHT_SCALE};
 /// How many times each feature hash occurs in one document: open addressing with linear
 /// probing, keyed by the hash itself (feature keys are xxh3 outputs, already uniform). A slot
 /// is occupied when its stamp equals the current generation, so clearing is O(1).
+///
+/// A document uses only a prefix of the slots sized for it (`active`): after one long document
+/// has grown the table, a short one still probes a few cache-resident kilobytes rather than
+/// scattering over the whole table (a writer signs documents of every length with one table).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct FeatureCounts {
     slots: Vec<Slot>,
     /// Occupied slots, in first-seen order.
     occupied: Vec<u32>,
     generation: u32,
-    /// `64 - log2(slots.len())`: the slot of `h` is `h >> shift`.
+    /// Slots this document uses: a power of two, at most `slots.len()`.
+    active: usize,
+    /// `64 - log2(active)`: the slot of `h` is `h >> shift`.
     shift: u32,
 }
 
@@ -31,8 +37,14 @@ impl FeatureCounts {
         self.occupied.clear();
         // Load factor at most 1/2.
         let want = (expected.max(8) * 2).next_power_of_two();
-        if self.slots.len() < want {
-            self.slots = vec![Slot::default(); want];
+        self.use_slots(want);
+    }
+
+    /// Starts a new generation over the first `active` slots (a power of two), allocating them
+    /// if the table is smaller. Every slot then reads as free.
+    fn use_slots(&mut self, active: usize) {
+        if self.slots.len() < active {
+            self.slots = vec![Slot::default(); active];
             self.generation = 1;
         } else {
             self.generation = self.generation.wrapping_add(1);
@@ -41,7 +53,8 @@ impl FeatureCounts {
                 self.generation = 1;
             }
         }
-        self.shift = 64 - self.slots.len().trailing_zeros();
+        self.active = active;
+        self.shift = 64 - active.trailing_zeros();
     }
 
     /// Distinct features counted since [`FeatureCounts::clear`].
@@ -52,10 +65,10 @@ impl FeatureCounts {
     /// Adds `by` to the count of `key`.
     #[inline(always)]
     pub(crate) fn add(&mut self, key: u64, by: u32) {
-        if (self.occupied.len() + 1) * 2 > self.slots.len() {
+        if (self.occupied.len() + 1) * 2 > self.active {
             self.grow();
         }
-        let mask = self.slots.len() - 1;
+        let mask = self.active - 1;
         let mut i = (key >> self.shift) as usize;
         loop {
             let slot = &mut self.slots[i];
@@ -81,9 +94,7 @@ impl FeatureCounts {
     #[inline(never)]
     fn grow(&mut self) {
         let entries: Vec<(u64, u32)> = self.iter().collect();
-        self.slots = vec![Slot::default(); (self.slots.len() * 2).max(16)];
-        self.generation = 1;
-        self.shift = 64 - self.slots.len().trailing_zeros();
+        self.use_slots((self.active * 2).max(16));
         self.occupied.clear();
         for (key, count) in entries {
             self.add(key, count);
@@ -279,7 +290,11 @@ mod tests {
     fn counts_match_a_btreemap() {
         let mut rng = Rng(7);
         let mut table = FeatureCounts::default();
-        for (round, n) in [0usize, 1, 5, 300, 2000, 40].into_iter().enumerate() {
+        // Short documents after long ones use a prefix of the grown table.
+        for (round, n) in [0usize, 1, 5, 300, 2000, 40, 3, 2000, 900, 12]
+            .into_iter()
+            .enumerate()
+        {
             // Estimates too small on purpose every other round: the table must grow.
             table.clear(if round % 2 == 0 { n } else { 1 });
             let mut truth = std::collections::BTreeMap::new();

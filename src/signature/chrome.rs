@@ -456,7 +456,7 @@ fn site_name(text: &str, marks: &mut Marks) {
             name_line: name_line as u32,
         },
     )];
-    for (i, line) in text.split('\n').map(str::trim).enumerate() {
+    for (i, line) in lines(text).map(str::trim).enumerate() {
         if i != title
             && !marked(marks, i)
             && words_within(line, NAME_LINE_WORDS).is_some()
@@ -473,10 +473,17 @@ fn site_name(text: &str, marks: &mut Marks) {
 /// after a spaced separator and shares no word with the rest of the title: its number and
 /// case-folded text.
 fn find_site_name(text: &str, title: usize, title_lc: &str) -> Option<(usize, String)> {
-    text.split('\n')
+    lines(text)
         .map(str::trim)
         .enumerate()
         .find_map(|(j, line)| {
+            // An ASCII line folds byte by byte: unless the title ends with it (ignoring ASCII
+            // case), `ends_with_name` below is false. Most lines stop here, before the word
+            // count and the folded copy (every record with a separator in its title reads
+            // all its lines).
+            if line.is_ascii() && !ascii_suffix_of(title_lc, line) {
+                return None;
+            }
             let short = words_within(line, SHORT_ITEM_WORDS).is_some_and(|w| w > 0)
                 && !has_sentence_punctuation(line);
             if j == title || !short {
@@ -487,6 +494,26 @@ fn find_site_name(text: &str, title: usize, title_lc: &str) -> Option<(usize, St
                 && !shares_a_word(&title_lc[..title_lc.len() - name.len()], &name))
             .then_some((j, name))
         })
+}
+
+/// `text.split('\n')`, with the vector search of `memchr` (lines are short: the search's setup
+/// per line counts).
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]);
+    let mut start = 0;
+    ends.map(move |end| {
+        // `\n` is a character of its own: both ends are character boundaries.
+        let line = text.get(start..end).unwrap_or("");
+        start = end + 1;
+        line
+    })
+}
+
+/// `folded` (case-folded) ends with the ASCII `line` folded, after a character boundary and
+/// with something before it: what `ends_with_name(folded, &line.to_lowercase())` needs first.
+fn ascii_suffix_of(folded: &str, line: &str) -> bool {
+    folded.len() > line.len()
+        && folded.as_bytes()[folded.len() - line.len()..].eq_ignore_ascii_case(line.as_bytes())
 }
 
 #[cfg(test)]
@@ -531,6 +558,14 @@ mod tests {
             assert_eq!(is_ascii_separator(b), ascii_separator, "{b:#x}");
             let may = is_ascii_separator(b) || b >= 0xc2;
             assert!(!MAY_START_SEPARATOR[usize::from(b)] || may, "{b:#x}");
+        }
+    }
+
+    proptest! {
+        /// The memchr line splitter cuts as `str::split('\n')` does.
+        #[test]
+        fn lines_are_split_at_line_breaks(text in "(a|\n|é|数| |\r){0,40}") {
+            prop_assert_eq!(lines(&text).collect::<Vec<_>>(), text.split('\n').collect::<Vec<_>>());
         }
     }
 

@@ -206,34 +206,78 @@ pub(crate) fn one_permutation(
 /// Optimal densification: empty bin i probes bins by a sequence seeded by i (and the attempt)
 /// until it finds a filled one. Both documents use the same sequences. `probes` holds the first
 /// [`PROBES`] of each bin's sequence (at most 1024 bins, so a bin fits in `u16`).
+///
+/// Per-document cost matters here (a record of a few dozen shingles leaves most bins empty,
+/// each probing ~`bins / filled` times): only the empty bins are visited (the bit set's zeros),
+/// and each tests its known probes [`CHUNK`] at a time into a bit mask without a branch per
+/// probe, whose lowest set bit is the first hit (the same bin the one-by-one search finds:
+/// `densify_is_the_first_filled_probe` checks it against [`densify_reference`]).
 fn densify(bins: &mut [u32], probes: &[u16]) {
     let n = bins.len();
     // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
     let mut filled = [0u64; 16];
-    for (i, &v) in bins.iter().enumerate() {
-        if v != EMPTY {
-            filled[i / 64] |= 1 << (i % 64);
+    for (word, chunk) in filled.iter_mut().zip(bins.chunks(64)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0, |m, (b, &v)| m | u64::from(v != EMPTY) << b);
+    }
+    let is_filled = |j: usize| filled[(j / 64) % 16] >> (j % 64) & 1 == 1;
+    for (w, &word) in filled.iter().enumerate().take(n.div_ceil(64)) {
+        let in_range = if (w + 1) * 64 <= n {
+            u64::MAX
+        } else {
+            (1u64 << (n % 64)) - 1
+        };
+        let mut empty = !word & in_range;
+        while empty != 0 {
+            let i = w * 64 + empty.trailing_zeros() as usize;
+            empty &= empty - 1;
+            let known = probes.get(i * PROBES..(i + 1) * PROBES).unwrap_or(&[]);
+            let hit = known.chunks(CHUNK).find_map(|chunk| {
+                let mask = chunk.iter().enumerate().fold(0u32, |m, (k, &j)| {
+                    m | u32::from(is_filled(usize::from(j))) << k
+                });
+                (mask != 0).then(|| chunk[mask.trailing_zeros() as usize])
+            });
+            let j = match hit {
+                Some(j) => usize::from(j),
+                None => {
+                    let mut attempt = known.len() as u64;
+                    loop {
+                        attempt += 1;
+                        let j = probe(i, attempt, n);
+                        if is_filled(j) {
+                            break j;
+                        }
+                    }
+                }
+            };
+            bins[i] = bins[j];
         }
     }
-    let is_filled = |j: usize| filled[j / 64] >> (j % 64) & 1 == 1;
+}
+
+/// Known probes tested at once by [`densify`].
+const CHUNK: usize = 8;
+
+/// [`densify`] as defined, probe by probe (the oracle of its property test).
+#[cfg(test)]
+fn densify_reference(bins: &mut [u32]) {
+    let n = bins.len();
+    let original = bins.to_vec();
     for i in 0..n {
-        if is_filled(i) {
+        if original[i] != EMPTY {
             continue;
         }
-        let known = probes.get(i * PROBES..(i + 1) * PROBES).unwrap_or(&[]);
-        if let Some(&j) = known.iter().find(|&&j| is_filled(usize::from(j))) {
-            bins[i] = bins[usize::from(j)];
-            continue;
-        }
-        let mut attempt = known.len() as u64;
-        loop {
+        let mut attempt = 0;
+        bins[i] = loop {
             attempt += 1;
             let j = probe(i, attempt, n);
-            if is_filled(j) {
-                bins[i] = bins[j];
-                break;
+            if original[j] != EMPTY {
+                break original[j];
             }
-        }
+        };
     }
 }
 
@@ -256,12 +300,14 @@ impl Sketch {
     }
 
     pub(crate) fn from_bins(config: &MinHashConfig, bins: &[u32]) -> Sketch {
-        let bits = config.bits as usize;
-        let mask = (1u64 << bits) - 1;
         let mut words = vec![0u64; config.sketch_words()];
-        for (i, &v) in bins.iter().enumerate() {
-            let at = i * bits;
-            words[at / 64] |= (u64::from(v) & mask) << (at % 64);
+        // The width known at compile time: each word's bins pack in a fixed, unrolled loop.
+        match config.bits {
+            1 => pack::<1>(bins, &mut words),
+            2 => pack::<2>(bins, &mut words),
+            4 => pack::<4>(bins, &mut words),
+            8 => pack::<8>(bins, &mut words),
+            _ => pack::<16>(bins, &mut words),
         }
         Sketch { words }
     }
@@ -274,19 +320,7 @@ impl Sketch {
     /// The `rows * bits` bits of band `band` (bins `band * rows ..`). Cost: reads one or two
     /// words; no allocation.
     pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
-        let width = (config.rows * config.bits) as usize;
-        let at = band as usize * width;
-        let mut v = 0u64;
-        let mut done = 0usize;
-        while done < width {
-            let bit = at + done;
-            let (w, off) = (bit / 64, bit % 64);
-            let take = (64 - off).min(width - done);
-            let chunk = self.words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
-            v |= chunk << done;
-            done += take;
-        }
-        v
+        band_of(&self.words, config, band)
     }
 
     /// The first band both sketches agree on, if any (never for an empty sketch). Cost: at
@@ -301,24 +335,7 @@ impl Sketch {
     /// Bins whose low bits agree, and all bins (`(0, 0)` when the sketches differ in length or
     /// are empty). Cost: a few bit operations per sketch word; no allocation.
     pub fn agreeing_bins(&self, other: &Sketch, bits: u32) -> (u32, u32) {
-        if self.words.len() != other.words.len() || self.words.is_empty() {
-            return (0, 0);
-        }
-        let per_word = 64 / bits;
-        // One bit per bin, the bin's lowest: set when any bit of the bin differs.
-        let low: u64 = (0..per_word).fold(0, |m, i| m | (1u64 << (i * bits)));
-        let mut differing = 0u32;
-        for (&a, &b) in self.words.iter().zip(&other.words) {
-            let mut x = a ^ b;
-            let mut shift = 1;
-            while shift < bits {
-                x |= x >> shift;
-                shift <<= 1;
-            }
-            differing += (x & low).count_ones();
-        }
-        let total = per_word * self.words.len() as u32;
-        (total - differing, total)
+        agreeing_bins_of(&self.words, &other.words, bits)
     }
 
     /// The estimated resemblance (Jaccard of shingle sets), corrected for chance agreement of
@@ -328,13 +345,69 @@ impl Sketch {
         if self.is_empty() || other.is_empty() {
             return 0.0;
         }
-        let (agree, total) = self.agreeing_bins(other, bits);
-        if total == 0 {
-            return 0.0;
-        }
-        let chance = 1.0 / (1u64 << bits) as f64;
-        let raw = f64::from(agree) / f64::from(total);
-        (((raw - chance) / (1.0 - chance)).clamp(0.0, 1.0)) as f32
+        resemblance_of(&self.words, &other.words, bits)
+    }
+}
+
+/// [`Sketch::band`] of a sketch's packed words (missing words read as zero).
+pub(crate) fn band_of(words: &[u64], config: &MinHashConfig, band: u32) -> u64 {
+    let width = (config.rows * config.bits) as usize;
+    let at = band as usize * width;
+    let mut v = 0u64;
+    let mut done = 0usize;
+    while done < width {
+        let bit = at + done;
+        let (w, off) = (bit / 64, bit % 64);
+        let take = (64 - off).min(width - done);
+        let chunk = words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
+        v |= chunk << done;
+        done += take;
+    }
+    v
+}
+
+/// [`Sketch::agreeing_bins`] of two sketches' packed words.
+pub(crate) fn agreeing_bins_of(a: &[u64], b: &[u64], bits: u32) -> (u32, u32) {
+    if a.len() != b.len() || a.is_empty() {
+        return (0, 0);
+    }
+    let per_word = 64 / bits;
+    // The top bit of every bin, and the bits below it. A bin of `a ^ b` differs when its top
+    // bit is set or its lower bits are not all zero; adding `below` to those lower bits sets
+    // the top bit exactly then, and cannot carry into the next bin (at most 2 x (2^(bits-1) -
+    // 1) < 2^bits). So each word costs a few operations whatever `bits` is (for 1 bit,
+    // `below` is 0 and a bin differs when its bit is set).
+    let top: u64 = (0..per_word).fold(0, |m, i| m | (1u64 << (i * bits + bits - 1)));
+    let below = !top;
+    let mut differing = 0u32;
+    for (&a, &b) in a.iter().zip(b) {
+        let x = a ^ b;
+        differing += ((((x & below) + below) | x) & top).count_ones();
+    }
+    let total = per_word * a.len() as u32;
+    (total - differing, total)
+}
+
+/// [`Sketch::resemblance`] of two sketches' packed words, both known not to be empty (the
+/// caller knows it, so the words are not scanned for it).
+pub(crate) fn resemblance_of(a: &[u64], b: &[u64], bits: u32) -> f32 {
+    let (agree, total) = agreeing_bins_of(a, b, bits);
+    if total == 0 {
+        return 0.0;
+    }
+    let chance = 1.0 / (1u64 << bits) as f64;
+    let raw = f64::from(agree) / f64::from(total);
+    (((raw - chance) / (1.0 - chance)).clamp(0.0, 1.0)) as f32
+}
+
+/// The low `BITS` bits of every bin into `words`, bin 0 in the lowest bits of word 0.
+fn pack<const BITS: usize>(bins: &[u32], words: &mut [u64]) {
+    let mask = (1u64 << BITS) - 1;
+    for (word, chunk) in words.iter_mut().zip(bins.chunks(64 / BITS)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0, |w, (k, &v)| w | (u64::from(v) & mask) << (k * BITS));
     }
 }
 
@@ -343,5 +416,54 @@ pub(crate) fn low_mask(width: usize) -> u64 {
         u64::MAX
     } else {
         (1u64 << width) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Densification by chunks of known probes fills every empty bin from the bin its
+        /// probe sequence reaches first, as probing one by one does; from a single shingle
+        /// (past the known probes, into computed ones) to more shingles than bins, with one
+        /// `Bins` reused across documents as a signer does.
+        #[test]
+        fn densify_is_the_first_filled_probe(
+            slots in prop_oneof![Just(64u32), Just(128), Just(256), Just(320), Just(1024)],
+            documents in proptest::collection::vec(
+                proptest::collection::vec(any::<u64>(), 1..700), 1..4),
+        ) {
+            let config = MinHashConfig { slots, ..MinHashConfig::default() };
+            let mut bins = Bins::default();
+            for shingles in &documents {
+                bins.clear(&config);
+                for &s in shingles {
+                    bins.add(s);
+                }
+                let mut expected = bins.values().to_vec();
+                densify_reference(&mut expected);
+                prop_assert!(bins.finish());
+                prop_assert_eq!(bins.values(), &expected[..]);
+                prop_assert!(bins.values().iter().all(|&v| v != EMPTY));
+            }
+        }
+
+        /// The packed sketch holds each bin's low bits at bit `bin * bits`.
+        #[test]
+        fn sketches_pack_the_low_bits_of_every_bin(
+            bits in prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(16)],
+            values in proptest::collection::vec(any::<u32>(), 1024),
+        ) {
+            let config = MinHashConfig { slots: 1024, bits, ..MinHashConfig::default() };
+            let sketch = Sketch::from_bins(&config, &values);
+            prop_assert_eq!(sketch.words.len(), config.sketch_words());
+            for (i, &v) in values.iter().enumerate() {
+                let at = i * bits as usize;
+                let read = (sketch.words[at / 64] >> (at % 64)) & low_mask(bits as usize);
+                prop_assert_eq!(read, u64::from(v) & low_mask(bits as usize), "bin {}", i);
+            }
+        }
     }
 }

@@ -37,6 +37,20 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Asserts that the run's standard error contains `needle`, printing all of it if not.
+#[track_caller]
+pub fn assert_stderr_has(out: &Output, needle: &str) {
+    let err = stderr(out);
+    assert!(err.contains(needle), "stderr lacks {needle:?}:\n{err}");
+}
+
+/// Asserts that the run's standard output contains `needle`, printing all of it if not.
+#[track_caller]
+pub fn assert_stdout_has(out: &Output, needle: &str) {
+    let text = stdout(out);
+    assert!(text.contains(needle), "stdout lacks {needle:?}:\n{text}");
+}
+
 /// Each stdout line parsed as JSON.
 pub fn json_lines(out: &Output) -> Vec<Value> {
     stdout(out)

@@ -532,6 +532,13 @@ struct Stats<'a> {
     layout: String,
     k: u32,
     keys_per_document: usize,
+    /// The match rule every command applies (the index's; fixed when it was created).
+    rule: String,
+    /// Whether the rule's keys are also tantivy postings (`--key-postings`); otherwise they
+    /// live in the signature columns only and the first lookup of a process builds key tables.
+    key_postings: bool,
+    /// The rule's keys per document (the layout's block keys and the MinHash band keys).
+    rule_keys_per_document: usize,
     language: &'a str,
     policy: &'a str,
     fields: &'a super::input::FieldMap,
@@ -573,6 +580,9 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         layout: layout.id(),
         k: layout.max_distance(),
         keys_per_document: layout.num_keys(),
+        rule: store.index.rule().to_string(),
+        key_postings: store.index.fields().key_postings(),
+        rule_keys_per_document: store.index.rule().keys_per_document(),
         language: &store.record.language,
         policy: &store.record.policy,
         fields: &store.record.fields,
@@ -599,8 +609,18 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     ))?;
     out.line(format_args!("scheme     {}", stats.scheme))?;
     out.line(format_args!(
-        "layout     {} ({} keys per document; every pair within distance {} shares one)",
+        "layout     {} (the rule's simhash part: {} block keys; every pair within distance {} shares one)",
         stats.layout, stats.keys_per_document, stats.k
+    ))?;
+    out.line(format_args!("rule       {}", stats.rule))?;
+    out.line(format_args!(
+        "keys       {} per document, {}",
+        stats.rule_keys_per_document,
+        if stats.key_postings {
+            "in postings and columns (--key-postings: a fresh process looks up at once)"
+        } else {
+            "in columns only (a fresh process builds in-memory key tables on its first lookup)"
+        }
     ))?;
     out.line(format_args!(
         "language   {}; last dedup policy {}",
@@ -612,12 +632,11 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
         f.id, f.text, f.title, f.host
     ))?;
     out.line(format_args!(
-        "largest clusters within distance {} (neardup clusters {} for their members):",
-        stats.k,
+        "largest clusters by the rule (neardup clusters {} for their members):",
         stats.index.display()
     ))?;
     if stats.largest_clusters.is_empty() {
-        out.line("  none: no two documents are within k")?;
+        out.line("  none: the rule matches no two documents")?;
     }
     for c in &stats.largest_clusters {
         out.line(format_args!("  {:>6}  {}", c.documents, c.cluster))?;
