@@ -1146,7 +1146,13 @@ pub(crate) fn join_text_values(
     fields: &[Field],
     mut on_value: impl FnMut(Field, std::ops::Range<usize>),
 ) -> String {
-    let mut text = String::new();
+    // Sized at once: a document's text is copied once, not regrown value by value.
+    let values = || {
+        fields
+            .iter()
+            .flat_map(|&f| doc.get_all(f).filter_map(|v| v.as_str()))
+    };
+    let mut text = String::with_capacity(values().map(|s| s.len() + 1).sum());
     for &f in fields {
         for v in doc.get_all(f) {
             if let Some(s) = v.as_str() {

@@ -149,9 +149,10 @@ fn a_han_run_across_values_is_cut_again_within_each() {
     let staged = staged.expect("staged");
     assert_eq!(staged.values.len(), 3);
     let texts = |v: usize| -> Vec<&str> {
-        staged.tokens[staged.values[v].tokens.clone()]
-            .iter()
-            .map(|t| &staged.token_text[t.text.0 as usize..t.text.1 as usize])
+        staged
+            .value_tokens(v)
+            .into_iter()
+            .map(|(text, _, _)| text)
             .collect()
     };
     assert_eq!(texts(0), ["title", "北京", "大"]);
