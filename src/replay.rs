@@ -29,7 +29,7 @@ use crate::signature::{Signature, Signer};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tantivy::schema::{Document, Field};
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::TantivyDocument;
@@ -53,12 +53,16 @@ pub(crate) struct TokenLog {
 }
 
 impl TokenLog {
-    /// A log for a text of `bytes` bytes: tokens take about as many bytes as the text, and a
-    /// word about six.
-    fn with_capacity(bytes: usize) -> Self {
+    /// A log in the (emptied) buffers `text` and `tokens`, with room for a text of `bytes`
+    /// bytes: tokens take about as many bytes as the text, and a word about six.
+    fn in_buffers(mut text: String, mut tokens: Vec<LoggedToken>, bytes: usize) -> Self {
+        text.clear();
+        tokens.clear();
+        text.reserve(bytes);
+        tokens.reserve(bytes / 6);
         TokenLog {
-            text: String::with_capacity(bytes),
-            tokens: Vec::with_capacity(bytes / 6),
+            text,
+            tokens,
             overflow: false,
         }
     }
@@ -94,7 +98,8 @@ pub(crate) struct ValueSpan {
 ///
 /// The log of the signing pass is kept as it is (offsets in the joined text): a value names
 /// the runs of it that are its tokens, and its start is subtracted when a token is replayed,
-/// so staging copies no token (a writer stages every document it adds).
+/// so staging copies no token (a writer stages every document it adds). When tantivy drops
+/// the last reference, the buffers go back to the signer's [`StagingPool`].
 #[derive(Debug)]
 pub(crate) struct StagedTokens {
     /// Which analysis made them ([`analysis_id`]).
@@ -105,6 +110,73 @@ pub(crate) struct StagedTokens {
     token_text: String,
     /// The logged tokens, then those of Han runs cut again within a value; offsets in `text`.
     tokens: Vec<LoggedToken>,
+    pool: Arc<StagingPool>,
+}
+
+impl Drop for StagedTokens {
+    fn drop(&mut self) {
+        self.pool.give(StagingBuffers {
+            text: std::mem::take(&mut self.text),
+            token_text: std::mem::take(&mut self.token_text),
+            tokens: std::mem::take(&mut self.tokens),
+            values: std::mem::take(&mut self.values),
+        });
+    }
+}
+
+/// The buffers of staged documents that tantivy is done with, for the next documents a signer
+/// stages: a writer stages every document it adds, and reusing them saves four allocations
+/// (of about the text's size each) per document. Bounded: at most [`POOLED_BUFFERS`] sets,
+/// none larger than [`POOLED_BYTES`].
+#[derive(Debug, Default)]
+pub(crate) struct StagingPool(Mutex<Vec<StagingBuffers>>);
+
+#[derive(Debug, Default)]
+struct StagingBuffers {
+    text: String,
+    token_text: String,
+    tokens: Vec<LoggedToken>,
+    values: Vec<StagedValue>,
+}
+
+/// Buffer sets a pool keeps (a writer's signers stage documents as fast as tantivy's threads
+/// drop them; the ones in tantivy's queue are not pooled).
+const POOLED_BUFFERS: usize = 16;
+/// A buffer above this capacity (a very long document) is freed rather than kept.
+const POOLED_BYTES: usize = 1 << 20;
+
+impl StagingPool {
+    /// A pooled set of buffers, or new empty ones. Never fails (a poisoned pool gives new).
+    fn take(&self) -> StagingBuffers {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut pooled| pooled.pop())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `buffers` for a later [`take`](Self::take), unless the pool is full or one of
+    /// them is too large.
+    fn give(&self, mut buffers: StagingBuffers) {
+        let bytes = [
+            buffers.text.capacity(),
+            buffers.token_text.capacity(),
+            buffers.tokens.capacity() * std::mem::size_of::<LoggedToken>(),
+            buffers.values.capacity() * std::mem::size_of::<StagedValue>(),
+        ];
+        if bytes.iter().any(|&b| b > POOLED_BYTES) {
+            return;
+        }
+        buffers.text.clear();
+        buffers.token_text.clear();
+        buffers.tokens.clear();
+        buffers.values.clear();
+        if let Ok(mut pooled) = self.0.lock() {
+            if pooled.len() < POOLED_BUFFERS {
+                pooled.push(buffers);
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -161,21 +233,30 @@ pub(crate) type Retokenize<'a> = &'a mut dyn FnMut(&str, &mut dyn FnMut(&str, us
 /// whole; such a run is cut again within the value alone (`retokenize`, a few characters up
 /// to the next punctuation), every other token is taken from the log. `None` when no value is
 /// staged.
-pub(crate) fn stage(
+fn stage(
     analysis: u64,
     text: String,
     spans: &[ValueSpan],
     log: TokenLog,
+    mut values: Vec<StagedValue>,
+    pool: &Arc<StagingPool>,
     retokenize: Retokenize<'_>,
 ) -> Option<Arc<StagedTokens>> {
     if log.overflow || !spans.iter().any(|s| s.replayable) {
+        pool.give(StagingBuffers {
+            text,
+            token_text: log.text,
+            tokens: log.tokens,
+            values,
+        });
         return None;
     }
     let logged = log.tokens.len();
+    values.clear();
     let mut staging = Staging {
         token_text: log.text,
         tokens: log.tokens,
-        values: Vec::with_capacity(spans.len()),
+        values,
     };
     let mut next = 0;
     for span in spans {
@@ -192,16 +273,16 @@ pub(crate) fn stage(
             staging.value(&text, r.clone(), first..next, retokenize);
         }
     }
-    if staging.values.is_empty() {
-        return None;
-    }
-    Some(Arc::new(StagedTokens {
+    // Dropped at once when no value is staged: the buffers go back to the pool.
+    let staged = StagedTokens {
         analysis,
         text,
         values: staging.values,
         token_text: staging.token_text,
         tokens: staging.tokens,
-    }))
+        pool: Arc::clone(pool),
+    };
+    (!staged.values.is_empty()).then(|| Arc::new(staged))
 }
 
 /// The tokens [`stage`] has split so far.
@@ -380,21 +461,43 @@ pub(crate) fn sign_and_stage(
     text_fields: &[Field],
     replay_fields: &[Field],
 ) -> (Signature, Option<Arc<StagedTokens>>) {
+    let pool = Arc::clone(signer.staging_pool());
+    let StagingBuffers {
+        mut text,
+        token_text,
+        tokens,
+        values,
+    } = pool.take();
     let mut spans = Vec::new();
-    let text = join_text_values(doc, text_fields, |field, range| {
+    join_text_values(doc, text_fields, &mut text, |field, range| {
         spans.push(ValueSpan {
             range,
             replayable: replay_fields.contains(&field),
         })
     });
     if replay_fields.is_empty() {
-        return (signer.sign(&text), None);
+        let signature = signer.sign(&text);
+        pool.give(StagingBuffers {
+            text,
+            token_text,
+            tokens,
+            values,
+        });
+        return (signature, None);
     }
-    let mut log = TokenLog::with_capacity(text.len());
+    let mut log = TokenLog::in_buffers(token_text, tokens, text.len());
     let signature = signer.sign_logging(&text, &mut log);
-    let staged = stage(analysis, text, &spans, log, &mut |piece, sink| {
-        signer.for_each_builtin_token(piece, sink);
-    });
+    let staged = stage(
+        analysis,
+        text,
+        &spans,
+        log,
+        values,
+        &pool,
+        &mut |piece, sink| {
+            signer.for_each_builtin_token(piece, sink);
+        },
+    );
     (signature, staged)
 }
 
