@@ -17,7 +17,7 @@ mod pending;
 mod retag;
 pub use ids::IdPolicy;
 use ids::{CommittedId, Taken};
-use pending::{replaced_and_carried, Found, Pending, PendingDoc, Wanted};
+use pending::{replaced_and_carried, Chain, Found, Pending, PendingDoc, Wanted};
 pub use retag::GroupsWritten;
 
 impl NearDupIndex {
@@ -475,7 +475,7 @@ impl DedupWriter {
         let mut pending = lock(&self.pending);
         // The id check, the near-duplicate check and the insertion are one step under the lock:
         // of two threads adding one id, exactly one wins.
-        let replacing = match self.claim_id(&pending, &id, &committed) {
+        let replacing = match self.claim_id(&mut pending, &id, &committed) {
             Ok(replacing) => replacing,
             Err(taken) => {
                 drop(pending);
@@ -501,7 +501,7 @@ impl DedupWriter {
             self.index.rule(),
             PendingDoc {
                 signature,
-                id,
+                id: Arc::from(id),
                 group: kept.group,
                 replaced: kept.carried,
             },
@@ -537,7 +537,7 @@ impl DedupWriter {
         staged: Option<Arc<StagedTokens>>,
     ) -> Result<Outcome> {
         self.delete_old_version(&mut pending, replacing);
-        pending.ids.insert(id, None);
+        pending.ids.insert(&Arc::from(id), None);
         drop(pending);
         let fingerprint = signature.fingerprint;
         self.add_to_tantivy(doc, staged, Outcome::Added { fingerprint })
@@ -593,7 +593,7 @@ impl DedupWriter {
         Ok(match (self.policy, found.first()) {
             (_, None) => Decided::Kept(self.keep_unmatched(doc, id, fp)),
             (Policy::Reject, Some(best)) => Decided::Rejected(Outcome::Duplicate {
-                of: best.id.clone(),
+                of: best.id.to_string(),
                 evidence: best.evidence,
                 fingerprint: fp,
             }),
@@ -607,10 +607,13 @@ impl DedupWriter {
     /// ([`IdPolicy::Replace`]).
     fn claim_id(
         &self,
-        pending: &Pending,
+        pending: &mut Pending,
         id: &str,
         committed: &CommittedId,
     ) -> std::result::Result<Option<String>, Taken> {
+        if self.id_policy == IdPolicy::Off {
+            return Ok(None);
+        }
         match (self.id_policy, pending.ids.taken(id, committed)) {
             (IdPolicy::KeepFirst | IdPolicy::Report, Some(taken)) => Err(taken),
             (IdPolicy::Replace, Some(Taken::Live)) => Ok(Some(id.to_string())),
@@ -621,33 +624,33 @@ impl DedupWriter {
     /// A document without near-duplicates: under [`Policy::Tag`] it starts a group named by
     /// its id.
     fn keep_unmatched(&self, doc: &mut TantivyDocument, id: &str, fp: Fingerprint) -> Kept {
-        let group = (self.policy == Policy::Tag).then(|| id.to_string());
+        let group: Option<Arc<str>> = (self.policy == Policy::Tag).then(|| Arc::from(id));
         if let (Some(g), Some(field)) = (&group, self.index.fields.group) {
-            doc.add_text(field, g);
+            doc.add_text(field, &**g);
         }
         Kept {
             outcome: Outcome::Added { fingerprint: fp },
             group,
-            carried: Vec::new(),
+            carried: Chain::default(),
         }
     }
 
     /// [`Policy::Tag`]: the document joins the group of its nearest near-duplicate (a match
     /// without a group value names the group by its id).
     fn tag(&self, doc: &mut TantivyDocument, best: &Found, fp: Fingerprint) -> Kept {
-        let group = best.group.clone().unwrap_or_else(|| best.id.clone());
+        let group = Arc::clone(best.group.as_ref().unwrap_or(&best.id));
         if let Some(field) = self.index.fields.group {
-            doc.add_text(field, &group);
+            doc.add_text(field, &*group);
         }
         Kept {
             outcome: Outcome::Tagged {
-                group: group.clone(),
-                of: best.id.clone(),
+                group: group.to_string(),
+                of: best.id.to_string(),
                 evidence: best.evidence,
                 fingerprint: fp,
             },
             group: Some(group),
-            carried: Vec::new(),
+            carried: Chain::default(),
         }
     }
 
@@ -670,8 +673,8 @@ impl DedupWriter {
             pending.delete_id(old);
         }
         if let Some(field) = self.index.fields.replaced {
-            for r in &carried {
-                doc.add_text(field, r);
+            for r in carried.iter() {
+                doc.add_text(field, &**r);
             }
         }
         Kept {
@@ -900,8 +903,8 @@ enum Decided {
 /// it records as replaced ([`Policy::Replace`]), kept in the pending table.
 struct Kept {
     outcome: Outcome,
-    group: Option<String>,
-    carried: Vec<String>,
+    group: Option<Arc<str>>,
+    carried: Chain,
 }
 
 /// A document after its id check: settled by the id policy, or open (its id and what the last

@@ -320,19 +320,7 @@ impl Sketch {
     /// The `rows * bits` bits of band `band` (bins `band * rows ..`). Cost: reads one or two
     /// words; no allocation.
     pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
-        let width = (config.rows * config.bits) as usize;
-        let at = band as usize * width;
-        let mut v = 0u64;
-        let mut done = 0usize;
-        while done < width {
-            let bit = at + done;
-            let (w, off) = (bit / 64, bit % 64);
-            let take = (64 - off).min(width - done);
-            let chunk = self.words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
-            v |= chunk << done;
-            done += take;
-        }
-        v
+        band_of(&self.words, config, band)
     }
 
     /// The first band both sketches agree on, if any (never for an empty sketch). Cost: at
@@ -347,24 +335,7 @@ impl Sketch {
     /// Bins whose low bits agree, and all bins (`(0, 0)` when the sketches differ in length or
     /// are empty). Cost: a few bit operations per sketch word; no allocation.
     pub fn agreeing_bins(&self, other: &Sketch, bits: u32) -> (u32, u32) {
-        if self.words.len() != other.words.len() || self.words.is_empty() {
-            return (0, 0);
-        }
-        let per_word = 64 / bits;
-        // One bit per bin, the bin's lowest: set when any bit of the bin differs.
-        let low: u64 = (0..per_word).fold(0, |m, i| m | (1u64 << (i * bits)));
-        let mut differing = 0u32;
-        for (&a, &b) in self.words.iter().zip(&other.words) {
-            let mut x = a ^ b;
-            let mut shift = 1;
-            while shift < bits {
-                x |= x >> shift;
-                shift <<= 1;
-            }
-            differing += (x & low).count_ones();
-        }
-        let total = per_word * self.words.len() as u32;
-        (total - differing, total)
+        agreeing_bins_of(&self.words, &other.words, bits)
     }
 
     /// The estimated resemblance (Jaccard of shingle sets), corrected for chance agreement of
@@ -374,14 +345,59 @@ impl Sketch {
         if self.is_empty() || other.is_empty() {
             return 0.0;
         }
-        let (agree, total) = self.agreeing_bins(other, bits);
-        if total == 0 {
-            return 0.0;
-        }
-        let chance = 1.0 / (1u64 << bits) as f64;
-        let raw = f64::from(agree) / f64::from(total);
-        (((raw - chance) / (1.0 - chance)).clamp(0.0, 1.0)) as f32
+        resemblance_of(&self.words, &other.words, bits)
     }
+}
+
+/// [`Sketch::band`] of a sketch's packed words (missing words read as zero).
+pub(crate) fn band_of(words: &[u64], config: &MinHashConfig, band: u32) -> u64 {
+    let width = (config.rows * config.bits) as usize;
+    let at = band as usize * width;
+    let mut v = 0u64;
+    let mut done = 0usize;
+    while done < width {
+        let bit = at + done;
+        let (w, off) = (bit / 64, bit % 64);
+        let take = (64 - off).min(width - done);
+        let chunk = words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
+        v |= chunk << done;
+        done += take;
+    }
+    v
+}
+
+/// [`Sketch::agreeing_bins`] of two sketches' packed words.
+pub(crate) fn agreeing_bins_of(a: &[u64], b: &[u64], bits: u32) -> (u32, u32) {
+    if a.len() != b.len() || a.is_empty() {
+        return (0, 0);
+    }
+    let per_word = 64 / bits;
+    // The top bit of every bin, and the bits below it. A bin of `a ^ b` differs when its top
+    // bit is set or its lower bits are not all zero; adding `below` to those lower bits sets
+    // the top bit exactly then, and cannot carry into the next bin (at most 2 x (2^(bits-1) -
+    // 1) < 2^bits). So each word costs a few operations whatever `bits` is (for 1 bit,
+    // `below` is 0 and a bin differs when its bit is set).
+    let top: u64 = (0..per_word).fold(0, |m, i| m | (1u64 << (i * bits + bits - 1)));
+    let below = !top;
+    let mut differing = 0u32;
+    for (&a, &b) in a.iter().zip(b) {
+        let x = a ^ b;
+        differing += ((((x & below) + below) | x) & top).count_ones();
+    }
+    let total = per_word * a.len() as u32;
+    (total - differing, total)
+}
+
+/// [`Sketch::resemblance`] of two sketches' packed words, both known not to be empty (the
+/// caller knows it, so the words are not scanned for it).
+pub(crate) fn resemblance_of(a: &[u64], b: &[u64], bits: u32) -> f32 {
+    let (agree, total) = agreeing_bins_of(a, b, bits);
+    if total == 0 {
+        return 0.0;
+    }
+    let chance = 1.0 / (1u64 << bits) as f64;
+    let raw = f64::from(agree) / f64::from(total);
+    (((raw - chance) / (1.0 - chance)).clamp(0.0, 1.0)) as f32
 }
 
 /// The low `BITS` bits of every bin into `words`, bin 0 in the lowest bits of word 0.

@@ -286,6 +286,37 @@ impl MatchRule {
         })
     }
 
+    /// Appends the bands (all `rows * bits` bits of each) of the sketch `words` to `out`, one
+    /// per band of the rule: two sketches share a band when these are equal. Cost: one or two
+    /// word reads per band.
+    pub(crate) fn bands_into(&self, words: &[u64], out: &mut Vec<u64>) {
+        let config = &self.spec.minhash;
+        out.extend((0..config.bands).map(|b| super::minhash::band_of(words, config, b)));
+    }
+
+    /// What [`matches`](Self::matches) returns for a pair beyond the simhash radius
+    /// (`distance > layout.max_distance()`) whose sketches (packed words, neither empty) share
+    /// `band` first, as a caller that keeps every document's bands finds it: the optional
+    /// distance vote, then the resemblance, without scanning the bands or the words for
+    /// emptiness again. Cost: one pass over the sketch words.
+    pub(crate) fn matches_sharing_band(
+        &self,
+        a: &[u64],
+        b: &[u64],
+        band: u32,
+        distance: u32,
+    ) -> Option<Evidence> {
+        if self.spec.band_max_distance.is_some_and(|k| distance > k) {
+            return None;
+        }
+        let resemblance = super::minhash::resemblance_of(a, b, self.spec.minhash.bits);
+        (resemblance >= self.spec.min_resemblance).then_some(Evidence::Resemblance {
+            band,
+            resemblance,
+            distance,
+        })
+    }
+
     /// Sketch bytes per document (the verifier), besides the 8-byte fingerprint.
     pub fn sketch_bytes(&self) -> usize {
         self.spec.minhash.sketch_words() * 8

@@ -6,6 +6,12 @@ use crate::error::Result;
 use crate::lookup::NearDupSearcher;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+/// The ids a document replaced under [`Policy::Replace`](super::Policy::Replace), directly or
+/// through the documents it replaced. Shared, not copied: a replacement carries the chains of
+/// what it replaced, and every check that finds a pending document reads its chain, so along
+/// a chain of replacements copying ids would cost a string allocation per id per step.
+pub(super) type Chain = Arc<[Arc<str>]>;
 use tantivy::{DocAddress, Term};
 
 /// What [`DedupWriter`](super::DedupWriter) does with a document whose id is already taken:
@@ -151,10 +157,16 @@ pub(super) enum Taken {
 pub(super) struct PendingIds {
     /// Live uncommitted ids, each with its documents' places in the pending table (empty when
     /// the near-duplicate policy keeps no table).
-    live: HashMap<String, Vec<u32>>,
-    /// Ids an uncommitted document records it replaced, with the ids of the recorders (one
-    /// shared copy per recorder: a chain of replacements records every id of the chain again).
-    replaced_by: HashMap<String, Vec<Arc<str>>>,
+    live: HashMap<Arc<str>, Vec<u32>>,
+    /// What each uncommitted document records it replaced: its id and its chain, both
+    /// shared with the pending table (no copy), in the order added.
+    replaced_log: Vec<(Arc<str>, Chain)>,
+    /// `replaced_log` by replaced id (with the ids of the recorders), up to its first
+    /// `replaced_indexed` entries: caught up only when an id policy asks whether an id was
+    /// replaced (`KeepFirst`, `Report`), so that the others never hash every id of every chain
+    /// (a chain of replacements records every id of the chain again).
+    replaced_by: HashMap<Arc<str>, Vec<Arc<str>>>,
+    replaced_indexed: usize,
     /// Committed ids deleted since the last commit.
     deleted: HashSet<String>,
 }
@@ -162,33 +174,42 @@ pub(super) struct PendingIds {
 impl PendingIds {
     pub(super) fn clear(&mut self) {
         self.live.clear();
+        self.replaced_log.clear();
         self.replaced_by.clear();
+        self.replaced_indexed = 0;
         self.deleted.clear();
     }
 
     /// Records a document added with `id`, at `place` in the pending table if it has one.
-    pub(super) fn insert(&mut self, id: &str, place: Option<u32>) {
-        let places = match self.live.get_mut(id) {
+    pub(super) fn insert(&mut self, id: &Arc<str>, place: Option<u32>) {
+        let places = match self.live.get_mut(&**id) {
             Some(places) => places,
-            None => self.live.entry(id.to_string()).or_default(),
+            None => self.live.entry(Arc::clone(id)).or_default(),
         };
         places.extend(place);
     }
 
-    /// Records that the document `by` replaced the ids `replaced`.
-    pub(super) fn insert_replaced(&mut self, by: &str, replaced: &[String]) {
-        if replaced.is_empty() {
-            return;
+    /// Records that the document `by` replaced the ids `replaced` (sharing both).
+    pub(super) fn insert_replaced(&mut self, by: &Arc<str>, replaced: &Chain) {
+        if !replaced.is_empty() {
+            self.replaced_log
+                .push((Arc::clone(by), Arc::clone(replaced)));
         }
-        let by: Arc<str> = Arc::from(by);
-        for r in replaced {
-            match self.replaced_by.get_mut(r.as_str()) {
-                Some(recorders) => recorders.push(Arc::clone(&by)),
-                None => {
-                    self.replaced_by.insert(r.clone(), vec![Arc::clone(&by)]);
+    }
+
+    /// Brings `replaced_by` up to date with `replaced_log`.
+    fn index_replaced(&mut self) {
+        for (by, chain) in &self.replaced_log[self.replaced_indexed..] {
+            for r in chain.iter() {
+                match self.replaced_by.get_mut(&**r) {
+                    Some(recorders) => recorders.push(Arc::clone(by)),
+                    None => {
+                        self.replaced_by.insert(Arc::clone(r), vec![Arc::clone(by)]);
+                    }
                 }
             }
         }
+        self.replaced_indexed = self.replaced_log.len();
     }
 
     /// Forgets `id` as a live id; returns the pending-table places of its documents.
@@ -202,11 +223,14 @@ impl PendingIds {
         self.deleted.contains(id)
     }
 
-    /// Whether `id` is taken, given what the last commit says about it.
-    pub(super) fn taken(&self, id: &str, committed: &CommittedId) -> Option<Taken> {
+    /// Whether `id` is taken, given what the last commit says about it. Cost: two or three
+    /// hash-table probes, and the first time after documents recorded replaced ids, indexing
+    /// those ids.
+    pub(super) fn taken(&mut self, id: &str, committed: &CommittedId) -> Option<Taken> {
         if self.live.contains_key(id) || (committed.live && !self.deleted.contains(id)) {
             return Some(Taken::Live);
         }
+        self.index_replaced();
         let replaced_pending = self
             .replaced_by
             .get(id)
@@ -218,5 +242,89 @@ impl PendingIds {
             .iter()
             .any(|b| !self.deleted.contains(b));
         (replaced_pending || replaced_committed).then_some(Taken::Replaced)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+
+    /// What `PendingIds::taken` must answer, by scanning everything recorded since the last
+    /// clear: live ids as a list, replaced ids as each recorder's chain.
+    #[derive(Default)]
+    struct Naive {
+        live: Vec<String>,
+        log: Vec<(String, Vec<String>)>,
+        deleted: Vec<String>,
+    }
+
+    impl Naive {
+        fn taken(&self, id: &str, committed: &CommittedId) -> Option<Taken> {
+            let deleted = |i: &str| self.deleted.iter().any(|d| d == i);
+            if self.live.iter().any(|l| l == id) || (committed.live && !deleted(id)) {
+                return Some(Taken::Live);
+            }
+            let pending = self.log.iter().any(|(by, chain)| {
+                chain.iter().any(|r| r == id) && self.live.iter().any(|l| l == by)
+            });
+            let committed = committed.replaced_by.iter().any(|b| !deleted(b));
+            (pending || committed).then_some(Taken::Replaced)
+        }
+    }
+
+    /// Inserts, replaced-id records, deletes and clears in random order, with the questions
+    /// sometimes many records apart (the index of replaced ids catches up lazily) and sometimes
+    /// after every record: every answer equals the scan's.
+    #[test]
+    fn taken_equals_a_scan_of_everything_recorded() {
+        for seed in [3u64, 5, 9] {
+            let mut rng = Rng(seed);
+            let name = |rng: &mut Rng| format!("d{}", rng.below(30));
+            let (mut ids, mut naive) = (PendingIds::default(), Naive::default());
+            let (mut asked, mut replaced) = (0, 0);
+            for step in 0..3000 {
+                match rng.below(20) {
+                    0..=7 => {
+                        let id = name(&mut rng);
+                        let chain: Vec<String> =
+                            (0..rng.below(4)).map(|_| name(&mut rng)).collect();
+                        let by: Arc<str> = Arc::from(id.as_str());
+                        ids.insert(&by, Some(step));
+                        let shared: Chain = chain.iter().map(|r| Arc::from(r.as_str())).collect();
+                        ids.insert_replaced(&by, &shared);
+                        naive.live.push(id.clone());
+                        naive.log.push((id, chain));
+                    }
+                    8..=9 => {
+                        let id = name(&mut rng);
+                        ids.delete(&id);
+                        naive.live.retain(|l| *l != id);
+                        naive.deleted.push(id);
+                    }
+                    10 if rng.below(20) == 0 => {
+                        ids.clear();
+                        naive = Naive::default();
+                    }
+                    _ => {
+                        // Ask now and then, or after every step for a while.
+                        let questions = if rng.below(3) == 0 { 5 } else { 1 };
+                        for _ in 0..questions {
+                            let id = name(&mut rng);
+                            let committed = CommittedId {
+                                live: rng.below(4) == 0,
+                                replaced_by: (0..rng.below(2)).map(|_| name(&mut rng)).collect(),
+                            };
+                            let want = naive.taken(&id, &committed);
+                            assert_eq!(ids.taken(&id, &committed), want, "seed {seed} step {step}");
+                            asked += 1;
+                            replaced += usize::from(want == Some(Taken::Replaced));
+                        }
+                    }
+                }
+            }
+            // The walk reaches the answer that the lazy index gives.
+            assert!(replaced > asked / 20, "seed {seed}: {replaced} of {asked}");
+        }
     }
 }

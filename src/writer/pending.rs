@@ -2,6 +2,7 @@
 //! last commit, indexed by the rule's keys, and the near-duplicate check against it and the
 //! committed index.
 
+pub(super) use super::ids::Chain;
 use super::ids::PendingIds;
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
@@ -9,14 +10,23 @@ use crate::lookup::NearDupSearcher;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
-/// An uncommitted document, as the writer remembers it.
+/// An uncommitted document, as the writer hands it to [`Pending::insert`].
 pub(super) struct PendingDoc {
     pub(super) signature: Signature,
-    pub(super) id: String,
-    pub(super) group: Option<String>,
+    pub(super) id: Arc<str>,
+    pub(super) group: Option<Arc<str>>,
     /// The ids it replaced, directly or through the documents it replaced.
-    pub(super) replaced: Vec<String>,
+    pub(super) replaced: Chain,
+}
+
+/// What the writer keeps of an uncommitted document besides its signature (which the table
+/// keeps in flat arrays: [`Slot`], `Pending::bands`, `Pending::sketches`).
+pub(super) struct Remembered {
+    pub(super) id: Arc<str>,
+    pub(super) group: Option<Arc<str>>,
+    pub(super) replaced: Chain,
 }
 
 /// What a check reads first of each pending candidate, kept dense (one per document, by
@@ -25,7 +35,7 @@ pub(super) struct PendingDoc {
 struct Slot {
     fingerprint: Fingerprint,
     alive: bool,
-    /// Whether it has a sketch (its band keys are in `band_keys`).
+    /// Whether it has a sketch (not all zero): only then can it match by resemblance.
     sketched: bool,
 }
 
@@ -70,12 +80,17 @@ impl KeyHolders {
 
 /// What the writer knows that the last commit does not.
 pub(super) struct Pending {
-    pub(super) docs: Vec<PendingDoc>,
+    pub(super) docs: Vec<Remembered>,
     slots: Vec<Slot>,
-    /// The band keys of each document (the rule's `bands` per document, zeros without a
-    /// sketch): a resemblance match shares a band, hence its band key, so a candidate beyond
-    /// the simhash radius that shares none cannot match and its sketch is not read.
-    band_keys: Vec<u64>,
+    /// The bands of each document (all `rows * bits` bits of each of the rule's `bands`, by
+    /// place; zeros without a sketch): a resemblance match needs a shared band, so a candidate
+    /// beyond the simhash radius is compared band by band here, its sketch read only when one
+    /// is equal, and the first equal band is the evidence's.
+    bands: Vec<u64>,
+    /// The sketch words of each document, by place (`sketch_words` each, as the index stores
+    /// them: extra words cut, missing ones zero), so that a resemblance estimate reads one
+    /// contiguous run instead of following a pointer per document.
+    sketches: Vec<u64>,
     /// The rule's keys (block and band keys) of the pending documents; each list holds at most
     /// `max_postings_per_key` documents (the first added), as the committed postings are read.
     by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
@@ -84,6 +99,10 @@ pub(super) struct Pending {
     pub(super) ids: PendingIds,
     keys: Vec<u64>,
     candidates: Vec<u32>,
+    /// The bands and sketch words of the document being checked (no bands when its sketch is
+    /// empty), in the form `bands` and `sketches` keep them.
+    query_bands: Vec<u64>,
+    query_words: Vec<u64>,
     /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
     /// commits, so it grows over the writer's life.
     ///
@@ -100,11 +119,11 @@ pub(super) struct Pending {
 
 /// A match among committed or pending documents.
 pub(super) struct Found {
-    pub(super) id: String,
-    pub(super) group: Option<String>,
+    pub(super) id: Arc<str>,
+    pub(super) group: Option<Arc<str>>,
     pub(super) evidence: Evidence,
     /// What it replaced (read only when every match is wanted).
-    pub(super) replaced: Vec<String>,
+    pub(super) replaced: Chain,
 }
 
 /// What a check reads besides the strongest match's id and evidence.
@@ -122,11 +141,14 @@ impl Pending {
         Pending {
             docs: Vec::new(),
             slots: Vec::new(),
-            band_keys: Vec::new(),
+            bands: Vec::new(),
+            sketches: Vec::new(),
             by_key: HashMap::default(),
             ids: PendingIds::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
+            query_bands: Vec::new(),
+            query_words: Vec::new(),
             next_sequence,
             max_postings_per_key,
             verified: 0,
@@ -137,7 +159,8 @@ impl Pending {
     pub(super) fn clear(&mut self) {
         self.docs.clear();
         self.slots.clear();
-        self.band_keys.clear();
+        self.bands.clear();
+        self.sketches.clear();
         self.by_key.clear();
         self.ids.clear();
     }
@@ -169,9 +192,9 @@ impl Pending {
                 group: p.group.clone(),
                 evidence,
                 replaced: if wanted.all {
-                    p.replaced.clone()
+                    Arc::clone(&p.replaced)
                 } else {
-                    Vec::new()
+                    Chain::default()
                 },
             }
         }));
@@ -194,6 +217,13 @@ impl Pending {
         }
         self.candidates.sort_unstable();
         self.candidates.dedup();
+        self.query_words.clear();
+        self.query_words.resize(rule.minhash().sketch_words(), 0);
+        let sketched = stored_sketch(signature, &mut self.query_words);
+        self.query_bands.clear();
+        if sketched {
+            rule.bands_into(&self.query_words, &mut self.query_bands);
+        }
     }
 
     /// Live pending matches, strongest first, equally strong ones in the order they were added.
@@ -221,32 +251,30 @@ impl Pending {
     /// Whether pending document `i` is a candidate at all: alive, and not an old version of
     /// the document being added.
     fn is_live(&self, i: u32, replacing: Option<&str>) -> bool {
-        self.slots[i as usize].alive && replacing.is_none_or(|r| self.docs[i as usize].id != r)
+        self.slots[i as usize].alive && replacing.is_none_or(|r| *self.docs[i as usize].id != *r)
     }
 
-    /// The evidence of candidate `i` at simhash `distance`, reading its sketch only when it
-    /// can match by resemblance: beyond the simhash radius, only a candidate that shares a band
-    /// key with the query can share a band (a shared band implies a shared band key), so the
-    /// others' sketches are not read.
-    fn evidence_of(
-        &self,
-        rule: &MatchRule,
-        signature: &Signature,
-        i: u32,
-        distance: u32,
-    ) -> Option<Evidence> {
-        if distance > rule.layout().max_distance() {
-            let blocks = rule.layout().num_keys();
-            let bands = rule.minhash().bands as usize;
-            let query_bands = self.keys.get(blocks..).unwrap_or(&[]);
-            let theirs = &self.band_keys[i as usize * bands..][..bands];
-            let shares_band_key = self.slots[i as usize].sketched
-                && query_bands.iter().zip(theirs).any(|(q, t)| q == t);
-            if !shares_band_key {
-                return None;
-            }
+    /// The evidence of candidate `i` at simhash `distance`: what [`MatchRule::matches`] gives
+    /// for the two signatures as the index stores them. Beyond the simhash radius only a
+    /// candidate that shares a band can match: the first band equal in both (kept bands, no
+    /// sketch read) is the evidence's band, and only then is its sketch compared.
+    fn evidence_of(&self, rule: &MatchRule, i: u32, distance: u32) -> Option<Evidence> {
+        if distance <= rule.layout().max_distance() {
+            return Some(Evidence::Simhash { distance });
         }
-        rule.matches(signature, &self.docs[i as usize].signature)
+        if !self.slots[i as usize].sketched || self.query_bands.is_empty() {
+            return None;
+        }
+        let bands = self.query_bands.len();
+        let theirs = &self.bands[i as usize * bands..][..bands];
+        let band = self
+            .query_bands
+            .iter()
+            .zip(theirs)
+            .position(|(q, t)| q == t)?;
+        let words = self.query_words.len();
+        let sketch = &self.sketches[i as usize * words..][..words];
+        rule.matches_sharing_band(&self.query_words, sketch, band as u32, distance)
     }
 
     /// Every live pending match, in the order the candidates were added.
@@ -265,7 +293,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if let Some(evidence) = self.evidence_of(rule, signature, i, distance) {
+            if let Some(evidence) = self.evidence_of(rule, i, distance) {
                 found.push((evidence, i));
             }
         }
@@ -311,7 +339,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            let Some(evidence) = self.evidence_of(rule, signature, i, distance) else {
+            let Some(evidence) = self.evidence_of(rule, i, distance) else {
                 continue;
             };
             if strongest.is_none_or(|(best, _)| evidence.cmp_strength(&best).is_lt()) {
@@ -359,17 +387,21 @@ impl Pending {
                 continue;
             }
             let group = if wanted.groups {
-                searcher.group_of(address)?
+                searcher.group_of(address)?.map(Arc::from)
             } else {
                 None
             };
             let replaced = if wanted.all {
-                searcher.replaced_ids_of(address)?
+                searcher
+                    .replaced_ids_of(address)?
+                    .into_iter()
+                    .map(Arc::from)
+                    .collect()
             } else {
-                Vec::new()
+                Chain::default()
             };
             found.push(Found {
-                id,
+                id: Arc::from(id),
                 group,
                 evidence,
                 replaced,
@@ -402,14 +434,15 @@ impl Pending {
                 }
             }
         }
-        let blocks = rule.layout().num_keys();
-        let bands = rule.minhash().bands as usize;
-        let doc_bands = self.keys.get(blocks..).unwrap_or(&[]);
-        let sketched = doc_bands.len() == bands;
+        let start = self.sketches.len();
+        self.sketches
+            .resize(start + rule.minhash().sketch_words(), 0);
+        let sketched = stored_sketch(&doc.signature, &mut self.sketches[start..]);
         if sketched {
-            self.band_keys.extend_from_slice(doc_bands);
+            rule.bands_into(&self.sketches[start..], &mut self.bands);
         } else {
-            self.band_keys.resize(self.band_keys.len() + bands, 0);
+            self.bands
+                .resize(self.bands.len() + rule.minhash().bands as usize, 0);
         }
         self.slots.push(Slot {
             fingerprint: doc.signature.fingerprint,
@@ -418,7 +451,11 @@ impl Pending {
         });
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
-        self.docs.push(doc);
+        self.docs.push(Remembered {
+            id: doc.id,
+            group: doc.group,
+            replaced: doc.replaced,
+        });
     }
 
     pub(super) fn delete_id(&mut self, id: &str) {
@@ -430,27 +467,37 @@ impl Pending {
     }
 }
 
+/// Copies the sketch words of `signature` into `out` (zeros, the rule's number of words) as
+/// the index stores them: extra words cut, missing ones zero. Whether they are not all zero
+/// (the document has a sketch, so it has bands).
+fn stored_sketch(signature: &Signature, out: &mut [u64]) -> bool {
+    for (o, &w) in out.iter_mut().zip(&signature.sketch.words) {
+        *o = w;
+    }
+    out.iter().any(|&w| w != 0)
+}
+
 /// The ids a [`Policy::Replace`](super::Policy::Replace) document deletes (its matches, each
 /// once, nearest first) and the ids it records as replaced: those, then what each match had
 /// replaced, each once, without its own `id`.
-pub(super) fn replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, Vec<String>) {
+pub(super) fn replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, Chain) {
     let mut seen: HashSet<&str> = HashSet::with_capacity(found.len());
-    let mut replaced: Vec<String> = Vec::with_capacity(found.len());
+    let mut carried: Vec<Arc<str>> = Vec::with_capacity(found.len());
     for f in found {
-        if seen.insert(f.id.as_str()) {
-            replaced.push(f.id.clone());
+        if seen.insert(&f.id) {
+            carried.push(Arc::clone(&f.id));
         }
     }
-    let mut carried = replaced.clone();
+    let replaced = carried.iter().map(|r| r.to_string()).collect();
     for f in found {
-        for r in &f.replaced {
-            if seen.insert(r.as_str()) {
-                carried.push(r.clone());
+        for r in f.replaced.iter() {
+            if seen.insert(r) {
+                carried.push(Arc::clone(r));
             }
         }
     }
-    carried.retain(|r| r != id);
-    (replaced, carried)
+    carried.retain(|r| **r != *id);
+    (replaced, carried.into())
 }
 
 #[cfg(test)]
