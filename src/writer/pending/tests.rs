@@ -4,8 +4,8 @@ use crate::signature::Sketch;
 use crate::test_rng::Rng;
 
 /// Clusters of signatures: a random base, then copies with a few fingerprint bits flipped (some
-/// within the layout's distance, some beyond) and some sketch bits flipped, so the checks see
-/// simhash matches, resemblance matches, ties and non-matches.
+/// within the layout's distance, some beyond) and some sketch bits flipped, and exact copies,
+/// so the checks see simhash matches, resemblance matches, ties of both and non-matches.
 fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
     let mut rng = Rng(seed | 1);
     let words = rule.minhash().sketch_words();
@@ -29,6 +29,12 @@ fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
             continue;
         }
         let base = &out[rng.below(out.len() as u64) as usize];
+        if rng.below(6) == 0 {
+            // An exact copy: a later query beyond the radius of both sees a tie in strength,
+            // which the first added must win.
+            out.push(base.clone());
+            continue;
+        }
         let mut fp = base.fingerprint.0;
         for _ in 0..rng.below(12) {
             fp ^= 1 << rng.below(64);
