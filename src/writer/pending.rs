@@ -99,11 +99,6 @@ pub(super) struct Pending {
     pub(super) ids: PendingIds,
     keys: Vec<u64>,
     candidates: Vec<u32>,
-    /// Per document (by place), the number of the last check that collected it as a
-    /// candidate: a document held by several of the query's keys is collected once without
-    /// sorting the candidates (checks rank ties by place instead).
-    collected: Vec<u32>,
-    check: u32,
     /// The bands and sketch words of the document being checked (no bands when its sketch is
     /// empty), in the form `bands` and `sketches` keep them.
     query_bands: Vec<u64>,
@@ -152,8 +147,6 @@ impl Pending {
             ids: PendingIds::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
-            collected: Vec::new(),
-            check: 0,
             query_bands: Vec::new(),
             query_words: Vec::new(),
             next_sequence,
@@ -166,7 +159,6 @@ impl Pending {
     pub(super) fn clear(&mut self) {
         self.docs.clear();
         self.slots.clear();
-        self.collected.clear();
         self.bands.clear();
         self.sketches.clear();
         self.by_key.clear();
@@ -211,29 +203,20 @@ impl Pending {
         Ok(found)
     }
 
-    /// The pending documents sharing a key with `signature` (each key's list is bounded),
-    /// each once, into `self.candidates` (in no particular order).
+    /// The pending documents sharing a key with `signature` (each key's list is bounded), in
+    /// the order they were added, each once, into `self.candidates`.
     fn collect_candidates(&mut self, rule: &MatchRule, signature: &Signature) {
         self.keys.clear();
         rule.keys_into(signature, &mut self.keys);
         self.candidates.clear();
-        self.check = self.check.wrapping_add(1);
-        if self.check == 0 {
-            // Wrapped: forget every stamp, so none equals a later check's number.
-            self.collected.fill(0);
-            self.check = 1;
-        }
         for key in &self.keys {
             if let Some(holders) = self.by_key.get(key) {
-                for &i in std::iter::once(&holders.first).chain(&holders.more) {
-                    let stamp = &mut self.collected[i as usize];
-                    if *stamp != self.check {
-                        *stamp = self.check;
-                        self.candidates.push(i);
-                    }
-                }
+                self.candidates.push(holders.first);
+                self.candidates.extend_from_slice(&holders.more);
             }
         }
+        self.candidates.sort_unstable();
+        self.candidates.dedup();
         self.query_words.clear();
         self.query_words.resize(rule.minhash().sketch_words(), 0);
         let sketched = stored_sketch(signature, &mut self.query_words);
@@ -260,8 +243,8 @@ impl Pending {
         } else {
             self.strongest_pending(rule, signature, replacing)
         };
-        // Equally strong pending documents in the order they were added.
-        pending.sort_by(|a, b| a.0.cmp_strength(&b.0).then(a.1.cmp(&b.1)));
+        // Stable: equally strong pending documents stay in the order they were added.
+        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
         pending
     }
 
@@ -294,7 +277,7 @@ impl Pending {
         rule.matches_sharing_band(&self.query_words, sketch, band as u32, distance)
     }
 
-    /// Every live pending match, in no particular order.
+    /// Every live pending match, in the order the candidates were added.
     fn every_pending(
         &mut self,
         rule: &MatchRule,
@@ -340,7 +323,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if distance <= max_distance && nearest.is_none_or(|near| (distance, i) < near) {
+            if distance <= max_distance && nearest.is_none_or(|(d, _)| distance < d) {
                 nearest = Some((distance, i));
             }
         }
@@ -359,9 +342,7 @@ impl Pending {
             let Some(evidence) = self.evidence_of(rule, i, distance) else {
                 continue;
             };
-            let stronger =
-                |(best, j): (Evidence, u32)| evidence.cmp_strength(&best).then(i.cmp(&j)).is_lt();
-            if strongest.is_none_or(stronger) {
+            if strongest.is_none_or(|(best, _)| evidence.cmp_strength(&best).is_lt()) {
                 strongest = Some((evidence, i));
             }
         }
@@ -468,7 +449,6 @@ impl Pending {
             alive: true,
             sketched,
         });
-        self.collected.push(0);
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
         self.docs.push(Remembered {
