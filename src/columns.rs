@@ -103,22 +103,27 @@ pub(crate) fn for_each_posting(
     term: &Term,
     f: impl FnMut(DocId),
 ) -> tantivy::Result<()> {
-    for_each_posting_up_to(inverted, term, usize::MAX, f)
+    for_each_posting_up_to(inverted, term, usize::MAX, |_| true, f)
 }
 
-/// [`for_each_posting`] for the first `limit` documents only (the bound on hot keys).
+/// [`for_each_posting`] for the first `limit` documents that `keep` accepts only (the bound on
+/// hot keys, counting live documents); the others are skipped. Cost: one term look-up and
+/// the postings up to the `limit`-th kept document.
 pub(crate) fn for_each_posting_up_to(
     inverted: &InvertedIndexReader,
     term: &Term,
     limit: usize,
+    keep: impl Fn(DocId) -> bool,
     mut f: impl FnMut(DocId),
 ) -> tantivy::Result<()> {
     if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
         let mut doc = postings.doc();
         let mut read = 0usize;
         while doc != TERMINATED && read < limit {
-            f(doc);
-            read += 1;
+            if keep(doc) {
+                f(doc);
+                read += 1;
+            }
             doc = postings.advance();
         }
     }

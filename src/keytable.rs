@@ -42,6 +42,7 @@ use crate::Fingerprint;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tantivy::fastfield::AliveBitSet;
 use tantivy::index::SegmentId;
 use tantivy::schema::Field;
 use tantivy::{DocId, InvertedIndexReader, Term};
@@ -387,9 +388,11 @@ impl<'a> KeyRun<'a> {
         }
     }
 
-    fn for_each(self, limit: usize, mut f: impl FnMut(DocId)) {
-        for &e in self.entries.iter().take(limit) {
-            f(e & self.doc_mask);
+    /// Calls `f` with the first `limit` documents of the run that `keep` accepts.
+    fn for_each(self, limit: usize, keep: impl Fn(DocId) -> bool, mut f: impl FnMut(DocId)) {
+        let docs = self.entries.iter().map(|&e| e & self.doc_mask);
+        for doc in docs.filter(|&d| keep(d)).take(limit) {
+            f(doc);
         }
     }
 
@@ -424,6 +427,9 @@ pub(crate) struct SegmentKeySource<'a, C: ColumnSource> {
     pub(crate) columns: C,
     /// The segment's `max_doc`.
     pub(crate) max_doc: u32,
+    /// The segment's live documents (`None`: all are live). The bound on hot keys counts live
+    /// documents only, so deleted holders of a hot key do not hide its live ones.
+    pub(crate) alive: Option<&'a AliveBitSet>,
     /// Whether key tables may be used and built.
     pub(crate) tables: bool,
 }
@@ -446,11 +452,13 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
         Ok(entry.build(rule, columns, self.max_doc))
     }
 
-    /// Calls `f(position, doc)` with the first `limit` documents (live or deleted, in doc id
-    /// order) under each key of `keys` (the first `keys.len()` keys of [`MatchRule::keys`]),
-    /// position by position: from the segment's table, else its postings, else (keys in
-    /// columns only) a scan of its signature columns. Every source gives the same documents
-    /// in the same order. `runs` is scratch space (kept by the caller across segments).
+    /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order; deleted
+    /// ones are skipped and do not count) under each key of `keys` (the first `keys.len()`
+    /// keys of [`MatchRule::keys`]), position by position: from the segment's table, else its
+    /// postings, else (keys in columns only) a scan of its signature columns. Every source
+    /// gives the same documents in the same order. `runs` is scratch space (kept by the caller
+    /// across segments). Cost: besides the `limit` documents per key, the deleted ones before
+    /// them are read and skipped (until a merge drops them).
     pub(crate) fn for_each_key_doc(
         &mut self,
         rule: &MatchRule,
@@ -460,7 +468,8 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
         mut f: impl FnMut(usize, DocId),
     ) -> tantivy::Result<()> {
         let postings = self.postings;
-        let (entry, max_doc) = (self.entry, self.max_doc);
+        let (entry, max_doc, alive) = (self.entry, self.max_doc, self.alive);
+        let live = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
         runs.clear();
         if let Some(table) = self.table(rule)? {
             table.runs_into(keys, runs);
@@ -468,7 +477,7 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
         let scanned = if postings.is_none() && (runs.len() < keys.len() || runs.contains_none()) {
             entry.scans.fetch_add(1, Ordering::Relaxed);
             let columns = self.columns.columns()?;
-            scan_keys(rule, columns, max_doc, keys, runs, limit)
+            scan_keys(rule, columns, max_doc, (keys, live), runs, limit)
         } else {
             Vec::new()
         };
@@ -480,11 +489,12 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
             });
             let visit = |doc| f(position, doc);
             match (run, postings) {
-                (Some(run), _) => run.for_each(limit, visit),
+                (Some(run), _) => run.for_each(limit, live, visit),
                 (None, Some((inverted, field))) => for_each_posting_up_to(
                     inverted,
                     &Term::from_field_u64(field, key),
                     limit,
+                    live,
                     visit,
                 )?,
                 // Not reached: every position without a run was scanned.
@@ -530,7 +540,7 @@ impl<'a, C: ColumnSource> SegmentKeySource<'a, C> {
             rule,
             columns,
             self.max_doc,
-            keys,
+            (keys, |_| true),
             &runs,
             bound.saturating_add(1),
         );
@@ -610,7 +620,7 @@ fn for_each_document_keys(
     }
 }
 
-/// The first `limit` documents (deleted ones included, in doc id order) under each key of
+/// The first `limit` documents that `keep` accepts (in doc id order) under each key of
 /// `keys` that has no run in `runs`, found by reading every document's signature from
 /// `columns` and computing its keys (only the fingerprint when only block keys are wanted).
 /// `Some(docs)` at each such position, `None` elsewhere.
@@ -618,7 +628,7 @@ fn scan_keys(
     rule: &MatchRule,
     columns: &SegmentSignatures,
     max_doc: u32,
-    keys: &[u64],
+    (keys, keep): (&[u64], impl Fn(DocId) -> bool),
     runs: &[Option<KeyRun<'_>>],
     limit: usize,
 ) -> Vec<Option<Vec<DocId>>> {
@@ -634,6 +644,9 @@ fn scan_keys(
         .enumerate()
         .all(|(p, wanted)| wanted.is_none() || p < blocks);
     for_each_document_keys(rule, columns, max_doc, fingerprint_only, |doc, doc_keys| {
+        if !keep(doc) {
+            return;
+        }
         for ((wanted, &key), &doc_key) in found.iter_mut().zip(keys).zip(doc_keys) {
             if let Some(docs) = wanted {
                 if doc_key == key && docs.len() < limit {

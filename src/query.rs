@@ -364,7 +364,7 @@ impl DocPredicate for RulePredicate {
 }
 
 impl RulePredicate {
-    /// The segment's documents under the query's keys (deleted ones included), sorted and
+    /// The segment's live documents under the query's keys (up to the bound per key), sorted and
     /// deduplicated, and the signature columns if finding them opened them.
     fn candidates(
         &self,
@@ -392,6 +392,7 @@ impl RulePredicate {
             },
             max_doc: reader.max_doc(),
             tables: true,
+            alive: reader.alive_bitset(),
         };
         let mut docs = Vec::new();
         let mut runs = Vec::with_capacity(self.shared.keys.len());

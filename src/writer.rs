@@ -80,7 +80,11 @@ pub enum Policy {
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
     /// It records the ids it replaced (with those its victims had replaced) in
     /// [`REPLACED_FIELD`](crate::schema::REPLACED_FIELD), so a rerun over the same input can skip them
-    /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back.
+    /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back. The
+    /// near-duplicates are every live document the rule matches, committed or not, so the
+    /// same documents are kept whether and where commits fall, as long as no key has more
+    /// live holders than [`DedupWriter::max_postings_per_key`] (replaced ones do not count;
+    /// see [`DEFAULT_MAX_POSTINGS_PER_KEY`]).
     Replace,
 }
 

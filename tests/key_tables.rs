@@ -152,9 +152,9 @@ fn check(
 }
 
 /// What a bounded `NearDupQuery` must return, by brute force over every document of each
-/// segment (deleted ones included, as the postings hold them): per segment and key of the
-/// query, the first `bound` documents in doc id order whose signature (the test's, found by the
-/// stored id) has that key, those alive that the rule matches.
+/// segment: per segment and key of the query, the first `bound` live documents in doc id order
+/// whose signature (the test's, found by the stored id) has that key (deleted ones do not
+/// count), those that the rule matches.
 fn bounded_query_oracle(
     t: &TestIndex,
     s: &NearDupSearcher,
@@ -170,13 +170,11 @@ fn bounded_query_oracle(
             .map(|doc| rule.keys(&sigs[doc_number(s, t.id, DocAddress::new(ord as u32, doc))]))
             .collect();
         for (position, key) in query_keys.iter().enumerate() {
-            let holders =
-                (0..segment.max_doc()).filter(|&d| doc_keys[d as usize][position] == *key);
+            let holders = (0..segment.max_doc())
+                .filter(|&d| !segment.is_deleted(d) && doc_keys[d as usize][position] == *key);
             for doc in holders.take(bound) {
                 let a = DocAddress::new(ord as u32, doc);
-                if !segment.is_deleted(doc)
-                    && rule.matches(query, &sigs[doc_number(s, t.id, a)]).is_some()
-                {
+                if rule.matches(query, &sigs[doc_number(s, t.id, a)]).is_some() {
                     out.insert(a);
                 }
             }

@@ -46,12 +46,18 @@ use crate::replay::TokenLog;
 /// and the writer's near-duplicate check.
 ///
 /// A key shared by more documents than this (a template sentence that fixes a MinHash band in
-/// thousands of pages, or thousands of exact copies) is a **hot key**: only its first 256
-/// postings (in doc id order per segment; in the order added among uncommitted documents) are
-/// verified, so a lookup verifies at most `keys x 256` candidates per segment (16 keys by
-/// default: 4,096), and indexing `n` documents with dedup costs `O(n x keys x 256)` instead of
-/// `O(n^2)`. **What it costs in recall**: a match is missed only when *every* key it shares
-/// with the query is hot and it is not among the first 256 documents of any of them. A true
+/// thousands of pages, or thousands of exact copies) is a **hot key**: only 256 of its live
+/// documents are verified: per segment the first 256 live postings in doc id order (deleted
+/// documents are skipped and do not count); among uncommitted documents, the first added while
+/// the key had fewer than 256 live holders (a document deleted or replaced makes room). A
+/// lookup verifies at most `keys x 256` candidates per segment (16 keys by default: 4,096),
+/// and indexing `n` documents with dedup costs `O(n x keys x 256)` instead of `O(n^2)`
+/// (besides skipping the deleted postings that precede them, until a merge drops them).
+/// **What it costs in recall**: a match is missed only when *every* key it shares with the
+/// query is hot and it is not among those 256 documents of any of them; a key whose live
+/// holders never exceed the bound misses nothing, however many of its holders
+/// [`Policy::Replace`](crate::Policy::Replace) deleted or where the commits fell
+/// (tests/replace_commits.rs). A true
 /// near-duplicate usually shares a simhash block key or a band outside the template, so it is
 /// still found (tests/hot_keys.rs measures it); exact copies of a document are found as long
 /// as one of its copies is among the first 256. Raise the bound to trade time for recall;

@@ -313,11 +313,12 @@ impl SignatureReader {
             columns: &segment.columns,
             max_doc: segment.max_doc,
             tables: self.key_tables,
+            alive: self.searcher.segment_reader(ord as u32).alive_bitset(),
         })
     }
 
-    /// Calls `f(position, doc)` with the first `limit` documents (deleted ones included, in
-    /// doc id order) of segment `ord` under each key of `keys` (the first `keys.len()` keys of
+    /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order; deleted
+    /// ones are skipped and do not count) of segment `ord` under each key of `keys` (the first `keys.len()` keys of
     /// [`MatchRule::keys`]), position by position: from the segment's key table, its postings
     /// or a scan of its columns (see [`crate::keytable`]). `runs` is scratch space, kept by
     /// the caller across segments.

@@ -76,6 +76,21 @@ impl KeyHolders {
     fn len(&self) -> usize {
         1 + self.more.len()
     }
+
+    /// Drops the holders that died (replaced or deleted by id), keeping the order; `false`
+    /// when none is left.
+    fn retain_live(&mut self, slots: &[Slot]) -> bool {
+        let alive = |i: u32| slots[i as usize].alive;
+        self.more.retain(|&i| alive(i));
+        if alive(self.first) {
+            return true;
+        }
+        if self.more.is_empty() {
+            return false;
+        }
+        self.first = self.more.remove(0);
+        true
+    }
 }
 
 /// What the writer knows that the last commit does not.
@@ -92,7 +107,9 @@ pub(super) struct Pending {
     /// contiguous run instead of following a pointer per document.
     sketches: Vec<u64>,
     /// The rule's keys (block and band keys) of the pending documents; each list holds at most
-    /// `max_postings_per_key` documents (the first added), as the committed postings are read.
+    /// `max_postings_per_key` documents in the order added. A document joins a list while it
+    /// has fewer live holders than that (dead ones are dropped when the list is full), so
+    /// holders that `Replace` deleted do not keep their successors out of a hot key's list.
     by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
@@ -416,10 +433,13 @@ impl Pending {
         rule.keys_into(&doc.signature, &mut self.keys);
         for &key in &self.keys {
             match self.by_key.get_mut(&key) {
-                // A hot key keeps its first documents only, so a check costs at most
-                // keys x max_postings_per_key verifications.
+                // A hot key keeps `max_postings_per_key` documents only, so a check costs at
+                // most keys x max_postings_per_key verifications; the dead ones make room.
                 Some(holders) => {
-                    if holders.len() < self.max_postings_per_key {
+                    let bound = self.max_postings_per_key;
+                    if holders.len() >= bound && !holders.retain_live(&self.slots) {
+                        holders.first = i;
+                    } else if holders.len() < bound {
                         holders.more.push(i);
                     }
                 }
