@@ -122,7 +122,7 @@ fn bench_lookup(c: &mut Criterion) {
         .into_iter()
         .map(Fingerprint)
         .collect();
-    let table = PigeonholeTable::new(&layout, &fps);
+    let table = PigeonholeTable::new(&layout, &fps).unwrap();
 
     let mut group = c.benchmark_group(format!("lookup/{n}"));
     group
@@ -138,7 +138,7 @@ fn bench_lookup(c: &mut Criterion) {
     group.bench_function("pigeonhole_table", |b| {
         timed(b, &means, "pigeonhole_table", || {
             buf.clear();
-            table.lookup(next(), k, &mut buf);
+            table.lookup(next(), k, &mut buf).unwrap();
             buf.len()
         })
     });

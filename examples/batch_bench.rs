@@ -133,16 +133,14 @@ fn rss_mb() -> f64 {
 
 /// The in-memory peer: per combination, sort (key, row), compare within equal keys, keep a
 /// pair under its first shared combination. One thread, no grouping of duplicates.
-fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> u64 {
+fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> Res<u64> {
     let mut pairs = 0u64;
     let mut t: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
     for c in 0..layout.num_keys() {
         t.clear();
-        t.extend(
-            fps.iter()
-                .enumerate()
-                .map(|(i, &fp)| (layout.key(c, Fingerprint(fp)), i as u32)),
-        );
+        for (i, &fp) in fps.iter().enumerate() {
+            t.push((layout.key(c, Fingerprint(fp))?, i as u32));
+        }
         t.sort_unstable();
         let mut start = 0;
         while start < t.len() {
@@ -164,7 +162,7 @@ fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> u64 {
             start = end;
         }
     }
-    pairs
+    Ok(pairs)
 }
 
 /// The tuned in-memory peer, for the default layout only: per 16-bit block, a counting sort of
@@ -396,9 +394,15 @@ fn batch_job(
 }
 
 /// The two in-memory pigeonhole self-joins, checked against the batch job's pair count.
-fn pigeonhole_peers(fps: &[u64], layout: &BlockLayout, k: u32, total_pairs: u64, t: &mut Timings) {
+fn pigeonhole_peers(
+    fps: &[u64],
+    layout: &BlockLayout,
+    k: u32,
+    total_pairs: u64,
+    t: &mut Timings,
+) -> Res<()> {
     let start = Instant::now();
-    let naive_pairs = pigeonhole_self_join(fps, layout, k);
+    let naive_pairs = pigeonhole_self_join(fps, layout, k)?;
     t.naive = secs(start);
     println!(
         "in-memory pigeonhole self-join, sort of (key, row) per combination (1 thread): \
@@ -415,6 +419,7 @@ fn pigeonhole_peers(fps: &[u64], layout: &BlockLayout, k: u32, total_pairs: u64,
         t.ph
     );
     assert_eq!(ph_pairs, total_pairs, "the peers disagree");
+    Ok(())
 }
 
 /// Brute force on `brute_queries` sampled documents, extrapolated to N^2/2 comparisons.
@@ -592,7 +597,7 @@ fn main() -> Res<()> {
     let searcher = index.lookups()?;
     let (graph, total_pairs, batch_peak, rss0) = batch_job(&searcher, &fps, threads, &mut t)?;
 
-    pigeonhole_peers(&fps, &layout, k, total_pairs, &mut t);
+    pigeonhole_peers(&fps, &layout, k, total_pairs, &mut t)?;
     t.brute = brute_force(&fps, k, args.brute_queries, threads);
     t.stream = stream_key_postings(&index, &searcher)?;
     compare_id_reads(&graph, &searcher)?;

@@ -284,7 +284,7 @@ fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
     let qs = queries(&fps, n_queries, k, 7);
 
     let t = Instant::now();
-    let table = PigeonholeTable::new(&layout, &fps);
+    let table = PigeonholeTable::new(&layout, &fps)?;
     println!(
         "pigeonhole table built in {:.2} s",
         t.elapsed().as_secs_f64()
@@ -748,7 +748,7 @@ fn run_lookups(
     let mut buf = Vec::new();
     let (st, found) = time_queries(qs.iter(), |q| {
         buf.clear();
-        table.lookup(q, k, &mut buf);
+        table.lookup(q, k, &mut buf)?;
         Ok(buf.len())
     })?;
     rows.push(("in-memory pigeonhole table", st, found));

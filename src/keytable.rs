@@ -139,7 +139,7 @@ impl Family {
         (0..blocks + rule.minhash().bands as usize)
             .map(|position| {
                 let width = if position < blocks {
-                    let range = rule.layout().key_range(position);
+                    let range = rule.layout().combo_key_range(position);
                     (range.end() - range.start()).count_ones()
                 } else {
                     rule.minhash().key_bits

@@ -205,11 +205,38 @@ impl BlockLayout {
     }
 
     /// The key of combination `combo` (0..num_keys) for `fp`. Cost: a shift and mask per block
-    /// of the combination.
+    /// of the combination. Errors: [`Error::Setting`] when `combo >= num_keys()`.
     ///
-    /// # Panics
-    /// If `combo >= num_keys()`.
-    pub fn key(&self, combo: usize, fp: Fingerprint) -> u64 {
+    /// ```
+    /// # use tantivy_simhash::{BlockLayout, Fingerprint};
+    /// let layout = BlockLayout::default();
+    /// let fp = Fingerprint(0x0123_4567_89ab_cdef);
+    /// assert_eq!(layout.key(0, fp)?, layout.keys(fp)[0]);
+    /// assert!(layout.key(layout.num_keys(), fp).is_err());
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn key(&self, combo: usize, fp: Fingerprint) -> Result<u64> {
+        self.check_combo(combo)?;
+        Ok(self.combo_key(combo, fp))
+    }
+
+    /// `Err` naming the valid range when `combo` is not a combination of this layout.
+    fn check_combo(&self, combo: usize) -> Result<()> {
+        if combo < self.num_keys() {
+            return Ok(());
+        }
+        Err(Error::Setting(format!(
+            "key combination {combo} of layout `{}`: expected 0 to {} (the layout has {} keys, \
+             BlockLayout::num_keys)",
+            self.id(),
+            self.num_keys() - 1,
+            self.num_keys()
+        )))
+    }
+
+    /// [`key`](Self::key) for a `combo` the caller knows is below `num_keys()` (a loop over
+    /// the combinations, a position of [`keys`](Self::keys)).
+    pub(crate) fn combo_key(&self, combo: usize, fp: Fingerprint) -> u64 {
         let mut bits = 0u64;
         for &b in &self.combos[combo] {
             let (shift, width) = self.spans[b as usize];
@@ -228,14 +255,18 @@ impl BlockLayout {
 
     /// Appends the keys of `fp` to `out` (`num_keys()` of them). Never fails.
     pub fn keys_into(&self, fp: Fingerprint, out: &mut Vec<u64>) {
-        out.extend((0..self.num_keys()).map(|c| self.key(c, fp)));
+        out.extend((0..self.num_keys()).map(|c| self.combo_key(c, fp)));
     }
 
-    /// The numeric range that holds every key of combination `combo`.
-    ///
-    /// # Panics
-    /// If `combo >= num_keys()`.
-    pub fn key_range(&self, combo: usize) -> RangeInclusive<u64> {
+    /// The numeric range that holds every key of combination `combo`. Cost: a sum over the
+    /// combination's blocks. Errors: [`Error::Setting`] when `combo >= num_keys()`.
+    pub fn key_range(&self, combo: usize) -> Result<RangeInclusive<u64>> {
+        self.check_combo(combo)?;
+        Ok(self.combo_key_range(combo))
+    }
+
+    /// [`key_range`](Self::key_range) for a `combo` the caller knows is below `num_keys()`.
+    pub(crate) fn combo_key_range(&self, combo: usize) -> RangeInclusive<u64> {
         let width: u32 = self.combos[combo]
             .iter()
             .map(|&b| self.spans[b as usize].1)
@@ -369,7 +400,8 @@ mod tests {
         fn keys_lie_in_their_ranges(a in any::<u64>()) {
             for layout in layouts() {
                 for (c, key) in layout.keys(Fingerprint(a)).into_iter().enumerate() {
-                    prop_assert!(layout.key_range(c).contains(&key));
+                    prop_assert!(layout.key_range(c).unwrap().contains(&key));
+                    prop_assert_eq!(layout.key(c, Fingerprint(a)).unwrap(), key);
                     prop_assert_eq!(layout.combo_of_key(key), c);
                 }
             }
@@ -424,6 +456,26 @@ mod tests {
         let l = BlockLayout::new(8, 2, 6).unwrap();
         assert_eq!(l.num_keys(), 28);
         assert_eq!(BlockLayout::default().num_keys(), 4);
+    }
+
+    #[test]
+    fn a_combination_index_past_the_layout_is_an_error() {
+        for layout in layouts() {
+            let n = layout.num_keys();
+            let fp = Fingerprint(0x0123_4567_89ab_cdef);
+            for combo in [n, n + 1, usize::MAX] {
+                for err in [layout.key(combo, fp).err(), layout.key_range(combo).err()] {
+                    let message = err.map(|e| e.to_string()).unwrap_or_default();
+                    assert!(
+                        message.contains(&format!("key combination {combo}"))
+                            && message.contains(&format!("expected 0 to {}", n - 1)),
+                        "{}: {message}",
+                        layout.id()
+                    );
+                }
+            }
+            assert_eq!(layout.key(n - 1, fp).unwrap(), layout.keys(fp)[n - 1]);
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::signature::{Signature, Signer};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tantivy::schema::{Document, Field};
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::TantivyDocument;
@@ -53,12 +53,16 @@ pub(crate) struct TokenLog {
 }
 
 impl TokenLog {
-    /// A log for a text of `bytes` bytes: tokens take about as many bytes as the text, and a
-    /// word about six.
-    fn with_capacity(bytes: usize) -> Self {
+    /// A log in the (emptied) buffers `text` and `tokens`, with room for a text of `bytes`
+    /// bytes: tokens take about as many bytes as the text, and a word about six.
+    fn in_buffers(mut text: String, mut tokens: Vec<LoggedToken>, bytes: usize) -> Self {
+        text.clear();
+        tokens.clear();
+        text.reserve(bytes);
+        tokens.reserve(bytes / 6);
         TokenLog {
-            text: String::with_capacity(bytes),
-            tokens: Vec::with_capacity(bytes / 6),
+            text,
+            tokens,
             overflow: false,
         }
     }
@@ -91,6 +95,11 @@ pub(crate) struct ValueSpan {
 }
 
 /// A document's tokens, per text value, ready to be replayed by [`ReplayTokenizer`].
+///
+/// The log of the signing pass is kept as it is (offsets in the joined text): a value names
+/// the runs of it that are its tokens, and its start is subtracted when a token is replayed,
+/// so staging copies no token (a writer stages every document it adds). When tantivy drops
+/// the last reference, the buffers go back to the signer's [`StagingPool`].
 #[derive(Debug)]
 pub(crate) struct StagedTokens {
     /// Which analysis made them ([`analysis_id`]).
@@ -99,26 +108,111 @@ pub(crate) struct StagedTokens {
     text: String,
     values: Vec<StagedValue>,
     token_text: String,
-    /// Offsets relative to their value.
+    /// The logged tokens, then those of Han runs cut again within a value; offsets in `text`.
     tokens: Vec<LoggedToken>,
+    pool: Arc<StagingPool>,
 }
 
-#[derive(Debug)]
+impl Drop for StagedTokens {
+    fn drop(&mut self) {
+        self.pool.give(StagingBuffers {
+            text: std::mem::take(&mut self.text),
+            token_text: std::mem::take(&mut self.token_text),
+            tokens: std::mem::take(&mut self.tokens),
+            values: std::mem::take(&mut self.values),
+        });
+    }
+}
+
+/// The buffers of staged documents that tantivy is done with, for the next documents a signer
+/// stages: a writer stages every document it adds, and reusing them saves four allocations
+/// (of about the text's size each) per document. Bounded: at most [`POOLED_BUFFERS`] sets,
+/// none larger than [`POOLED_BYTES`].
+#[derive(Debug, Default)]
+pub(crate) struct StagingPool(Mutex<Vec<StagingBuffers>>);
+
+#[derive(Debug, Default)]
+struct StagingBuffers {
+    text: String,
+    token_text: String,
+    tokens: Vec<LoggedToken>,
+    values: Vec<StagedValue>,
+}
+
+/// Buffer sets a pool keeps (a writer's signers stage documents as fast as tantivy's threads
+/// drop them; the ones in tantivy's queue are not pooled).
+const POOLED_BUFFERS: usize = 16;
+/// A buffer above this capacity (a very long document) is freed rather than kept.
+const POOLED_BYTES: usize = 1 << 20;
+
+impl StagingPool {
+    /// A pooled set of buffers, or new empty ones. Never fails (a poisoned pool gives new).
+    fn take(&self) -> StagingBuffers {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut pooled| pooled.pop())
+            .unwrap_or_default()
+    }
+
+    /// Keeps `buffers` for a later [`take`](Self::take), unless the pool is full or one of
+    /// them is too large.
+    fn give(&self, mut buffers: StagingBuffers) {
+        let bytes = [
+            buffers.text.capacity(),
+            buffers.token_text.capacity(),
+            buffers.tokens.capacity() * std::mem::size_of::<LoggedToken>(),
+            buffers.values.capacity() * std::mem::size_of::<StagedValue>(),
+        ];
+        if bytes.iter().any(|&b| b > POOLED_BYTES) {
+            return;
+        }
+        buffers.text.clear();
+        buffers.token_text.clear();
+        buffers.tokens.clear();
+        buffers.values.clear();
+        if let Ok(mut pooled) = self.0.lock() {
+            if pooled.len() < POOLED_BUFFERS {
+                pooled.push(buffers);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
 struct StagedValue {
     text: Range<usize>,
-    tokens: Range<usize>,
+    /// Where the value starts in the joined text (fits in 32 bits).
+    base: u32,
+    /// The value's tokens, in order: runs of [`StagedTokens::tokens`] (a Han run cut again
+    /// at its start, its own logged tokens, a Han run cut again at its end).
+    parts: [(u32, u32); 3],
 }
 
 impl StagedTokens {
-    /// The tokens of `text` if it is one of the staged values.
-    fn find(&self, analysis: u64, text: &str) -> Option<Range<usize>> {
+    /// The staged value whose text is `text`, if any.
+    fn find(&self, analysis: u64, text: &str) -> Option<&StagedValue> {
         if analysis != self.analysis {
             return None;
         }
         self.values
             .iter()
             .find(|v| v.text.len() == text.len() && self.text.get(v.text.clone()) == Some(text))
-            .map(|v| v.tokens.clone())
+    }
+
+    /// The tokens of value `v`: text and offsets relative to the value.
+    #[cfg(test)]
+    fn value_tokens(&self, v: usize) -> Vec<(&str, u32, u32)> {
+        let value = &self.values[v];
+        value
+            .parts
+            .iter()
+            .flat_map(|&(a, b)| &self.tokens[a as usize..b as usize])
+            .map(|t| {
+                let text = &self.token_text[t.text.0 as usize..t.text.1 as usize];
+                (text, t.from - value.base, t.to - value.base)
+            })
+            .collect()
     }
 }
 
@@ -139,71 +233,81 @@ pub(crate) type Retokenize<'a> = &'a mut dyn FnMut(&str, &mut dyn FnMut(&str, us
 /// whole; such a run is cut again within the value alone (`retokenize`, a few characters up
 /// to the next punctuation), every other token is taken from the log. `None` when no value is
 /// staged.
-pub(crate) fn stage(
+fn stage(
     analysis: u64,
     text: String,
     spans: &[ValueSpan],
     log: TokenLog,
+    mut values: Vec<StagedValue>,
+    pool: &Arc<StagingPool>,
     retokenize: Retokenize<'_>,
 ) -> Option<Arc<StagedTokens>> {
     if log.overflow || !spans.iter().any(|s| s.replayable) {
+        pool.give(StagingBuffers {
+            text,
+            token_text: log.text,
+            tokens: log.tokens,
+            values,
+        });
         return None;
     }
-    let TokenLog {
-        text: token_text,
-        tokens: logged,
-        ..
-    } = log;
+    let logged = log.tokens.len();
+    values.clear();
     let mut staging = Staging {
-        token_text,
-        tokens: Vec::with_capacity(logged.len()),
-        values: Vec::new(),
+        token_text: log.text,
+        tokens: log.tokens,
+        values,
     };
     let mut next = 0;
     for span in spans {
         // The logged tokens that start in this value (spans and tokens are in text order).
         let r = &span.range;
-        while next < logged.len() && (logged[next].from as usize) < r.start {
+        while next < logged && (staging.tokens[next].from as usize) < r.start {
             next += 1;
         }
         let first = next;
-        while next < logged.len() && (logged[next].from as usize) < r.end {
+        while next < logged && (staging.tokens[next].from as usize) < r.end {
             next += 1;
         }
         if span.replayable {
-            staging.value(&text, r.clone(), &logged[first..next], retokenize);
+            staging.value(&text, r.clone(), first..next, retokenize);
         }
     }
-    if staging.values.is_empty() {
-        return None;
-    }
-    Some(Arc::new(StagedTokens {
+    // Dropped at once when no value is staged: the buffers go back to the pool.
+    let staged = StagedTokens {
         analysis,
         text,
         values: staging.values,
         token_text: staging.token_text,
         tokens: staging.tokens,
-    }))
+        pool: Arc::clone(pool),
+    };
+    (!staged.values.is_empty()).then(|| Arc::new(staged))
 }
 
 /// The tokens [`stage`] has split so far.
 struct Staging {
     token_text: String,
+    /// The log, then the tokens cut again.
     tokens: Vec<LoggedToken>,
     values: Vec<StagedValue>,
 }
 
 impl Staging {
-    /// Stages the value at `r` of the joined `text` with its own tokens: the `logged` ones
-    /// that start in it, except that a Han run continued across either end is cut again within
-    /// the value. Nothing is staged for it when an offset does not fit in 32 bits.
+    /// Stages the value at `r` of the joined `text` with its own tokens: the logged ones
+    /// (`logged`, indices of those that start in it), except that a Han run continued across
+    /// either end is cut again within the value. Nothing is staged for it when an offset does
+    /// not fit in 32 bits.
     fn value(
         &mut self,
         text: &str,
         r: Range<usize>,
-        logged: &[LoggedToken],
+        logged: Range<usize>,
         retokenize: Retokenize<'_>,
     ) {
+        let Ok(base) = u32::try_from(r.start) else {
+            return;
+        };
         let value = &text[r.clone()];
         let (lead, trail) = han_run_crosses(text, &r);
         // The part of the value whose logged tokens are its own: after a Han run continued
@@ -214,40 +318,60 @@ impl Staging {
         } else {
             value.len()
         };
-        let start = self.tokens.len();
-        let staged = if own_from >= own_to && (lead || trail) {
+        let appended = self.tokens.len();
+        let none = (0, 0);
+        let parts = if own_from >= own_to && (lead || trail) {
             // One Han run from end to end: cut the whole value again.
-            self.cut_again(value, 0..value.len(), retokenize)
+            self.cut_again(value, r.start, 0..value.len(), retokenize)
+                .map(|all| [all, none, none])
         } else {
-            (!lead || self.cut_again(value, 0..own_from, retokenize))
-                & self.take_logged(logged, r.start, r.start + own_from..r.start + own_to)
-                && (!trail || self.cut_again(value, own_to..value.len(), retokenize))
+            let head = if lead {
+                self.cut_again(value, r.start, 0..own_from, retokenize)
+            } else {
+                Some(none)
+            };
+            let own = self.own_logged(logged, r.start + own_from..r.start + own_to);
+            let tail = if trail {
+                self.cut_again(value, r.start, own_to..value.len(), retokenize)
+            } else {
+                Some(none)
+            };
+            head.zip(own).zip(tail).map(|((h, o), t)| [h, o, t])
         };
-        if staged {
-            self.values.push(StagedValue {
+        match parts {
+            Some(parts) => self.values.push(StagedValue {
                 text: r,
-                tokens: start..self.tokens.len(),
-            });
-        } else {
-            self.tokens.truncate(start);
+                base,
+                parts,
+            }),
+            None => self.tokens.truncate(appended),
         }
     }
 
-    /// Tokens of `value[piece]` by analysing it again, offsets relative to `value`; `false`
-    /// when one does not fit in 32 bits.
-    fn cut_again(&mut self, value: &str, piece: Range<usize>, retokenize: Retokenize<'_>) -> bool {
+    /// Tokens of `value[piece]` by analysing it again, appended with offsets in the joined
+    /// text (the value starts at `start`); their run, or `None` when an offset does not fit in
+    /// 32 bits.
+    fn cut_again(
+        &mut self,
+        value: &str,
+        start: usize,
+        piece: Range<usize>,
+        retokenize: Retokenize<'_>,
+    ) -> Option<(u32, u32)> {
         let mut fits = true;
+        let first = self.tokens.len();
         let Staging {
             token_text, tokens, ..
         } = self;
-        retokenize(&value[piece.clone()], &mut |t, from, to| {
-            let at = token_text.len();
+        let at = start + piece.start;
+        retokenize(&value[piece], &mut |t, from, to| {
+            let text_at = token_text.len();
             token_text.push_str(t);
             match (
-                u32::try_from(at),
+                u32::try_from(text_at),
                 u32::try_from(token_text.len()),
-                u32::try_from(piece.start + from),
-                u32::try_from(piece.start + to),
+                u32::try_from(at + from),
+                u32::try_from(at + to),
             ) {
                 (Ok(a), Ok(b), Ok(from), Ok(to)) => tokens.push(LoggedToken {
                     text: (a, b),
@@ -257,32 +381,31 @@ impl Staging {
                 _ => fits = false,
             }
         });
-        fits
+        let run = (
+            u32::try_from(first).ok()?,
+            u32::try_from(tokens.len()).ok()?,
+        );
+        fits.then_some(run)
     }
 
-    /// The logged tokens that start in `own` (offsets in the joined text), made relative to
-    /// the value starting at `base`; `false` if one runs past `own`'s end.
-    fn take_logged(&mut self, logged: &[LoggedToken], base: usize, own: Range<usize>) -> bool {
-        let mut fits = true;
-        // `base` fits in 32 bits: every logged offset did.
-        let base = base as u32;
-        for t in logged {
-            let from = t.from as usize;
-            if !own.contains(&from) {
-                continue;
-            }
-            if t.to as usize > own.end {
-                // A token of the log across the end of this value's own part: only a Han run
-                // does that, and it is cut again. Never expected; be safe.
-                fits = false;
-            }
-            self.tokens.push(LoggedToken {
-                text: t.text,
-                from: t.from - base,
-                to: t.to - base,
-            });
+    /// The run of `logged` (indices of the logged tokens starting in the value) that starts in
+    /// `own` (offsets in the joined text); `None` if one runs past `own`'s end.
+    fn own_logged(&self, logged: Range<usize>, own: Range<usize>) -> Option<(u32, u32)> {
+        let tokens = &self.tokens[logged.clone()];
+        // Tokens are in text order: those before `own` belong to a Han run cut again.
+        let skip = tokens.partition_point(|t| (t.from as usize) < own.start);
+        let take = tokens[skip..].partition_point(|t| (t.from as usize) < own.end);
+        let run = &tokens[skip..skip + take];
+        // A token of the log across the end of this value's own part: only a Han run does
+        // that, and it is cut again. Never expected; be safe.
+        if run.iter().any(|t| t.to as usize > own.end) {
+            return None;
         }
-        fits
+        let first = logged.start + skip;
+        Some((
+            u32::try_from(first).ok()?,
+            u32::try_from(first + take).ok()?,
+        ))
     }
 }
 
@@ -338,21 +461,43 @@ pub(crate) fn sign_and_stage(
     text_fields: &[Field],
     replay_fields: &[Field],
 ) -> (Signature, Option<Arc<StagedTokens>>) {
+    let pool = Arc::clone(signer.staging_pool());
+    let StagingBuffers {
+        mut text,
+        token_text,
+        tokens,
+        values,
+    } = pool.take();
     let mut spans = Vec::new();
-    let text = join_text_values(doc, text_fields, |field, range| {
+    join_text_values(doc, text_fields, &mut text, |field, range| {
         spans.push(ValueSpan {
             range,
             replayable: replay_fields.contains(&field),
         })
     });
     if replay_fields.is_empty() {
-        return (signer.sign(&text), None);
+        let signature = signer.sign(&text);
+        pool.give(StagingBuffers {
+            text,
+            token_text,
+            tokens,
+            values,
+        });
+        return (signature, None);
     }
-    let mut log = TokenLog::with_capacity(text.len());
+    let mut log = TokenLog::in_buffers(token_text, tokens, text.len());
     let signature = signer.sign_logging(&text, &mut log);
-    let staged = stage(analysis, text, &spans, log, &mut |piece, sink| {
-        signer.for_each_builtin_token(piece, sink);
-    });
+    let staged = stage(
+        analysis,
+        text,
+        &spans,
+        log,
+        values,
+        &pool,
+        &mut |piece, sink| {
+            signer.for_each_builtin_token(piece, sink);
+        },
+    );
     (signature, staged)
 }
 
@@ -517,8 +662,13 @@ pub(crate) enum ReplayStream<'a> {
 
 pub(crate) struct Replayed {
     staged: Arc<StagedTokens>,
+    /// The value's runs of tokens ([`StagedValue::parts`]) and the one being read.
+    parts: [(u32, u32); 3],
+    part: usize,
     next: usize,
     end: usize,
+    /// The value's start in the joined text: subtracted from each token's offsets.
+    base: u32,
     position: usize,
     token: Token,
 }
@@ -530,16 +680,19 @@ impl Tokenizer for ReplayTokenizer {
         let found = CURRENT.with(|current| {
             let current = current.borrow();
             let staged = current.as_ref()?;
-            let tokens = staged.find(self.analysis, text)?;
-            Some((Arc::clone(staged), tokens))
+            let value = staged.find(self.analysis, text)?;
+            Some((Arc::clone(staged), value.parts, value.base))
         });
         match found {
-            Some((staged, tokens)) => {
+            Some((staged, parts, base)) => {
                 self.counters.replayed.fetch_add(1, Ordering::Relaxed);
                 ReplayStream::Replay(Replayed {
                     staged,
-                    next: tokens.start,
-                    end: tokens.end,
+                    parts,
+                    part: 0,
+                    next: parts[0].0 as usize,
+                    end: parts[0].1 as usize,
+                    base,
                     position: 0,
                     token: Token::default(),
                 })
@@ -557,15 +710,20 @@ impl TokenStream for ReplayStream<'_> {
         match self {
             ReplayStream::Analyse(s) => s.advance(),
             ReplayStream::Replay(r) => {
-                if r.next >= r.end {
-                    return false;
+                while r.next >= r.end {
+                    r.part += 1;
+                    let Some(&(next, end)) = r.parts.get(r.part) else {
+                        return false;
+                    };
+                    (r.next, r.end) = (next as usize, end as usize);
                 }
                 let t = r.staged.tokens[r.next];
                 let text = &r.staged.token_text[t.text.0 as usize..t.text.1 as usize];
                 r.token.text.clear();
                 r.token.text.push_str(text);
-                r.token.offset_from = t.from as usize;
-                r.token.offset_to = t.to as usize;
+                // Offsets in the value: every staged token starts at or after its value.
+                r.token.offset_from = t.from.saturating_sub(r.base) as usize;
+                r.token.offset_to = t.to.saturating_sub(r.base) as usize;
                 // As the built-in tokenizer numbers them: one position per token.
                 r.token.position = r.position;
                 r.token.position_length = 1;

@@ -1137,16 +1137,27 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The text a document is fingerprinted from: the string values of `fields`, in field order,
 /// joined by line breaks.
 pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
-    join_text_values(doc, fields, |_, _| {})
+    let mut text = String::new();
+    join_text_values(doc, fields, &mut text, |_, _| {});
+    text
 }
 
-/// [`document_text`], calling `on_value(field, range)` with where in the text each value went.
+/// [`document_text`] into `text` (emptied first: a reused buffer), calling
+/// `on_value(field, range)` with where in the text each value went.
 pub(crate) fn join_text_values(
     doc: &TantivyDocument,
     fields: &[Field],
+    text: &mut String,
     mut on_value: impl FnMut(Field, std::ops::Range<usize>),
-) -> String {
-    let mut text = String::new();
+) {
+    // Sized at once: a document's text is copied once, not regrown value by value.
+    let values = || {
+        fields
+            .iter()
+            .flat_map(|&f| doc.get_all(f).filter_map(|v| v.as_str()))
+    };
+    text.clear();
+    text.reserve(values().map(|s| s.len() + 1).sum());
     for &f in fields {
         for v in doc.get_all(f) {
             if let Some(s) = v.as_str() {
@@ -1159,5 +1170,4 @@ pub(crate) fn join_text_values(
             }
         }
     }
-    text
 }

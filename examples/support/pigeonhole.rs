@@ -4,7 +4,7 @@
 //! `examples/collapse_bench.rs` and `examples/batch_bench.rs`.
 #![allow(dead_code)]
 
-use tantivy_simhash::{BlockLayout, Fingerprint};
+use tantivy_simhash::{BlockLayout, Fingerprint, Result};
 
 /// One table per key combination of the layout: rows sorted by key, and (for keys of up to 24
 /// bits) a direct offset array, so a lookup is one array read per combination; wider keys use
@@ -24,16 +24,18 @@ struct Table {
 }
 
 impl PigeonholeTable {
-    pub fn new(layout: &BlockLayout, fingerprints: &[u64]) -> Self {
+    /// The tables of `fingerprints` under `layout`. Errors: none in practice (every
+    /// combination index is the layout's own).
+    pub fn new(layout: &BlockLayout, fingerprints: &[u64]) -> Result<Self> {
         let tables = (0..layout.num_keys())
             .map(|c| {
                 let mut t: Vec<(u64, u32)> = fingerprints
                     .iter()
                     .enumerate()
-                    .map(|(i, &fp)| (layout.key(c, Fingerprint(fp)), i as u32))
-                    .collect();
+                    .map(|(i, &fp)| Ok((layout.key(c, Fingerprint(fp))?, i as u32)))
+                    .collect::<Result<_>>()?;
                 t.sort_unstable();
-                let range = layout.key_range(c);
+                let range = layout.key_range(c)?;
                 let base = *range.start();
                 let width = range.end() - range.start() + 1;
                 let offsets = (width <= 1 << 24).then(|| {
@@ -46,25 +48,26 @@ impl PigeonholeTable {
                     }
                     offsets
                 });
-                Table {
+                Ok(Table {
                     base,
                     offsets,
                     keys: t.iter().map(|&(k, _)| k).collect(),
                     rows: t.iter().map(|&(_, r)| r).collect(),
-                }
+                })
             })
-            .collect();
-        PigeonholeTable {
+            .collect::<Result<_>>()?;
+        Ok(PigeonholeTable {
             layout: layout.clone(),
             fingerprints: fingerprints.to_vec(),
             tables,
-        }
+        })
     }
 
-    /// Rows within `k` of `q`, each once, appended to `out`.
-    pub fn lookup(&self, q: Fingerprint, k: u32, out: &mut Vec<u32>) {
+    /// Rows within `k` of `q`, each once, appended to `out`. Errors: none in practice (as
+    /// [`new`](Self::new)).
+    pub fn lookup(&self, q: Fingerprint, k: u32, out: &mut Vec<u32>) -> Result<()> {
         for (c, table) in self.tables.iter().enumerate() {
-            let key = self.layout.key(c, q);
+            let key = self.layout.key(c, q)?;
             let (start, end) = match &table.offsets {
                 Some(o) => {
                     let i = (key - table.base) as usize;
@@ -83,6 +86,7 @@ impl PigeonholeTable {
                 }
             }
         }
+        Ok(())
     }
 }
 

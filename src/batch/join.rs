@@ -213,9 +213,9 @@ impl Join {
     fn new(layout: &BlockLayout, max_distance: u32) -> Join {
         let masks = (0..layout.num_keys())
             .map(|c| {
-                let zero = layout.key(c, Fingerprint(0));
+                let zero = layout.combo_key(c, Fingerprint(0));
                 (0..64)
-                    .filter(|&b| layout.key(c, Fingerprint(1 << b)) != zero)
+                    .filter(|&b| layout.combo_key(c, Fingerprint(1 << b)) != zero)
                     .fold(0u64, |m, b| m | (1 << b))
             })
             .collect();
@@ -234,12 +234,12 @@ impl Join {
         let width = mask.count_ones();
         let shift = mask.trailing_zeros();
         let contiguous = width < 64 && (mask >> shift).trailing_ones() == width;
-        let base = *self.layout.key_range(combo).start();
+        let base = *self.layout.combo_key_range(combo).start();
         let slot = |fp: u64| -> u64 {
             if contiguous {
                 (fp & mask) >> shift
             } else {
-                self.layout.key(combo, Fingerprint(fp)) - base
+                self.layout.combo_key(combo, Fingerprint(fp)) - base
             }
         };
         let n = fingerprints.len();

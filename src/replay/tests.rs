@@ -62,21 +62,31 @@ fn text_strategy() -> impl Strategy<Value = String> {
     prop::collection::vec(piece, 0..24).prop_map(|p| p.concat())
 }
 
-fn staged_check(han: HanSegmentation, values: &[(bool, String)]) {
-    let scheme = crate::Scheme::builder()
+fn han_scheme(han: HanSegmentation) -> crate::Scheme {
+    crate::Scheme::builder()
         .tokenization(crate::fingerprint::Tokenization::Builtin { han })
         .build()
-        .unwrap();
-    let rule = MatchRule::default();
+        .unwrap()
+}
+
+fn staged_check(han: HanSegmentation, values: &[(bool, String)]) {
+    let scheme = han_scheme(han);
+    let mut signer = MatchRule::default().signer(&scheme);
+    staged_check_with(&mut signer, han, values);
+}
+
+/// Stages `values` with `signer` (its pooled buffers, if any) and checks that each value
+/// replays exactly as analysed alone; the staged tokens are dropped on return.
+fn staged_check_with(signer: &mut Signer, han: HanSegmentation, values: &[(bool, String)]) {
+    let scheme = han_scheme(han);
     let (title, body) = two_field_schema();
     let mut doc = TantivyDocument::new();
     for (in_title, v) in values {
         doc.add_text(if *in_title { title } else { body }, v);
     }
     let fields = [title, body];
-    let mut signer = rule.signer(&scheme);
     let analysis = analysis_id(&scheme);
-    let (sig, staged) = sign_and_stage(&mut signer, analysis, &doc, &fields, &fields);
+    let (sig, staged) = sign_and_stage(signer, analysis, &doc, &fields, &fields);
     // The signature is the one of the joined text: exactly what `Signer::sign` gives.
     assert_eq!(sig, signer.sign(&document_text(&doc, &fields)));
     let (mut tokenizer, counters) = ReplayTokenizer::new(&scheme);
@@ -109,6 +119,59 @@ proptest! {
         let han = if chars { HanSegmentation::Chars } else { HanSegmentation::Jieba };
         staged_check(han, &values);
     }
+
+    /// One signer staging document after document reuses the buffers tantivy dropped (the
+    /// pool), and every document still replays exactly as analysed: no token, text or value
+    /// of an earlier document leaks into a later one.
+    #[test]
+    fn reused_buffers_replay_every_document_exactly(
+        documents in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), text_strategy()), 1..4), 1..6),
+        chars in any::<bool>(),
+    ) {
+        let han = if chars { HanSegmentation::Chars } else { HanSegmentation::Jieba };
+        let mut signer = MatchRule::default().signer(&han_scheme(han));
+        for values in &documents {
+            staged_check_with(&mut signer, han, values);
+        }
+    }
+}
+
+#[test]
+fn dropped_staged_tokens_return_their_buffers_to_the_signer() {
+    let scheme = crate::Scheme::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    doc.add_text(title, "A title");
+    doc.add_text(body, "and a body long enough to need room for its tokens");
+    let fields = [title, body];
+    let mut signer = MatchRule::default().signer(&scheme);
+    let analysis = analysis_id(&scheme);
+    let (_, staged) = sign_and_stage(&mut signer, analysis, &doc, &fields, &fields);
+    assert!(staged.is_some());
+    assert_eq!(signer.staging_pool().0.lock().unwrap().len(), 0);
+    drop(staged);
+    let pooled = signer
+        .staging_pool()
+        .0
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("buffers pooled");
+    assert!(pooled.text.is_empty() && pooled.tokens.is_empty() && pooled.values.is_empty());
+    assert!(pooled.text.capacity() > 0 && pooled.tokens.capacity() > 0);
+    // Full pools and oversized buffers are not kept.
+    let pool = StagingPool::default();
+    for _ in 0..POOLED_BUFFERS + 3 {
+        pool.give(StagingBuffers::default());
+    }
+    assert_eq!(pool.0.lock().unwrap().len(), POOLED_BUFFERS);
+    let big = StagingPool::default();
+    big.give(StagingBuffers {
+        text: String::with_capacity(POOLED_BYTES + 1),
+        ..StagingBuffers::default()
+    });
+    assert!(big.0.lock().unwrap().is_empty());
 }
 
 #[test]
@@ -149,9 +212,10 @@ fn a_han_run_across_values_is_cut_again_within_each() {
     let staged = staged.expect("staged");
     assert_eq!(staged.values.len(), 3);
     let texts = |v: usize| -> Vec<&str> {
-        staged.tokens[staged.values[v].tokens.clone()]
-            .iter()
-            .map(|t| &staged.token_text[t.text.0 as usize..t.text.1 as usize])
+        staged
+            .value_tokens(v)
+            .into_iter()
+            .map(|(text, _, _)| text)
             .collect()
     };
     assert_eq!(texts(0), ["title", "北京", "大"]);

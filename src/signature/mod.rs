@@ -39,7 +39,8 @@ pub use shingles::Shingling;
 use crate::fingerprint::{
     Fingerprint, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
 };
-use crate::replay::TokenLog;
+use crate::replay::{StagingPool, TokenLog};
+use std::sync::Arc;
 
 /// The default bound on the candidates read per key (per segment, and in
 /// [`crate::DedupWriter`]'s table of uncommitted documents) by lookups, [`crate::NearDupQuery`]
@@ -84,6 +85,9 @@ pub struct Signer {
     builtin_offsets: bool,
     collector: ShingleCollector,
     bins: minhash::Bins,
+    /// Buffers for the tokens this signer stages for tantivy ([`crate::replay`]), back from
+    /// the documents tantivy has indexed.
+    staging: Arc<StagingPool>,
 }
 
 impl Signer {
@@ -100,6 +104,7 @@ impl Signer {
             ),
             collector: ShingleCollector::default(),
             bins: minhash::Bins::default(),
+            staging: Arc::default(),
         }
     }
 
@@ -170,6 +175,11 @@ impl Signer {
             },
             details.kind,
         )
+    }
+
+    /// The pool of the buffers this signer stages tokens in.
+    pub(crate) fn staging_pool(&self) -> &Arc<StagingPool> {
+        &self.staging
     }
 
     /// The built-in tokenizer's tokens of `text`, without signing ([`crate::replay`] cuts a
