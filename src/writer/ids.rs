@@ -11,6 +11,9 @@ use std::sync::Arc;
 /// through the documents it replaced. Shared, not copied: a replacement carries the chains of
 /// what it replaced, and every check that finds a pending document reads its chain, so along
 /// a chain of replacements copying ids would cost a string allocation per id per step.
+/// Every chain has each id once and never its owner's id (the writer builds chains that way
+/// and reads committed ones into that form), so extending a single chain needs no
+/// de-duplication.
 pub(super) type Chain = Arc<[Arc<str>]>;
 use tantivy::{DocAddress, Term};
 

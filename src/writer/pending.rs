@@ -409,11 +409,7 @@ impl Pending {
                 None
             };
             let replaced = if wanted.all {
-                searcher
-                    .replaced_ids_of(address)?
-                    .into_iter()
-                    .map(Arc::from)
-                    .collect()
+                chain_of(&id, searcher.replaced_ids_of(address)?)
             } else {
                 Chain::default()
             };
@@ -501,6 +497,17 @@ fn stored_sketch(signature: &Signature, out: &mut [u64]) -> bool {
 /// once, nearest first) and the ids it records as replaced: those, then what each match had
 /// replaced, each once, without its own `id`.
 pub(super) fn replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, Chain) {
+    // One match, the common case (a replacement deletes what it matches, so a cluster keeps
+    // one live member): its chain has each id once and not its owner's (the invariant of
+    // `Chain`), so nothing needs de-duplicating, and no id is hashed.
+    if let [f] = found {
+        let carried: Vec<Arc<str>> = std::iter::once(&f.id)
+            .chain(f.replaced.iter())
+            .filter(|r| ***r != *id)
+            .cloned()
+            .collect();
+        return (vec![f.id.to_string()], carried.into());
+    }
     let mut seen: HashSet<&str> = HashSet::with_capacity(found.len());
     let mut carried: Vec<Arc<str>> = Vec::with_capacity(found.len());
     for f in found {
@@ -518,6 +525,19 @@ pub(super) fn replaced_and_carried(found: &[Found], id: &str) -> (Vec<String>, C
     }
     carried.retain(|r| **r != *id);
     (replaced, carried.into())
+}
+
+/// The chain of `owner` as read from the index, in the form of a pending document's chain:
+/// each id once (where it first appears), never `owner`'s own id.
+fn chain_of(owner: &str, ids: Vec<String>) -> Chain {
+    let mut seen: HashSet<String> = HashSet::with_capacity(ids.len());
+    let mut chain: Vec<Arc<str>> = Vec::with_capacity(ids.len());
+    for r in ids {
+        if r != owner && seen.insert(r.clone()) {
+            chain.push(Arc::from(r));
+        }
+    }
+    chain.into()
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@ use crate::signature::Sketch;
 use crate::test_rng::Rng;
 
 /// Clusters of signatures: a random base, then copies with a few fingerprint bits flipped (some
-/// within the layout's distance, some beyond) and some sketch bits flipped, so the checks see
-/// simhash matches, resemblance matches, ties and non-matches.
+/// within the layout's distance, some beyond) and some sketch bits flipped, and exact copies,
+/// so the checks see simhash matches, resemblance matches, ties of both and non-matches.
 fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
     let mut rng = Rng(seed | 1);
     let words = rule.minhash().sketch_words();
@@ -29,6 +29,12 @@ fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
             continue;
         }
         let base = &out[rng.below(out.len() as u64) as usize];
+        if rng.below(6) == 0 {
+            // An exact copy: a later query beyond the radius of both sees a tie in strength,
+            // which the first added must win.
+            out.push(base.clone());
+            continue;
+        }
         let mut fp = base.fingerprint.0;
         for _ in 0..rng.below(12) {
             fp ^= 1 << rng.below(64);
@@ -46,25 +52,40 @@ fn signatures(rule: &MatchRule, seed: u64, n: usize) -> Vec<Signature> {
     out
 }
 
-/// The pending matches by brute force: for each key of `query`, the first `bound` documents
-/// holding it (alive or not, as the table keeps them), those alive, not `replacing`, that the
-/// rule matches, strongest first, ties in the order added.
+/// Each key's list of holders, kept as the table's contract says, with plain vectors: a
+/// document joins a key's list while the list has fewer than `bound` live holders (when the
+/// list is full its dead holders are dropped first, keeping the order).
+fn join_lists(
+    lists: &mut HashMap<u64, Vec<usize>>,
+    rule: &MatchRule,
+    docs: &[(Signature, String, bool)],
+    i: usize,
+    bound: usize,
+) {
+    for key in rule.keys(&docs[i].0) {
+        let list = lists.entry(key).or_default();
+        if list.len() >= bound {
+            list.retain(|&j| docs[j].2);
+        }
+        if list.len() < bound {
+            list.push(i);
+        }
+    }
+}
+
+/// The pending matches by brute force: the holders of each key of `query` (its list, from
+/// [`join_lists`]), those alive, not `replacing`, that the rule matches, strongest first,
+/// ties in the order added.
 fn brute_force(
     rule: &MatchRule,
     docs: &[(Signature, String, bool)],
+    lists: &HashMap<u64, Vec<usize>>,
     query: &Signature,
-    bound: usize,
     replacing: Option<&str>,
 ) -> Vec<(Evidence, u32)> {
     let mut candidates = Vec::new();
     for key in rule.keys(query) {
-        let holders = docs
-            .iter()
-            .enumerate()
-            .filter(|(_, (s, _, _))| rule.keys(s).contains(&key))
-            .take(bound)
-            .map(|(i, _)| i);
-        candidates.extend(holders);
+        candidates.extend(lists.get(&key).into_iter().flatten().copied());
     }
     candidates.sort_unstable();
     candidates.dedup();
@@ -88,6 +109,7 @@ fn pending_matches_equal_brute_force() {
         let sigs = signatures(&rule, seed, 400);
         let mut pending = Pending::new(0, bound);
         let mut mirror: Vec<(Signature, String, bool)> = Vec::new();
+        let mut lists: HashMap<u64, Vec<usize>> = HashMap::new();
         let mut rng = Rng(seed * 31 + 1);
         let (mut checked, mut matched, mut resemblance) = (0, 0, 0);
         for (i, sig) in sigs.iter().enumerate() {
@@ -96,7 +118,7 @@ fn pending_matches_equal_brute_force() {
             let replacing = (rng.below(5) == 0).then(|| format!("d{}", rng.below(350)));
             for all in [false, true] {
                 let got = pending.pending_matches(&rule, sig, all, replacing.as_deref());
-                let want = brute_force(&rule, &mirror, sig, bound, replacing.as_deref());
+                let want = brute_force(&rule, &mirror, &lists, sig, replacing.as_deref());
                 let want = if all {
                     &want[..]
                 } else {
@@ -127,6 +149,7 @@ fn pending_matches_equal_brute_force() {
                 },
             );
             mirror.push((sig.clone(), id, true));
+            join_lists(&mut lists, &rule, &mirror, i, bound);
         }
         // The corpus exercises what the shortcut skips: matches of both kinds.
         assert!(matched > checked / 4, "seed {seed}: {matched} of {checked}");
@@ -175,14 +198,17 @@ fn replaced_and_carried_equal_the_naive_dedup() {
     let mut rng = Rng(99);
     for case in 0..500 {
         let name = |rng: &mut Rng| format!("d{}", rng.below(12));
+        // Chains as the writer keeps them (`chain_of`'s form): each id once, not the owner's.
         let found: Vec<Found> = (0..rng.below(6))
-            .map(|_| Found {
-                id: Arc::from(name(&mut rng)),
-                group: None,
-                evidence: Evidence::Simhash { distance: 0 },
-                replaced: (0..rng.below(6))
-                    .map(|_| Arc::from(name(&mut rng)))
-                    .collect(),
+            .map(|_| {
+                let id = name(&mut rng);
+                let replaced = (0..rng.below(6)).map(|_| name(&mut rng)).collect();
+                Found {
+                    replaced: chain_of(&id, replaced),
+                    id: Arc::from(id),
+                    group: None,
+                    evidence: Evidence::Simhash { distance: 0 },
+                }
             })
             .collect();
         let id = name(&mut rng);
@@ -193,5 +219,26 @@ fn replaced_and_carried_equal_the_naive_dedup() {
             naive_replaced_and_carried(&found, &id),
             "case {case}"
         );
+    }
+}
+
+#[test]
+fn a_chain_read_from_the_index_keeps_each_id_once_without_its_owner() {
+    let mut rng = Rng(123);
+    for case in 0..500 {
+        let name = |rng: &mut Rng| format!("d{}", rng.below(8));
+        let owner = name(&mut rng);
+        let ids: Vec<String> = (0..rng.below(10)).map(|_| name(&mut rng)).collect();
+        let mut want: Vec<String> = Vec::new();
+        for r in &ids {
+            if *r != owner && !want.contains(r) {
+                want.push(r.clone());
+            }
+        }
+        let got: Vec<String> = chain_of(&owner, ids)
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        assert_eq!(got, want, "case {case}");
     }
 }
