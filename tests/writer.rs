@@ -649,3 +649,60 @@ fn a_record_without_parameters_still_opens_with_its_configuration() {
         Err(Error::InvalidConfig(msg)) if msg.contains("NearDupIndex::open")
     ));
 }
+
+/// Documents given only a fingerprint (no sketch) and committed are found by the simhash branch
+/// at every distance up to k, by a new `Reject` writer and by `lookup`, and nothing beyond k
+/// matches them (without a sketch there is no resemblance evidence). Oracle: Hamming distance.
+#[test]
+fn committed_fingerprint_only_documents_match_at_every_distance_up_to_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let stored = fingerprints_for(50, 7);
+    {
+        let (nd, id) = disk_index(dir.path(), true);
+        let mut w = nd.writer(15_000_000, Policy::Off).unwrap();
+        for (doc_id, fp) in &stored {
+            w.add_document_with_fingerprint(doc!(id => doc_id.clone()), *fp)
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let (nd, id) = disk_index(dir.path(), false);
+    let k = nd.layout().max_distance();
+    let s = nd.lookups().unwrap();
+    let mut w = nd.writer(15_000_000, Policy::Reject).unwrap();
+    let mut rng = Rng(11);
+    for (n, (doc_id, fp)) in stored.iter().enumerate() {
+        // Flip `d` distinct bits, d from 0 to k + 2.
+        let d = (n as u32) % (k + 3);
+        let mut mask = 0u64;
+        while mask.count_ones() < d {
+            mask |= 1 << (rng.next_u64() % 64);
+        }
+        let query = Fingerprint(fp.0 ^ mask);
+        // The brute-force answer over everything committed.
+        let nearest = stored
+            .iter()
+            .map(|(i, f)| (f.distance(query), i))
+            .min()
+            .unwrap();
+        let hits = s.lookup(query).unwrap();
+        let o = w
+            .add_document_with_fingerprint(doc!(id => format!("q{n}")), query)
+            .unwrap();
+        if nearest.0 <= k {
+            assert_eq!(nearest.1, doc_id, "random fingerprints are far apart");
+            assert!(
+                hits.iter().any(|h| &h.id == doc_id),
+                "d {d}: lookup missed it"
+            );
+            assert!(
+                matches!(&o, Outcome::Duplicate { of, .. } if of == doc_id),
+                "d {d}: {o:?}"
+            );
+        } else {
+            assert!(hits.is_empty(), "d {d}: {hits:?}");
+            assert!(matches!(o, Outcome::Added { .. }), "d {d}: {o:?}");
+        }
+    }
+    w.commit().unwrap();
+}
