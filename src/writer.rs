@@ -503,8 +503,8 @@ impl DedupWriter {
         self.delete_old_version(&mut pending, replacing.as_deref());
         pending.insert(
             self.index.rule(),
+            &signature,
             PendingDoc {
-                signature,
                 id: Arc::from(id),
                 group: kept.group,
                 replaced: kept.carried,

@@ -12,20 +12,12 @@ use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// An uncommitted document, as the writer hands it to [`Pending::insert`].
+/// What the writer keeps of an uncommitted document besides its signature (which the table
+/// keeps in flat arrays: [`Slot`], `Pending::bands`, `Pending::sketches`).
 pub(super) struct PendingDoc {
-    pub(super) signature: Signature,
     pub(super) id: Arc<str>,
     pub(super) group: Option<Arc<str>>,
     /// The ids it replaced, directly or through the documents it replaced.
-    pub(super) replaced: Chain,
-}
-
-/// What the writer keeps of an uncommitted document besides its signature (which the table
-/// keeps in flat arrays: [`Slot`], `Pending::bands`, `Pending::sketches`).
-pub(super) struct Remembered {
-    pub(super) id: Arc<str>,
-    pub(super) group: Option<Arc<str>>,
     pub(super) replaced: Chain,
 }
 
@@ -95,7 +87,7 @@ impl KeyHolders {
 
 /// What the writer knows that the last commit does not.
 pub(super) struct Pending {
-    pub(super) docs: Vec<Remembered>,
+    pub(super) docs: Vec<PendingDoc>,
     slots: Vec<Slot>,
     /// The bands of each document (all `rows * bits` bits of each of the rule's `bands`, by
     /// place; zeros without a sketch): a resemblance match needs a shared band, so a candidate
@@ -423,10 +415,10 @@ impl Pending {
         Ok(found)
     }
 
-    pub(super) fn insert(&mut self, rule: &MatchRule, doc: PendingDoc) {
+    pub(super) fn insert(&mut self, rule: &MatchRule, signature: &Signature, doc: PendingDoc) {
         let i = self.docs.len() as u32;
         self.keys.clear();
-        rule.keys_into(&doc.signature, &mut self.keys);
+        rule.keys_into(signature, &mut self.keys);
         for &key in &self.keys {
             match self.by_key.get_mut(&key) {
                 // A hot key keeps `max_postings_per_key` documents only, so a check costs at
@@ -453,7 +445,7 @@ impl Pending {
         let start = self.sketches.len();
         self.sketches
             .resize(start + rule.minhash().sketch_words(), 0);
-        let sketched = stored_sketch(&doc.signature, &mut self.sketches[start..]);
+        let sketched = stored_sketch(signature, &mut self.sketches[start..]);
         if sketched {
             rule.bands_into(&self.sketches[start..], &mut self.bands);
         } else {
@@ -461,17 +453,13 @@ impl Pending {
                 .resize(self.bands.len() + rule.minhash().bands as usize, 0);
         }
         self.slots.push(Slot {
-            fingerprint: doc.signature.fingerprint,
+            fingerprint: signature.fingerprint,
             alive: true,
             sketched,
         });
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
-        self.docs.push(Remembered {
-            id: doc.id,
-            group: doc.group,
-            replaced: doc.replaced,
-        });
+        self.docs.push(doc);
     }
 
     pub(super) fn delete_id(&mut self, id: &str) {

@@ -141,8 +141,8 @@ fn pending_matches_equal_brute_force() {
             }
             pending.insert(
                 &rule,
+                sig,
                 PendingDoc {
-                    signature: sig.clone(),
                     id: Arc::from(id.as_str()),
                     group: None,
                     replaced: Chain::default(),
