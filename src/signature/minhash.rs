@@ -351,6 +351,17 @@ impl Sketch {
 
 /// [`Sketch::band`] of a sketch's packed words (missing words read as zero).
 pub(crate) fn band_of(words: &[u64], config: &MinHashConfig, band: u32) -> u64 {
+    band_from_words(config, band, |w| words.get(w).copied().unwrap_or(0))
+}
+
+/// The `rows * bits` bits of band `band`, reading sketch word `w` through `word(w)` (only the
+/// one or two words that hold the band): the packed words in memory or a document's sketch
+/// columns.
+pub(crate) fn band_from_words(
+    config: &MinHashConfig,
+    band: u32,
+    word: impl Fn(usize) -> u64,
+) -> u64 {
     let width = (config.rows * config.bits) as usize;
     let at = band as usize * width;
     let mut v = 0u64;
@@ -359,8 +370,7 @@ pub(crate) fn band_of(words: &[u64], config: &MinHashConfig, band: u32) -> u64 {
         let bit = at + done;
         let (w, off) = (bit / 64, bit % 64);
         let take = (64 - off).min(width - done);
-        let chunk = words.get(w).map_or(0, |x| (x >> off) & low_mask(take));
-        v |= chunk << done;
+        v |= ((word(w) >> off) & low_mask(take)) << done;
         done += take;
     }
     v

@@ -276,14 +276,9 @@ impl MatchRule {
         if self.spec.band_max_distance.is_some_and(|k| distance > k) {
             return None;
         }
-        let m = &self.spec.minhash;
-        let band = a.sketch.first_shared_band(&b.sketch, m)?;
-        let resemblance = a.sketch.resemblance(&b.sketch, m.bits);
-        (resemblance >= self.spec.min_resemblance).then_some(Evidence::Resemblance {
-            band,
-            resemblance,
-            distance,
-        })
+        // `first_shared_band` is `None` for an empty sketch, so both are known not to be empty.
+        let band = a.sketch.first_shared_band(&b.sketch, &self.spec.minhash)?;
+        self.matches_sharing_band(&a.sketch.words, &b.sketch.words, band, distance)
     }
 
     /// Appends the bands (all `rows * bits` bits of each) of the sketch `words` to `out`, one

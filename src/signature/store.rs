@@ -8,7 +8,7 @@
 //! block and band keys together). A keys field that is not indexed holds nothing: the keys are
 //! computed from the columns ([`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables)).
 
-use super::minhash::low_mask;
+use super::minhash::band_from_words;
 use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -214,18 +214,9 @@ impl SegmentSignatures {
     /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
     /// two sketch columns that hold them; no allocation.
     pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
-        let width = (config.rows * config.bits) as usize;
-        let at = band as usize * width;
-        let (mut v, mut done) = (0u64, 0usize);
-        while done < width {
-            let bit = at + done;
-            let (w, off) = (bit / 64, bit % 64);
-            let take = (64 - off).min(width - done);
-            let word = self.sketch.get(w).and_then(|c| c.first(doc)).unwrap_or(0);
-            v |= ((word >> off) & low_mask(take)) << done;
-            done += take;
-        }
-        v
+        band_from_words(config, band, |w| {
+            self.sketch.get(w).and_then(|c| c.first(doc)).unwrap_or(0)
+        })
     }
 
     /// The signature of `doc`, if it has one. Cost: as [`read_into`](Self::read_into), plus
