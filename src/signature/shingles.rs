@@ -135,6 +135,10 @@ pub(crate) struct ShingleCollector {
     /// Tokens per line (likewise).
     line_words: Vec<u32>,
     lines: bool,
+    /// The units and lines that `drop_chrome` keeps, swapped with `units` and `unit_lines`
+    /// (reused: a writer signs many documents with chrome).
+    kept_units: Vec<u64>,
+    kept_lines: Vec<u32>,
 }
 
 impl ShingleCollector {
@@ -218,7 +222,9 @@ impl ShingleCollector {
         {
             return;
         }
-        let (mut units, mut lines) = (Vec::with_capacity(self.units.len()), Vec::new());
+        let (units, lines) = (&mut self.kept_units, &mut self.kept_lines);
+        units.clear();
+        lines.clear();
         let mut i = 0;
         while i < self.units.len() {
             let line = self.unit_lines[i];
@@ -249,8 +255,8 @@ impl ShingleCollector {
             lines.extend_from_slice(&self.unit_lines[i..i + keep]);
             i = end;
         }
-        self.units = units;
-        self.unit_lines = lines;
+        std::mem::swap(&mut self.units, &mut self.kept_units);
+        std::mem::swap(&mut self.unit_lines, &mut self.kept_lines);
     }
 
     /// Calls `emit` with each shingle hash (with repeats) chosen by `shingling`.
