@@ -824,6 +824,12 @@ impl Fingerprinter {
         }
     }
 
+    /// The seeded hash of every token of the last text, in order (what a
+    /// [`fingerprint_with_tokens`](Self::fingerprint_with_tokens) sink was given).
+    pub(crate) fn token_hashes(&self) -> &[u64] {
+        &self.token_hashes
+    }
+
     /// The scheme this fingerprinter follows.
     pub fn scheme(&self) -> &Scheme {
         &self.scheme
