@@ -108,27 +108,36 @@ fn next_spaced_separator(s: &str, from: usize) -> Option<usize> {
 const SKIP: usize = 16;
 
 /// Whether a spaced separator may start at bytes `1..=SKIP` of `window`: right after a byte
-/// that can end whitespace, an ASCII separator before a byte that can start whitespace, or a
-/// lead byte of 0xc2 and up (the other separators). Never `false` where
-/// [`spaced_separator_at`] is `true` (the ASCII test on both sides keeps options and paths,
-/// ` -v`, ` /usr`, from being read again); branch-free over the whole window so that it
+/// that can end whitespace, an ASCII separator before a byte that can start whitespace, or the
+/// first two bytes of a multi-byte separator. Never `false` where [`spaced_separator_at`] is
+/// `true` (the ASCII test on both sides keeps options and paths, ` -v`, ` /usr`, from being read
+/// again; the two-byte test keeps Han text and its full-width punctuation, which a test of the
+/// lead byte alone would read byte by byte); branch-free over the whole window so that it
 /// compiles to vector compares.
 #[inline]
 fn may_hold_spaced_separator(window: &[u8; SKIP + 2]) -> bool {
     let mut any = 0u8;
     for k in 0..SKIP {
         let (before, b, after) = (window[k], window[k + 1], window[k + 2]);
-        let separator = (is_ascii_separator(b) & may_start_space(after)) | (b >= 0xc2);
+        let separator =
+            (is_ascii_separator(b) & may_start_space(after)) | may_start_wide_separator(b, after);
         any |= u8::from(may_end_space(before)) & u8::from(separator);
     }
     any != 0
 }
 
 /// A byte that can end a whitespace character: any byte up to the ASCII space (a superset of
-/// ASCII whitespace) or of a multi-byte character. One subtraction and one compare (vectors).
+/// ASCII whitespace) or the last byte of a multi-byte one (U+0085, U+00A0, U+1680,
+/// U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000 end in 0x80-0x8a, 0x9f, 0xa0, 0xa8,
+/// 0xa9 or 0xaf). Compares only (vectors).
 #[inline]
 fn may_end_space(b: u8) -> bool {
-    b.wrapping_sub(0x21) >= 0x5f
+    (b <= b' ')
+        | (b.wrapping_sub(0x80) <= 0x0a)
+        | (b == 0x9f)
+        | (b == 0xa0)
+        | ((b & 0xfe) == 0xa8)
+        | (b == 0xaf)
 }
 
 /// A byte that can start a whitespace character: any byte up to the ASCII space (a superset of
@@ -136,6 +145,14 @@ fn may_end_space(b: u8) -> bool {
 #[inline]
 fn may_start_space(b: u8) -> bool {
     (b <= b' ') | (b >= 0xc2)
+}
+
+/// Whether `b`, `next` can be the first two bytes of one of the multi-byte [`SEPARATORS`]:
+/// U+00B7 and U+00BB start with 0xc2, U+2013, U+2014, U+2022 and U+203A with 0xe2 0x80,
+/// U+FF5C with 0xef 0xbd (compares only: vectors).
+#[inline]
+fn may_start_wide_separator(b: u8, next: u8) -> bool {
+    (b == 0xc2) | ((b == 0xe2) & (next == 0x80)) | ((b == 0xef) & (next == 0xbd))
 }
 
 /// One of the ASCII [`SEPARATORS`] (no branch: vector compares; `-` and `/`, `|` and `~`
@@ -549,14 +566,17 @@ mod tests {
             }
             if SEPARATORS.contains(&c) {
                 assert_eq!(is_ascii_separator(bytes[0]), c.is_ascii(), "{c:?}");
-                assert!(c.is_ascii() || bytes[0] >= 0xc2, "{c:?}");
+                assert!(
+                    c.is_ascii() || may_start_wide_separator(bytes[0], bytes[1]),
+                    "{c:?}"
+                );
                 assert!(MAY_START_SEPARATOR[usize::from(bytes[0])], "{c:?}");
             }
         }
         for b in 0..=255u8 {
             let ascii_separator = b.is_ascii() && SEPARATORS.contains(&char::from(b));
             assert_eq!(is_ascii_separator(b), ascii_separator, "{b:#x}");
-            let may = is_ascii_separator(b) || b >= 0xc2;
+            let may = is_ascii_separator(b) || (0..=255u8).any(|n| may_start_wide_separator(b, n));
             assert!(!MAY_START_SEPARATOR[usize::from(b)] || may, "{b:#x}");
         }
     }
@@ -577,6 +597,7 @@ mod tests {
                     Just(" ".to_string()), Just("\u{3000}".to_string()), Just("\u{a0}".to_string()),
                     Just("\n".to_string()), Just("a".to_string()), Just("数据".to_string()),
                     Just("é".to_string()), Just("\u{2028}".to_string()), Just("\u{b6}".to_string()),
+                    Just("，".to_string()), Just("“".to_string()), Just("\u{ff41}".to_string()),
                     proptest::sample::select(SEPARATORS.to_vec()).prop_map(String::from),
                     any::<char>().prop_map(String::from),
                 ],
