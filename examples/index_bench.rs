@@ -886,6 +886,12 @@ struct Run {
     stored: u64,
     /// Candidates the writer's near-duplicate checks verified, per document given.
     verified_per_doc: f64,
+    /// CPU time of the thread that adds the documents (signing one by one, the writer's checks
+    /// and its own per-document work; not tantivy's indexing threads).
+    adding_cpu: Duration,
+    /// A digest of every stored document's id, group and replaced ids: equal digests, equal
+    /// outcomes.
+    digest: u64,
 }
 
 /// A fresh on-disk index for `mode`: id, title and text (the scheme's analyzer), plus the
@@ -1043,10 +1049,13 @@ fn index_once(
     let (_dir, index, config, make) = indexing_index(mode, key_postings)?;
     let start = Instant::now();
     let cpu_start = cpu_time();
+    let thread_start = thread_cpu_time();
     let verified = write_docs(mode, &index, config, make, docs, signatures, commit_every)?;
     let elapsed = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_start);
+    let adding_cpu = thread_cpu_time().saturating_sub(thread_start);
     let (stored, fields, total) = index_space(&index)?;
+    let digest = outcome_digest(&index)?;
     Ok(Run {
         elapsed,
         cpu,
@@ -1054,7 +1063,48 @@ fn index_once(
         index_bytes_per_doc: total as f64 / stored.max(1) as f64,
         stored,
         verified_per_doc: verified as f64 / docs.len().max(1) as f64,
+        adding_cpu,
+        digest,
     })
+}
+
+/// A digest of the outcome: per stored document its id, group and replaced ids (read from
+/// their columns), sorted, hashed. Two builds that store, tag and replace alike give the same.
+fn outcome_digest(index: &Index) -> Res<u64> {
+    let searcher = index.reader()?.searcher();
+    let mut rows = Vec::with_capacity(searcher.num_docs() as usize);
+    let mut value = String::new();
+    for segment in searcher.segment_readers() {
+        let ff = segment.fast_fields();
+        let columns = [
+            ff.str("id")?,
+            ff.str("simhash_group")?,
+            ff.str(tantivy_simhash::REPLACED_FIELD)?,
+        ];
+        for doc in segment.doc_ids_alive() {
+            let mut row = String::new();
+            for column in columns.iter().flatten() {
+                for ord in column.term_ords(doc) {
+                    column.ord_to_str(ord, &mut value)?;
+                    row.push_str(&value);
+                    row.push('\u{1f}');
+                }
+                row.push('\u{1e}');
+            }
+            rows.push(row);
+        }
+    }
+    rows.sort_unstable();
+    Ok(xxhash_rust::xxh3::xxh3_64(rows.concat().as_bytes()))
+}
+
+/// CPU time of the calling thread (`/proc/thread-self/schedstat`: nanoseconds on a CPU); zero
+/// where it cannot be read.
+fn thread_cpu_time() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
 }
 
 /// Fingerprinting alone, one thread, for scale.
@@ -1151,7 +1201,7 @@ fn print_indexing_rows(modes: Vec<(Mode, bool)>, best: Vec<Option<Run>>, n_docs:
             plain_cpu = cpu;
         }
         println!(
-            "| {} | {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {} | {:.1} | {:.0} | {:.1} |",
+            "| {} | {} | {:.0} | {:.2}x | {:.2} | {:.2}x | {:.2} | {} | {:.1} | {:.0} | {:.1} | {:016x} |",
             mode.name(),
             match (mode, key_postings) {
                 (Mode::Plain, _) => "-",
@@ -1162,10 +1212,12 @@ fn print_indexing_rows(modes: Vec<(Mode, bool)>, best: Vec<Option<Run>>, n_docs:
             rate / plain_rate,
             cpu,
             plain_cpu / cpu.max(1e-9),
+            r.adding_cpu.as_secs_f64(),
             r.stored,
             r.fields_bytes_per_doc,
             r.index_bytes_per_doc,
-            r.verified_per_doc
+            r.verified_per_doc,
+            r.digest
         );
     }
 }
@@ -1188,7 +1240,7 @@ fn indexing_bench(path: &Path, lang: &str, args: &Args) -> Res<()> {
     let signatures = sign_all(&docs, bytes)?;
     let modes = selected_modes(args)?;
     println!(
-        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc |\n|---|---|---|---|---|---|---|---|---|---|"
+        "| writer | keys | docs/s | vs plain | CPU s | vs plain (CPU) | adding thread CPU s | docs stored | fingerprint+keys B/doc | index B/doc | verified/doc | outcome digest |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     // Round-robin over the modes, so a load change on a shared machine hits every mode alike.
     let mut best: Vec<Option<Run>> = modes.iter().map(|_| None).collect();

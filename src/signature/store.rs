@@ -251,6 +251,16 @@ struct ReaderSegment {
     max_doc: u32,
 }
 
+/// What [`SignatureReader::verify`] makes of a candidate met under one of the query's keys.
+enum Verdict {
+    Match(Evidence),
+    /// Not a match under this key (beyond the simhash radius under a block key, or not sharing
+    /// this key's band); another key may still find it.
+    NotUnderThisKey,
+    /// Compared in full (or without a signature): no key can make it a match.
+    Never,
+}
+
 /// A searcher's signature columns and key postings, opened once per segment; lookups reuse
 /// them (opening the columns costs more than a lookup).
 pub struct SignatureReader {
@@ -433,6 +443,35 @@ impl SignatureReader {
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
+        f: impl FnMut(SignatureMatch<'_>),
+    ) -> Result<u64> {
+        self.visit_matches(rule, query, max_postings_per_key, true, f)
+    }
+
+    /// [`for_each_match`](Self::for_each_match) for a caller that needs only where each match
+    /// is and why: the same matches, in the same order, with the same count of candidates
+    /// verified, but a match within the simhash radius costs one column read (its fingerprint)
+    /// instead of one per signature field (33 by default). The writer's committed check.
+    pub(crate) fn for_each_match_evidence(
+        &self,
+        rule: &MatchRule,
+        query: &Signature,
+        max_postings_per_key: usize,
+        mut f: impl FnMut(DocAddress, Evidence),
+    ) -> Result<u64> {
+        self.visit_matches(rule, query, max_postings_per_key, false, |m| {
+            f(m.address, m.evidence)
+        })
+    }
+
+    /// The matches of `query`; the signature passed to `f` is the match's only with
+    /// `read_signature` (else whatever the last candidate read left in the buffer).
+    fn visit_matches(
+        &self,
+        rule: &MatchRule,
+        query: &Signature,
+        max_postings_per_key: usize,
+        read_signature: bool,
         mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
         let keys = rule.keys(query);
@@ -443,25 +482,35 @@ impl SignatureReader {
         let query_bands: Vec<u64> = (0..rule.minhash().bands)
             .map(|b| query.sketch.band(rule.minhash(), b))
             .collect();
+        // Per segment: the matches (reported once) and the candidates whose whole signature
+        // was compared and did not match (the rule is a function of the two signatures, so a
+        // later key of theirs is not compared again; they still count as verified).
         let mut seen: HashSet<DocId> = HashSet::new();
+        let mut rejected: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
         let mut runs = Vec::with_capacity(keys.len());
         for (ord, reader_segment) in self.segments.iter().enumerate() {
             let columns = &reader_segment.columns;
             let segment = self.searcher.segment_reader(ord as u32);
             seen.clear();
+            rejected.clear();
             let visit = |position: usize, doc: DocId| {
-                if !seen.contains(&doc) && !segment.is_deleted(doc) {
-                    verified += 1;
-                    if let Some(evidence) = self.verify(
-                        rule,
-                        query,
-                        &query_bands,
-                        columns,
-                        doc,
-                        position,
-                        &mut candidate,
-                    ) {
+                if seen.contains(&doc) || segment.is_deleted(doc) {
+                    return;
+                }
+                verified += 1;
+                if rejected.contains(&doc) {
+                    return;
+                }
+                let query = (query, query_bands.as_slice());
+                match self.verify(
+                    rule,
+                    query,
+                    (columns, doc, position),
+                    read_signature,
+                    &mut candidate,
+                ) {
+                    Verdict::Match(evidence) => {
                         seen.insert(doc);
                         f(SignatureMatch {
                             address: DocAddress::new(ord as u32, doc),
@@ -469,6 +518,10 @@ impl SignatureReader {
                             signature: &candidate,
                         });
                     }
+                    Verdict::Never => {
+                        rejected.insert(doc);
+                    }
+                    Verdict::NotUnderThisKey => {}
                 }
             };
             self.for_each_key_doc(ord, (rule, &keys, max_postings_per_key), &mut runs, visit)?;
@@ -512,36 +565,186 @@ impl SignatureReader {
     /// little as that key's branch needs. Under a block key only the simhash branch is checked
     /// (a resemblance match shares a band key and is verified there); under band `b`'s key the
     /// fingerprint first, then band `b`'s one or two sketch words, and the whole sketch only
-    /// for a candidate that really shares the band.
-    #[allow(clippy::too_many_arguments)]
+    /// for a candidate that really shares the band. A simhash match's whole signature is read
+    /// into `candidate` only with `read_signature`.
     fn verify(
         &self,
         rule: &MatchRule,
-        query: &Signature,
-        query_bands: &[u64],
-        columns: &SegmentSignatures,
-        doc: DocId,
-        position: usize,
+        (query, query_bands): (&Signature, &[u64]),
+        (columns, doc, position): (&SegmentSignatures, DocId, usize),
+        read_signature: bool,
         candidate: &mut Signature,
-    ) -> Option<Evidence> {
-        let fp = columns.fingerprint(doc)?;
+    ) -> Verdict {
+        let Some(fp) = columns.fingerprint(doc) else {
+            return Verdict::Never;
+        };
         let blocks = rule.layout().num_keys();
         let distance = query.fingerprint.distance(fp);
         if distance <= rule.layout().max_distance() {
-            return columns
-                .read_into(doc, candidate)
-                .then_some(Evidence::Simhash { distance });
+            if read_signature {
+                columns.read_into(doc, candidate);
+            }
+            return Verdict::Match(Evidence::Simhash { distance });
         }
         if position < blocks {
-            return None;
+            return Verdict::NotUnderThisKey;
         }
         let band = (position - blocks) as u32;
         if columns.band(doc, rule.minhash(), band) != query_bands[band as usize] {
-            return None;
+            return Verdict::NotUnderThisKey;
         }
         if !columns.read_into(doc, candidate) {
-            return None;
+            return Verdict::Never;
         }
-        rule.matches(query, candidate)
+        match rule.matches(query, candidate) {
+            Some(evidence) => Verdict::Match(evidence),
+            None => Verdict::Never,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+    use std::collections::BTreeSet;
+    use tantivy::indexer::NoMergePolicy;
+    use tantivy::schema::{Schema, INDEXED};
+    use tantivy::{Index, IndexWriter, Term};
+
+    /// Signatures in families around random ones: simhash neighbours (1-3 bits flipped, same
+    /// sketch), resemblance neighbours (far fingerprint, a few sketch words changed) and
+    /// band-sharing strangers (far fingerprint, the band words kept, the rest changed, so they
+    /// share every band and fail the resemblance: met under many keys, never a match).
+    fn families(seed: u64, rule: &MatchRule, n: usize) -> Vec<Signature> {
+        let mut rng = Rng(seed);
+        let words = rule.minhash().sketch_words();
+        let mut sigs: Vec<Signature> = Vec::new();
+        while sigs.len() < n {
+            let base = Signature {
+                fingerprint: Fingerprint(rng.next()),
+                sketch: Sketch {
+                    words: (0..words).map(|_| rng.next()).collect(),
+                },
+            };
+            for kind in 0..6 {
+                let mut s = base.clone();
+                match kind % 3 {
+                    0 => s.fingerprint.0 ^= 1 << rng.below(64) | 1 << rng.below(64),
+                    1 => {
+                        s.fingerprint = Fingerprint(rng.next());
+                        for _ in 0..3 {
+                            let w = 5 + rng.index(words - 5);
+                            s.sketch.words[w] = rng.next();
+                        }
+                    }
+                    _ => {
+                        s.fingerprint = Fingerprint(rng.next());
+                        for w in &mut s.sketch.words[5..] {
+                            *w = rng.next();
+                        }
+                    }
+                }
+                sigs.push(s);
+            }
+            sigs.push(base);
+        }
+        sigs.truncate(n);
+        sigs
+    }
+
+    /// `for_each_match_evidence` (the writer's committed check) reports the same matches with
+    /// the same evidence, in the same order, and counts the same candidates as
+    /// `for_each_match`, whose matches equal brute force; with keys in postings and in columns
+    /// (key tables, and scans without them), bounded and unbounded, across segments and deletes.
+    #[test]
+    fn evidence_only_matches_equal_full_matches_and_brute_force() {
+        let rule = MatchRule::default();
+        let sigs = families(11, &rule, 280);
+        let mut never = 0;
+        for key_postings in [false, true] {
+            let names = SignatureFields::new("fp", "keys", &rule);
+            let mut builder = Schema::builder();
+            let n_field = builder.add_u64_field("n", INDEXED | FAST);
+            names.add_to_schema_with_key_postings(&mut builder, key_postings);
+            let index = Index::create_in_ram(builder.build());
+            let fields = names.resolve(&index.schema()).unwrap();
+            let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
+            writer.set_merge_policy(Box::new(NoMergePolicy));
+            for (i, sig) in sigs.iter().enumerate() {
+                let mut doc = TantivyDocument::default();
+                doc.add_u64(n_field, i as u64);
+                fields.add_to_document(&rule, sig, &mut doc);
+                writer.add_document(doc).unwrap();
+                if i % 90 == 89 {
+                    writer.commit().unwrap();
+                }
+            }
+            let deleted: BTreeSet<usize> = (0..sigs.len()).filter(|i| i % 11 == 4).collect();
+            for &i in &deleted {
+                writer.delete_term(Term::from_field_u64(n_field, i as u64));
+            }
+            writer.commit().unwrap();
+            let searcher = index.reader().unwrap().searcher();
+            assert!(searcher.segment_readers().len() >= 3);
+            let ids: Vec<_> = searcher
+                .segment_readers()
+                .iter()
+                .map(|s| s.fast_fields().u64("n").unwrap())
+                .collect();
+            let number = |a: DocAddress| ids[a.segment_ord as usize].first(a.doc_id).unwrap();
+            for tables in [true, false] {
+                let reader = SignatureReader::new(&searcher, &fields)
+                    .unwrap()
+                    .with_key_tables(tables);
+                for (q, query) in sigs.iter().enumerate() {
+                    let oracle: BTreeSet<u64> = (0..sigs.len())
+                        .filter(|i| {
+                            !deleted.contains(i) && rule.matches(query, &sigs[*i]).is_some()
+                        })
+                        .map(|i| i as u64)
+                        .collect();
+                    never += (0..sigs.len())
+                        .filter(|&i| {
+                            rule.matches(query, &sigs[i]).is_none()
+                                && query
+                                    .sketch
+                                    .first_shared_band(&sigs[i].sketch, rule.minhash())
+                                    .is_some()
+                        })
+                        .count();
+                    for bound in [usize::MAX, 2] {
+                        let mut full = Vec::new();
+                        let full_count = reader
+                            .for_each_match(&rule, query, bound, |m| {
+                                full.push((m.address, m.evidence))
+                            })
+                            .unwrap();
+                        let mut evidence = Vec::new();
+                        let evidence_count = reader
+                            .for_each_match_evidence(&rule, query, bound, |a, e| {
+                                evidence.push((a, e))
+                            })
+                            .unwrap();
+                        assert_eq!(evidence, full, "query {q}, bound {bound}");
+                        assert_eq!(evidence_count, full_count, "query {q}, bound {bound}");
+                        for &(address, e) in &evidence {
+                            let i = number(address) as usize;
+                            assert_eq!(rule.matches(query, &sigs[i]), Some(e), "query {q}");
+                        }
+                        let found: BTreeSet<u64> =
+                            evidence.iter().map(|&(a, _)| number(a)).collect();
+                        assert_eq!(found.len(), evidence.len(), "query {q}: reported twice");
+                        if bound == usize::MAX {
+                            assert_eq!(found, oracle, "query {q}");
+                        } else {
+                            assert!(found.is_subset(&oracle), "query {q}");
+                        }
+                    }
+                }
+            }
+        }
+        // The corpus exercises the candidates compared in full that never match.
+        assert!(never > sigs.len(), "{never}");
     }
 }

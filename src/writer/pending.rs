@@ -370,14 +370,14 @@ impl Pending {
         best_pending: Option<Evidence>,
     ) -> Result<Vec<Found>> {
         let mut committed = Vec::new();
-        self.verified += searcher.signature_reader().for_each_match(
+        self.verified += searcher.signature_reader().for_each_match_evidence(
             rule,
             signature,
             self.max_postings_per_key,
-            |m| {
+            |address, evidence| {
                 // Without a sequence field (an older index), ties follow segment order.
-                let sequence = searcher.sequence_of(m.address).unwrap_or(u64::MAX);
-                committed.push((m.evidence, sequence, m.address));
+                let sequence = searcher.sequence_of(address).unwrap_or(u64::MAX);
+                committed.push((evidence, sequence, address));
             },
         )?;
         committed.sort_by(|a, b| a.0.cmp_strength(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
