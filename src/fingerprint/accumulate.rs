@@ -207,28 +207,64 @@ impl BitCounts {
 /// with `unit` 1 that is terms seen 1 to 4 times, most of a document's distinct words.
 const GROUPED_COUNTS: usize = 4;
 
-/// Adds each feature's weight to the 64 counters, with its sign per bit (`+` where the bit is
-/// set): `weight = round(w(count) * kind_weight * factor(h) * 2^16)` with `w` the term weight
-/// of `count / unit` occurrences.
-pub(crate) fn flush(
-    counts: &FeatureCounts,
-    acc: &mut [i64; 64],
+/// How one kind of feature weighs: `round(w(count) * kind_weight * factor * 2^16)` with `w` the
+/// term weight of `count / unit` occurrences (`count` in units of 1/`unit`).
+#[derive(Clone, Debug)]
+pub(crate) struct Weighting {
     unit: u32,
     kind_weight: f32,
     weight: TermWeight,
-    factor: impl Fn(u64) -> f32,
-) {
-    let scaled = |count: u32, factor: f32| -> i64 {
-        // `count` is in units of 1/unit occurrences; below one occurrence the weight is linear.
-        let tf = count as f32 / unit as f32;
-        let w = match weight {
+    /// The weight of each count below its length with a factor of 1 (most features): computed
+    /// once per scheme, instead of a logarithm and a rounding per feature and document.
+    by_count: Vec<i64>,
+}
+
+/// Counts [`Weighting`] keeps the weight of.
+const TABULATED_COUNTS: u32 = 128;
+
+impl Weighting {
+    pub(crate) fn new(unit: u32, kind_weight: f32, weight: TermWeight) -> Self {
+        let mut w = Weighting {
+            unit,
+            kind_weight,
+            weight,
+            by_count: Vec::new(),
+        };
+        w.by_count = (0..TABULATED_COUNTS).map(|c| w.compute(c, 1.0)).collect();
+        w
+    }
+
+    /// The definition.
+    fn compute(&self, count: u32, factor: f32) -> i64 {
+        // `count` is in units of 1/unit; below one occurrence the weight is linear.
+        let tf = count as f32 / self.unit as f32;
+        let w = match self.weight {
             TermWeight::Binary => tf.min(1.0),
             TermWeight::Sublinear if tf <= 1.0 => tf,
             TermWeight::Sublinear => 1.0 + tf.ln(),
-        } * kind_weight
+        } * self.kind_weight
             * factor;
         (w * WEIGHT_SCALE).round() as i64
-    };
+    }
+
+    /// The weight of a feature counted `count` times with `factor` (as [`Self::compute`]).
+    #[inline]
+    fn of(&self, count: u32, factor: f32) -> i64 {
+        match self.by_count.get(count as usize) {
+            Some(&w) if factor == 1.0 => w,
+            _ => self.compute(count, factor),
+        }
+    }
+}
+
+/// Adds each feature's weight ([`Weighting`]) to the 64 counters, with its sign per bit (`+`
+/// where the bit is set).
+pub(crate) fn flush(
+    counts: &FeatureCounts,
+    acc: &mut [i64; 64],
+    weighting: &Weighting,
+    factor: impl Fn(u64) -> f32,
+) {
     // Features whose factor is exactly 1 and whose count is small share a weight per count:
     // computed once, and their bits counted together.
     let mut groups = [BitCounts::EMPTY; GROUPED_COUNTS];
@@ -238,7 +274,7 @@ pub(crate) fn flush(
             groups[count as usize - 1].add(h);
             continue;
         }
-        let w = scaled(count, f);
+        let w = weighting.of(count, f);
         for byte in 0..8 {
             let masks = &SIGN_MASKS[((h >> (byte * 8)) & 0xff) as usize];
             let lanes = &mut acc[byte * 8..byte * 8 + 8];
@@ -250,7 +286,7 @@ pub(crate) fn flush(
     }
     for (i, group) in groups.iter_mut().enumerate() {
         if group.features > 0 {
-            group.apply(scaled(i as u32 + 1, 1.0), acc);
+            group.apply(weighting.of(i as u32 + 1, 1.0), acc);
         }
     }
 }
@@ -332,7 +368,8 @@ mod tests {
                 let h = rng.next();
                 // Mostly counts 1-4 (grouped), some larger.
                 let c = if rng.next().is_multiple_of(5) {
-                    (rng.next() % 40) as u32 + 1
+                    // Past the tabulated counts too.
+                    (rng.next() % 300) as u32 + 1
                 } else {
                     (rng.next() % 4) as u32 + 1
                 };
@@ -343,7 +380,8 @@ mod tests {
             let factor = |h: u64| if h.is_multiple_of(7) { 0.3 } else { 1.0 };
             for kind_weight in [1.0f32, 0.5] {
                 let mut acc = [0i64; 64];
-                flush(&table, &mut acc, unit, kind_weight, weight, factor);
+                let weighting = Weighting::new(unit, kind_weight, weight);
+                flush(&table, &mut acc, &weighting, factor);
                 assert_eq!(
                     acc,
                     reference(&pairs, unit, kind_weight, weight, factor),

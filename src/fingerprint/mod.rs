@@ -22,7 +22,7 @@
 mod accumulate;
 mod analysis;
 
-use accumulate::{flush, FeatureCounts};
+use accumulate::{flush, FeatureCounts, Weighting};
 
 pub(crate) use analysis::is_han;
 pub use analysis::{
@@ -738,6 +738,19 @@ impl Scheme {
             token_text: String::new(),
             counts: FeatureCounts::default(),
             acc: [0; 64],
+            weightings: {
+                let (f, unit, weight) = (
+                    self.inner.features,
+                    self.inner.short_line.max(1),
+                    self.inner.weight,
+                );
+                [
+                    Weighting::new(unit, f.words, weight),
+                    Weighting::new(unit, f.shingles, weight),
+                    // Character n-grams are not damped by line.
+                    Weighting::new(1, f.char_ngrams, weight),
+                ]
+            },
         }
     }
 
@@ -766,6 +779,8 @@ pub struct Fingerprinter {
     token_text: String,
     counts: FeatureCounts,
     acc: [i64; 64],
+    /// How words, word shingles and character n-grams weigh under the scheme.
+    weightings: [Weighting; 3],
 }
 
 /// How a [`Fingerprinter`] reads tokens.
@@ -809,6 +824,12 @@ impl Fingerprinter {
         }
     }
 
+    /// The seeded hash of every token of the last text, in order (what a
+    /// [`fingerprint_with_tokens`](Self::fingerprint_with_tokens) sink was given).
+    pub(crate) fn token_hashes(&self) -> &[u64] {
+        &self.token_hashes
+    }
+
     /// The scheme this fingerprinter follows.
     pub fn scheme(&self) -> &Scheme {
         &self.scheme
@@ -843,14 +864,14 @@ impl Fingerprinter {
         let inner = Arc::clone(&self.scheme.inner);
         self.analyse(&inner, text, sink, sink_lines);
         let tokens = self.token_hashes.len();
-        let unit = self.occurrence_weights(inner.short_line);
+        self.occurrence_weights(inner.short_line);
         self.acc = [0; 64];
         let mut distinct = 0;
         if inner.features.words > 0.0 {
-            distinct += self.add_words(&inner, unit);
+            distinct += self.add_words(&inner);
         }
         if inner.features.uses_shingles() {
-            distinct += self.add_word_shingles(&inner, unit);
+            distinct += self.add_word_shingles(&inner);
         }
         if inner.features.uses_char_ngrams() {
             distinct += self.add_char_ngrams(&inner);
@@ -932,9 +953,9 @@ impl Fingerprinter {
     }
 
     /// Turns each token's line (in `token_lines`) into its occurrence weight in units of
-    /// 1/`damp`: a token on a line of `n < damp` tokens weighs `n / damp`. Returns the unit
-    /// (1 when the scheme does not damp short lines).
-    fn occurrence_weights(&mut self, damp: u32) -> u32 {
+    /// 1/`damp` (the unit of the scheme's [`Weighting`]s): a token on a line of `n < damp`
+    /// tokens weighs `n / damp`.
+    fn occurrence_weights(&mut self, damp: u32) {
         if damp > 0 {
             for &l in &self.token_lines {
                 let l = l as usize;
@@ -947,7 +968,6 @@ impl Fingerprinter {
                 *l = self.line_tokens[*l as usize].min(damp);
             }
         }
-        damp.max(1)
     }
 
     /// The occurrence weight of token `i` (1 when the scheme does not damp short lines).
@@ -957,7 +977,7 @@ impl Fingerprinter {
 
     /// Words as features: counts them, adds them to the counters; returns how many are
     /// distinct.
-    fn add_words(&mut self, inner: &SchemeInner, unit: u32) -> usize {
+    fn add_words(&mut self, inner: &SchemeInner) -> usize {
         self.counts.clear(self.token_hashes.len());
         if self.token_lines.is_empty() {
             for &h in &self.token_hashes {
@@ -968,27 +988,20 @@ impl Fingerprinter {
                 self.counts.add(h, occurrence);
             }
         }
-        flush(
-            &self.counts,
-            &mut self.acc,
-            unit,
-            inner.features.words,
-            inner.weight,
-            |h| {
-                let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
-                // The set is empty unless stop words are damped (a look-up per feature).
-                if !inner.stopwords.is_empty() && inner.stopwords.contains(&h) {
-                    f *= inner.stopword_weight;
-                }
-                f
-            },
-        );
+        flush(&self.counts, &mut self.acc, &self.weightings[0], |h| {
+            let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
+            // The set is empty unless stop words are damped (a look-up per feature).
+            if !inner.stopwords.is_empty() && inner.stopwords.contains(&h) {
+                f *= inner.stopword_weight;
+            }
+            f
+        });
         self.counts.len()
     }
 
     /// Word shingles as features (a shingle weighs as its least weighted word; one made only
     /// of stop words is damped like them); returns how many are distinct.
-    fn add_word_shingles(&mut self, inner: &SchemeInner, unit: u32) -> usize {
+    fn add_word_shingles(&mut self, inner: &SchemeInner) -> usize {
         let n = usize::from(inner.features.shingle_len);
         self.counts.clear(self.token_hashes.len());
         let mut buf = [0u8; 64];
@@ -1007,20 +1020,13 @@ impl Fingerprinter {
                 all_stop.insert(h);
             }
         }
-        flush(
-            &self.counts,
-            &mut self.acc,
-            unit,
-            inner.features.shingles,
-            inner.weight,
-            |h| {
-                if all_stop.contains(&h) {
-                    inner.stopword_weight
-                } else {
-                    1.0
-                }
-            },
-        );
+        flush(&self.counts, &mut self.acc, &self.weightings[1], |h| {
+            if all_stop.contains(&h) {
+                inner.stopword_weight
+            } else {
+                1.0
+            }
+        });
         self.counts.len()
     }
 
@@ -1040,14 +1046,7 @@ impl Fingerprinter {
             let h = xxh3_64_with_seed(gram.as_bytes(), inner.seed ^ CHAR_TAG ^ n as u64);
             self.counts.add(h, 1);
         }
-        flush(
-            &self.counts,
-            &mut self.acc,
-            1,
-            inner.features.char_ngrams,
-            inner.weight,
-            |_| 1.0,
-        );
+        flush(&self.counts, &mut self.acc, &self.weightings[2], |_| 1.0);
         self.counts.len()
     }
 

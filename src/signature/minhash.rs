@@ -208,20 +208,39 @@ pub(crate) fn one_permutation(
 /// [`PROBES`] of each bin's sequence (at most 1024 bins, so a bin fits in `u16`).
 ///
 /// Per-document cost matters here (a record of a few dozen shingles leaves most bins empty,
-/// each probing ~`bins / filled` times): only the empty bins are visited (the bit set's zeros),
-/// and each tests its known probes [`CHUNK`] at a time into a bit mask without a branch per
-/// probe, whose lowest set bit is the first hit (the same bin the one-by-one search finds:
+/// each probing ~`bins / filled` times): the filled bins become a bit set eight at a time, only
+/// the empty bins are visited (the bit set's zeros), and each tests its known probes 4 at a
+/// time (8 when fewer than a quarter of the bins are filled) into a bit mask without a branch
+/// per probe, whose lowest set bit is the first hit (the same bin the one-by-one search finds:
 /// `densify_is_the_first_filled_probe` checks it against [`densify_reference`]).
 fn densify(bins: &mut [u32], probes: &[u16]) {
     let n = bins.len();
     // Bins filled by shingles, as a bit set (at most 1024 bins: 16 words, no allocation).
     let mut filled = [0u64; 16];
     for (word, chunk) in filled.iter_mut().zip(bins.chunks(64)) {
-        *word = chunk
-            .iter()
-            .enumerate()
-            .fold(0, |m, (b, &v)| m | u64::from(v != EMPTY) << b);
+        // Eight bins a byte, each at a fixed shift (vector compares and a mask move).
+        *word = chunk.chunks(8).enumerate().fold(0, |m, (k, eight)| {
+            let byte = eight
+                .iter()
+                .enumerate()
+                .fold(0u64, |b, (t, &v)| b | u64::from(v != EMPTY) << t);
+            m | byte << (8 * k)
+        });
     }
+    // The fewer bins are filled, the more probes an empty one needs: tested in larger chunks.
+    let filled_bins: u32 = filled.iter().map(|w| w.count_ones()).sum();
+    // (Measured on 256 bins: 4 at a time is faster from a quarter filled, 8 below.)
+    if filled_bins as usize * 4 >= n {
+        fill_empty::<4>(bins, probes, &filled);
+    } else {
+        fill_empty::<8>(bins, probes, &filled);
+    }
+}
+
+/// Fills each empty bin of `bins` (the zeros of `filled`), testing its known probes `CHUNK`
+/// at a time ([`densify`]).
+fn fill_empty<const CHUNK: usize>(bins: &mut [u32], probes: &[u16], filled: &[u64; 16]) {
+    let n = bins.len();
     let is_filled = |j: usize| filled[(j / 64) % 16] >> (j % 64) & 1 == 1;
     for (w, &word) in filled.iter().enumerate().take(n.div_ceil(64)) {
         let in_range = if (w + 1) * 64 <= n {
@@ -257,9 +276,6 @@ fn densify(bins: &mut [u32], probes: &[u16]) {
         }
     }
 }
-
-/// Known probes tested at once by [`densify`].
-const CHUNK: usize = 8;
 
 /// [`densify`] as defined, probe by probe (the oracle of its property test).
 #[cfg(test)]

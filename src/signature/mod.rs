@@ -157,13 +157,15 @@ impl Signer {
             }),
             lines,
         );
+        let token_hashes = self.fingerprinter.token_hashes();
+        self.collector.complete(token_hashes);
         if let Some(chrome) = &chrome {
             self.collector.drop_chrome(chrome);
         }
         let bins = &mut self.bins;
         bins.clear(&self.minhash);
         self.collector
-            .for_each_shingle(&self.shingling, |shingle| bins.add(shingle));
+            .for_each_shingle(&self.shingling, token_hashes, |shingle| bins.add(shingle));
         let sketch = if bins.finish() {
             Sketch::from_bins(&self.minhash, bins.values())
         } else {
@@ -198,8 +200,11 @@ impl Signer {
     pub fn shingles(&mut self, text: &str) -> Vec<u64> {
         self.sign(text);
         let mut out = Vec::new();
-        self.collector
-            .for_each_shingle(&self.shingling, |shingle| out.push(shingle));
+        self.collector.for_each_shingle(
+            &self.shingling,
+            self.fingerprinter.token_hashes(),
+            |shingle| out.push(shingle),
+        );
         out
     }
 }

@@ -126,15 +126,28 @@ fn windows_of<const N: usize>(units: &[u64], emit: &mut impl FnMut(u64)) {
 }
 
 /// Collects units from a token stream and turns them into shingle hashes. Reusable.
+///
+/// A token that is not Han is one unit, its hash: the analysis pass keeps those hashes
+/// anyway (`token_hashes`, the fingerprint's words), so while every token is such a unit and
+/// lines do not matter (most documents), the collector only counts them and reads the
+/// analysis's hashes instead of keeping a copy.
 #[derive(Default, Debug)]
 pub(crate) struct ShingleCollector {
-    /// The hash of each unit.
+    /// While true, every unit so far is the hash of a token (`shared` of them), not copied.
+    sharing: bool,
+    /// The units at the front that are the analysis's first token hashes.
+    shared: usize,
+    /// The hash of each unit (after the `shared` ones).
     units: Vec<u64>,
     /// The line of each unit (only when chrome is skipped: `lines` was set by `clear`).
     unit_lines: Vec<u32>,
     /// Tokens per line (likewise).
     line_words: Vec<u32>,
     lines: bool,
+    /// The units and lines that `drop_chrome` keeps, swapped with `units` and `unit_lines`
+    /// (reused: a writer signs many documents with chrome).
+    kept_units: Vec<u64>,
+    kept_lines: Vec<u32>,
 }
 
 impl ShingleCollector {
@@ -144,6 +157,8 @@ impl ShingleCollector {
         self.unit_lines.clear();
         self.line_words.clear();
         self.lines = lines;
+        self.sharing = !lines;
+        self.shared = 0;
     }
 
     /// One token of the scheme's analysis with its seeded hash, on 0-based line `line`
@@ -159,6 +174,11 @@ impl ShingleCollector {
         // below is not Han (ASCII words, the common case, skip decoding a char).
         let han = token.as_bytes().first().is_some_and(|&b| b >= 0xe3)
             && token.chars().next().is_some_and(is_han);
+        if self.sharing && !han {
+            self.shared += 1;
+            return;
+        }
+        self.sharing = false;
         if han {
             let mut buf = [0u8; 4];
             for c in token.chars() {
@@ -198,6 +218,27 @@ impl ShingleCollector {
         }
     }
 
+    /// Ends the document's units: `token_hashes` are the hashes the analysis pass gave this
+    /// collector's tokens, in order. Call once, before [`Self::drop_chrome`] and
+    /// [`Self::for_each_shingle`].
+    pub(crate) fn complete(&mut self, token_hashes: &[u64]) {
+        if !self.sharing && self.shared > 0 {
+            // A Han token came after `shared` plain ones: they go in front of the rest.
+            let shared = token_hashes.get(..self.shared).unwrap_or(token_hashes);
+            self.units.splice(0..0, shared.iter().copied());
+            self.shared = 0;
+        }
+    }
+
+    /// The document's units, given the analysis's `token_hashes` ([`Self::complete`]).
+    fn units<'a>(&'a self, token_hashes: &'a [u64]) -> &'a [u64] {
+        if self.sharing {
+            token_hashes.get(..self.shared).unwrap_or(token_hashes)
+        } else {
+            &self.units
+        }
+    }
+
     /// Removes the units of chrome lines and of site-name suffixes (`chrome`, per line, from
     /// [`chrome_lines`](super::chrome::chrome_lines)), unless nothing would remain. Needs the
     /// units' lines (`clear(true)`).
@@ -218,7 +259,9 @@ impl ShingleCollector {
         {
             return;
         }
-        let (mut units, mut lines) = (Vec::with_capacity(self.units.len()), Vec::new());
+        let (units, lines) = (&mut self.kept_units, &mut self.kept_lines);
+        units.clear();
+        lines.clear();
         let mut i = 0;
         while i < self.units.len() {
             let line = self.unit_lines[i];
@@ -249,24 +292,31 @@ impl ShingleCollector {
             lines.extend_from_slice(&self.unit_lines[i..i + keep]);
             i = end;
         }
-        self.units = units;
-        self.unit_lines = lines;
+        std::mem::swap(&mut self.units, &mut self.kept_units);
+        std::mem::swap(&mut self.unit_lines, &mut self.kept_lines);
     }
 
     /// Calls `emit` with each shingle hash (with repeats) chosen by `shingling`.
-    pub(crate) fn for_each_shingle(&self, shingling: &Shingling, mut emit: impl FnMut(u64)) {
+    /// `token_hashes` as given to [`Self::complete`].
+    pub(crate) fn for_each_shingle(
+        &self,
+        shingling: &Shingling,
+        token_hashes: &[u64],
+        mut emit: impl FnMut(u64),
+    ) {
         let width = usize::from(shingling.width.max(1));
         let n = width.min(8);
-        if self.units.is_empty() {
+        let units = self.units(token_hashes);
+        if units.is_empty() {
             return;
         }
-        if self.units.len() < n {
-            emit(shingle_hash(&self.units));
+        if units.len() < n {
+            emit(shingle_hash(units));
             return;
         }
         let min_words = shingling.min_line_words;
         if min_words == 0 || !self.lines {
-            self.all_windows(n, &mut emit);
+            all_windows(units, n, &mut emit);
             return;
         }
         let is_content =
@@ -277,25 +327,92 @@ impl ShingleCollector {
             && (content < u64::from(shingling.min_content_shingles)
                 || content * 100 < all * u64::from(shingling.min_content_percent));
         if judged_whole {
-            self.all_windows(n, &mut emit);
+            all_windows(units, n, &mut emit);
         } else {
-            for (start, w) in self.units.windows(n).enumerate() {
+            for (start, w) in units.windows(n).enumerate() {
                 if is_content(start) {
                     emit(shingle_hash(w));
                 }
             }
         }
     }
+}
 
-    fn all_windows(&self, n: usize, emit: &mut impl FnMut(u64)) {
-        match n {
-            3 => windows_of::<3>(&self.units, emit),
-            2 => windows_of::<2>(&self.units, emit),
-            4 => windows_of::<4>(&self.units, emit),
-            _ => {
-                for w in self.units.windows(n) {
-                    emit(shingle_hash(w));
+/// [`shingle_hash`] of every window of `n` units, in order.
+fn all_windows(units: &[u64], n: usize, emit: &mut impl FnMut(u64)) {
+    match n {
+        3 => windows_of::<3>(units, emit),
+        2 => windows_of::<2>(units, emit),
+        4 => windows_of::<4>(units, emit),
+        _ => {
+            for w in units.windows(n) {
+                emit(shingle_hash(w));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition: a unit per token, or per character of a Han token; every window of
+    /// `width` units (all of them when fewer).
+    fn reference(tokens: &[(&str, u64)], width: usize) -> Vec<u64> {
+        let mut units = Vec::new();
+        for &(t, hash) in tokens {
+            if t.chars().next().is_some_and(is_han) {
+                for c in t.chars() {
+                    let mut buf = [0u8; 4];
+                    units.push(xxh3_64_with_seed(
+                        c.encode_utf8(&mut buf).as_bytes(),
+                        UNIT_SEED,
+                    ));
                 }
+            } else {
+                units.push(hash);
+            }
+        }
+        if units.is_empty() {
+            return Vec::new();
+        }
+        if units.len() < width {
+            return vec![shingle_hash(&units)];
+        }
+        units.windows(width).map(shingle_hash).collect()
+    }
+
+    const WORDS: [&str; 6] = ["a", "bb", "数据", "知", "é", "42"];
+
+    proptest! {
+        /// Units shared with the analysis's token hashes (no Han token, lines unused), copied
+        /// (Han tokens anywhere, lines counted) or both (plain tokens before the first Han
+        /// one) give the shingles of the definition, document after document.
+        #[test]
+        fn shingles_are_the_windows_of_the_units(
+            docs in proptest::collection::vec(
+                (proptest::collection::vec(0..WORDS.len(), 0..40), any::<bool>()),
+                1..5,
+            ),
+            width in 1u8..6,
+        ) {
+            let shingling = Shingling { width, chrome: false, ..Shingling::default() };
+            let mut collector = ShingleCollector::default();
+            for (picks, lines) in docs {
+                let tokens: Vec<(&str, u64)> = picks
+                    .iter()
+                    .map(|&i| (WORDS[i], xxh3_64_with_seed(WORDS[i].as_bytes(), 9)))
+                    .collect();
+                collector.clear(lines);
+                for (i, &(t, hash)) in tokens.iter().enumerate() {
+                    collector.token(t, hash, (i / 7) as u32, None);
+                }
+                let hashes: Vec<u64> = tokens.iter().map(|&(_, h)| h).collect();
+                collector.complete(&hashes);
+                let mut got = Vec::new();
+                collector.for_each_shingle(&shingling, &hashes, |s| got.push(s));
+                prop_assert_eq!(got, reference(&tokens, usize::from(width)));
             }
         }
     }
