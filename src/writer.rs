@@ -208,6 +208,12 @@ impl Outcome {
 /// costs in recall); one fingerprint read per candidate, sketch reads only for candidates that
 /// share a band. [`candidates_verified`](Self::candidates_verified) counts the work.
 ///
+/// **Memory** besides tantivy's: the pending table (the uncommitted documents' signatures, keys
+/// and ids), and under `Reject`, `Tag` and `Replace` copies of the signatures of the committed
+/// segments its checks read most (a segment is copied once it has served `max(64, docs / 8)`
+/// candidates; 265 B per document under the default rule, at most 256 MiB per writer; beyond
+/// that, segments are read from their columns, with the same results).
+///
 /// Documents deleted through [`DedupWriter::delete_term`] on the id field stop matching at
 /// once; deletes on other fields (or through the inner writer) are seen after the next commit.
 /// Dropping the writer without committing loses the uncommitted documents (tantivy's contract);
