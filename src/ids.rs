@@ -71,8 +71,14 @@ impl SegmentIds {
         self.table_for_reads(column, 1)
     }
 
+    /// Whether the table is built (or found not buildable).
+    #[cfg(test)]
+    pub(crate) fn is_built(&self) -> bool {
+        self.table.get().is_some()
+    }
+
     /// Like [`table`](Self::table), counting `reads` reads at once (a batch).
-    fn table_for_reads(&self, column: &StrColumn, reads: u64) -> Option<&IdTable> {
+    pub(crate) fn table_for_reads(&self, column: &StrColumn, reads: u64) -> Option<&IdTable> {
         if let Some(built) = self.table.get() {
             return built.as_ref();
         }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
+mod committed;
 mod ids;
 mod pending;
 mod retag;
@@ -252,6 +253,8 @@ impl DedupWriter {
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
+        let mut pending = Pending::new(next_sequence, DEFAULT_MAX_POSTINGS_PER_KEY);
+        pending.follow(&searcher)?;
         Ok(DedupWriter {
             index,
             writer,
@@ -259,7 +262,7 @@ impl DedupWriter {
             id_policy: IdPolicy::Off,
             reader,
             searcher,
-            pending: Mutex::new(Pending::new(next_sequence, DEFAULT_MAX_POSTINGS_PER_KEY)),
+            pending: Mutex::new(pending),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
             payload,
@@ -779,6 +782,7 @@ impl DedupWriter {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         pending.clear();
+        pending.follow(&self.searcher)?;
         Ok(opstamp)
     }
 

@@ -251,6 +251,181 @@ struct ReaderSegment {
     max_doc: u32,
 }
 
+/// What [`SignatureReader::visit_matches`] reads of a match.
+enum Read<'a> {
+    /// Its whole signature (for [`SignatureMatch::signature`]).
+    Signature,
+    /// Its evidence only, from the copies where there are copies.
+    Evidence(&'a mut DenseSignatures),
+}
+
+/// [`SignatureReader::verify`] from a segment's copy: the same verdict, from one contiguous
+/// run of words instead of a read per column.
+fn verify_copy(
+    rule: &MatchRule,
+    (query, query_bands): (&Signature, &[u64]),
+    (copy, doc, position): (&DenseSegment, DocId, usize),
+    candidate: &mut Signature,
+) -> Verdict {
+    let Some((fp, words)) = copy.get(doc) else {
+        return Verdict::Never;
+    };
+    let blocks = rule.layout().num_keys();
+    let distance = query.fingerprint.distance(fp);
+    if distance <= rule.layout().max_distance() {
+        return Verdict::Match(Evidence::Simhash { distance });
+    }
+    if position < blocks {
+        return Verdict::NotUnderThisKey;
+    }
+    let band = (position - blocks) as u32;
+    let theirs = band_from_words(rule.minhash(), band, |w| words.get(w).copied().unwrap_or(0));
+    if theirs != query_bands[band as usize] {
+        return Verdict::NotUnderThisKey;
+    }
+    candidate.fingerprint = fp;
+    candidate.sketch.words.clear();
+    candidate.sketch.words.extend_from_slice(words);
+    match rule.matches(query, candidate) {
+        Some(evidence) => Verdict::Match(evidence),
+        None => Verdict::Never,
+    }
+}
+
+/// One segment's signatures, copied out of its columns: per document the fingerprint, then
+/// the sketch words (as [`SegmentSignatures::read_into`] reads them).
+struct DenseSegment {
+    /// 1 + the sketch words.
+    stride: usize,
+    words: Vec<u64>,
+    /// Whether each document has a fingerprint.
+    present: Vec<bool>,
+}
+
+impl DenseSegment {
+    /// Reads every document's signature, column by column. Cost: one sequential pass per
+    /// column (33 by default), `stride * 8 + 1` bytes per document.
+    fn read(columns: &SegmentSignatures, max_doc: u32) -> DenseSegment {
+        let stride = 1 + columns.sketch.len();
+        let docs = max_doc as usize;
+        let mut words = vec![0u64; docs * stride];
+        let mut present = vec![false; docs];
+        for doc in 0..max_doc {
+            if let Some(fp) = columns.fingerprint.first(doc) {
+                words[doc as usize * stride] = fp;
+                present[doc as usize] = true;
+            }
+        }
+        for (w, column) in columns.sketch.iter().enumerate() {
+            for doc in 0..max_doc {
+                words[doc as usize * stride + 1 + w] = column.first(doc).unwrap_or(0);
+            }
+        }
+        DenseSegment {
+            stride,
+            words,
+            present,
+        }
+    }
+
+    /// The fingerprint and sketch words of `doc`, if it has a fingerprint.
+    fn get(&self, doc: DocId) -> Option<(Fingerprint, &[u64])> {
+        let doc = doc as usize;
+        if !*self.present.get(doc)? {
+            return None;
+        }
+        let run = &self.words[doc * self.stride..][..self.stride];
+        Some((Fingerprint(run[0]), &run[1..]))
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.words.len() * 8 + self.present.len()
+    }
+}
+
+/// Copies of committed signatures for a caller that verifies many candidates against the same
+/// segments (the writer's checks): a candidate read from the columns costs one read per
+/// column (33 by default, each in another part of the segment's file), from a copy one
+/// contiguous read. A segment is copied once it has served `max(64, max_doc / 8)` candidates
+/// (the copy costs about as much as that many reads from the columns), while the copies hold
+/// at most `limit` bytes (`8 + 8 * sketch words + 1` per document: 265 B by default); other
+/// segments are read from their columns, with the same results. Copies are kept for the
+/// segments the next reader shares ([`follow`](Self::follow)).
+pub(crate) struct DenseSignatures {
+    segments: Vec<CopySlot>,
+    bytes: usize,
+    limit: usize,
+}
+
+struct CopySlot {
+    id: tantivy::index::SegmentId,
+    served: u64,
+    copy: Option<DenseSegment>,
+}
+
+impl DenseSignatures {
+    /// No copies yet; at most `limit` bytes of them.
+    pub(crate) fn new(limit: usize) -> DenseSignatures {
+        DenseSignatures {
+            segments: Vec::new(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// Follows `reader`'s segments: keeps the copies (and counts) of the segments it shares
+    /// with the previous reader, drops the others. Cost: a pass over the segments.
+    pub(crate) fn follow(&mut self, reader: &SignatureReader) {
+        let mut old = std::mem::take(&mut self.segments);
+        self.bytes = 0;
+        for ord in 0..reader.segments.len() {
+            let id = reader.searcher.segment_reader(ord as u32).segment_id();
+            let slot = match old.iter().position(|s| s.id == id) {
+                Some(i) => old.swap_remove(i),
+                None => CopySlot {
+                    id,
+                    served: 0,
+                    copy: None,
+                },
+            };
+            self.bytes += slot.copy.as_ref().map_or(0, DenseSegment::heap_bytes);
+            self.segments.push(slot);
+        }
+    }
+
+    /// The copy of segment `ord` of `reader` (the reader last followed), made now if the
+    /// segment has served enough candidates and the bound allows it.
+    fn segment(&mut self, reader: &SignatureReader, ord: usize) -> Option<&DenseSegment> {
+        let slot = self.segments.get_mut(ord)?;
+        if slot.copy.is_none() {
+            let segment = reader.segments.get(ord)?;
+            let docs = u64::from(segment.max_doc);
+            let stride = 1 + segment.columns.sketch.len();
+            let bytes = segment.max_doc as usize * (stride * 8 + 1);
+            if slot.served < (docs / 8).max(64) || self.bytes + bytes > self.limit {
+                return None;
+            }
+            let copy = DenseSegment::read(&segment.columns, segment.max_doc);
+            self.bytes += copy.heap_bytes();
+            slot.copy = Some(copy);
+        }
+        slot.copy.as_ref()
+    }
+
+    /// Counts `candidates` served by segment `ord`.
+    fn count(&mut self, ord: usize, candidates: u64) {
+        if let Some(slot) = self.segments.get_mut(ord) {
+            slot.served += candidates;
+        }
+    }
+
+    /// Bytes the copies hold.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
 /// What [`SignatureReader::verify`] makes of a candidate met under one of the query's keys.
 enum Verdict {
     Match(Evidence),
@@ -445,33 +620,40 @@ impl SignatureReader {
         max_postings_per_key: usize,
         f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
-        self.visit_matches(rule, query, max_postings_per_key, true, f)
+        self.visit_matches(rule, query, max_postings_per_key, Read::Signature, f)
     }
 
     /// [`for_each_match`](Self::for_each_match) for a caller that needs only where each match
     /// is and why: the same matches, in the same order, with the same count of candidates
     /// verified, but a match within the simhash radius costs one column read (its fingerprint)
-    /// instead of one per signature field (33 by default). The writer's committed check.
+    /// instead of one per signature field (33 by default), and the candidates of a segment
+    /// `copies` holds a copy of are read from that copy (one contiguous read instead of one per
+    /// column; see [`DenseSignatures`]). The writer's committed check.
     pub(crate) fn for_each_match_evidence(
         &self,
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
+        copies: &mut DenseSignatures,
         mut f: impl FnMut(DocAddress, Evidence),
     ) -> Result<u64> {
-        self.visit_matches(rule, query, max_postings_per_key, false, |m| {
-            f(m.address, m.evidence)
-        })
+        self.visit_matches(
+            rule,
+            query,
+            max_postings_per_key,
+            Read::Evidence(copies),
+            |m| f(m.address, m.evidence),
+        )
     }
 
     /// The matches of `query`; the signature passed to `f` is the match's only with
-    /// `read_signature` (else whatever the last candidate read left in the buffer).
+    /// [`Read::Signature`] (else whatever the last candidate read left in the buffer).
     fn visit_matches(
         &self,
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
-        read_signature: bool,
+        mut read: Read<'_>,
         mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
         let keys = rule.keys(query);
@@ -489,11 +671,17 @@ impl SignatureReader {
         let mut rejected: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
         let mut runs = Vec::with_capacity(keys.len());
+        let read_signature = matches!(read, Read::Signature);
         for (ord, reader_segment) in self.segments.iter().enumerate() {
             let columns = &reader_segment.columns;
             let segment = self.searcher.segment_reader(ord as u32);
             seen.clear();
             rejected.clear();
+            let copy = match &mut read {
+                Read::Evidence(copies) => copies.segment(self, ord),
+                Read::Signature => None,
+            };
+            let before = verified;
             let visit = |position: usize, doc: DocId| {
                 if seen.contains(&doc) || segment.is_deleted(doc) {
                     return;
@@ -503,13 +691,17 @@ impl SignatureReader {
                     return;
                 }
                 let query = (query, query_bands.as_slice());
-                match self.verify(
-                    rule,
-                    query,
-                    (columns, doc, position),
-                    read_signature,
-                    &mut candidate,
-                ) {
+                let verdict = match copy {
+                    Some(copy) => verify_copy(rule, query, (copy, doc, position), &mut candidate),
+                    None => self.verify(
+                        rule,
+                        query,
+                        (columns, doc, position),
+                        read_signature,
+                        &mut candidate,
+                    ),
+                };
+                match verdict {
                     Verdict::Match(evidence) => {
                         seen.insert(doc);
                         f(SignatureMatch {
@@ -525,6 +717,9 @@ impl SignatureReader {
                 }
             };
             self.for_each_key_doc(ord, (rule, &keys, max_postings_per_key), &mut runs, visit)?;
+            if let Read::Evidence(copies) = &mut read {
+                copies.count(ord, verified - before);
+            }
         }
         Ok(verified)
     }
@@ -697,6 +892,11 @@ mod tests {
                 let reader = SignatureReader::new(&searcher, &fields)
                     .unwrap()
                     .with_key_tables(tables);
+                // Copies made midway (each segment once it served its candidates), and none.
+                let mut copies = DenseSignatures::new(usize::MAX);
+                copies.follow(&reader);
+                let mut no_copies = DenseSignatures::new(0);
+                no_copies.follow(&reader);
                 for (q, query) in sigs.iter().enumerate() {
                     let oracle: BTreeSet<u64> = (0..sigs.len())
                         .filter(|i| {
@@ -722,12 +922,20 @@ mod tests {
                             .unwrap();
                         let mut evidence = Vec::new();
                         let evidence_count = reader
-                            .for_each_match_evidence(&rule, query, bound, |a, e| {
+                            .for_each_match_evidence(&rule, query, bound, &mut copies, |a, e| {
                                 evidence.push((a, e))
                             })
                             .unwrap();
                         assert_eq!(evidence, full, "query {q}, bound {bound}");
                         assert_eq!(evidence_count, full_count, "query {q}, bound {bound}");
+                        let mut from_columns = Vec::new();
+                        let count = reader
+                            .for_each_match_evidence(&rule, query, bound, &mut no_copies, |a, e| {
+                                from_columns.push((a, e))
+                            })
+                            .unwrap();
+                        assert_eq!(from_columns, full, "query {q}, bound {bound}");
+                        assert_eq!(count, full_count, "query {q}, bound {bound}");
                         for &(address, e) in &evidence {
                             let i = number(address) as usize;
                             assert_eq!(rule.matches(query, &sigs[i]), Some(e), "query {q}");
@@ -742,6 +950,13 @@ mod tests {
                         }
                     }
                 }
+                let docs: usize = searcher
+                    .segment_readers()
+                    .iter()
+                    .map(|s| s.max_doc() as usize)
+                    .sum();
+                assert_eq!(copies.bytes(), docs * (8 * 33 + 1), "every segment copied");
+                assert_eq!(no_copies.bytes(), 0);
             }
         }
         // The corpus exercises the candidates compared in full that never match.

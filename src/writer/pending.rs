@@ -2,11 +2,13 @@
 //! last commit, indexed by the rule's keys, and the near-duplicate check against it and the
 //! committed index.
 
+use super::committed::CommittedStrs;
 pub(super) use super::ids::Chain;
 use super::ids::PendingIds;
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 use crate::lookup::NearDupSearcher;
+use crate::signature::store::DenseSignatures;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -85,6 +87,10 @@ impl KeyHolders {
     }
 }
 
+/// The bound on the writer's copies of committed signatures: 256 MiB, about 1M documents under
+/// the default rule (265 B each); segments beyond it are read from their columns.
+const COMMITTED_COPIES_LIMIT: usize = 256 << 20;
+
 /// What the writer knows that the last commit does not.
 pub(super) struct Pending {
     pub(super) docs: Vec<PendingDoc>,
@@ -106,6 +112,12 @@ pub(super) struct Pending {
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
     pub(super) ids: PendingIds,
+    /// Copies of the committed signatures the checks read most (see [`DenseSignatures`]),
+    /// following the writer's searcher from commit to commit ([`follow`](Self::follow)).
+    copies: DenseSignatures,
+    /// The committed groups and replaced ids, read through the process's string tables.
+    groups: CommittedStrs,
+    replaced: CommittedStrs,
     keys: Vec<u64>,
     candidates: Vec<u32>,
     /// The bands and sketch words of the document being checked (no bands when its sketch is
@@ -154,6 +166,9 @@ impl Pending {
             sketches: Vec::new(),
             by_key: HashMap::default(),
             ids: PendingIds::default(),
+            copies: DenseSignatures::new(COMMITTED_COPIES_LIMIT),
+            groups: CommittedStrs::default(),
+            replaced: CommittedStrs::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
             query_bands: Vec::new(),
@@ -163,6 +178,19 @@ impl Pending {
             verified: 0,
             ids_replaced: 0,
         }
+    }
+
+    /// Follows the writer's searcher of a new commit: the copies of committed signatures and the
+    /// string columns of its segments. Errors: [`crate::Error::Tantivy`] when a column cannot be
+    /// opened.
+    pub(super) fn follow(&mut self, searcher: &NearDupSearcher) -> Result<()> {
+        // Opened first, so that a failure leaves nothing half-followed.
+        let groups = CommittedStrs::open(searcher.searcher(), searcher.fields().group)?;
+        let replaced = CommittedStrs::open(searcher.searcher(), searcher.fields().replaced)?;
+        self.copies.follow(searcher.signature_reader());
+        self.groups = groups;
+        self.replaced = replaced;
+        Ok(())
     }
 
     pub(super) fn clear(&mut self) {
@@ -374,6 +402,7 @@ impl Pending {
             rule,
             signature,
             self.max_postings_per_key,
+            &mut self.copies,
             |address, evidence| {
                 // Without a sequence field (an older index), ties follow segment order.
                 let sequence = searcher.sequence_of(address).unwrap_or(u64::MAX);
@@ -396,12 +425,12 @@ impl Pending {
                 continue;
             }
             let group = if wanted.groups {
-                searcher.group_of(address)?.map(Arc::from)
+                self.groups.first(address)?.map(Arc::from)
             } else {
                 None
             };
             let replaced = if wanted.all {
-                chain_of(&id, searcher.replaced_ids_of(address)?)
+                chain_of(&id, self.replaced.all(address)?)
             } else {
                 Chain::default()
             };
