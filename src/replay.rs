@@ -631,6 +631,9 @@ pub(crate) struct ReplayTokenizer {
     analysis: u64,
     inner: TextAnalyzer,
     counters: Arc<ReplayCounters>,
+    /// The token replayed values are read into: its text keeps its allocation from value to
+    /// value (a fresh token would allocate and grow its text for every value).
+    token: Token,
 }
 
 impl ReplayTokenizer {
@@ -640,6 +643,7 @@ impl ReplayTokenizer {
             analysis: analysis_id(scheme),
             inner: scheme.text_analyzer(),
             counters: Arc::clone(&counters),
+            token: Token::default(),
         };
         (tokenizer, counters)
     }
@@ -656,11 +660,11 @@ pub(crate) fn register(index: &tantivy::Index, scheme: &Scheme) -> Arc<ReplayCou
 
 /// Replayed tokens, or the inner analyzer's stream.
 pub(crate) enum ReplayStream<'a> {
-    Replay(Replayed),
+    Replay(Replayed<'a>),
     Analyse(BoxTokenStream<'a>),
 }
 
-pub(crate) struct Replayed {
+pub(crate) struct Replayed<'a> {
     staged: Arc<StagedTokens>,
     /// The value's runs of tokens ([`StagedValue::parts`]) and the one being read.
     parts: [(u32, u32); 3],
@@ -670,7 +674,8 @@ pub(crate) struct Replayed {
     /// The value's start in the joined text: subtracted from each token's offsets.
     base: u32,
     position: usize,
-    token: Token,
+    /// The tokenizer's token, reset for this value.
+    token: &'a mut Token,
 }
 
 impl Tokenizer for ReplayTokenizer {
@@ -686,6 +691,10 @@ impl Tokenizer for ReplayTokenizer {
         match found {
             Some((staged, parts, base)) => {
                 self.counters.replayed.fetch_add(1, Ordering::Relaxed);
+                // What `token()` shows before the first `advance()`, as a fresh token.
+                self.token.text.clear();
+                (self.token.offset_from, self.token.offset_to) = (0, 0);
+                (self.token.position, self.token.position_length) = (usize::MAX, 1);
                 ReplayStream::Replay(Replayed {
                     staged,
                     parts,
@@ -694,7 +703,7 @@ impl Tokenizer for ReplayTokenizer {
                     end: parts[0].1 as usize,
                     base,
                     position: 0,
-                    token: Token::default(),
+                    token: &mut self.token,
                 })
             }
             None => {
@@ -737,14 +746,14 @@ impl TokenStream for ReplayStream<'_> {
     fn token(&self) -> &Token {
         match self {
             ReplayStream::Analyse(s) => s.token(),
-            ReplayStream::Replay(r) => &r.token,
+            ReplayStream::Replay(r) => r.token,
         }
     }
 
     fn token_mut(&mut self) -> &mut Token {
         match self {
             ReplayStream::Analyse(s) => s.token_mut(),
-            ReplayStream::Replay(r) => &mut r.token,
+            ReplayStream::Replay(r) => r.token,
         }
     }
 }

@@ -109,9 +109,9 @@ impl Signer {
     }
 
     /// The signature of `text`. Cost: one analysis of the text, with the signer's reused buffers
-    /// (measured at 0.70-0.73x the analyzer's own speed in English, ~88 MB/s per record and ~97
-    /// MB/s in 4 KB documents, 0.82-0.88x in Chinese, ~20-23 MB/s; docs/PERFORMANCE.md, section
-    /// Fingerprinting). Never panics, whatever the input.
+    /// (measured at 0.70-0.75x the analyzer's own speed in English, ~91 MB/s per record and
+    /// ~100 MB/s in 4 KB documents, 0.86-0.93x in Chinese, ~23-24 MB/s; docs/PERFORMANCE.md,
+    /// section Fingerprinting). Never panics, whatever the input.
     pub fn sign(&mut self, text: &str) -> Signature {
         self.sign_details(text).0
     }
