@@ -15,6 +15,7 @@
 //!   their sketches alone: every consumer can evaluate the rule from stored columns.
 
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
 
 /// The MinHash parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,13 +129,36 @@ pub(crate) struct Bins {
     values: Vec<u32>,
     any: bool,
     /// The first [`PROBES`] bins each bin's densification probes, bin by bin (the sequences do
-    /// not depend on the document: computed once per bin count).
-    probes: Vec<u16>,
+    /// not depend on the document: computed once per bin count and process, [`probe_table`]).
+    probes: Option<Arc<[u16]>>,
 }
 
 /// Probes per bin kept in [`Bins::probes`]; a bin that needs more computes them (a document
 /// with fewer shingles than bins / 8 or so).
 const PROBES: usize = 32;
+
+/// The known probes of every bin of `n` ([`Bins::probes`]), shared by every signer of the
+/// process: a fresh signer (one per call of `NearDupFields::sign`, one per thread of a batch)
+/// would otherwise compute `n * PROBES` of them before its first sketch. At most one table per
+/// distinct bin count (a few, in practice one).
+fn probe_table(n: usize) -> Arc<[u16]> {
+    static TABLES: Mutex<Vec<Arc<[u16]>>> = Mutex::new(Vec::new());
+    let build = || -> Arc<[u16]> {
+        (0..n)
+            .flat_map(|i| (1..=PROBES as u64).map(move |a| probe(i, a, n) as u16))
+            .collect()
+    };
+    // A poisoned lock only loses the sharing.
+    let Ok(mut tables) = TABLES.lock() else {
+        return build();
+    };
+    if let Some(table) = tables.iter().find(|t| t.len() == n * PROBES) {
+        return Arc::clone(table);
+    }
+    let table = build();
+    tables.push(Arc::clone(&table));
+    table
+}
 
 /// The bin that empty bin `i` of `n` probes at attempt `attempt` (1-based).
 #[inline]
@@ -171,12 +195,11 @@ impl Bins {
             return false;
         }
         let n = self.values.len();
-        if self.probes.len() != n * PROBES {
-            self.probes = (0..n)
-                .flat_map(|i| (1..=PROBES as u64).map(move |a| probe(i, a, n) as u16))
-                .collect();
-        }
-        densify(&mut self.values, &self.probes);
+        let probes = match &self.probes {
+            Some(table) if table.len() == n * PROBES => table,
+            _ => self.probes.insert(probe_table(n)),
+        };
+        densify(&mut self.values, probes);
         true
     }
 
