@@ -801,11 +801,9 @@ impl SignatureReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::tests::signature_index;
     use crate::test_rng::Rng;
     use std::collections::BTreeSet;
-    use tantivy::indexer::NoMergePolicy;
-    use tantivy::schema::{Schema, INDEXED};
-    use tantivy::{Index, IndexWriter, Term};
 
     /// Signatures in families around random ones: simhash neighbours (1-3 bits flipped, same
     /// sketch), resemblance neighbours (far fingerprint, a few sketch words changed) and
@@ -858,28 +856,8 @@ mod tests {
         let sigs = families(11, &rule, 280);
         let mut never = 0;
         for key_postings in [false, true] {
-            let names = SignatureFields::new("fp", "keys", &rule);
-            let mut builder = Schema::builder();
-            let n_field = builder.add_u64_field("n", INDEXED | FAST);
-            names.add_to_schema_with_key_postings(&mut builder, key_postings);
-            let index = Index::create_in_ram(builder.build());
-            let fields = names.resolve(&index.schema()).unwrap();
-            let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
-            writer.set_merge_policy(Box::new(NoMergePolicy));
-            for (i, sig) in sigs.iter().enumerate() {
-                let mut doc = TantivyDocument::default();
-                doc.add_u64(n_field, i as u64);
-                fields.add_to_document(&rule, sig, &mut doc);
-                writer.add_document(doc).unwrap();
-                if i % 90 == 89 {
-                    writer.commit().unwrap();
-                }
-            }
-            let deleted: BTreeSet<usize> = (0..sigs.len()).filter(|i| i % 11 == 4).collect();
-            for &i in &deleted {
-                writer.delete_term(Term::from_field_u64(n_field, i as u64));
-            }
-            writer.commit().unwrap();
+            let (index, fields, deleted) =
+                signature_index(&rule, &sigs, key_postings, 90, |i| i % 11 == 4);
             let searcher = index.reader().unwrap().searcher();
             assert!(searcher.segment_readers().len() >= 3);
             let ids: Vec<_> = searcher

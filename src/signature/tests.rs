@@ -312,38 +312,14 @@ fn the_test_corpus_has_matches_of_both_kinds() {
 /// Lookups through the index (several segments, deletes) find exactly what brute force finds.
 #[test]
 fn index_lookup_equals_brute_force_across_segments_and_deletes() {
-    use super::store::{SignatureFields, SignatureReader};
-    use tantivy::indexer::NoMergePolicy;
-    use tantivy::schema::{Schema, FAST, INDEXED};
-    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+    use super::store::SignatureReader;
 
     for (seed, rule) in [(3u64, MatchRule::default()), (4, rules().remove(1))] {
         let texts = corpus(seed, 150);
         let mut signer = rule.signer(&crate::Scheme::default());
         let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
-        let names = SignatureFields::new("fp", "keys", &rule);
-        let mut builder = Schema::builder();
-        let n_field = builder.add_u64_field("n", INDEXED | FAST);
-        names.add_to_schema_with_key_postings(&mut builder, true);
-        let index = Index::create_in_ram(builder.build());
-        let fields = names.resolve(&index.schema()).unwrap();
-        let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
-        writer.set_merge_policy(Box::new(NoMergePolicy));
-        for (i, sig) in sigs.iter().enumerate() {
-            let mut doc = TantivyDocument::default();
-            doc.add_u64(n_field, i as u64);
-            fields.add_to_document(&rule, sig, &mut doc);
-            writer.add_document(doc).unwrap();
-            if i % 50 == 49 {
-                writer.commit().unwrap();
-            }
-        }
         // Deletes reach into committed segments.
-        let deleted: BTreeSet<usize> = (0..sigs.len()).filter(|i| i % 7 == 3).collect();
-        for &i in &deleted {
-            writer.delete_term(Term::from_field_u64(n_field, i as u64));
-        }
-        writer.commit().unwrap();
+        let (index, fields, deleted) = signature_index(&rule, &sigs, true, 50, |i| i % 7 == 3);
         let reader = index.reader().unwrap();
         let searcher = reader.searcher();
         assert!(searcher.segment_readers().len() >= 3);
@@ -529,4 +505,49 @@ fn a_key_group_with_foreign_postings_is_refused() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("3 sketch words"), "{err}");
+}
+
+/// An index of `sigs` (u64 field `n`, indexed and fast, holds each one's position; the signature
+/// fields with or without the rule's keys as postings), committed every `commit_every`
+/// documents, then the positions `delete` selects deleted and committed: several segments and
+/// deletes reaching into them, for the lookup tests. Returns the deleted positions.
+pub(crate) fn signature_index(
+    rule: &MatchRule,
+    sigs: &[Signature],
+    key_postings: bool,
+    commit_every: usize,
+    delete: impl Fn(usize) -> bool,
+) -> (
+    tantivy::Index,
+    super::store::ResolvedSignatureFields,
+    BTreeSet<usize>,
+) {
+    use super::store::SignatureFields;
+    use tantivy::indexer::NoMergePolicy;
+    use tantivy::schema::{Schema, FAST, INDEXED};
+    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+
+    let names = SignatureFields::new("fp", "keys", rule);
+    let mut builder = Schema::builder();
+    let n_field = builder.add_u64_field("n", INDEXED | FAST);
+    names.add_to_schema_with_key_postings(&mut builder, key_postings);
+    let index = Index::create_in_ram(builder.build());
+    let fields = names.resolve(&index.schema()).unwrap();
+    let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
+    writer.set_merge_policy(Box::new(NoMergePolicy));
+    for (i, sig) in sigs.iter().enumerate() {
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(n_field, i as u64);
+        fields.add_to_document(rule, sig, &mut doc);
+        writer.add_document(doc).unwrap();
+        if i % commit_every == commit_every - 1 {
+            writer.commit().unwrap();
+        }
+    }
+    let deleted: BTreeSet<usize> = (0..sigs.len()).filter(|&i| delete(i)).collect();
+    for &i in &deleted {
+        writer.delete_term(Term::from_field_u64(n_field, i as u64));
+    }
+    writer.commit().unwrap();
+    (index, fields, deleted)
 }
