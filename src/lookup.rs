@@ -10,10 +10,10 @@
 use crate::columns::{field_name, for_each_posting, read_str};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::ids::{segment_ids, SegmentIds};
+use crate::ids::{segment_ids, SegmentIds, StrColumns};
 use crate::keytable::KeyTableStats;
 use crate::layout::check_distance;
-use crate::schema::{lock, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD};
+use crate::schema::{lock, NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
@@ -97,9 +97,7 @@ pub struct FingerprintMatch {
 struct SegmentColumns {
     fingerprints: Column<u64>,
     ids: Option<StrColumn>,
-    groups: Option<StrColumn>,
     sequences: Option<Column<u64>>,
-    replaced: Option<StrColumn>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
     /// The segment's id reads and id table, shared in the process ([`crate::ids`]).
@@ -113,6 +111,10 @@ pub struct NearDupSearcher {
     fields: NearDupFields,
     searcher: Searcher,
     segments: Vec<SegmentColumns>,
+    /// The group ([`Policy::Tag`](crate::Policy::Tag)) and replaced-id columns, read through
+    /// the process's string tables ([`crate::ids`]).
+    groups: StrColumns,
+    replaced: StrColumns,
     signatures: SignatureReader,
     max_postings_per_key: usize,
 }
@@ -129,23 +131,14 @@ impl NearDupSearcher {
         let schema = searcher.schema();
         let name = |f: Field| field_name(schema, f).map(str::to_string);
         let (fingerprint_name, id_name) = (name(fields.fingerprint)?, name(fields.id)?);
-        let group_name = fields.group.map(name).transpose()?;
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
             segments.push(SegmentColumns {
                 fingerprints: ff.u64(&fingerprint_name)?,
                 ids: ff.str(&id_name)?,
-                groups: match &group_name {
-                    Some(g) => ff.str(g)?,
-                    None => None,
-                },
                 sequences: match fields.sequence {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
-                    None => None,
-                },
-                replaced: match fields.replaced {
-                    Some(_) => ff.str(REPLACED_FIELD)?,
                     None => None,
                 },
                 replaced_index: match fields.replaced {
@@ -157,10 +150,14 @@ impl NearDupSearcher {
             });
         }
         let signatures = SignatureReader::new(searcher, &fields.signature_fields(schema)?)?;
+        let groups = StrColumns::open(searcher, fields.group)?;
+        let replaced = StrColumns::open(searcher, fields.replaced)?;
         Ok(NearDupSearcher {
             fields,
             searcher: searcher.clone(),
             segments,
+            groups,
+            replaced,
             signatures,
             max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
         })
@@ -465,7 +462,7 @@ impl NearDupSearcher {
     /// Whether a live document records that it replaced `id` under
     /// [`Policy::Replace`](crate::Policy::Replace) (directly, or through a document it replaced):
     /// an input with this id was already handled, and adding it again would bring back a copy a
-    /// newer document replaced. Always `false` on indexes without [`REPLACED_FIELD`]. Cost: per
+    /// newer document replaced. Always `false` on indexes without [`REPLACED_FIELD`](crate::schema::REPLACED_FIELD). Cost: per
     /// segment, one term look-up in the replaced field's postings and a delete check per posting.
     /// Errors: [`Error::Tantivy`] when reading the postings fails.
     pub fn is_replaced(&self, id: &str) -> Result<bool> {
@@ -487,23 +484,9 @@ impl NearDupSearcher {
         Ok(false)
     }
 
-    /// The ids a document records as replaced ([`REPLACED_FIELD`]).
+    /// The ids a document records as replaced ([`REPLACED_FIELD`](crate::schema::REPLACED_FIELD)).
     pub(crate) fn replaced_ids_of(&self, address: DocAddress) -> Result<Vec<String>> {
-        let Some(col) = self
-            .segments
-            .get(address.segment_ord as usize)
-            .and_then(|c| c.replaced.as_ref())
-        else {
-            return Ok(Vec::new());
-        };
-        let mut ids = Vec::new();
-        for ord in col.ords().values_for_doc(address.doc_id) {
-            let mut s = String::new();
-            if col.ord_to_str(ord, &mut s)? {
-                ids.push(s);
-            }
-        }
-        Ok(ids)
+        self.replaced.all(address)
     }
 
     /// The largest sequence number of the searcher's documents, deleted ones included.
@@ -516,14 +499,11 @@ impl NearDupSearcher {
             .max()
     }
 
-    /// The group of the document at `address` (under [`Policy::Tag`](crate::Policy::Tag)), read from the group
-    /// column; `None` without a group field or value. Cost and errors as
-    /// [`id_of`](Self::id_of).
+    /// The group of the document at `address` (under [`Policy::Tag`](crate::Policy::Tag)), read
+    /// from the group column through the process's string tables as ids are; `None` without a
+    /// group field or value. Cost and errors as [`id_of`](Self::id_of).
     pub fn group_of(&self, address: DocAddress) -> Result<Option<String>> {
-        let Some(cols) = self.segments.get(address.segment_ord as usize) else {
-            return Ok(None);
-        };
-        read_str(cols.groups.as_ref(), address.doc_id)
+        self.groups.first(address)
     }
 
     /// Calls `f` once for every live document within `max_distance` of `fp`, segment by

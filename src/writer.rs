@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
-mod committed;
 mod ids;
 mod pending;
 mod retag;

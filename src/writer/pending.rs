@@ -2,11 +2,11 @@
 //! last commit, indexed by the rule's keys, and the near-duplicate check against it and the
 //! committed index.
 
-use super::committed::CommittedStrs;
 pub(super) use super::ids::Chain;
 use super::ids::PendingIds;
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
+use crate::ids::StrColumns;
 use crate::lookup::NearDupSearcher;
 use crate::signature::store::DenseSignatures;
 use crate::signature::{Evidence, MatchRule, Signature};
@@ -116,8 +116,8 @@ pub(super) struct Pending {
     /// following the writer's searcher from commit to commit ([`follow`](Self::follow)).
     copies: DenseSignatures,
     /// The committed groups and replaced ids, read through the process's string tables.
-    groups: CommittedStrs,
-    replaced: CommittedStrs,
+    groups: StrColumns,
+    replaced: StrColumns,
     keys: Vec<u64>,
     candidates: Vec<u32>,
     /// The bands and sketch words of the document being checked (no bands when its sketch is
@@ -167,8 +167,8 @@ impl Pending {
             by_key: HashMap::default(),
             ids: PendingIds::default(),
             copies: DenseSignatures::new(COMMITTED_COPIES_LIMIT),
-            groups: CommittedStrs::default(),
-            replaced: CommittedStrs::default(),
+            groups: StrColumns::default(),
+            replaced: StrColumns::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
             query_bands: Vec::new(),
@@ -185,8 +185,8 @@ impl Pending {
     /// opened.
     pub(super) fn follow(&mut self, searcher: &NearDupSearcher) -> Result<()> {
         // Opened first, so that a failure leaves nothing half-followed.
-        let groups = CommittedStrs::open(searcher.searcher(), searcher.fields().group)?;
-        let replaced = CommittedStrs::open(searcher.searcher(), searcher.fields().replaced)?;
+        let groups = StrColumns::open(searcher.searcher(), searcher.fields().group)?;
+        let replaced = StrColumns::open(searcher.searcher(), searcher.fields().replaced)?;
         self.copies.follow(searcher.signature_reader());
         self.groups = groups;
         self.replaced = replaced;
