@@ -33,20 +33,6 @@ pub(crate) fn field_name(schema: &Schema, field: Field) -> tantivy::Result<&str>
         })
 }
 
-/// The first value of `doc` in a string column, if any.
-pub(crate) fn read_str(col: Option<&StrColumn>, doc: DocId) -> Result<Option<String>> {
-    let Some(col) = col else { return Ok(None) };
-    let Some(ord) = col.ords().first(doc) else {
-        return Ok(None);
-    };
-    let mut s = String::new();
-    if col.ord_to_str(ord, &mut s)? {
-        Ok(Some(s))
-    } else {
-        Ok(None)
-    }
-}
-
 /// The first string of each of `docs` in per-segment string columns (`columns[segment_ord]`;
 /// `None` where a segment has no such column or a document no value), in the order of `docs`.
 ///

@@ -18,7 +18,7 @@
 //! [`NearDupSearcher::group_of`](crate::NearDupSearcher::group_of) and the writer's checks
 //! against committed segments read.
 
-use crate::columns::{read_ords_into, SegmentRegistry};
+use crate::columns::{field_name, read_ords_into, SegmentRegistry};
 use crate::error::Result;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -164,11 +164,13 @@ pub(crate) struct StrColumns {
 
 impl StrColumns {
     /// The columns of `field` (none without a field) in `searcher`'s segments. Cost: one column
-    /// open per segment. Errors: [`crate::Error::Tantivy`] when a column cannot be opened.
+    /// open per segment. Errors: [`crate::Error::Tantivy`] when a column cannot be opened or the
+    /// searcher's schema has no such field (a searcher of another index).
     pub(crate) fn open(searcher: &tantivy::Searcher, field: Option<Field>) -> Result<Self> {
         let mut segments = Vec::new();
         if let Some(field) = field {
-            let name = searcher.schema().get_field_name(field).to_string();
+            let schema = searcher.schema();
+            let name = field_name(schema, field)?.to_string();
             for segment in searcher.segment_readers() {
                 let column = segment.fast_fields().str(&name)?;
                 segments.push(column.map(|column| SegmentStrs {
@@ -180,12 +182,20 @@ impl StrColumns {
         Ok(StrColumns { segments })
     }
 
-    /// The first string of the document at `address`, if any.
+    /// The first string of the document at `address`, if any: one ordinal read, then the
+    /// segment's table or one dictionary block.
     pub(crate) fn first(&self, address: DocAddress) -> Result<Option<String>> {
-        match self.segment(address) {
-            Some(strs) => Ok(strs.read(address.doc_id)?.into_iter().next()),
-            None => Ok(None),
+        let Some(strs) = self.segment(address) else {
+            return Ok(None);
+        };
+        let Some(ord) = strs.column.ords().first(address.doc_id) else {
+            return Ok(None);
+        };
+        if let Some(table) = strs.table.table(&strs.column) {
+            return Ok(table.get(ord).map(str::to_string));
         }
+        let mut s = String::new();
+        Ok(strs.column.ord_to_str(ord, &mut s)?.then_some(s))
     }
 
     /// Every string of the document at `address`, in the column's order.

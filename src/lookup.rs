@@ -7,17 +7,17 @@
 //! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
 //! document within `k` bits.
 
-use crate::columns::{field_name, for_each_posting, read_str};
+use crate::columns::{field_name, for_each_posting};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::ids::{segment_ids, SegmentIds, StrColumns};
+use crate::ids::StrColumns;
 use crate::keytable::KeyTableStats;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::Column;
 use tantivy::schema::Field;
 use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, Term};
 
@@ -96,12 +96,9 @@ pub struct FingerprintMatch {
 /// One segment's columns, opened once per searcher.
 struct SegmentColumns {
     fingerprints: Column<u64>,
-    ids: Option<StrColumn>,
     sequences: Option<Column<u64>>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
-    /// The segment's id reads and id table, shared in the process ([`crate::ids`]).
-    id_table: Arc<SegmentIds>,
 }
 
 /// Lookups over a tantivy [`Searcher`]: each segment's fingerprint, id and signature columns
@@ -111,8 +108,9 @@ pub struct NearDupSearcher {
     fields: NearDupFields,
     searcher: Searcher,
     segments: Vec<SegmentColumns>,
-    /// The group ([`Policy::Tag`](crate::Policy::Tag)) and replaced-id columns, read through
+    /// The id, group ([`Policy::Tag`](crate::Policy::Tag)) and replaced-id columns, read through
     /// the process's string tables ([`crate::ids`]).
+    ids: StrColumns,
     groups: StrColumns,
     replaced: StrColumns,
     signatures: SignatureReader,
@@ -130,13 +128,12 @@ impl NearDupSearcher {
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
         let schema = searcher.schema();
         let name = |f: Field| field_name(schema, f).map(str::to_string);
-        let (fingerprint_name, id_name) = (name(fields.fingerprint)?, name(fields.id)?);
+        let fingerprint_name = name(fields.fingerprint)?;
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
             segments.push(SegmentColumns {
                 fingerprints: ff.u64(&fingerprint_name)?,
-                ids: ff.str(&id_name)?,
                 sequences: match fields.sequence {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
                     None => None,
@@ -146,16 +143,17 @@ impl NearDupSearcher {
                     None => None,
                 },
                 ids_index: seg.inverted_index(fields.id)?,
-                id_table: segment_ids(seg.segment_id(), &id_name),
             });
         }
         let signatures = SignatureReader::new(searcher, &fields.signature_fields(schema)?)?;
+        let ids = StrColumns::open(searcher, Some(fields.id))?;
         let groups = StrColumns::open(searcher, fields.group)?;
         let replaced = StrColumns::open(searcher, fields.replaced)?;
         Ok(NearDupSearcher {
             fields,
             searcher: searcher.clone(),
             segments,
+            ids,
             groups,
             replaced,
             signatures,
@@ -433,19 +431,7 @@ impl NearDupSearcher {
     /// last; building it streams the dictionary once). Before that, each read decompresses a
     /// block of the id column's dictionary (~13 us), so a one-off lookup never pays the build.
     pub fn id_of(&self, address: DocAddress) -> Result<Option<String>> {
-        let Some(cols) = self.segments.get(address.segment_ord as usize) else {
-            return Ok(None);
-        };
-        let Some(column) = cols.ids.as_ref() else {
-            return Ok(None);
-        };
-        if let Some(table) = cols.id_table.table(column) {
-            let Some(ord) = column.ords().first(address.doc_id) else {
-                return Ok(None);
-            };
-            return Ok(table.get(ord).map(str::to_string));
-        }
-        read_str(Some(column), address.doc_id)
+        self.ids.first(address)
     }
 
     /// Where the document at `address` was in the order its writer added documents

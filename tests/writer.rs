@@ -384,6 +384,27 @@ fn schema_with(config: &NearDupConfig) -> Schema {
     b.build()
 }
 
+/// A searcher of another index whose schema ends before one of the handle's fields (here one
+/// without the group field, so the replaced-ids field is past its last field) is an error, not a
+/// panic, when lookups open their columns.
+#[test]
+fn lookups_over_a_searcher_of_another_schema_fail_clearly() {
+    let config = NearDupConfig::new("id", ["title", "body"]);
+    let index =
+        NearDupIndex::create(Index::create_in_ram(schema_with(&config)), config.clone()).unwrap();
+    let shorter = Index::create_in_ram(schema_with(&config.with_group_field(None)));
+    let fields = index.fields();
+    let searcher = shorter.reader().unwrap().searcher();
+    let replaced = fields.replaced.unwrap();
+    assert!(replaced.field_id() as usize >= searcher.schema().fields().count());
+    let err = tantivy_simhash::NearDupSearcher::new(fields, &searcher).err();
+    assert!(
+        err.as_ref()
+            .is_some_and(|e| e.to_string().contains("another index")),
+        "{err:?}"
+    );
+}
+
 #[test]
 fn an_index_opened_with_another_scheme_or_layout_fails_clearly() {
     let config = NearDupConfig::new("id", ["title", "body"]);
