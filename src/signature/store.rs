@@ -259,33 +259,80 @@ enum Read<'a> {
     Evidence(&'a mut DenseSignatures),
 }
 
-/// [`SignatureReader::verify`] from a segment's copy: the same verdict, from one contiguous
-/// run of words instead of a read per column.
-fn verify_copy(
+/// Where [`verify`] reads a candidate's signature from: its segment's columns, or a copy of
+/// them ([`DenseSegment`]: one contiguous run of words instead of a read per column).
+trait CandidateSignatures {
+    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint>;
+    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64;
+    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool;
+}
+
+impl CandidateSignatures for SegmentSignatures {
+    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
+        SegmentSignatures::fingerprint(self, doc)
+    }
+    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
+        SegmentSignatures::band(self, doc, config, band)
+    }
+    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
+        SegmentSignatures::read_into(self, doc, out)
+    }
+}
+
+impl CandidateSignatures for DenseSegment {
+    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
+        self.get(doc).map(|(fp, _)| fp)
+    }
+    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
+        self.get(doc).map_or(0, |(_, words)| {
+            band_from_words(config, band, |w| words.get(w).copied().unwrap_or(0))
+        })
+    }
+    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
+        let Some((fp, words)) = self.get(doc) else {
+            return false;
+        };
+        out.fingerprint = fp;
+        out.sketch.words.clear();
+        out.sketch.words.extend_from_slice(words);
+        true
+    }
+}
+
+/// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
+/// little as that key's branch needs. Under a block key only the simhash branch is checked
+/// (a resemblance match shares a band key and is verified there); under band `b`'s key the
+/// fingerprint first, then band `b`'s one or two sketch words, and the whole sketch only
+/// for a candidate that really shares the band. A simhash match's whole signature is read
+/// into `candidate` only with `read_signature`.
+fn verify(
     rule: &MatchRule,
     (query, query_bands): (&Signature, &[u64]),
-    (copy, doc, position): (&DenseSegment, DocId, usize),
+    (source, doc, position): (&impl CandidateSignatures, DocId, usize),
+    read_signature: bool,
     candidate: &mut Signature,
 ) -> Verdict {
-    let Some((fp, words)) = copy.get(doc) else {
+    let Some(fp) = source.fingerprint(doc) else {
         return Verdict::Never;
     };
     let blocks = rule.layout().num_keys();
     let distance = query.fingerprint.distance(fp);
     if distance <= rule.layout().max_distance() {
+        if read_signature {
+            source.read_into(doc, candidate);
+        }
         return Verdict::Match(Evidence::Simhash { distance });
     }
     if position < blocks {
         return Verdict::NotUnderThisKey;
     }
     let band = (position - blocks) as u32;
-    let theirs = band_from_words(rule.minhash(), band, |w| words.get(w).copied().unwrap_or(0));
-    if theirs != query_bands[band as usize] {
+    if source.band(doc, rule.minhash(), band) != query_bands[band as usize] {
         return Verdict::NotUnderThisKey;
     }
-    candidate.fingerprint = fp;
-    candidate.sketch.words.clear();
-    candidate.sketch.words.extend_from_slice(words);
+    if !source.read_into(doc, candidate) {
+        return Verdict::Never;
+    }
     match rule.matches(query, candidate) {
         Some(evidence) => Verdict::Match(evidence),
         None => Verdict::Never,
@@ -426,7 +473,7 @@ impl DenseSignatures {
     }
 }
 
-/// What [`SignatureReader::verify`] makes of a candidate met under one of the query's keys.
+/// What [`verify`] makes of a candidate met under one of the query's keys.
 enum Verdict {
     Match(Evidence),
     /// Not a match under this key (beyond the simhash radius under a block key, or not sharing
@@ -692,8 +739,14 @@ impl SignatureReader {
                 }
                 let query = (query, query_bands.as_slice());
                 let verdict = match copy {
-                    Some(copy) => verify_copy(rule, query, (copy, doc, position), &mut candidate),
-                    None => self.verify(
+                    Some(copy) => verify(
+                        rule,
+                        query,
+                        (copy, doc, position),
+                        read_signature,
+                        &mut candidate,
+                    ),
+                    None => verify(
                         rule,
                         query,
                         (columns, doc, position),
@@ -754,47 +807,6 @@ impl SignatureReader {
             max_postings_per_key,
             |i, j, e| f(addresses[i], addresses[j], e),
         ))
-    }
-
-    /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
-    /// little as that key's branch needs. Under a block key only the simhash branch is checked
-    /// (a resemblance match shares a band key and is verified there); under band `b`'s key the
-    /// fingerprint first, then band `b`'s one or two sketch words, and the whole sketch only
-    /// for a candidate that really shares the band. A simhash match's whole signature is read
-    /// into `candidate` only with `read_signature`.
-    fn verify(
-        &self,
-        rule: &MatchRule,
-        (query, query_bands): (&Signature, &[u64]),
-        (columns, doc, position): (&SegmentSignatures, DocId, usize),
-        read_signature: bool,
-        candidate: &mut Signature,
-    ) -> Verdict {
-        let Some(fp) = columns.fingerprint(doc) else {
-            return Verdict::Never;
-        };
-        let blocks = rule.layout().num_keys();
-        let distance = query.fingerprint.distance(fp);
-        if distance <= rule.layout().max_distance() {
-            if read_signature {
-                columns.read_into(doc, candidate);
-            }
-            return Verdict::Match(Evidence::Simhash { distance });
-        }
-        if position < blocks {
-            return Verdict::NotUnderThisKey;
-        }
-        let band = (position - blocks) as u32;
-        if columns.band(doc, rule.minhash(), band) != query_bands[band as usize] {
-            return Verdict::NotUnderThisKey;
-        }
-        if !columns.read_into(doc, candidate) {
-            return Verdict::Never;
-        }
-        match rule.matches(query, candidate) {
-            Some(evidence) => Verdict::Match(evidence),
-            None => Verdict::Never,
-        }
     }
 }
 
@@ -898,22 +910,19 @@ mod tests {
                                 full.push((m.address, m.evidence))
                             })
                             .unwrap();
-                        let mut evidence = Vec::new();
-                        let evidence_count = reader
-                            .for_each_match_evidence(&rule, query, bound, &mut copies, |a, e| {
-                                evidence.push((a, e))
-                            })
-                            .unwrap();
-                        assert_eq!(evidence, full, "query {q}, bound {bound}");
-                        assert_eq!(evidence_count, full_count, "query {q}, bound {bound}");
-                        let mut from_columns = Vec::new();
-                        let count = reader
-                            .for_each_match_evidence(&rule, query, bound, &mut no_copies, |a, e| {
-                                from_columns.push((a, e))
-                            })
-                            .unwrap();
-                        assert_eq!(from_columns, full, "query {q}, bound {bound}");
-                        assert_eq!(count, full_count, "query {q}, bound {bound}");
+                        // From the segments' copies, then from their columns.
+                        for dense in [&mut copies, &mut no_copies] {
+                            let mut evidence = Vec::new();
+                            let count = reader
+                                .for_each_match_evidence(&rule, query, bound, dense, |a, e| {
+                                    evidence.push((a, e))
+                                })
+                                .unwrap();
+                            assert_eq!(evidence, full, "query {q}, bound {bound}");
+                            assert_eq!(count, full_count, "query {q}, bound {bound}");
+                        }
+                        // The evidence equals `full`, checked against the rule and brute force.
+                        let evidence = full;
                         for &(address, e) in &evidence {
                             let i = number(address) as usize;
                             assert_eq!(rule.matches(query, &sigs[i]), Some(e), "query {q}");
