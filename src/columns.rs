@@ -4,18 +4,11 @@
 use crate::error::Result;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use tantivy::columnar::{Column, StrColumn};
+use tantivy::columnar::StrColumn;
 use tantivy::index::SegmentId;
 use tantivy::schema::{Field, IndexRecordOption, Schema};
-use tantivy::{DocAddress, DocId, DocSet, InvertedIndexReader, SegmentReader, Term, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, InvertedIndexReader, Term, TERMINATED};
 
-/// The fingerprint column `field` of a segment.
-pub(crate) fn fingerprint_column(
-    seg: &SegmentReader,
-    field: Field,
-) -> tantivy::Result<Column<u64>> {
-    seg.fast_fields().u64(field_name(seg.schema(), field)?)
-}
 
 /// The name of `field` in `schema`; an error (not a panic) when the schema has no such field,
 /// as when a handle of one index meets a searcher of another.

@@ -43,6 +43,27 @@ pub enum Error {
         payload: String,
     },
 
+    /// A segment's near-duplicate file (the segment component) is truncated or damaged.
+    #[error(
+        "the near-duplicate data of segment file {file} is damaged: {problem}; restore the \
+         index from a backup, or rebuild it (`neardup index` into a new directory, or re-add \
+         the documents with a DedupWriter)"
+    )]
+    DamagedFile {
+        /// The file.
+        file: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// The index was written by an older version of this crate, in a format this version no
+    /// longer reads.
+    #[error(
+        "{0}: the index was built by an older tantivy-simhash; rebuild it with this version \
+         (`neardup index` into a new directory, or re-add the documents with a DedupWriter)"
+    )]
+    OldFormat(String),
+
     /// The schema lacks a field this crate needs, or the field has the wrong type or options.
     #[error("schema field `{field}`: {problem}")]
     Schema {

@@ -161,10 +161,10 @@
 pub mod batch;
 pub mod collapse;
 mod columns;
+pub mod component;
 mod error;
 pub mod fingerprint;
 mod ids;
-mod keytable;
 pub mod layout;
 pub mod lookup;
 pub mod mirrors;
@@ -188,10 +188,7 @@ pub use fingerprint::{
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
-pub use keytable::{
-    key_table_memory_used, set_key_table_memory_limit, KeyTableStats,
-    DEFAULT_KEY_TABLE_MEMORY_LIMIT,
-};
+pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};

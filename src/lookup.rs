@@ -1,24 +1,22 @@
 //! Lookups: [`NearDupSearcher`] finds the live documents that the index's
 //! [`MatchRule`](crate::MatchRule) matches with a text, a stored document or a signature
 //! ([`NearDupIndex::lookup_text`], [`lookup_id`](NearDupSearcher::lookup_id),
-//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through each segment's in-memory
-//! key table, its key postings, or (keys in columns only, no table) a scan of its signature
-//! columns ([`NearDupSearcher::with_key_tables`]). A bare fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
+//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through each segment's sorted key
+//! tables, read in place from the segment component's file ([`crate::component`]). A bare
+//! fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
 //! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
 //! document within `k` bits.
 
-use crate::columns::{field_name, for_each_posting};
+use crate::columns::for_each_posting;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::ids::StrColumns;
-use crate::keytable::KeyTableStats;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
 use tantivy::columnar::Column;
-use tantivy::schema::Field;
 use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, Term};
 
 impl NearDupIndex {
@@ -95,7 +93,6 @@ pub struct FingerprintMatch {
 
 /// One segment's columns, opened once per searcher.
 struct SegmentColumns {
-    fingerprints: Column<u64>,
     sequences: Option<Column<u64>>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
@@ -126,14 +123,10 @@ impl NearDupSearcher {
     /// [`Error::Schema`] when the searcher's schema lacks a field of `fields` (a searcher of
     /// another index).
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
-        let schema = searcher.schema();
-        let name = |f: Field| field_name(schema, f).map(str::to_string);
-        let fingerprint_name = name(fields.fingerprint)?;
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
             segments.push(SegmentColumns {
-                fingerprints: ff.u64(&fingerprint_name)?,
                 sequences: match fields.sequence {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
                     None => None,
@@ -145,7 +138,7 @@ impl NearDupSearcher {
                 ids_index: seg.inverted_index(fields.id)?,
             });
         }
-        let signatures = SignatureReader::new(searcher, &fields.signature_fields(schema)?)?;
+        let signatures = SignatureReader::new(searcher, fields.rule())?;
         let ids = StrColumns::open(searcher, Some(fields.id))?;
         let groups = StrColumns::open(searcher, fields.group)?;
         let replaced = StrColumns::open(searcher, fields.replaced)?;
@@ -174,57 +167,7 @@ impl NearDupSearcher {
         self.max_postings_per_key
     }
 
-    /// Whether lookups may keep each segment's keys in memory (`true` unless set). Without a
-    /// table, each key of a lookup costs a term-dictionary look-up and a postings read per
-    /// segment (16 keys x 8 segments = 128 for the default rule on 8 segments) in an index with
-    /// key postings, and **a scan of the segment's signature columns** (every document's keys
-    /// computed: milliseconds per 100,000 documents, counted in [`KeyTableStats::scans`]) in an
-    /// index whose keys live in the columns only
-    /// ([`NearDupConfig::with_key_postings`](crate::NearDupConfig::with_key_postings), the
-    /// default for new indexes); with a table, a few array reads.
-    ///
-    /// A segment's **key table** is built from its fingerprint and sketch columns (a document's
-    /// keys are a function of its signature): keys in columns only, on the segment's first
-    /// lookup in the process (docs/PERFORMANCE.md gives that first lookup's latency); keys in
-    /// postings, once the segment has served `max(32, documents / 1024)` lookups in the
-    /// process, so a one-off lookup never pays the build; or at once with
-    /// [`build_key_tables`](Self::build_key_tables). It holds every
-    /// document of the segment, deleted ones included, by key, in doc id order: the same
-    /// candidates as the postings, so results (the bound on hot keys included) are identical
-    /// either way, and deletes are checked against the searcher's alive bitset as always (a
-    /// table never goes stale: it depends on the immutable segment only). Tables are shared by
-    /// every searcher of the segment in the process and freed with the last one (merged-away
-    /// segments free theirs when their searchers go).
-    ///
-    /// Cost: **about 6-8 B of memory per key per document** (~100-130 B per document under the
-    /// default rule's 16 keys; ~25-32 B for documents with a fingerprint only), and a build
-    /// that reads every document's signature once (measured in docs/PERFORMANCE.md). The
-    /// tables of the whole process are bounded together by
-    /// [`set_key_table_memory_limit`](crate::set_key_table_memory_limit) (default 1 GiB, about
-    /// 10 million documents): past it, segments are read from their postings (or scanned, keys
-    /// in columns only). Set `false` where that memory is not available and the index has key
-    /// postings; results do not change.
-    pub fn with_key_tables(mut self, enabled: bool) -> Self {
-        self.signatures = self.signatures.with_key_tables(enabled);
-        self
-    }
-
-    /// Builds the key table of every segment that has none yet (see
-    /// [`with_key_tables`](Self::with_key_tables)), so no later lookup pays a build; returns
-    /// what the tables of this searcher's segments hold. Does nothing with key tables
-    /// disabled. Cost: reading every document's signature once per segment without a table.
-    pub fn build_key_tables(&self) -> KeyTableStats {
-        self.signatures.build_key_tables(self.fields.rule())
-    }
-
-    /// What the key tables of this searcher's segments hold (nothing with key tables
-    /// disabled), and how many lookups scanned their columns. Cost: a few counter reads per
-    /// segment; builds none, reads no index data.
-    pub fn key_table_stats(&self) -> KeyTableStats {
-        self.signatures.key_table_stats(self.fields.rule())
-    }
-
-    /// The signature columns and key postings of every segment, for lookups with an explicit
+    /// The signatures and key tables of every segment, for lookups with an explicit
     /// bound that count their work ([`SignatureReader::for_each_match`]). Cost: none (a
     /// reference).
     pub fn signature_reader(&self) -> &SignatureReader {
@@ -394,10 +337,11 @@ impl NearDupSearcher {
         let term = Term::from_field_text(self.fields.id, id);
         for (ord, cols) in self.segments.iter().enumerate() {
             let seg = self.searcher.segment_reader(ord as u32);
+            let signatures = self.signatures.segment(ord as u32);
             let mut found = None;
             for_each_posting(&cols.ids_index, &term, |doc| {
-                if found.is_none() && !seg.is_deleted(doc) && cols.fingerprints.first(doc).is_some()
-                {
+                let signed = signatures.is_some_and(|s| s.fingerprint(doc).is_some());
+                if found.is_none() && !seg.is_deleted(doc) && signed {
                     found = Some(doc);
                 }
             })?;
@@ -413,11 +357,9 @@ impl NearDupSearcher {
     /// [`address_of_id`](Self::address_of_id).
     pub fn fingerprint_of_id(&self, id: &str) -> Result<Option<Fingerprint>> {
         Ok(self.address_of_id(id)?.and_then(|address| {
-            self.segments
-                .get(address.segment_ord as usize)?
-                .fingerprints
-                .first(address.doc_id)
-                .map(Fingerprint)
+            self.signatures
+                .segment(address.segment_ord)?
+                .fingerprint(address.doc_id)
         }))
     }
 
@@ -505,19 +447,15 @@ impl NearDupSearcher {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
         let keys = layout.keys(fp);
-        let rule = self.fields.rule();
-        let mut runs = Vec::with_capacity(keys.len());
-        for (ord, cols) in self.segments.iter().enumerate() {
-            let seg = self.searcher.segment_reader(ord as u32);
+        for ord in 0..self.segments.len() {
+            let Some(signatures) = self.signatures.segment(ord as u32) else {
+                continue;
+            };
             let visit = |combo: usize, doc| {
-                if let Some(v) = cols.fingerprints.first(doc) {
-                    let other = Fingerprint(v);
+                if let Some(other) = signatures.fingerprint(doc) {
                     let d = fp.distance(other);
                     // A document sharing several keys is reported under the first only.
-                    if d <= max_distance
-                        && layout.first_shared_key(fp, other) == Some(combo)
-                        && !seg.is_deleted(doc)
-                    {
+                    if d <= max_distance && layout.first_shared_key(fp, other) == Some(combo) {
                         f(FingerprintMatch {
                             address: DocAddress::new(ord as u32, doc),
                             distance: d,
@@ -527,7 +465,7 @@ impl NearDupSearcher {
                 }
             };
             self.signatures
-                .for_each_key_doc(ord, (rule, &keys, usize::MAX), &mut runs, visit)?;
+                .for_each_key_doc(ord, &keys, usize::MAX, visit)?;
         }
         Ok(())
     }

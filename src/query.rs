@@ -56,10 +56,8 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
-use crate::columns::{field_name, fingerprint_column};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::keytable::{segment_keys, ColumnSource, SegmentKeySource, SegmentKeys};
 use crate::layout::check_distance;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::{NearDupFields, NearDupIndex};
@@ -96,8 +94,7 @@ pub struct NearDupQuery {
 struct Shared {
     signature: Signature,
     fields: NearDupFields,
-    terms: Vec<Term>,
-    /// The keys of `terms`, in the rule's key order.
+    /// The query's keys, in the rule's key order.
     keys: Vec<u64>,
 }
 
@@ -106,39 +103,24 @@ impl Shared {
         self.fields.rule()
     }
 
-    /// The signature columns of a segment.
-    fn columns(&self, reader: &SegmentReader) -> tantivy::Result<SegmentSignatures> {
-        let names = self
-            .fields
-            .signature_fields(reader.schema())
-            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
-        SegmentSignatures::open(reader, names.names())
+    /// The signatures and key tables of a segment (its component file).
+    fn signatures(&self, reader: &SegmentReader) -> tantivy::Result<SegmentSignatures> {
+        SegmentSignatures::open(reader, self.rule())
             .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))
-    }
-
-    /// The segment's key-table entry, shared with the process's [`NearDupSearcher`]s.
-    fn keys(&self, reader: &SegmentReader) -> tantivy::Result<Arc<SegmentKeys>> {
-        let name = field_name(reader.schema(), self.fields.fingerprint)?;
-        Ok(segment_keys(reader.segment_id(), name))
     }
 }
 
 impl NearDupQuery {
     /// The documents that the rule of the index `fields` is the handle of matches with
     /// `signature` (made with the index's scheme and rule, for example by
-    /// [`NearDupIndex::sign`]). Cost: computing the keys; the postings are read when the query
+    /// [`NearDupIndex::sign`]). Cost: computing the keys; the tables are probed when the query
     /// runs.
     pub fn from_signature(fields: NearDupFields, signature: Signature) -> Self {
         let keys = fields.rule().keys(&signature);
-        let terms = keys
-            .iter()
-            .map(|&k| Term::from_field_u64(fields.keys, k))
-            .collect();
         NearDupQuery {
             shared: Arc::new(Shared {
                 signature,
                 fields,
-                terms,
                 keys,
             }),
             test: Test::Rule,
@@ -251,14 +233,8 @@ impl Query for NearDupQuery {
         }))
     }
 
-    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
-        // Keys in columns only are no terms of the index.
-        if !self.shared.fields.key_postings() {
-            return;
-        }
-        for t in &self.shared.terms {
-            visitor(t, false);
-        }
+    fn query_terms<'a>(&'a self, _visitor: &mut dyn FnMut(&'a Term, bool)) {
+        // The keys live in the segment component's tables: they are no terms of the index.
     }
 }
 
@@ -290,8 +266,8 @@ impl Weight for NearDupWeight {
         let mut e = Explanation::new("NearDupQuery (constant score)", 1.0);
         match self.test {
             Test::Within(k) => {
-                let column = fingerprint_column(reader, self.shared.fields.fingerprint)?;
-                if let Some(v) = column.first(doc) {
+                let signatures = self.shared.signatures(reader)?;
+                if let Some(Fingerprint(v)) = signatures.fingerprint(doc) {
                     let d = (v ^ query).count_ones();
                     e.add_context(format!(
                         "fingerprint {v:016x} is at Hamming distance {d} <= {k} from {query:016x}"
@@ -299,9 +275,9 @@ impl Weight for NearDupWeight {
                 }
             }
             Test::Rule => {
-                let columns = self.shared.columns(reader)?;
+                let signatures = self.shared.signatures(reader)?;
                 let rule = self.shared.rule();
-                if let Some(evidence) = columns
+                if let Some(evidence) = signatures
                     .get(doc)
                     .and_then(|s| rule.matches(&self.shared.signature, &s))
                 {
@@ -327,120 +303,46 @@ impl DocPredicate for RulePredicate {
         &self,
         reader: &SegmentReader,
     ) -> tantivy::Result<ConstOrVariableSegmentPredicate<Verify>> {
-        let (docs, columns) = self.candidates(reader)?;
+        let signatures = self.shared.signatures(reader)?;
+        let mut docs = Vec::new();
+        let alive = reader.alive_bitset();
+        signatures
+            .for_each_key_doc(
+                &self.shared.keys,
+                self.max_postings_per_key,
+                alive,
+                |_, doc| docs.push(doc),
+            )
+            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+        docs.sort_unstable();
+        docs.dedup();
         if docs.is_empty() {
             return Ok(ConstOrVariableSegmentPredicate::Const(false));
         }
-        // The fingerprint column decides most candidates; the sketch columns (16 more opens)
-        // only when a candidate lies beyond the simhash radius under the rule.
-        let fingerprints = fingerprint_column(reader, self.shared.fields.fingerprint)?;
-        let radius = self.shared.rule().layout().max_distance();
-        let query = self.shared.signature.fingerprint;
-        let needs_sketch = self.test == Test::Rule
-            && docs.iter().any(|&doc| {
-                fingerprints
-                    .first(doc)
-                    .is_some_and(|fp| query.distance(Fingerprint(fp)) > radius)
-            });
-        let columns = match (columns, needs_sketch) {
-            (Some(columns), true) => Some(columns),
-            (None, true) => Some(self.shared.columns(reader)?),
-            (_, false) => None,
-        };
         Ok(ConstOrVariableSegmentPredicate::Variable {
             predicate: Verify {
                 shared: Arc::clone(&self.shared),
                 test: self.test,
-                fingerprints,
-                columns,
-                candidate: Signature {
-                    fingerprint: Fingerprint(0),
-                    sketch: Sketch::default(),
-                },
+                signatures,
+                candidate: Signature::default(),
             },
             necessary_condition: Box::new(SortedDocs { docs, cursor: 0 }),
         })
     }
 }
 
-impl RulePredicate {
-    /// The segment's live documents under the query's keys (up to the bound per key), sorted and
-    /// deduplicated, and the signature columns if finding them opened them.
-    fn candidates(
-        &self,
-        reader: &SegmentReader,
-    ) -> tantivy::Result<(Vec<DocId>, Option<SegmentSignatures>)> {
-        let fields = self.shared.fields;
-        let inverted = if fields.key_postings() {
-            Some(reader.inverted_index(fields.keys)?)
-        } else {
-            None
-        };
-        // The segment's key table is shared with the process's NearDupSearchers; this query
-        // counts as a lookup towards building it (keys in postings) or builds it (keys in
-        // columns only). The columns are opened only for a build, a scan or for candidates
-        // (opening them costs more than reading a table).
-        let rule = self.shared.rule();
-        let entry = self.shared.keys(reader)?;
-        let mut source = SegmentKeySource {
-            entry: &entry,
-            postings: inverted.as_deref().map(|i| (i, fields.keys)),
-            columns: LazyColumns {
-                shared: &self.shared,
-                reader,
-                opened: None,
-            },
-            max_doc: reader.max_doc(),
-            tables: true,
-            alive: reader.alive_bitset(),
-        };
-        let mut docs = Vec::new();
-        let mut runs = Vec::with_capacity(self.shared.keys.len());
-        source.for_each_key_doc(
-            rule,
-            &self.shared.keys,
-            self.max_postings_per_key,
-            &mut runs,
-            |_, doc| docs.push(doc),
-        )?;
-        docs.sort_unstable();
-        docs.dedup();
-        Ok((docs, source.columns.opened))
-    }
-}
-
-/// A segment's signature columns, opened when first needed.
-struct LazyColumns<'a> {
-    shared: &'a Shared,
-    reader: &'a SegmentReader,
-    opened: Option<SegmentSignatures>,
-}
-
-impl ColumnSource for LazyColumns<'_> {
-    fn columns(&mut self) -> tantivy::Result<&SegmentSignatures> {
-        if self.opened.is_none() {
-            self.opened = Some(self.shared.columns(self.reader)?);
-        }
-        self.opened.as_ref().ok_or_else(|| {
-            tantivy::TantivyError::InternalError("signature columns not opened".into())
-        })
-    }
-}
-
-/// Per segment: the rule (or the simhash radius) on the signature columns.
+/// Per segment: the rule (or the simhash radius) on the segment's signatures.
 struct Verify {
     shared: Arc<Shared>,
     test: Test,
-    fingerprints: tantivy::columnar::Column<u64>,
-    /// Every signature column; opened only when a candidate needs its sketch.
-    columns: Option<SegmentSignatures>,
+    signatures: SegmentSignatures,
     candidate: Signature,
 }
 
 impl SegmentDocPredicate for Verify {
     fn eval(&mut self, doc: DocId) -> bool {
         let query = &self.shared.signature;
-        let Some(fp) = self.fingerprints.first(doc).map(Fingerprint) else {
+        let Some(fp) = self.signatures.fingerprint(doc) else {
             return false;
         };
         let distance = query.fingerprint.distance(fp);
@@ -449,18 +351,15 @@ impl SegmentDocPredicate for Verify {
             Test::Within(k) => distance <= k,
             Test::Rule if distance <= rule.layout().max_distance() => true,
             Test::Rule => {
-                // Beyond the radius only the resemblance branch can match: read the sketch
-                // (the columns are open whenever a candidate lies beyond the radius).
-                self.columns
-                    .as_ref()
-                    .is_some_and(|c| c.read_into(doc, &mut self.candidate))
+                // Beyond the radius only the resemblance branch can match: read the sketch.
+                self.signatures.read_into(doc, &mut self.candidate)
                     && rule.matches(query, &self.candidate).is_some()
             }
         }
     }
 
     fn cost(&self) -> u64 {
-        // One column read and a popcount; the sketch only beyond the simhash radius.
+        // One read and a popcount; the sketch only beyond the simhash radius.
         2
     }
 }

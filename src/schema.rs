@@ -1,16 +1,12 @@
 //! The near-duplicate index: its configuration, the fields it adds to a schema, the record of
 //! how it was built, and [`NearDupIndex`], the handle the other modules take.
 //!
-//! Every document carries three things next to the user's own fields:
+//! Every document carries, next to the user's own fields:
 //!
-//! - its [`Fingerprint`] as a single-valued `u64` **fast** field (not stored: the column is
-//!   enough), 8 bytes per document before compression;
-//! - the keys of its match rule: by default **not stored at all** (they are a pure function of
-//!   the fingerprint and sketch columns; lookups read them from per-segment in-memory key
-//!   tables built from those columns), or, with
-//!   [`NearDupConfig::with_key_postings(true)`](NearDupConfig::with_key_postings) (and in every
-//!   index made before the option existed), as a multi-valued `u64` **indexed** field without
-//!   fieldnorms, so a lookup without a table reads a few short postings lists;
+//! - its [`Signature`](crate::Signature) (the [`Fingerprint`] and the MinHash sketch) in plain
+//!   `u64` fields that tantivy neither indexes nor stores: they carry it to the index's
+//!   **segment component** ([`crate::component`]), which writes every segment's signatures
+//!   and the match rule's keys, in sorted tables, to a file of the segment;
 //! - optionally, under [`Policy::Tag`](crate::Policy::Tag), the id of the first document of its near-duplicate group
 //!   in a string fast field, so results can be collapsed exactly.
 //!
@@ -57,7 +53,7 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
-use crate::columns::field_name;
+use crate::component::{NearDupComponent, COMPONENT_EXTENSION};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
@@ -69,7 +65,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tantivy::schema::{Field, FieldType, Schema, SchemaBuilder, Value, FAST, STRING};
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Directory, Index, IndexReader, TantivyDocument};
+use tantivy::{Directory, Index, IndexReader, SegmentPlugin, TantivyDocument};
 
 /// The name of the file that records the scheme and layout of an index. Internal: the record is
 /// read and written through [`IndexRecord`] and [`NearDupIndex::set_application_data`].
@@ -89,9 +85,9 @@ pub const REPLACED_FIELD: &str = "simhash_replaced";
 
 /// The format tag of the record (file and commit payload).
 /// Version 2: documents carry signatures (sketch fields and the rule's keys).
-const RECORD_FORMAT: &str = "tantivy-simhash/2";
+const RECORD_FORMAT: &str = "tantivy-simhash/3";
 /// Formats this version refuses, with a message to rebuild.
-const OLD_RECORD_FORMATS: [&str; 1] = ["tantivy-simhash/1"];
+const OLD_RECORD_FORMATS: [&str; 2] = ["tantivy-simhash/1", "tantivy-simhash/2"];
 
 /// How an index uses fingerprints: the scheme, the layout and the field names.
 ///
@@ -108,8 +104,8 @@ pub struct NearDupConfig {
     fingerprint_field: String,
     keys_field: String,
     group_field: Option<String>,
-    /// Where the keys live: `Some(true)` postings, `Some(false)` columns only, `None` what the
-    /// schema says (columns only for a schema [`NearDupConfig::add_fields`] makes).
+    /// `Some(true)` asks for keys in postings, a storage this version no longer has (refused
+    /// when the index is created or opened).
     key_postings: Option<bool>,
 }
 
@@ -134,43 +130,36 @@ impl NearDupConfig {
         }
     }
 
-    /// Where the rule's keys live (16 per document by default: 4 simhash block keys, 12 MinHash
-    /// band keys). Unless set, an index keeps what its schema and record say, and a new schema
-    /// made by [`add_fields`](Self::add_fields) keeps **columns only**.
-    ///
-    /// - `false`, **columns only** (the default for new indexes): no key is indexed. A
-    ///   document's keys are a pure function of its fingerprint and sketch columns, so each
-    ///   segment's keys are read from an in-memory key table built from those columns on the
-    ///   segment's first lookup in the process (about 6-8 B per key per document, bounded by
-    ///   [`set_key_table_memory_limit`](crate::set_key_table_memory_limit); the build reads every
-    ///   document's signature once: docs/PERFORMANCE.md has the figures). Indexing skips
-    ///   tantivy's postings and term dictionary for the keys, the largest indexing cost of
-    ///   storing signatures. Failure mode: a segment whose table cannot be built (past the
-    ///   memory bound, key tables disabled with
-    ///   [`NearDupSearcher::with_key_tables(false)`](crate::NearDupSearcher::with_key_tables), or
-    ///   a layout whose keys do not fit a table) is answered by **scanning its signature
-    ///   columns** on every lookup (correct, but a read of every document: milliseconds per
-    ///   100,000 documents; counted in [`KeyTableStats::scans`](crate::KeyTableStats::scans)).
-    /// - `true`, **postings**: the keys are a multi-valued indexed `u64` field (the format of
-    ///   every index made before this option existed). Indexing pays tantivy's postings for 16
-    ///   mostly unique terms per document; a lookup without a table reads the postings (a
-    ///   term-dictionary look-up per key and segment), so one-off lookups on a fresh process
-    ///   and processes without table memory stay fast.
-    ///
-    /// Results are identical either way (the bound on hot keys included). The choice is
-    /// recorded ([`IndexRecord`]) and fixed at creation: opening an index with the other
-    /// choice set explicitly is [`Error::IndexMismatch`]. [`add_fields`](Self::add_fields)
-    /// declares the keys field accordingly (indexed, or a bare `u64` field that holds no value).
+    /// Kept so that code written for earlier versions fails with a message rather than a
+    /// compile error: the rule's keys now always live in the segment component's sorted tables
+    /// ([`crate::component`]). `true` makes [`NearDupIndex::create`] and
+    /// [`NearDupIndex::open`] fail with [`Error::InvalidConfig`]; `false` changes nothing.
     pub fn with_key_postings(mut self, key_postings: bool) -> Self {
         self.key_postings = Some(key_postings);
         self
     }
 
-    /// Whether the keys are indexed as postings: what [`with_key_postings`](Self::with_key_postings)
-    /// set, else `false` (columns only) for a new index. An opened index's configuration
-    /// ([`NearDupIndex::config`]) says what the index has.
+    /// Always `false`: the keys live in the segment component's tables, never in postings.
     pub fn key_postings(&self) -> bool {
-        self.key_postings.unwrap_or(false)
+        false
+    }
+
+    /// The tantivy segment plugin ([`crate::component`]) an index of this configuration needs
+    /// registered: pass it to `tantivy::IndexBuilder::register_plugin` when creating an index
+    /// yourself, or to `Index::register_plugin` after `Index::open` before writing.
+    /// [`NearDupIndex::create`] and [`NearDupIndex::open`] register it themselves. Cost: a copy
+    /// of the rule. Errors: [`Error::InvalidConfig`] when the rule's parameters are unusable.
+    pub fn segment_component(&self) -> Result<Arc<dyn SegmentPlugin>> {
+        Ok(Arc::new(self.component()?))
+    }
+
+    fn component(&self) -> Result<NearDupComponent> {
+        let names = self.signature_fields();
+        Ok(NearDupComponent::new(
+            self.rule()?,
+            names.fingerprint,
+            names.sketch,
+        ))
     }
 
     /// Uses `scheme` to fingerprint text.
@@ -269,18 +258,16 @@ impl NearDupConfig {
     /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
     /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
     ///
-    /// The fingerprint is a `u64` fast field; the keys field a multi-valued `u64` field indexed
-    /// without fieldnorms (the `INDEXED` flag would turn them on) with
-    /// [`with_key_postings(true)`](Self::with_key_postings), else a bare `u64` field that holds
-    /// no value (keys in columns only: no indexing cost); the group a `STRING | FAST` text field
-    /// (so `TermQuery` can fetch a whole group and its column collapses results).
+    /// The fingerprint, the keys and the sketch words are plain `u64` fields that tantivy
+    /// neither indexes nor stores (the segment component keeps the signatures and the keys);
+    /// the group a `STRING | FAST` text field (so `TermQuery` can fetch a whole group and its
+    /// column collapses results).
     ///
     /// It also adds [`SEQUENCE_FIELD`] (the order documents were added in, to break ties between
     /// equally near near-duplicates by it) and [`REPLACED_FIELD`] (the ids each document
     /// replaced, so reruns can skip them): 8 bytes per document, and the replaced ids.
     pub fn add_fields(&self, builder: &mut SchemaBuilder) {
-        self.signature_fields()
-            .add_to_schema_with_key_postings(builder, self.key_postings());
+        self.signature_fields().add_to_schema(builder);
         if let Some(group) = &self.group_field {
             builder.add_text_field(group, STRING | FAST);
         }
@@ -525,32 +512,6 @@ impl IndexRecord {
 }
 
 /// How a record's key storage reads in an error.
-/// Whether the keys are indexed as postings, from the schema's keys field; an
-/// [`Error::IndexMismatch`] when `config` asks for the other storage.
-fn resolve_key_storage(schema: &Schema, config: &NearDupConfig, keys: Field) -> Result<bool> {
-    let key_postings = matches!(
-        schema.get_field_entry(keys).field_type(),
-        FieldType::U64(o) if o.is_indexed()
-    );
-    match config.key_postings {
-        Some(wanted) if wanted != key_postings => Err(Error::IndexMismatch {
-            what: "key storage",
-            found: format!(
-                "{} (the schema's keys field `{}` is {}indexed)",
-                key_storage(key_postings),
-                config.keys_field,
-                if key_postings { "" } else { "not " }
-            ),
-            expected: format!(
-                "{}: declare the fields with NearDupConfig::add_fields of this configuration, \
-                 or leave NearDupConfig::with_key_postings unset to follow the index",
-                key_storage(wanted)
-            ),
-        }),
-        _ => Ok(key_postings),
-    }
-}
-
 /// Registers `scheme`'s tokenizer under [`SIMHASH_TOKENIZER_NAME`] when the index has none
 /// under that name (a tokenizer the user registered there is theirs and stays), and returns
 /// the counters of the analyses it replays; `None` when the user's tokenizer stays.
@@ -607,13 +568,11 @@ fn key_storage(key_postings: bool) -> &'static str {
 /// An index written by an older version has no signatures: say so, and how to fix it.
 fn refuse_old_format(format: &str) -> Result<()> {
     if OLD_RECORD_FORMATS.contains(&format) {
-        return Err(Error::IndexMismatch {
-            what: "record format",
-            found: format!("{format} (built by an older tantivy-simhash, without signatures)"),
-            expected: format!(
-                "{RECORD_FORMAT}: rebuild the index with this version (re-add the documents)"
-            ),
-        });
+        return Err(Error::OldFormat(format!(
+            "the index records format `{format}` (signatures in {}), this version reads \
+             `{RECORD_FORMAT}` (signatures and key tables in a segment component)",
+            if format.ends_with("/1") { "no field" } else { "fast columns" }
+        )));
     }
     Ok(())
 }
@@ -703,20 +662,6 @@ impl NearDupFields {
         })
     }
 
-    /// The signature fields resolved against `schema` (the names the signature columns are
-    /// read by).
-    pub(crate) fn signature_fields(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
-        let name = |f: Field| field_name(schema, f).map(str::to_string);
-        SignatureFields {
-            fingerprint: name(self.fingerprint)?,
-            keys: name(self.keys)?,
-            sketch: self
-                .sketch_fields()
-                .map(name)
-                .collect::<tantivy::Result<_>>()?,
-        }
-        .resolve(schema)
-    }
 }
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
@@ -758,6 +703,7 @@ impl NearDupIndex {
     /// [`Error::IndexMismatch`] when the index already records another scheme or layout, or has
     /// documents but no record (it was not built by this crate: rebuild it).
     pub fn create(index: Index, config: NearDupConfig) -> Result<Self> {
+        adopt_component(&index)?;
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
         match IndexRecord::read(&this.index)? {
@@ -848,6 +794,15 @@ impl NearDupIndex {
     /// Finds and checks every field `config` names in the index's schema, registers the
     /// scheme's tokenizer when the index has none under its name, and interns the rule.
     fn resolve(index: Index, config: NearDupConfig) -> Result<Self> {
+        let mut index = index;
+        require_component(&index)?;
+        let registered = index
+            .custom_plugins()
+            .iter()
+            .any(|p| p.extensions().contains(&COMPONENT_EXTENSION));
+        if !registered {
+            index.register_plugin(config.segment_component()?);
+        }
         let schema = index.schema();
         let id = required_field(
             &schema,
@@ -856,22 +811,35 @@ impl NearDupIndex {
             "the id field must be a text field indexed with the `raw` tokenizer and \
              fast: declare it as STRING | FAST (and STORED if you want it back)",
         )?;
+        if config.key_postings == Some(true) {
+            return Err(Error::InvalidConfig(
+                "keys in postings (NearDupConfig::with_key_postings(true)) are no longer \
+                 supported: the keys live in the segment component's sorted tables; remove the \
+                 setting"
+                    .into(),
+            ));
+        }
+        if index.settings().sort_by_field.is_some() {
+            return Err(Error::InvalidConfig(
+                "the index is sorted by a field (IndexSettings::sort_by_field), which shuffles \
+                 doc ids; the near-duplicate segment component keeps doc id order: create the \
+                 index without sorting"
+                    .into(),
+            ));
+        }
         let fingerprint = required_field(
             &schema,
             &config.fingerprint_field,
-            |t| matches!(t, FieldType::U64(o) if o.is_fast()),
-            "the fingerprint field must be a u64 fast field; use NearDupConfig::add_fields",
+            |t| matches!(t, FieldType::U64(_)),
+            "the fingerprint field must be a u64 field; use NearDupConfig::add_fields",
         )?;
         let keys = required_field(
             &schema,
             &config.keys_field,
             |t| matches!(t, FieldType::U64(_)),
-            "the keys field must be a u64 field (indexed for keys in postings); use \
-             NearDupConfig::add_fields",
+            "the keys field must be a u64 field; use NearDupConfig::add_fields",
         )?;
-        let key_postings = resolve_key_storage(&schema, &config, keys)?;
-        let mut config = config;
-        config.key_postings = Some(key_postings);
+        let key_postings = false;
         let group = config
             .group_field
             .as_deref()
@@ -1000,11 +968,6 @@ impl NearDupIndex {
     /// Cost: one value, plus the layout's keys with key postings; cannot fail.
     pub fn add_fingerprint_to(&self, doc: &mut TantivyDocument, fp: Fingerprint) {
         doc.add_u64(self.fields.fingerprint, fp.0);
-        if self.fields.key_postings {
-            for key in self.config.layout.keys(fp) {
-                doc.add_u64(self.fields.keys, key);
-            }
-        }
     }
 }
 
@@ -1126,6 +1089,75 @@ fn resolve_signature_fields(
         ));
     }
     Ok((signature_fields, first_sketch))
+}
+
+/// tantivy's index metadata file, whose list of custom segment components is fixed when an
+/// index is created.
+const META_FILE: &str = "meta.json";
+
+/// Adds the segment component to the component list of `index` when the index was created
+/// without it and holds no document yet (its list is fixed at creation, and only an empty
+/// index can take one), so that `NearDupIndex::create(Index::create_in_dir(..)?, config)`
+/// works. Errors with [`Error::InvalidConfig`] for an index that has documents but no
+/// component.
+fn adopt_component(index: &Index) -> Result<()> {
+    let metas = index.load_metas()?;
+    if metas
+        .persisted_custom_extensions
+        .iter()
+        .any(|e| e == COMPONENT_EXTENSION)
+    {
+        return Ok(());
+    }
+    if !metas.segments.is_empty() {
+        return Err(missing_component());
+    }
+    let path = Path::new(META_FILE);
+    let bytes = index
+        .directory()
+        .atomic_read(path)
+        .map_err(|e| Error::Tantivy(e.into()))?;
+    let mut meta: serde_json::Value = serde_json::from_slice(&bytes)?;
+    let Some(object) = meta.as_object_mut() else {
+        return Err(Error::InvalidConfig(format!(
+            "the index's {META_FILE} is not a JSON object; create the index again"
+        )));
+    };
+    let extensions = object
+        .entry("persisted_custom_extensions")
+        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+    if let Some(list) = extensions.as_array_mut() {
+        list.push(serde_json::Value::String(COMPONENT_EXTENSION.into()));
+    }
+    let json = serde_json::to_vec_pretty(&meta)?;
+    index.directory().atomic_write(path, &json)?;
+    Ok(())
+}
+
+/// Errors unless `index` was created with the segment component.
+fn require_component(index: &Index) -> Result<()> {
+    let metas = index.load_metas()?;
+    if metas
+        .persisted_custom_extensions
+        .iter()
+        .any(|e| e == COMPONENT_EXTENSION)
+    {
+        Ok(())
+    } else if metas.segments.is_empty() {
+        Err(Error::InvalidConfig(format!(
+            "the index was created without the near-duplicate segment component (`{COMPONENT_EXTENSION}`); \
+             make it with NearDupIndex::create, or create the tantivy index with \
+             Index::builder().register_plugin(config.segment_component()?)"
+        )))
+    } else {
+        Err(missing_component())
+    }
+}
+
+fn missing_component() -> Error {
+    Error::OldFormat(format!(
+        "the index holds documents but no near-duplicate segment component          (`{COMPONENT_EXTENSION}` is not among the segment components its meta.json lists)"
+    ))
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -122,7 +122,7 @@ impl NearDupGraph {
     ) -> Result<Self> {
         crate::layout::check_distance(fields.layout().max_distance(), max_distance)?;
         let schema = searcher.schema();
-        let names = fields.signature_fields(schema)?.names().clone();
+        let rule = fields.rule();
         let id_name = field_name(schema, fields.id)?.to_string();
         let tantivy_searcher = searcher.clone();
         let segments = tantivy_searcher.segment_readers();
@@ -134,7 +134,7 @@ impl NearDupGraph {
             .par_iter()
             .enumerate()
             .map(|(ord, seg)| -> Result<Vec<(Signature, DocAddress)>> {
-                let columns = SegmentSignatures::open(seg, &names)?;
+                let columns = SegmentSignatures::open(seg, rule)?;
                 // Documents added around the writer have no fingerprint: skipped.
                 Ok(seg
                     .doc_ids_alive()

@@ -15,13 +15,12 @@ use super::{
 use crate::columns::field_name;
 use crate::error::{Error, Result};
 use crate::schema::NearDupFields;
-use crate::signature::store::SignatureFields;
+use crate::signature::MatchRule;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
 use tantivy::collector::sort_key::{Comparator, ComparatorEnum};
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
-use tantivy::fastfield::FastFieldReaders;
 use tantivy::fastfield::FastValue;
 use tantivy::index::SegmentId;
 use tantivy::query::{Query, Weight};
@@ -57,7 +56,8 @@ pub struct NearDupCollapse<C> {
 /// The names of the columns a collapse reads, from the searched index's schema (fast fields are
 /// opened by name).
 pub(super) struct ColumnNames {
-    pub(super) signature: SignatureFields,
+    /// The index's match rule (the signatures are read from the segment component).
+    pub(super) rule: &'static MatchRule,
     pub(super) id: String,
     /// The field hits are grouped by (the group field by tag, the user's field by field) and
     /// its kind; `None` by the rule.
@@ -90,7 +90,7 @@ impl ColumnNames {
             )),
         };
         Ok(ColumnNames {
-            signature: fields.signature_fields(schema)?.names().clone(),
+            rule: fields.rule(),
             id: field_name(schema, fields.id)?.to_string(),
             group_by,
             leader_order,
@@ -501,7 +501,7 @@ pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
     segment_id: SegmentId,
-    fast_fields: FastFieldReaders,
+    reader: SegmentReader,
     schema: Schema,
 }
 
@@ -513,7 +513,7 @@ pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
     segment_id: SegmentId,
-    fast_fields: FastFieldReaders,
+    reader: SegmentReader,
     schema: Schema,
 }
 
@@ -533,7 +533,7 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
             inner: self.inner.harvest(),
             segment_ord: self.segment_ord,
             segment_id: self.segment_id,
-            fast_fields: self.fast_fields,
+            reader: self.reader,
             schema: self.schema,
         }
     }
@@ -561,7 +561,7 @@ where
             inner: self.inner.for_segment(segment_ord, segment)?,
             segment_ord,
             segment_id: segment.segment_id(),
-            fast_fields: segment.fast_fields().clone(),
+            reader: segment.clone(),
             schema: segment.schema().clone(),
         })
     }
@@ -581,7 +581,7 @@ where
             inner: self.inner.collect_segment(weight, segment_ord, reader)?,
             segment_ord,
             segment_id: reader.segment_id(),
-            fast_fields: reader.fast_fields().clone(),
+            reader: reader.clone(),
             schema: reader.schema().clone(),
         })
     }
@@ -606,7 +606,7 @@ where
             }
             segments[ord] = Some(FruitSegment {
                 id: fruit.segment_id,
-                fast_fields: fruit.fast_fields,
+                reader: fruit.reader,
             });
             inner_fruits.push(fruit.inner);
         }

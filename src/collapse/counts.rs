@@ -67,8 +67,7 @@ impl<C> NearDupCollapse<C> {
         let mut counts = vec![0usize; leaders.len()];
         let mut cut = vec![false; leaders.len()];
         for searcher in searchers {
-            let fields = self.fields.signature_fields(searcher.schema())?;
-            let reader = SignatureReader::new(searcher, &fields)?;
+            let reader = SignatureReader::new(searcher, &rule)?;
             // (segment, doc) -> the first leader that matches it.
             let mut first: HashMap<(u32, DocId), usize> = HashMap::new();
             for (i, leader) in leaders.iter().enumerate() {

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::StrColumn;
 use tantivy::fastfield::FastFieldReaders;
+use tantivy::SegmentReader;
 use tantivy::index::SegmentId;
 use tantivy::DocId;
 
@@ -72,7 +73,8 @@ pub(super) struct SegmentColumns {
 
 impl SegmentColumns {
     /// Opens the columns `names` names in a segment. Cost: one column open each (19 at most).
-    fn open(ff: &FastFieldReaders, segment: SegmentId, names: &ColumnNames) -> Result<Self> {
+    fn open(reader: &SegmentReader, segment: SegmentId, names: &ColumnNames) -> Result<Self> {
+        let ff = reader.fast_fields();
         let group = match &names.group_by {
             None => None,
             Some((field, ValueKind::Str)) => {
@@ -84,7 +86,7 @@ impl SegmentColumns {
             )),
         };
         Ok(SegmentColumns {
-            signatures: SegmentSignatures::from_fast_fields(ff, &names.signature)?,
+            signatures: SegmentSignatures::open(reader, names.rule)?,
             ids: StrValues::open(ff, segment, &names.id)?,
             group,
             leader_order: match &names.leader_order {
@@ -128,14 +130,14 @@ impl ColumnCache {
         &self,
         search: u64,
         segment: SegmentId,
-        ff: &FastFieldReaders,
+        reader: &SegmentReader,
         names: &ColumnNames,
     ) -> Result<Arc<SegmentColumns>> {
         if let Some((last, columns)) = crate::schema::lock(&self.state).segments.get_mut(&segment) {
             *last = search.max(*last);
             return Ok(columns.clone());
         }
-        let opened = Arc::new(SegmentColumns::open(ff, segment, names)?);
+        let opened = Arc::new(SegmentColumns::open(reader, segment, names)?);
         let mut state = crate::schema::lock(&self.state);
         let (last, columns) = state
             .segments
@@ -176,7 +178,7 @@ mod tests {
         let names = ColumnNames::new(collapse.fields, &collapse.settings, searcher.schema())?;
         let cache = ColumnCache::default();
         let read =
-            |search| cache.segment(search, segment.segment_id(), segment.fast_fields(), &names);
+            |search| cache.segment(search, segment.segment_id(), segment, &names);
 
         let first = cache.start_search();
         let opened = read(first)?;

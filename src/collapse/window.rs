@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::cmp::Ordering;
 use std::sync::Arc;
-use tantivy::fastfield::FastFieldReaders;
+use tantivy::SegmentReader;
 use tantivy::index::SegmentId;
 use tantivy::{DocAddress, DocId, Order};
 
@@ -211,10 +211,10 @@ fn choose_leaders<K: RankKey>(
     }
 }
 
-/// A searched segment as the collector's fruit gives it: its id and fast fields.
+/// A searched segment as the collector's fruit gives it: its id and reader.
 pub(super) struct FruitSegment {
     pub(super) id: SegmentId,
-    pub(super) fast_fields: FastFieldReaders,
+    pub(super) reader: SegmentReader,
 }
 
 /// Which string column of the window's segments to read.
@@ -260,7 +260,7 @@ impl<'a> WindowColumns<'a> {
             self.opened[ord] = Some(self.cache.segment(
                 self.search,
                 segment.id,
-                &segment.fast_fields,
+                &segment.reader,
                 self.names,
             )?);
         }

@@ -68,7 +68,7 @@ use serde::{Deserialize, Serialize};
 use shingles::ShingleCollector;
 
 /// What a document is matched by: its simhash and its MinHash sketch.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Signature {
     /// The simhash fingerprint.
     pub fingerprint: Fingerprint,

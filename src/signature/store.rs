@@ -1,33 +1,30 @@
 //! Signatures in a tantivy index: the fields, reading them back per segment, and the lookup
 //! that every consumer builds on.
 //!
-//! A signature is stored as the fingerprint (one `u64` fast field), the sketch (one
-//! single-valued `u64` fast field per 64-bit word: `{fingerprint}_sketch0` ..; bit-packed
-//! columns read in a few ns, unlike a bytes column whose dictionary costs ~13 us per read) and,
-//! when the keys field is indexed, the rule's keys (the multi-valued indexed `u64` keys field,
-//! block and band keys together). A keys field that is not indexed holds nothing: the keys are
-//! computed from the columns ([`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables)).
+//! A document carries its signature to the index in plain `u64` fields (the fingerprint and
+//! one field per sketch word: `{fingerprint}_sketch0` ..), which tantivy neither indexes nor
+//! stores; the segment component ([`crate::component`]) writes them, with the rule's keys in
+//! sorted tables, to a file per segment, and every reader here reads that file in place.
 
 use super::minhash::band_from_words;
-use super::{Evidence, MatchRule, MinHashConfig, Signature, Sketch};
+use super::{Evidence, MatchRule, MinHashConfig, Signature};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::keytable::{segment_keys, KeyRun, KeyTableStats, SegmentKeySource, SegmentKeys};
+use crate::component::{open_segment_file, ComponentFile};
 use std::collections::HashSet;
-use tantivy::columnar::Column;
-use tantivy::schema::{
-    Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument, FAST,
-};
+use tantivy::fastfield::AliveBitSet;
+use tantivy::schema::{Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument};
 use tantivy::{DocAddress, DocId, Searcher, SegmentReader};
 
-/// The names of the fields that hold signatures under a rule.
+/// The names of the fields that carry signatures to the index under a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SignatureFields {
-    /// The fingerprint fast field.
+    /// The fingerprint field.
     pub fingerprint: String,
-    /// The keys field (block and band keys).
+    /// The keys field (kept for the record's field names; it holds no value: the keys live in
+    /// the segment component's tables).
     pub keys: String,
-    /// The sketch fast fields, one per 64-bit word.
+    /// The sketch fields, one per 64-bit word.
     pub sketch: Vec<String>,
 }
 
@@ -51,38 +48,23 @@ impl SignatureFields {
         self
     }
 
-    /// Adds the fields to `builder` with the keys in the columns only, the default of a new
-    /// index (as [`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)): the
-    /// fingerprint and sketch words as `u64` fast fields, the keys as a bare `u64` field that
-    /// holds no value (lookups compute the keys from the columns, through key tables). Use
-    /// [`add_to_schema_with_key_postings`](Self::add_to_schema_with_key_postings) to index
-    /// them. Cost: none beyond the schema; tantivy panics on a field name the builder already
-    /// has, as for any field.
+    /// Adds the fields to `builder` (as
+    /// [`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)): the fingerprint, the
+    /// keys and the sketch words as plain `u64` fields that tantivy neither indexes nor stores
+    /// (they carry each document's signature to the segment component). Cost: none beyond
+    /// the schema; tantivy panics on a field name the builder already has, as for any field.
     pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
-        self.add_to_schema_with_key_postings(builder, false);
-    }
-
-    /// [`add_to_schema`](Self::add_to_schema), with the keys indexed as a multi-valued `u64`
-    /// field without fieldnorms when `key_postings` (the storage of
-    /// [`NearDupConfig::with_key_postings(true)`](crate::NearDupConfig::with_key_postings):
-    /// 16 postings per document by default, for lookups that read postings until a segment's
-    /// key table is built). Cost and panics as [`add_to_schema`](Self::add_to_schema).
-    pub fn add_to_schema_with_key_postings(&self, builder: &mut SchemaBuilder, key_postings: bool) {
-        builder.add_u64_field(&self.fingerprint, FAST);
-        let keys = if key_postings {
-            NumericOptions::default().set_indexed()
-        } else {
-            NumericOptions::default()
-        };
-        builder.add_u64_field(&self.keys, keys);
+        builder.add_u64_field(&self.fingerprint, NumericOptions::default());
+        builder.add_u64_field(&self.keys, NumericOptions::default());
         for name in &self.sketch {
-            builder.add_u64_field(name, FAST);
+            builder.add_u64_field(name, NumericOptions::default());
         }
     }
 
-    /// The fields in `schema`. The keys are written and read as postings when the keys field is
-    /// indexed, else computed from the columns. Cost: one name look-up per field (33 by
-    /// default). Errors with [`Error::InvalidConfig`] naming the first field `schema` lacks.
+    /// The fields in `schema`. Cost: one name look-up per field (34 by default). Errors with
+    /// [`Error::InvalidConfig`] naming the first field `schema` lacks, and with
+    /// [`Error::OldFormat`] when the fingerprint is a fast field (an index of the previous
+    /// format, which kept signatures in columns).
     pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
         let get = |name: &str| {
             schema.get_field(name).map_err(|_| {
@@ -92,16 +74,20 @@ impl SignatureFields {
                 ))
             })
         };
-        let keys = get(&self.keys)?;
-        let key_postings = match schema.get_field_entry(keys).field_type() {
-            FieldType::U64(o) => o.is_indexed(),
-            _ => false,
-        };
+        let fingerprint = get(&self.fingerprint)?;
+        if let FieldType::U64(o) = schema.get_field_entry(fingerprint).field_type() {
+            if o.is_fast() || o.is_indexed() {
+                return Err(Error::OldFormat(format!(
+                    "the fingerprint field `{}` is a fast field: the signatures of this index \
+                     are in columns, this version keeps them in a segment component",
+                    self.fingerprint
+                )));
+            }
+        }
         Ok(ResolvedSignatureFields {
             names: self.clone(),
-            fingerprint: get(&self.fingerprint)?,
-            keys,
-            key_postings,
+            fingerprint,
+            keys: get(&self.keys)?,
             sketch: self.sketch.iter().map(|n| get(n)).collect::<Result<_>>()?,
         })
     }
@@ -113,17 +99,10 @@ pub struct ResolvedSignatureFields {
     names: SignatureFields,
     fingerprint: Field,
     keys: Field,
-    /// Whether the keys field is indexed (keys in postings).
-    key_postings: bool,
     sketch: Vec<Field>,
 }
 
 impl ResolvedSignatureFields {
-    /// Whether the keys are indexed as postings (else they live in the columns only).
-    pub fn key_postings(&self) -> bool {
-        self.key_postings
-    }
-
     /// The names.
     pub fn names(&self) -> &SignatureFields {
         &self.names
@@ -139,12 +118,11 @@ impl ResolvedSignatureFields {
         &self.sketch
     }
 
-    /// Adds `signature` (fingerprint, sketch words, and the keys when they are indexed) to
-    /// `doc`. Cost: one value per field (33 by default), plus the rule's keys (16 by default)
-    /// when they are indexed; cannot fail.
+    /// Adds `signature` (fingerprint and sketch words) to `doc`. Cost: one value per field (33
+    /// by default); cannot fail.
     pub fn add_to_document(
         &self,
-        rule: &MatchRule,
+        _rule: &MatchRule,
         signature: &Signature,
         doc: &mut TantivyDocument,
     ) {
@@ -152,81 +130,92 @@ impl ResolvedSignatureFields {
         for (field, &word) in self.sketch.iter().zip(&signature.sketch.words) {
             doc.add_u64(*field, word);
         }
-        if self.key_postings {
-            for key in rule.keys(signature) {
-                doc.add_u64(self.keys, key);
-            }
-        }
     }
 }
 
-/// The signature columns of one segment.
+/// The signatures and key tables of one segment: its component file, read in place.
+#[derive(Clone, Debug)]
 pub struct SegmentSignatures {
-    fingerprint: Column<u64>,
-    sketch: Vec<Column<u64>>,
+    file: ComponentFile,
 }
 
 impl SegmentSignatures {
-    /// Opens the columns of `fields` in `segment`. Cost: one column open per field (33 by
-    /// default). Errors: [`Error::Tantivy`] when a field is missing from the segment or is not a
-    /// `u64` fast field (a schema without the signature fields).
-    pub fn open(segment: &SegmentReader, fields: &SignatureFields) -> Result<SegmentSignatures> {
-        SegmentSignatures::from_fast_fields(segment.fast_fields(), fields)
-    }
-
-    /// Opens the columns of `fields` among a segment's fast fields (what a collector's segment
-    /// fruit keeps). Cost: one column open per field (33 by default). Errors as
-    /// [`open`](Self::open).
-    pub fn from_fast_fields(
-        ff: &tantivy::fastfield::FastFieldReaders,
-        fields: &SignatureFields,
-    ) -> Result<SegmentSignatures> {
+    /// Opens `segment`'s component file under `rule`. Cost: mapping the file and checking its
+    /// structure (a few microseconds); no document is read. Errors: [`Error::DamagedFile`]
+    /// when the file is truncated or damaged, [`Error::OldFormat`] when the segment has no
+    /// such file (an index of an older format), [`Error::IndexMismatch`] when it was written
+    /// under another rule.
+    pub fn open(segment: &SegmentReader, rule: &MatchRule) -> Result<SegmentSignatures> {
         Ok(SegmentSignatures {
-            fingerprint: ff.u64(&fields.fingerprint)?,
-            sketch: fields
-                .sketch
-                .iter()
-                .map(|n| ff.u64(n))
-                .collect::<tantivy::Result<_>>()?,
+            file: open_segment_file(segment, rule)?,
         })
     }
 
     /// Reads the signature of `doc` into `out` (reusing its sketch buffer); `false` when the
-    /// document has no fingerprint (it was not added with a signature). Cost: one column read
-    /// per field (33 by default); allocates only if `out`'s sketch must grow.
+    /// document has no signature. Cost: one contiguous read; allocates only if `out`'s sketch
+    /// must grow.
     pub fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
-        let Some(fp) = self.fingerprint.first(doc) else {
-            return false;
-        };
-        out.fingerprint = Fingerprint(fp);
-        out.sketch.words.clear();
-        out.sketch
-            .words
-            .extend(self.sketch.iter().map(|c| c.first(doc).unwrap_or(0)));
-        true
+        self.file.read_into(doc, out)
     }
 
     /// The fingerprint of `doc`, if it has one.
     pub fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
-        self.fingerprint.first(doc).map(Fingerprint)
+        self.file.fingerprint(doc)
     }
 
     /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
-    /// two sketch columns that hold them; no allocation.
+    /// two sketch words that hold them; no allocation.
     pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
-        band_from_words(config, band, |w| {
-            self.sketch.get(w).and_then(|c| c.first(doc)).unwrap_or(0)
-        })
+        band_from_words(config, band, |w| self.file.word(doc, w + 1))
     }
 
     /// The signature of `doc`, if it has one. Cost: as [`read_into`](Self::read_into), plus
     /// the sketch's allocation.
     pub fn get(&self, doc: DocId) -> Option<Signature> {
-        let mut s = Signature {
-            fingerprint: Fingerprint(0),
-            sketch: Sketch::default(),
-        };
+        let mut s = Signature::default();
         self.read_into(doc, &mut s).then_some(s)
+    }
+
+    /// Documents of the segment (deleted ones included).
+    pub fn max_doc(&self) -> u32 {
+        self.file.max_doc()
+    }
+
+    /// Verifies the file's checksum (a read of the whole file). Errors:
+    /// [`Error::DamagedFile`] when a byte differs from what was written.
+    pub fn verify_checksum(&self) -> Result<()> {
+        self.file.verify_checksum()
+    }
+
+    /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order;
+    /// deleted ones are skipped and do not count) under each key of `keys` (in
+    /// [`MatchRule::keys`] order), position by position, from the segment's tables. Errors:
+    /// [`Error::DamagedFile`] when a table is inconsistent.
+    pub(crate) fn for_each_key_doc(
+        &self,
+        keys: &[u64],
+        limit: usize,
+        alive: Option<&AliveBitSet>,
+        mut f: impl FnMut(usize, DocId),
+    ) -> Result<()> {
+        let live = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
+        for (position, &key) in keys.iter().enumerate() {
+            let run = self.file.run(position, key)?;
+            for doc in run.docs().filter(|&d| live(d)).take(limit) {
+                f(position, doc);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a key of `keys` holds more than `bound` documents (deleted ones included).
+    pub(crate) fn has_key_over(&self, keys: &[u64], bound: usize) -> Result<bool> {
+        for (position, &key) in keys.iter().enumerate() {
+            if self.file.run(position, key)?.len() > bound {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -242,63 +231,6 @@ pub struct SignatureMatch<'a> {
     pub signature: &'a Signature,
 }
 
-/// One segment of a [`SignatureReader`].
-struct ReaderSegment {
-    columns: SegmentSignatures,
-    /// The keys' inverted index; `None` when the keys live in the columns only.
-    postings: Option<std::sync::Arc<tantivy::InvertedIndexReader>>,
-    keys: std::sync::Arc<SegmentKeys>,
-    max_doc: u32,
-}
-
-/// What [`SignatureReader::visit_matches`] reads of a match.
-enum Read<'a> {
-    /// Its whole signature (for [`SignatureMatch::signature`]).
-    Signature,
-    /// Its evidence only, from the copies where there are copies.
-    Evidence(&'a mut DenseSignatures),
-}
-
-/// Where [`verify`] reads a candidate's signature from: its segment's columns, or a copy of
-/// them ([`DenseSegment`]: one contiguous run of words instead of a read per column).
-trait CandidateSignatures {
-    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint>;
-    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64;
-    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool;
-}
-
-impl CandidateSignatures for SegmentSignatures {
-    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
-        SegmentSignatures::fingerprint(self, doc)
-    }
-    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
-        SegmentSignatures::band(self, doc, config, band)
-    }
-    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
-        SegmentSignatures::read_into(self, doc, out)
-    }
-}
-
-impl CandidateSignatures for DenseSegment {
-    fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
-        self.get(doc).map(|(fp, _)| fp)
-    }
-    fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
-        self.get(doc).map_or(0, |(_, words)| {
-            band_from_words(config, band, |w| words.get(w).copied().unwrap_or(0))
-        })
-    }
-    fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
-        let Some((fp, words)) = self.get(doc) else {
-            return false;
-        };
-        out.fingerprint = fp;
-        out.sketch.words.clear();
-        out.sketch.words.extend_from_slice(words);
-        true
-    }
-}
-
 /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
 /// little as that key's branch needs. Under a block key only the simhash branch is checked
 /// (a resemblance match shares a band key and is verified there); under band `b`'s key the
@@ -308,7 +240,7 @@ impl CandidateSignatures for DenseSegment {
 fn verify(
     rule: &MatchRule,
     (query, query_bands): (&Signature, &[u64]),
-    (source, doc, position): (&impl CandidateSignatures, DocId, usize),
+    (source, doc, position): (&SegmentSignatures, DocId, usize),
     read_signature: bool,
     candidate: &mut Signature,
 ) -> Verdict {
@@ -327,7 +259,7 @@ fn verify(
         return Verdict::NotUnderThisKey;
     }
     let band = (position - blocks) as u32;
-    if source.band(doc, rule.minhash(), band) != query_bands[band as usize] {
+    if query_bands.get(band as usize) != Some(&source.band(doc, rule.minhash(), band)) {
         return Verdict::NotUnderThisKey;
     }
     if !source.read_into(doc, candidate) {
@@ -336,140 +268,6 @@ fn verify(
     match rule.matches(query, candidate) {
         Some(evidence) => Verdict::Match(evidence),
         None => Verdict::Never,
-    }
-}
-
-/// One segment's signatures, copied out of its columns: per document the fingerprint, then
-/// the sketch words (as [`SegmentSignatures::read_into`] reads them).
-struct DenseSegment {
-    /// 1 + the sketch words.
-    stride: usize,
-    words: Vec<u64>,
-    /// Whether each document has a fingerprint.
-    present: Vec<bool>,
-}
-
-impl DenseSegment {
-    /// Reads every document's signature, column by column. Cost: one sequential pass per
-    /// column (33 by default), `stride * 8 + 1` bytes per document.
-    fn read(columns: &SegmentSignatures, max_doc: u32) -> DenseSegment {
-        let stride = 1 + columns.sketch.len();
-        let docs = max_doc as usize;
-        let mut words = vec![0u64; docs * stride];
-        let mut present = vec![false; docs];
-        for doc in 0..max_doc {
-            if let Some(fp) = columns.fingerprint.first(doc) {
-                words[doc as usize * stride] = fp;
-                present[doc as usize] = true;
-            }
-        }
-        for (w, column) in columns.sketch.iter().enumerate() {
-            for doc in 0..max_doc {
-                words[doc as usize * stride + 1 + w] = column.first(doc).unwrap_or(0);
-            }
-        }
-        DenseSegment {
-            stride,
-            words,
-            present,
-        }
-    }
-
-    /// The fingerprint and sketch words of `doc`, if it has a fingerprint.
-    fn get(&self, doc: DocId) -> Option<(Fingerprint, &[u64])> {
-        let doc = doc as usize;
-        if !*self.present.get(doc)? {
-            return None;
-        }
-        let run = &self.words[doc * self.stride..][..self.stride];
-        Some((Fingerprint(run[0]), &run[1..]))
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.words.len() * 8 + self.present.len()
-    }
-}
-
-/// Copies of committed signatures for a caller that verifies many candidates against the same
-/// segments (the writer's checks): a candidate read from the columns costs one read per
-/// column (33 by default, each in another part of the segment's file), from a copy one
-/// contiguous read. A segment is copied once it has served `max(64, max_doc / 8)` candidates
-/// (the copy costs about as much as that many reads from the columns), while the copies hold
-/// at most `limit` bytes (`8 + 8 * sketch words + 1` per document: 265 B by default); other
-/// segments are read from their columns, with the same results. Copies are kept for the
-/// segments the next reader shares ([`follow`](Self::follow)).
-pub(crate) struct DenseSignatures {
-    segments: Vec<CopySlot>,
-    bytes: usize,
-    limit: usize,
-}
-
-struct CopySlot {
-    id: tantivy::index::SegmentId,
-    served: u64,
-    copy: Option<DenseSegment>,
-}
-
-impl DenseSignatures {
-    /// No copies yet; at most `limit` bytes of them.
-    pub(crate) fn new(limit: usize) -> DenseSignatures {
-        DenseSignatures {
-            segments: Vec::new(),
-            bytes: 0,
-            limit,
-        }
-    }
-
-    /// Follows `reader`'s segments: keeps the copies (and counts) of the segments it shares
-    /// with the previous reader, drops the others. Cost: a pass over the segments.
-    pub(crate) fn follow(&mut self, reader: &SignatureReader) {
-        let mut old = std::mem::take(&mut self.segments);
-        self.bytes = 0;
-        for ord in 0..reader.segments.len() {
-            let id = reader.searcher.segment_reader(ord as u32).segment_id();
-            let slot = match old.iter().position(|s| s.id == id) {
-                Some(i) => old.swap_remove(i),
-                None => CopySlot {
-                    id,
-                    served: 0,
-                    copy: None,
-                },
-            };
-            self.bytes += slot.copy.as_ref().map_or(0, DenseSegment::heap_bytes);
-            self.segments.push(slot);
-        }
-    }
-
-    /// The copy of segment `ord` of `reader` (the reader last followed), made now if the
-    /// segment has served enough candidates and the bound allows it.
-    fn segment(&mut self, reader: &SignatureReader, ord: usize) -> Option<&DenseSegment> {
-        let slot = self.segments.get_mut(ord)?;
-        if slot.copy.is_none() {
-            let segment = reader.segments.get(ord)?;
-            let docs = u64::from(segment.max_doc);
-            let stride = 1 + segment.columns.sketch.len();
-            let bytes = segment.max_doc as usize * (stride * 8 + 1);
-            if slot.served < (docs / 8).max(64) || self.bytes + bytes > self.limit {
-                return None;
-            }
-            let copy = DenseSegment::read(&segment.columns, segment.max_doc);
-            self.bytes += copy.heap_bytes();
-            slot.copy = Some(copy);
-        }
-        slot.copy.as_ref()
-    }
-
-    /// Counts `candidates` served by segment `ord`.
-    fn count(&mut self, ord: usize, candidates: u64) {
-        if let Some(slot) = self.segments.get_mut(ord) {
-            slot.served += candidates;
-        }
-    }
-
-    /// Bytes the copies hold.
-    #[cfg(test)]
-    pub(crate) fn bytes(&self) -> usize {
-        self.bytes
     }
 }
 
@@ -483,86 +281,62 @@ enum Verdict {
     Never,
 }
 
-/// A searcher's signature columns and key postings, opened once per segment; lookups reuse
-/// them (opening the columns costs more than a lookup).
+/// A searcher's signatures and key tables: every segment's component file, opened once.
+/// Opening costs a few microseconds per segment (the files are memory-mapped and only their
+/// structure is checked), so a fresh process answers its first lookup without building
+/// anything.
 pub struct SignatureReader {
-    keys: Field,
-    segments: Vec<ReaderSegment>,
+    segments: Vec<SegmentSignatures>,
     searcher: Searcher,
-    key_tables: bool,
+    rule: MatchRule,
 }
 
 impl SignatureReader {
-    /// Opens the columns and (keys in postings) the keys' inverted index of every segment of
-    /// `searcher`. Cost: per segment, one column open per signature field (33 by default) and
-    /// an inverted index open; no document is read. Keep it for many lookups. Errors:
-    /// [`Error::Tantivy`] when a segment lacks a signature column or the keys' postings
-    /// (`fields` resolved against another index's schema), or when opening a segment's files
-    /// fails.
-    pub fn new(searcher: &Searcher, fields: &ResolvedSignatureFields) -> Result<SignatureReader> {
-        let mut segments = Vec::new();
-        for segment in searcher.segment_readers() {
-            segments.push(ReaderSegment {
-                columns: SegmentSignatures::open(segment, fields.names())?,
-                postings: if fields.key_postings {
-                    Some(segment.inverted_index(fields.keys)?)
-                } else {
-                    None
-                },
-                keys: segment_keys(segment.segment_id(), &fields.names().fingerprint),
-                max_doc: segment.max_doc(),
-            });
-        }
+    /// Opens the component file of every segment of `searcher` under `rule`. Errors: those of
+    /// [`SegmentSignatures::open`].
+    pub fn new(searcher: &Searcher, rule: &MatchRule) -> Result<SignatureReader> {
+        let segments = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| SegmentSignatures::open(segment, rule))
+            .collect::<Result<_>>()?;
         Ok(SignatureReader {
-            keys: fields.keys,
             segments,
             searcher: searcher.clone(),
-            key_tables: true,
+            rule: rule.clone(),
         })
     }
 
-    /// Whether the keys are read from postings (else from key tables, or a scan of the
-    /// columns).
-    pub fn key_postings(&self) -> bool {
-        self.segments.iter().all(|s| s.postings.is_some())
+    /// The searcher the reader was made from.
+    pub fn searcher(&self) -> &Searcher {
+        &self.searcher
     }
 
-    /// Segment `ord`'s keys as lookups read them.
-    fn key_source(&self, ord: usize) -> Option<SegmentKeySource<'_, &SegmentSignatures>> {
-        let segment = self.segments.get(ord)?;
-        Some(SegmentKeySource {
-            entry: &segment.keys,
-            postings: segment.postings.as_deref().map(|p| (p, self.keys)),
-            columns: &segment.columns,
-            max_doc: segment.max_doc,
-            tables: self.key_tables,
-            alive: self.searcher.segment_reader(ord as u32).alive_bitset(),
-        })
+    /// The rule the tables were opened under.
+    pub fn rule(&self) -> &MatchRule {
+        &self.rule
     }
 
-    /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order; deleted
-    /// ones are skipped and do not count) of segment `ord` under each key of `keys` (the first `keys.len()` keys of
-    /// [`MatchRule::keys`]), position by position: from the segment's key table, its postings
-    /// or a scan of its columns (see [`crate::keytable`]). `runs` is scratch space, kept by
-    /// the caller across segments.
-    pub(crate) fn for_each_key_doc<'s>(
-        &'s self,
+    /// Calls `f(position, doc)` with the first `limit` live documents of segment `ord` under
+    /// each key of `keys` (see [`SegmentSignatures::for_each_key_doc`]).
+    pub(crate) fn for_each_key_doc(
+        &self,
         ord: usize,
-        (rule, keys, limit): (&MatchRule, &[u64], usize),
-        runs: &mut Vec<Option<KeyRun<'s>>>,
+        keys: &[u64],
+        limit: usize,
         f: impl FnMut(usize, DocId),
     ) -> Result<()> {
-        if let Some(mut source) = self.key_source(ord) {
-            source.for_each_key_doc(rule, keys, limit, runs, f)?;
+        if let Some(segment) = self.segments.get(ord) {
+            let alive = self.searcher.segment_reader(ord as u32).alive_bitset();
+            segment.for_each_key_doc(keys, limit, alive, f)?;
         }
         Ok(())
     }
 
     /// Whether a key of `signature` holds more than `bound` documents in some segment (deleted
     /// ones included), so that a lookup with that bound may miss some of its matches. Cost:
-    /// per key and segment, a table read or a term look-up (a scan of the columns for a
-    /// segment without either). Errors: [`Error::Tantivy`] when reading a segment's postings or
-    /// columns fails.
+    /// per key and segment, a table probe. Errors: [`Error::DamagedFile`] when a table is
+    /// inconsistent.
     pub fn has_hot_key(
         &self,
         rule: &MatchRule,
@@ -573,93 +347,35 @@ impl SignatureReader {
             return Ok(false);
         }
         let keys = rule.keys(signature);
-        for ord in 0..self.segments.len() {
-            if let Some(mut source) = self.key_source(ord) {
-                if source.has_key_over(rule, &keys, bound)? {
-                    return Ok(true);
-                }
+        for segment in &self.segments {
+            if segment.has_key_over(&keys, bound)? {
+                return Ok(true);
             }
         }
         Ok(false)
     }
 
-    /// Whether lookups may use in-memory key tables (see
-    /// [`NearDupSearcher::with_key_tables`](crate::NearDupSearcher::with_key_tables): built
-    /// once a segment has served `max(32, documents / 1024)` lookups, or on first use when the
-    /// keys live in the columns only; ~6-8 B per key per document, shared by the process's
-    /// searchers of the segment); `true` unless set. With `false` every key is read from its
-    /// postings, or, keys in columns only, found by scanning the columns on every lookup, and
-    /// no table is built (tables other searchers built are not used either). The results are
-    /// the same either way.
-    pub fn with_key_tables(mut self, enabled: bool) -> Self {
-        self.key_tables = enabled;
-        self
-    }
-
-    /// Whether lookups may use in-memory key tables.
-    pub fn key_tables(&self) -> bool {
-        self.key_tables
-    }
-
-    /// Builds the key table of every segment that has none yet, under `rule`, and sums what
-    /// the tables of this reader's segments hold (nothing when tables are disabled).
-    ///
-    /// Cost: one read of every document's signature per segment without a table, measured at
-    /// 1.0-3.4 us per document; the tables hold ~98 B per document under the default rule (16
-    /// keys), ~50 B with 4 block keys (docs/PERFORMANCE.md, summary). A segment whose table
-    /// would pass [`set_key_table_memory_limit`](crate::set_key_table_memory_limit) gets none;
-    /// this does not fail.
-    pub fn build_key_tables(&self, rule: &MatchRule) -> KeyTableStats {
-        if self.key_tables {
-            for segment in &self.segments {
-                segment.keys.build(rule, &segment.columns, segment.max_doc);
-            }
-        }
-        self.key_table_stats(rule)
-    }
-
-    /// What the key tables built under `rule` for this reader's segments hold (nothing when
-    /// tables are disabled), and how many lookups of them scanned the columns. Cost: a few
-    /// counter reads per segment; builds none, reads no index data.
-    pub fn key_table_stats(&self, rule: &MatchRule) -> KeyTableStats {
-        let mut stats = KeyTableStats::default();
-        for segment in &self.segments {
-            stats.scans += segment.keys.scans();
-            if !self.key_tables {
-                continue;
-            }
-            if let Some(table) = segment.keys.built_for(rule) {
-                stats.segments += 1;
-                stats.documents += u64::from(segment.max_doc);
-                stats.bytes += table.heap_bytes() as u64;
-                stats.build_time += table.build_time();
-            }
-        }
-        stats
-    }
-
-    /// The signature columns of segment `ord`.
+    /// The signatures of segment `ord`.
     pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
-        self.segments.get(ord as usize).map(|s| &s.columns)
+        self.segments.get(ord as usize)
     }
 
-    /// Calls `f` once for every live document that
-    /// `rule` matches with `query`: per segment and key of `query`, a few array reads from the
-    /// segment's key table once built ([`with_key_tables`](Self::with_key_tables)), else a term
-    /// look-up and postings read (keys in columns only: a scan of the segment's columns); one
-    /// signature read and one [`MatchRule::matches`] per candidate (a document met
-    /// under several keys is verified and reported once: a per-segment set of the matches).
+    /// Calls `f` once for every live document that `rule` matches with `query`: per segment
+    /// and key of `query`, a probe of the segment's table (a directory read and a short binary
+    /// search in the memory-mapped file); one signature read and one [`MatchRule::matches`]
+    /// per candidate (a document met under several keys is verified and reported once: a
+    /// per-segment set of the matches).
     ///
     /// Because every pair the rule matches shares a key, this finds exactly the documents a
-    /// brute-force scan with [`MatchRule::matches`] finds. **Hot keys**: a key whose postings
-    /// hold more than `max_postings_per_key` documents is read only up to that many (in doc id
+    /// brute-force scan with [`MatchRule::matches`] finds. **Hot keys**: a key held by more
+    /// than `max_postings_per_key` live documents is read only up to that many (in doc id
     /// order, per segment), so a lookup costs at most keys x `max_postings_per_key` candidates
-    /// per segment; a match is then missed only if every key it shares with `query` is cut that
-    /// way. `usize::MAX` reads everything.
+    /// per segment; a match is then missed only if every key it shares with `query` is cut
+    /// that way. `usize::MAX` reads everything.
     ///
     /// Returns the number of candidates verified (live documents not yet matched under an
-    /// earlier key), the work the bound limits. Errors: [`Error::Tantivy`] when reading
-    /// postings fails or a segment's keys cannot be read.
+    /// earlier key), the work the bound limits. Errors: [`Error::DamagedFile`] when a table
+    /// is inconsistent.
     pub fn for_each_match(
         &self,
         rule: &MatchRule,
@@ -667,47 +383,37 @@ impl SignatureReader {
         max_postings_per_key: usize,
         f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
-        self.visit_matches(rule, query, max_postings_per_key, Read::Signature, f)
+        self.visit_matches(rule, query, max_postings_per_key, true, f)
     }
 
     /// [`for_each_match`](Self::for_each_match) for a caller that needs only where each match
     /// is and why: the same matches, in the same order, with the same count of candidates
-    /// verified, but a match within the simhash radius costs one column read (its fingerprint)
-    /// instead of one per signature field (33 by default), and the candidates of a segment
-    /// `copies` holds a copy of are read from that copy (one contiguous read instead of one per
-    /// column; see [`DenseSignatures`]). The writer's committed check.
+    /// verified, but a match within the simhash radius reads only its fingerprint. The
+    /// writer's committed check.
     pub(crate) fn for_each_match_evidence(
         &self,
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
-        copies: &mut DenseSignatures,
         mut f: impl FnMut(DocAddress, Evidence),
     ) -> Result<u64> {
-        self.visit_matches(
-            rule,
-            query,
-            max_postings_per_key,
-            Read::Evidence(copies),
-            |m| f(m.address, m.evidence),
-        )
+        self.visit_matches(rule, query, max_postings_per_key, false, |m| {
+            f(m.address, m.evidence)
+        })
     }
 
     /// The matches of `query`; the signature passed to `f` is the match's only with
-    /// [`Read::Signature`] (else whatever the last candidate read left in the buffer).
+    /// `read_signature` (else whatever the last candidate read left in the buffer).
     fn visit_matches(
         &self,
         rule: &MatchRule,
         query: &Signature,
         max_postings_per_key: usize,
-        mut read: Read<'_>,
+        read_signature: bool,
         mut f: impl FnMut(SignatureMatch<'_>),
     ) -> Result<u64> {
         let keys = rule.keys(query);
-        let mut candidate = Signature {
-            fingerprint: Fingerprint(0),
-            sketch: Sketch::default(),
-        };
+        let mut candidate = Signature::default();
         let query_bands: Vec<u64> = (0..rule.minhash().bands)
             .map(|b| query.sketch.band(rule.minhash(), b))
             .collect();
@@ -717,20 +423,11 @@ impl SignatureReader {
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut rejected: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
-        let mut runs = Vec::with_capacity(keys.len());
-        let read_signature = matches!(read, Read::Signature);
-        for (ord, reader_segment) in self.segments.iter().enumerate() {
-            let columns = &reader_segment.columns;
-            let segment = self.searcher.segment_reader(ord as u32);
+        for (ord, signatures) in self.segments.iter().enumerate() {
             seen.clear();
             rejected.clear();
-            let copy = match &mut read {
-                Read::Evidence(copies) => copies.segment(self, ord),
-                Read::Signature => None,
-            };
-            let before = verified;
             let visit = |position: usize, doc: DocId| {
-                if seen.contains(&doc) || segment.is_deleted(doc) {
+                if seen.contains(&doc) {
                     return;
                 }
                 verified += 1;
@@ -738,23 +435,13 @@ impl SignatureReader {
                     return;
                 }
                 let query = (query, query_bands.as_slice());
-                let verdict = match copy {
-                    Some(copy) => verify(
-                        rule,
-                        query,
-                        (copy, doc, position),
-                        read_signature,
-                        &mut candidate,
-                    ),
-                    None => verify(
-                        rule,
-                        query,
-                        (columns, doc, position),
-                        read_signature,
-                        &mut candidate,
-                    ),
-                };
-                match verdict {
+                match verify(
+                    rule,
+                    query,
+                    (signatures, doc, position),
+                    read_signature,
+                    &mut candidate,
+                ) {
                     Verdict::Match(evidence) => {
                         seen.insert(doc);
                         f(SignatureMatch {
@@ -769,10 +456,7 @@ impl SignatureReader {
                     Verdict::NotUnderThisKey => {}
                 }
             };
-            self.for_each_key_doc(ord, (rule, &keys, max_postings_per_key), &mut runs, visit)?;
-            if let Read::Evidence(copies) = &mut read {
-                copies.count(ord, verified - before);
-            }
+            self.for_each_key_doc(ord, &keys, max_postings_per_key, visit)?;
         }
         Ok(verified)
     }
@@ -782,8 +466,8 @@ impl SignatureReader {
     /// into memory (8 + sketch bytes each, plus their keys during the join) and joined by
     /// [`super::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
     /// apply. Cost: one signature read per live document, then the join (its memory and time
-    /// are [`super::pairs_in_memory`]'s). Errors: none today (the columns are open); the
-    /// `Result` leaves room for reading signatures lazily.
+    /// are [`super::pairs_in_memory`]'s). Errors: none today; the `Result` leaves room for
+    /// a streaming join over the tables.
     pub fn for_each_pair(
         &self,
         rule: &MatchRule,
@@ -792,10 +476,10 @@ impl SignatureReader {
     ) -> Result<super::PairStats> {
         let mut addresses = Vec::new();
         let mut signatures = Vec::new();
-        for (ord, reader_segment) in self.segments.iter().enumerate() {
+        for (ord, segment_signatures) in self.segments.iter().enumerate() {
             let segment = self.searcher.segment_reader(ord as u32);
             for doc in segment.doc_ids_alive() {
-                if let Some(sig) = reader_segment.columns.get(doc) {
+                if let Some(sig) = segment_signatures.get(doc) {
                     addresses.push(DocAddress::new(ord as u32, doc));
                     signatures.push(sig);
                 }
@@ -815,6 +499,7 @@ mod tests {
     use super::*;
     use crate::signature::tests::signature_index;
     use crate::test_rng::Rng;
+    use crate::signature::Sketch;
     use std::collections::BTreeSet;
 
     /// Signatures in families around random ones: simhash neighbours (1-3 bits flipped, same
@@ -860,16 +545,15 @@ mod tests {
 
     /// `for_each_match_evidence` (the writer's committed check) reports the same matches with
     /// the same evidence, in the same order, and counts the same candidates as
-    /// `for_each_match`, whose matches equal brute force; with keys in postings and in columns
-    /// (key tables, and scans without them), bounded and unbounded, across segments and deletes.
+    /// `for_each_match`, whose matches equal brute force; bounded and unbounded, across
+    /// segments and deletes.
     #[test]
     fn evidence_only_matches_equal_full_matches_and_brute_force() {
         let rule = MatchRule::default();
         let sigs = families(11, &rule, 280);
         let mut never = 0;
-        for key_postings in [false, true] {
-            let (index, fields, deleted) =
-                signature_index(&rule, &sigs, key_postings, 90, |i| i % 11 == 4);
+        {
+            let (index, _fields, deleted) = signature_index(&rule, &sigs, 90, |i| i % 11 == 4);
             let searcher = index.reader().unwrap().searcher();
             assert!(searcher.segment_readers().len() >= 3);
             let ids: Vec<_> = searcher
@@ -878,15 +562,8 @@ mod tests {
                 .map(|s| s.fast_fields().u64("n").unwrap())
                 .collect();
             let number = |a: DocAddress| ids[a.segment_ord as usize].first(a.doc_id).unwrap();
-            for tables in [true, false] {
-                let reader = SignatureReader::new(&searcher, &fields)
-                    .unwrap()
-                    .with_key_tables(tables);
-                // Copies made midway (each segment once it served its candidates), and none.
-                let mut copies = DenseSignatures::new(usize::MAX);
-                copies.follow(&reader);
-                let mut no_copies = DenseSignatures::new(0);
-                no_copies.follow(&reader);
+            {
+                let reader = SignatureReader::new(&searcher, &rule).unwrap();
                 for (q, query) in sigs.iter().enumerate() {
                     let oracle: BTreeSet<u64> = (0..sigs.len())
                         .filter(|i| {
@@ -910,17 +587,14 @@ mod tests {
                                 full.push((m.address, m.evidence))
                             })
                             .unwrap();
-                        // From the segments' copies, then from their columns.
-                        for dense in [&mut copies, &mut no_copies] {
-                            let mut evidence = Vec::new();
-                            let count = reader
-                                .for_each_match_evidence(&rule, query, bound, dense, |a, e| {
-                                    evidence.push((a, e))
-                                })
-                                .unwrap();
-                            assert_eq!(evidence, full, "query {q}, bound {bound}");
-                            assert_eq!(count, full_count, "query {q}, bound {bound}");
-                        }
+                        let mut evidence = Vec::new();
+                        let count = reader
+                            .for_each_match_evidence(&rule, query, bound, |a, e| {
+                                evidence.push((a, e))
+                            })
+                            .unwrap();
+                        assert_eq!(evidence, full, "query {q}, bound {bound}");
+                        assert_eq!(count, full_count, "query {q}, bound {bound}");
                         // The evidence equals `full`, checked against the rule and brute force.
                         let evidence = full;
                         for &(address, e) in &evidence {
@@ -937,13 +611,6 @@ mod tests {
                         }
                     }
                 }
-                let docs: usize = searcher
-                    .segment_readers()
-                    .iter()
-                    .map(|s| s.max_doc() as usize)
-                    .sum();
-                assert_eq!(copies.bytes(), docs * (8 * 33 + 1), "every segment copied");
-                assert_eq!(no_copies.bytes(), 0);
             }
         }
         // The corpus exercises the candidates compared in full that never match.

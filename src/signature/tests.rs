@@ -319,11 +319,11 @@ fn index_lookup_equals_brute_force_across_segments_and_deletes() {
         let mut signer = rule.signer(&crate::Scheme::default());
         let sigs: Vec<Signature> = texts.iter().map(|t| signer.sign(t)).collect();
         // Deletes reach into committed segments.
-        let (index, fields, deleted) = signature_index(&rule, &sigs, true, 50, |i| i % 7 == 3);
+        let (index, _fields, deleted) = signature_index(&rule, &sigs, 50, |i| i % 7 == 3);
         let reader = index.reader().unwrap();
         let searcher = reader.searcher();
         assert!(searcher.segment_readers().len() >= 3);
-        let lookups = SignatureReader::new(&searcher, &fields).unwrap();
+        let lookups = SignatureReader::new(&searcher, &rule).unwrap();
         let ids: Vec<_> = searcher
             .segment_readers()
             .iter()
@@ -508,13 +508,12 @@ fn a_key_group_with_foreign_postings_is_refused() {
 }
 
 /// An index of `sigs` (u64 field `n`, indexed and fast, holds each one's position; the signature
-/// fields with or without the rule's keys as postings), committed every `commit_every`
+/// fields, stored by the segment component), committed every `commit_every`
 /// documents, then the positions `delete` selects deleted and committed: several segments and
 /// deletes reaching into them, for the lookup tests. Returns the deleted positions.
 pub(crate) fn signature_index(
     rule: &MatchRule,
     sigs: &[Signature],
-    key_postings: bool,
     commit_every: usize,
     delete: impl Fn(usize) -> bool,
 ) -> (
@@ -530,8 +529,17 @@ pub(crate) fn signature_index(
     let names = SignatureFields::new("fp", "keys", rule);
     let mut builder = Schema::builder();
     let n_field = builder.add_u64_field("n", INDEXED | FAST);
-    names.add_to_schema_with_key_postings(&mut builder, key_postings);
-    let index = Index::create_in_ram(builder.build());
+    names.add_to_schema(&mut builder);
+    let component = crate::component::NearDupComponent::new(
+        rule.clone(),
+        names.fingerprint.clone(),
+        names.sketch.clone(),
+    );
+    let index = Index::builder()
+        .schema(builder.build())
+        .register_plugin(std::sync::Arc::new(component))
+        .create_in_ram()
+        .unwrap();
     let fields = names.resolve(&index.schema()).unwrap();
     let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
     writer.set_merge_policy(Box::new(NoMergePolicy));

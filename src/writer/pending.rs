@@ -8,7 +8,6 @@ use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 use crate::ids::StrColumns;
 use crate::lookup::NearDupSearcher;
-use crate::signature::store::DenseSignatures;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -87,10 +86,6 @@ impl KeyHolders {
     }
 }
 
-/// The bound on the writer's copies of committed signatures: 256 MiB, about 1M documents under
-/// the default rule (265 B each); segments beyond it are read from their columns.
-const COMMITTED_COPIES_LIMIT: usize = 256 << 20;
-
 /// What the writer knows that the last commit does not.
 pub(super) struct Pending {
     pub(super) docs: Vec<PendingDoc>,
@@ -112,9 +107,6 @@ pub(super) struct Pending {
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
     pub(super) ids: PendingIds,
-    /// Copies of the committed signatures the checks read most (see [`DenseSignatures`]),
-    /// following the writer's searcher from commit to commit ([`follow`](Self::follow)).
-    copies: DenseSignatures,
     /// The committed groups and replaced ids, read through the process's string tables.
     groups: StrColumns,
     replaced: StrColumns,
@@ -166,7 +158,6 @@ impl Pending {
             sketches: Vec::new(),
             by_key: HashMap::default(),
             ids: PendingIds::default(),
-            copies: DenseSignatures::new(COMMITTED_COPIES_LIMIT),
             groups: StrColumns::default(),
             replaced: StrColumns::default(),
             keys: Vec::new(),
@@ -180,14 +171,12 @@ impl Pending {
         }
     }
 
-    /// Follows the writer's searcher of a new commit: the copies of committed signatures and the
-    /// string columns of its segments. Errors: [`crate::Error::Tantivy`] when a column cannot be
+    /// Follows the writer's searcher of a new commit: the string columns of its segments. Errors: [`crate::Error::Tantivy`] when a column cannot be
     /// opened.
     pub(super) fn follow(&mut self, searcher: &NearDupSearcher) -> Result<()> {
         // Opened first, so that a failure leaves nothing half-followed.
         let groups = StrColumns::open(searcher.searcher(), searcher.fields().group)?;
         let replaced = StrColumns::open(searcher.searcher(), searcher.fields().replaced)?;
-        self.copies.follow(searcher.signature_reader());
         self.groups = groups;
         self.replaced = replaced;
         Ok(())
@@ -402,7 +391,6 @@ impl Pending {
             rule,
             signature,
             self.max_postings_per_key,
-            &mut self.copies,
             |address, evidence| {
                 // Without a sequence field (an older index), ties follow segment order.
                 let sequence = searcher.sequence_of(address).unwrap_or(u64::MAX);

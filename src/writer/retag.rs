@@ -209,13 +209,13 @@ impl DedupWriter {
             .flat_map(|c| c.members.iter().map(|m| m.address))
             .collect();
         clustered.sort_unstable();
-        let names = self.index.signature_fields().names();
+        let rule = self.index.rule();
         let mut alone = Vec::new();
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             let Some(Some(column)) = groups.get(ord) else {
                 continue;
             };
-            let signatures = SegmentSignatures::open(seg, names)?;
+            let signatures = SegmentSignatures::open(seg, rule)?;
             for doc in seg.doc_ids_alive() {
                 let address = DocAddress::new(ord as u32, doc);
                 if column.ords().first(doc).is_some()

@@ -1,0 +1,327 @@
+//! The segment component: every segment's signatures and key tables in a file of its own.
+//!
+//! tantivy 0.27 lets custom data take part in a segment's life ([`SegmentPlugin`]: written
+//! with the segment, rebuilt by merges, deleted with it). [`NearDupComponent`] is that
+//! plugin for this crate: per segment it writes one file (extension [`COMPONENT_EXTENSION`])
+//! holding
+//!
+//! - the signatures (fingerprint and sketch) as a dense array in doc id order: reading one is
+//!   an offset;
+//! - the rule's keys as sorted tables, one per key position (Manku et al.'s permuted tables):
+//!   a lookup probes them in place, from the memory-mapped file, with no build step.
+//!
+//! The signature reaches the component through the document: the fingerprint and sketch
+//! fields ([`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)) are plain `u64`
+//! fields that tantivy neither indexes nor stores; the component reads them in
+//! `add_document`. Merges rebuild the file from the source segments' files and their alive
+//! bitsets. Indexes sorted by a field (shuffled doc ids) are refused.
+//!
+//! **What it costs users**: the plugin set of a tantivy index is fixed when the index is
+//! created, and an index that holds the component opens for writing only where the component
+//! is registered. [`NearDupIndex::create`](crate::NearDupIndex::create) and
+//! [`open`](crate::NearDupIndex::open) register it, and `create` adds it to a new, empty
+//! index made without it. Plain tantivy code that writes to such an index must register it
+//! first; without it, `Index::writer` fails with `MissingPlugin("neardup")`. Reading (a
+//! `Searcher`, queries, the doc store) needs no registration.
+//!
+//! ```
+//! # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+//! use tantivy::Index;
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex};
+//! # let config = NearDupConfig::new("id", ["body"]);
+//! # let mut builder = Schema::builder();
+//! # builder.add_text_field("id", STRING | FAST);
+//! # builder.add_text_field("body", TEXT);
+//! # config.add_fields(&mut builder);
+//! # let dir = tantivy::directory::RamDirectory::create();
+//! # NearDupIndex::create(Index::create(dir.clone(), builder.build(), Default::default())?, config.clone())?;
+//! // Opening an index with plain tantivy: register the component before writing.
+//! let mut index = Index::open(dir)?;
+//! index.register_plugin(config.segment_component()?);
+//! let writer: tantivy::IndexWriter = index.writer(15_000_000)?;
+//! # Ok::<(), tantivy_simhash::Error>(())
+//! ```
+
+mod file;
+
+pub(crate) use file::ComponentFile;
+
+use crate::error::Error;
+use crate::signature::MatchRule;
+use file::SignatureSource;
+use std::any::Any;
+use std::sync::Arc;
+use tantivy::index::SegmentComponent;
+use tantivy::indexer::doc_id_mapping::MappingType;
+use tantivy::indexer::DocIdMapping;
+use tantivy::schema::document::{ErasedDocument, ErasedValue, ReferenceValueLeaf};
+use tantivy::schema::Schema;
+use tantivy::{
+    DocId, PluginMergeContext, PluginWriter, PluginWriterContext, Segment, SegmentPlugin,
+    SegmentReader, TantivyError,
+};
+
+/// The file extension of the component's per-segment file.
+pub const COMPONENT_EXTENSION: &str = "neardup";
+
+fn component() -> SegmentComponent {
+    SegmentComponent::Custom(COMPONENT_EXTENSION.to_string())
+}
+
+/// The tantivy segment plugin that stores signatures and key tables (see the
+/// [module docs](self)). Make it with
+/// [`NearDupConfig::segment_component`](crate::NearDupConfig::segment_component).
+#[derive(Clone, Debug)]
+pub struct NearDupComponent {
+    spec: Arc<ComponentSpec>,
+}
+
+#[derive(Debug)]
+struct ComponentSpec {
+    rule: MatchRule,
+    fingerprint: String,
+    sketch: Vec<String>,
+}
+
+impl NearDupComponent {
+    /// The component of signatures under `rule`, read from the fields `fingerprint` and
+    /// `sketch` (one per sketch word) of each document.
+    pub(crate) fn new(rule: MatchRule, fingerprint: String, sketch: Vec<String>) -> Self {
+        NearDupComponent {
+            spec: Arc::new(ComponentSpec {
+                rule,
+                fingerprint,
+                sketch,
+            }),
+        }
+    }
+
+    /// The match rule whose signatures and keys the component stores.
+    pub fn rule(&self) -> &MatchRule {
+        &self.spec.rule
+    }
+}
+
+impl SegmentPlugin for NearDupComponent {
+    fn extensions(&self) -> &[&str] {
+        &[COMPONENT_EXTENSION]
+    }
+
+    fn create_writer(&self, ctx: &PluginWriterContext) -> tantivy::Result<Box<dyn PluginWriter>> {
+        let schema = ctx.segment.schema();
+        let spec = &self.spec;
+        let words = 1 + spec.rule.minhash().sketch_words();
+        // Word slot of every field id (u32::MAX: not a signature field).
+        let mut slots: Vec<u32> = Vec::new();
+        let mut place = |name: &str, slot: usize| -> tantivy::Result<()> {
+            let field = schema.get_field(name).map_err(|_| {
+                TantivyError::SchemaError(format!(
+                    "the near-duplicate component reads the field `{name}`, which the schema \
+                     lacks; add the fields with NearDupConfig::add_fields"
+                ))
+            })?;
+            let id = field.field_id() as usize;
+            if slots.len() <= id {
+                slots.resize(id + 1, u32::MAX);
+            }
+            slots[id] = slot as u32;
+            Ok(())
+        };
+        place(&spec.fingerprint, 0)?;
+        for (i, name) in spec.sketch.iter().enumerate().take(words - 1) {
+            place(name, i + 1)?;
+        }
+        Ok(Box::new(ComponentWriter {
+            spec: spec.clone(),
+            slots,
+            words_per_doc: words,
+            words: Vec::new(),
+            present: Vec::new(),
+            scratch: vec![0; words],
+        }))
+    }
+
+    fn merge(&self, ctx: PluginMergeContext) -> tantivy::Result<()> {
+        if ctx.doc_id_mapping.mapping_type() == MappingType::Shuffled {
+            return Err(sorted_index_error());
+        }
+        let rule = &self.spec.rule;
+        let mut sources = Vec::with_capacity(ctx.readers.len());
+        for reader in ctx.readers {
+            let file = open_segment_file(reader, rule).map_err(to_tantivy)?;
+            // A merge reads every signature anyway: check the whole file first, so damage
+            // is reported rather than copied into the merged segment.
+            file.verify_checksum().map_err(to_tantivy)?;
+            sources.push((reader, file));
+        }
+        let source = MergeSource { sources };
+        let mut out = ctx.target_segment.open_write(component())?;
+        file::write(
+            rule,
+            1 + rule.minhash().sketch_words(),
+            &source,
+            &mut out,
+        )
+        .map_err(to_tantivy)?;
+        tantivy::directory::TerminatingWrite::terminate(out)?;
+        Ok(())
+    }
+}
+
+fn sorted_index_error() -> TantivyError {
+    TantivyError::InvalidArgument(
+        "the near-duplicate component does not support indexes sorted by a field \
+         (IndexSettings::sort_by_field): create the index without sorting"
+            .into(),
+    )
+}
+
+fn to_tantivy(err: Error) -> TantivyError {
+    match err {
+        Error::Tantivy(e) => e,
+        other => TantivyError::InternalError(other.to_string()),
+    }
+}
+
+/// Opens `segment`'s component file, checking its structure against `rule`.
+pub(crate) fn open_segment_file(
+    segment: &SegmentReader,
+    rule: &MatchRule,
+) -> crate::Result<ComponentFile> {
+    let name = format!("{}.{COMPONENT_EXTENSION}", segment.segment_id().uuid_string());
+    let slice = segment.open_read(component()).map_err(|e| match e {
+        tantivy::directory::error::OpenReadError::FileDoesNotExist(_) => Error::OldFormat(format!(
+            "segment {} has no near-duplicate file ({name})",
+            segment.segment_id().uuid_string()
+        )),
+        other => Error::Tantivy(other.into()),
+    })?;
+    let bytes = slice.read_bytes()?;
+    ComponentFile::parse(bytes, name, rule, segment.max_doc())
+}
+
+/// The signatures of the merged segment: the source segments' live documents in order (what
+/// tantivy's merger does for indexes that are not sorted).
+struct MergeSource<'a> {
+    sources: Vec<(&'a SegmentReader, ComponentFile)>,
+}
+
+impl SignatureSource for MergeSource<'_> {
+    fn max_doc(&self) -> u32 {
+        self.sources.iter().map(|(r, _)| r.num_docs()).sum()
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(DocId, Option<&[u64]>)) -> crate::Result<()> {
+        let mut new_doc: DocId = 0;
+        let mut words: Vec<u64> = Vec::new();
+        for (reader, file) in &self.sources {
+            for doc in reader.doc_ids_alive() {
+                match file.raw(doc) {
+                    Some(raw) => {
+                        words.clear();
+                        words.extend(raw.chunks_exact(8).map(|c| {
+                            let mut a = [0u8; 8];
+                            a.copy_from_slice(c);
+                            u64::from_le_bytes(a)
+                        }));
+                        f(new_doc, Some(&words));
+                    }
+                    None => f(new_doc, None),
+                }
+                new_doc += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Collects a new segment's signatures as tantivy indexes its documents.
+struct ComponentWriter {
+    spec: Arc<ComponentSpec>,
+    slots: Vec<u32>,
+    words_per_doc: usize,
+    /// `words_per_doc` words per document, in doc id order.
+    words: Vec<u64>,
+    present: Vec<bool>,
+    scratch: Vec<u64>,
+}
+
+impl PluginWriter for ComponentWriter {
+    fn add_document(
+        &mut self,
+        doc_id: DocId,
+        doc: &dyn ErasedDocument,
+        _schema: &Schema,
+    ) -> tantivy::Result<()> {
+        // Documents arrive in doc id order; a gap (none is expected) is filled with documents
+        // without a signature so offsets stay right.
+        while (self.present.len() as u64) < u64::from(doc_id) {
+            self.present.push(false);
+            self.words
+                .extend(std::iter::repeat_n(0, self.words_per_doc));
+        }
+        self.scratch.iter_mut().for_each(|w| *w = 0);
+        let mut has_fingerprint = false;
+        for (field, value) in doc.erased_fields() {
+            let Some(&slot) = self.slots.get(field.field_id() as usize) else {
+                continue;
+            };
+            if slot == u32::MAX {
+                continue;
+            }
+            if let ErasedValue::Leaf(ReferenceValueLeaf::U64(v)) = value {
+                if let Some(w) = self.scratch.get_mut(slot as usize) {
+                    *w = v;
+                }
+                has_fingerprint |= slot == 0;
+            }
+        }
+        self.present.push(has_fingerprint);
+        self.words.extend_from_slice(&self.scratch);
+        Ok(())
+    }
+
+    fn serialize(
+        self: Box<Self>,
+        segment: &Segment,
+        doc_id_map: Option<&DocIdMapping>,
+    ) -> tantivy::Result<()> {
+        if doc_id_map.is_some() {
+            return Err(sorted_index_error());
+        }
+        let mut out = segment.open_write(component())?;
+        file::write(&self.spec.rule, self.words_per_doc, &*self, &mut out).map_err(to_tantivy)?;
+        tantivy::directory::TerminatingWrite::terminate(out)?;
+        Ok(())
+    }
+
+    fn mem_usage(&self) -> usize {
+        self.words.capacity() * 8 + self.present.capacity()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl SignatureSource for ComponentWriter {
+    fn max_doc(&self) -> u32 {
+        self.present.len() as u32
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(DocId, Option<&[u64]>)) -> crate::Result<()> {
+        for (doc, (&present, words)) in self
+            .present
+            .iter()
+            .zip(self.words.chunks_exact(self.words_per_doc))
+            .enumerate()
+        {
+            f(doc as DocId, present.then_some(words));
+        }
+        Ok(())
+    }
+}
