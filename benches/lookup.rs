@@ -7,13 +7,11 @@
 //! ```
 //!
 //! `SIMHASH_BENCH_DOCS` fingerprints (default 100,000; 91% random, 9% in near-duplicate clusters)
-//! in an on-disk index with the default layout, with 8 segments and with 1, keeping its keys in
-//! postings (`/postings` rows) and in columns only (`/columns` rows,
-//! `NearDupConfig::with_key_postings`). One iteration runs one query (they cycle through 256
-//! queries: half near an indexed fingerprint, half random). The searcher's key tables are built
-//! before measuring (`NearDupSearcher::build_key_tables`); the `no_table` rows disable them
-//! (`with_key_tables(false)`): every key from its postings, or, keys in columns only, a scan of
-//! the fingerprint column.
+//! in an on-disk index with the default layout, with 8 segments and with 1; the keys are read
+//! from the segment component's sorted tables, in place. One iteration runs one query (they
+//! cycle through 256 queries: half near an indexed fingerprint, half random). The
+//! `lookup_fresh_searcher` rows open a new lookup handle for every query (what a fresh process
+//! pays before its first answer, besides the page cache).
 //! At the end the mean time per query of each row and its ratio to `pigeonhole_table`, both
 //! measured in this run. Percentiles (p50, p99): `examples/index_bench.rs`.
 
@@ -40,16 +38,9 @@ fn docs() -> usize {
         .unwrap_or(100_000)
 }
 
-/// An index of `fps` in `segments` segments, its keys in postings or in columns only.
-fn build(
-    dir: &std::path::Path,
-    fps: &[u64],
-    segments: usize,
-    key_postings: bool,
-) -> NearDupSearcher {
-    let config = NearDupConfig::new("id", Vec::<String>::new())
-        .with_group_field(None)
-        .with_key_postings(key_postings);
+/// An index of `fps` in `segments` segments.
+fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher {
+    let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -70,9 +61,7 @@ fn build(
         w.commit().unwrap();
     }
     w.wait_merging_threads().unwrap();
-    let s = index.lookups().unwrap();
-    s.build_key_tables();
-    s
+    index.lookups().unwrap()
 }
 
 /// Total time and iterations of each row, as criterion ran them.
@@ -149,12 +138,11 @@ fn bench_lookup(c: &mut Criterion) {
             buf.len()
         })
     });
-    for (segments, key_postings) in [(8, true), (8, false), (1, true), (1, false)] {
+    for segments in [8, 1] {
         let dir = tempfile::tempdir().unwrap();
-        let s = build(dir.path(), &fps, segments, key_postings);
-        let keys = if key_postings { "postings" } else { "columns" };
-        let id = |name: &str| BenchmarkId::new(format!("{name}/{keys}"), segments);
-        let row = |name: &str| format!("{name}/{keys}/{segments}");
+        let s = build(dir.path(), &fps, segments);
+        let id = |name: &str| BenchmarkId::new(name.to_string(), segments);
+        let row = |name: &str| format!("{name}/{segments}");
         group.bench_with_input(id("lookup_with_ids"), &s, |b, s| {
             timed(b, &means, &row("lookup_with_ids"), || {
                 s.lookup(next()).unwrap().len()
@@ -165,12 +153,10 @@ fn bench_lookup(c: &mut Criterion) {
                 s.lookup_addresses(next(), k).unwrap().len()
             })
         });
-        let no_table = NearDupSearcher::new(s.fields(), s.searcher())
-            .unwrap()
-            .with_key_tables(false);
-        group.bench_with_input(id("lookup_addresses_no_table"), &no_table, |b, p| {
-            timed(b, &means, &row("lookup_addresses_no_table"), || {
-                p.lookup_addresses(next(), k).unwrap().len()
+        group.bench_with_input(id("lookup_fresh_searcher"), &s, |b, s| {
+            timed(b, &means, &row("lookup_fresh_searcher"), || {
+                let fresh = NearDupSearcher::new(s.fields(), s.searcher()).unwrap();
+                fresh.lookup_addresses(next(), k).unwrap().len()
             })
         });
         group.bench_with_input(id("query_docset_collector"), &s, |b, s| {

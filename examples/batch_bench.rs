@@ -25,8 +25,7 @@
 //! fingerprints (one thread, no grouping of duplicates; per combination a counting sort of the
 //! fingerprints by block, the floor and the ratios' base, or a sort of (key, row) pairs through
 //! the public `BlockLayout` API), comparisons within equal keys, a brute-force scan (all threads, on `--brute-queries`
-//! sampled documents, extrapolated to N^2/2 comparisons), streaming the key postings from the
-//! term dictionary instead of reading the fingerprint column, and one id read per document
+//! sampled documents, extrapolated to N^2/2 comparisons), and one id read per document
 //! (`NearDupSearcher::id_of`) instead of batched reads. Peak memory is the process's peak
 //! resident set (VmHWM), reset before each phase (`/proc/self/clear_refs`), so it includes the
 //! index pages the phase touches.
@@ -299,7 +298,6 @@ struct Timings {
     ph: f64,
     naive: f64,
     brute: f64,
-    stream: f64,
 }
 
 /// Every document pair expanded with ids (`for_each_id_pair`), checked against the count of
@@ -447,41 +445,6 @@ fn brute_force(fps: &[u64], k: u32, brute_queries: usize, threads: usize) -> f64
     brute
 }
 
-/// Term-dictionary streaming instead of the column: the postings of every key, and a column
-/// read per posting (the candidate gathering alone, without comparisons). Returns the seconds.
-fn stream_key_postings(
-    index: &NearDupIndex,
-    searcher: &tantivy_simhash::NearDupSearcher,
-) -> Res<f64> {
-    let t = Instant::now();
-    let mut postings_read = 0u64;
-    let mut checksum = 0u64;
-    let keys_field = index.fields().keys;
-    for seg in searcher.searcher().segment_readers() {
-        let inv = seg.inverted_index(keys_field)?;
-        let col = seg.fast_fields().u64("simhash")?;
-        let mut terms = inv.terms().stream()?;
-        while terms.advance() {
-            let mut p = inv.read_postings_from_terminfo(terms.value(), IndexRecordOption::Basic)?;
-            let mut d = p.doc();
-            while d != TERMINATED {
-                if !seg.is_deleted(d) {
-                    checksum ^= col.first(d).unwrap_or(0);
-                    postings_read += 1;
-                }
-                d = p.advance();
-            }
-        }
-    }
-    let stream = secs(t);
-    println!(
-        "streaming the key postings + column reads (1 thread, no comparisons): {stream:.3} s, \
-         {postings_read} postings (checksum {:x})",
-        checksum & 0xff
-    );
-    Ok(stream)
-}
-
 /// One id read per document (`NearDupSearcher::id_of`) next to the batched read of all ids.
 fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupSearcher) -> Res<()> {
     let sample_docs: Vec<DocAddress> = graph
@@ -523,7 +486,6 @@ fn print_summary(n: usize, threads: usize, t: &Timings, batch_peak: f64, rss0: f
         ph,
         naive,
         brute,
-        stream,
     } = *t;
     let ours = gather + join_n;
     println!("\n## summary, N = {n}");
@@ -557,10 +519,6 @@ fn print_summary(n: usize, threads: usize, t: &Timings, batch_peak: f64, rss0: f
         brute / ph
     );
     println!(
-        "| key postings streaming, gathering only | {stream:.3} | {:.2} |",
-        stream / ph
-    );
-    println!(
         "peak RSS of the batch phase: {batch_peak:.0} MB for {n} docs ({:.0} bytes per doc above the RSS before it)",
         (batch_peak - rss0).max(0.0) * 1024.0 * 1024.0 / n as f64
     );
@@ -591,7 +549,6 @@ fn main() -> Res<()> {
         ph: 0.0,
         naive: 0.0,
         brute: 0.0,
-        stream: 0.0,
     };
 
     let searcher = index.lookups()?;
@@ -599,7 +556,6 @@ fn main() -> Res<()> {
 
     pigeonhole_peers(&fps, &layout, k, total_pairs, &mut t)?;
     t.brute = brute_force(&fps, k, args.brute_queries, threads);
-    t.stream = stream_key_postings(&index, &searcher)?;
     compare_id_reads(&graph, &searcher)?;
 
     print_summary(n, threads, &t, batch_peak, rss0);

@@ -6,12 +6,11 @@
 //! cargo run --release --example index_bench -- ../shared/data --skip-lookup     # indexing only
 //! cargo run --release --example index_bench -- ../shared/data --skip-indexing   # lookup only
 //! cargo run --release --example index_bench -- ../shared/data --skip-lookup --sample 5000 --modes plain,stored,off
-//! cargo run --release --example index_bench -- ../shared/data --keys columns,postings --sizes 1000000 --skip-indexing
+//! cargo run --release --example index_bench -- ../shared/data --sizes 1000000 --skip-indexing
 //! ```
 //!
-//! `--keys` (default `columns,postings`) says where the indexes keep the rule's keys
-//! (`NearDupConfig::with_key_postings`): every lookup section and every indexing mode runs once
-//! per storage listed (plain tantivy once).
+//! The signatures and the rule's keys live in the segment component's file of each segment
+//! (`tantivy_simhash::component`); lookups probe its sorted tables in place.
 //!
 //! 1. **Lookup latency** at each size (default 100k and 1M fingerprints, 91% random and 9% in
 //!    near-duplicate clusters of 10), with the default layout (4 x 16, k = 3), in an on-disk
@@ -20,8 +19,7 @@
 //!    included), `NearDupQuery` through `Searcher::search` with `DocSetCollector`, an in-memory
 //!    pigeonhole table and a brute-force scan over the same fingerprints. Recall of every
 //!    method is checked against brute force. Also the first lookup of a fresh index handle
-//!    (no key table in the process yet: with keys in columns only it builds every segment's
-//!    table) and the second.
+//!    (nothing to build: the tables are read in place) and the second.
 //! 2. **Lookup by the match rule vs simhash-only** at each size, side by side on one index
 //!    (8 segments) of signatures (fingerprint + 256-bin sketch, the rule's 16 keys): the
 //!    simhash-only `NearDupSearcher::lookup` (the default before lookups moved to the rule)
@@ -79,8 +77,6 @@ struct Args {
     sample: Option<usize>,
     modes: Option<Vec<String>>,
     langs: Vec<String>,
-    /// Where the keys live, each storage run in turn: `true` postings, `false` columns only.
-    keys: Vec<bool>,
     /// Indexing: commit every this many documents (every mode), so that later documents are
     /// checked against committed segments; `None`: one commit at the end.
     commit_every: Option<usize>,
@@ -98,7 +94,6 @@ fn parse_args() -> Res<Args> {
         sample: None,
         modes: None,
         langs: vec!["en".into(), "zh".into()],
-        keys: vec![false, true],
         commit_every: None,
     };
     let mut it = std::env::args().skip(1);
@@ -121,16 +116,6 @@ fn parse_args() -> Res<Args> {
             "--commit-every" => {
                 args.commit_every = Some(value("--commit-every")?.parse::<usize>()?.max(1))
             }
-            "--keys" => {
-                args.keys = value("--keys")?
-                    .split(',')
-                    .map(|k| match k {
-                        "postings" => Ok(true),
-                        "columns" => Ok(false),
-                        other => Err(format!("--keys: `{other}`; expected postings or columns")),
-                    })
-                    .collect::<Result<_, _>>()?
-            }
             "--modes" => {
                 args.modes = Some(value("--modes")?.split(',').map(str::to_string).collect())
             }
@@ -150,20 +135,14 @@ fn main() -> Res<()> {
     );
     if args.rule_lookup_only {
         for &n in &args.sizes {
-            for &key_postings in &args.keys {
-                rule_lookup_bench(n, args.queries, key_postings)?;
-            }
+            rule_lookup_bench(n, args.queries)?;
         }
         return Ok(());
     }
     if args.lookup {
         for &n in &args.sizes {
-            for &key_postings in &args.keys {
-                lookup_bench(n, args.queries, key_postings)?;
-            }
-            for &key_postings in &args.keys {
-                rule_lookup_bench(n, args.queries, key_postings)?;
-            }
+            lookup_bench(n, args.queries)?;
+            rule_lookup_bench(n, args.queries)?;
         }
     }
     if args.indexing {
@@ -198,23 +177,12 @@ fn stats(mut v: Vec<Duration>) -> Stats {
     }
 }
 
-fn lookup_config(key_postings: bool) -> NearDupConfig {
-    NearDupConfig::new("id", Vec::<String>::new())
-        .with_group_field(None)
-        .with_key_postings(key_postings)
-}
-
-fn storage(key_postings: bool) -> &'static str {
-    if key_postings {
-        "keys in postings"
-    } else {
-        "keys in columns only"
-    }
+fn lookup_config() -> NearDupConfig {
+    NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None)
 }
 
 /// The first lookup of a fresh handle on the index in `dir` (every searcher of the old one
-/// dropped by the caller, so no key table is in the process: with keys in columns only the
-/// first lookup builds them all), then a second.
+/// dropped by the caller; the key tables are read in place, nothing is built), then a second.
 fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
     let t = Instant::now();
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir)?)?;
@@ -226,14 +194,10 @@ fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
     let t = Instant::now();
     s.lookup(q)?;
     let second = t.elapsed();
-    let st = s.key_table_stats();
     println!(
-        "fresh handle: open {:.1} ms, first lookup {:.1} ms ({} table(s) built, {:.1} MB), second \
-         lookup {:.1} us",
+        "fresh handle: open {:.2} ms, first lookup {:.2} ms, second lookup {:.1} us",
         us(open) / 1e3,
         us(first) / 1e3,
-        st.segments,
-        st.bytes as f64 / 1e6,
         us(second)
     );
     Ok(())
@@ -241,10 +205,10 @@ fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
 
 /// Indexes `fps` in 8 commits (no merges) in a temporary directory, and drops the writer and
 /// the index (for a fresh handle); returns the directory.
-fn build_lookup_index(fps: &[u64], key_postings: bool) -> Res<tempfile::TempDir> {
+fn build_lookup_index(fps: &[u64]) -> Res<tempfile::TempDir> {
     let n = fps.len();
     let dir = tempfile::tempdir()?;
-    let config = lookup_config(key_postings);
+    let config = lookup_config();
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -272,14 +236,10 @@ fn build_lookup_index(fps: &[u64], key_postings: bool) -> Res<tempfile::TempDir>
     Ok(dir)
 }
 
-fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+fn lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     let layout = BlockLayout::default();
     let k = layout.max_distance();
-    println!(
-        "\n## Lookup, N = {n}, layout {} (k = {k}), {}",
-        layout.id(),
-        storage(key_postings)
-    );
+    println!("\n## Lookup, N = {n}, layout {} (k = {k})", layout.id());
     let fps = corpus(n, 42);
     let qs = queries(&fps, n_queries, k, 7);
 
@@ -290,7 +250,7 @@ fn lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
         t.elapsed().as_secs_f64()
     );
 
-    let dir = build_lookup_index(&fps, key_postings)?;
+    let dir = build_lookup_index(&fps)?;
     first_lookup(dir.path(), Fingerprint(qs[0]))?;
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
@@ -380,14 +340,10 @@ fn rule_signatures(
 
 /// Indexes `sigs` in 8 commits (no merges) in a temporary directory, and drops the writer and
 /// the index (for a fresh handle); returns the directory.
-fn build_rule_index(
-    sigs: &[Signature],
-    rule: &MatchRule,
-    key_postings: bool,
-) -> Res<tempfile::TempDir> {
+fn build_rule_index(sigs: &[Signature], rule: &MatchRule) -> Res<tempfile::TempDir> {
     let n = sigs.len();
     let dir = tempfile::tempdir()?;
-    let config = lookup_config(key_postings).with_rule(rule.clone());
+    let config = lookup_config().with_rule(rule.clone());
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -415,56 +371,34 @@ fn build_rule_index(
 
 type RuleMethod<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
 
-/// The methods of the rule table: the first four on `p` (`no_table`: postings or a scan), the
-/// rest on `s` (key tables); pairs of simhash-only and rule rows.
-fn rule_methods<'a>(
-    p: &'a NearDupSearcher,
-    s: &'a NearDupSearcher,
-    k: u32,
-    no_table: &str,
-) -> Vec<RuleMethod<'a>> {
+/// The methods of the rule table, pairs of simhash-only and rule rows.
+fn rule_methods(s: &NearDupSearcher, k: u32) -> Vec<RuleMethod<'_>> {
     vec![
         (
-            format!("{no_table}, simhash-only: lookup (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup(q.fingerprint)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature (with ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature(q)?.len())),
-        ),
-        (
-            format!("{no_table}, simhash-only: lookup_addresses (no ids)"),
-            Box::new(move |q: &Signature| Ok(p.lookup_addresses(q.fingerprint, k)?.len())),
-        ),
-        (
-            format!("{no_table}, rule: lookup_signature_addresses (no ids)"),
-            Box::new(|q: &Signature| Ok(p.lookup_signature_addresses(q)?.len())),
-        ),
-        (
-            "key tables, simhash-only: lookup (with ids)".into(),
+            "simhash-only: lookup (with ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup(q.fingerprint)?.len())),
         ),
         (
-            "key tables, rule: lookup_signature (with ids)".into(),
+            "rule: lookup_signature (with ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup_signature(q)?.len())),
         ),
         (
-            "key tables, simhash-only: lookup_addresses (no ids)".into(),
+            "simhash-only: lookup_addresses (no ids)".into(),
             Box::new(move |q: &Signature| Ok(s.lookup_addresses(q.fingerprint, k)?.len())),
         ),
         (
-            "key tables, rule: lookup_signature_addresses (no ids)".into(),
+            "rule: lookup_signature_addresses (no ids)".into(),
             Box::new(|q: &Signature| Ok(s.lookup_signature_addresses(q)?.len())),
         ),
         (
-            "key tables, simhash-only: NearDupQuery::new + DocSetCollector".into(),
+            "simhash-only: NearDupQuery::new + DocSetCollector".into(),
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::new(s.fields(), q.fingerprint);
                 Ok(s.searcher().search(&query, &DocSetCollector)?.len())
             }),
         ),
         (
-            "key tables, rule: NearDupQuery::from_signature + DocSetCollector".into(),
+            "rule: NearDupQuery::from_signature + DocSetCollector".into(),
             Box::new(|q: &Signature| {
                 let query = NearDupQuery::from_signature(s.fields(), q.clone())
                     .with_max_postings_per_key(usize::MAX);
@@ -474,24 +408,20 @@ fn rule_methods<'a>(
     ]
 }
 
-/// The rule table: latencies per method and ratios to the simhash-only row of the pair and to
-/// the postings (or scan) row.
+/// The rule table: latencies per method and ratios to the simhash-only row of the pair.
 fn print_rule_rows(rows: &[(&str, Stats, usize)]) {
     println!(
-        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | p50 / postings simhash-only | matches |\n|---|---|---|---|---|---|---|---|"
+        "| method | p50 us | p99 us | mean us | p50 / simhash-only | p99 / simhash-only | matches |\n|---|---|---|---|---|---|---|"
     );
     for (i, (name, st, found)) in rows.iter().enumerate() {
         let base = &rows[i - i % 2].1;
-        // The same method's simhash-only row read from postings (the first four rows).
-        let postings = &rows[(i - i % 2) % 4].1;
         println!(
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {:.2}x | {found} |",
+            "| {name} | {:.1} | {:.1} | {:.1} | {:.2}x | {:.2}x | {found} |",
             st.p50,
             st.p99,
             st.mean,
             st.p50 / base.p50,
             st.p99 / base.p99,
-            st.p50 / postings.p50,
         );
     }
 }
@@ -528,85 +458,72 @@ fn rule_recall(
     Ok(())
 }
 
-fn rule_lookup_bench(n: usize, n_queries: usize, key_postings: bool) -> Res<()> {
+fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
     let rule = MatchRule::default();
     let k = rule.layout().max_distance();
-    println!(
-        "\n## Lookup by the rule vs simhash-only, N = {n} ({rule}), {}",
-        storage(key_postings)
-    );
+    println!("\n## Lookup by the rule vs simhash-only, N = {n} ({rule})");
     let (sigs, queries) = rule_signatures(n, n_queries, &rule);
-    let dir = build_rule_index(&sigs, &rule, key_postings)?;
+    let dir = build_rule_index(&sigs, &rule)?;
     let t = Instant::now();
     let index = NearDupIndex::open_recorded(Index::open_in_dir(dir.path())?)?;
     let fresh = index.lookups()?;
     fresh.lookup_signature(&queries[0])?;
     println!(
-        "fresh handle: open + first lookup_signature {:.1} ms ({} table(s) built)",
-        us(t.elapsed()) / 1e3,
-        fresh.key_table_stats().segments
+        "fresh handle: open + first lookup_signature {:.2} ms",
+        us(t.elapsed()) / 1e3
     );
     drop(fresh);
-    // `p` reads every key from its postings (no key tables): the lookups before issue 13. With
-    // keys in columns only it scans the columns: a tenth of the queries is plenty.
-    let p = index
-        .lookups()?
-        .with_max_postings_per_key(usize::MAX)
-        .with_key_tables(false);
     let s = index.lookups()?.with_max_postings_per_key(usize::MAX);
-    key_table_report(&s, n)?;
-    let no_table_every = if key_postings { 1 } else { 10 };
-    let no_table = if key_postings { "postings" } else { "scan" };
+    component_report(&s)?;
     // Warm every path once.
-    for (i, q) in queries.iter().enumerate() {
+    for q in &queries {
         s.lookup(q.fingerprint)?;
         s.lookup_signature(q)?;
-        if i % no_table_every == 0 {
-            p.lookup(q.fingerprint)?;
-            p.lookup_signature(q)?;
-        }
     }
-    let methods = rule_methods(&p, &s, k, no_table);
+    let methods = rule_methods(&s, k);
     // Each method runs every query in turn (as a service doing only that would: taking turns
     // query by query would measure each method with the others' data in the caches).
     let mut rows = Vec::new();
-    for (m, (name, f)) in methods.iter().enumerate() {
-        let every = if m < 4 { no_table_every } else { 1 };
+    for (name, f) in &methods {
         let mut times = Vec::with_capacity(queries.len());
         let mut found = 0;
-        for q in queries.iter().step_by(every) {
+        for q in &queries {
             let t = Instant::now();
             found += f(q)?;
             times.push(t.elapsed());
         }
         rows.push((name.as_str(), stats(times), found));
     }
-    if !key_postings {
-        println!("(the scan rows ran a tenth of the queries: their match counts are a tenth's)");
-    }
     print_rule_rows(&rows);
     rule_recall(&rule, &sigs, &queries, &s)
 }
 
-/// Builds the key tables of `s` now and prints their memory and build time.
-fn key_table_report(s: &NearDupSearcher, n: usize) -> Res<()> {
-    let t = Instant::now();
-    let st = s.build_key_tables();
+/// The bytes of the segment component's files (signatures and key tables) per document.
+fn component_report(s: &NearDupSearcher) -> Res<()> {
+    let (bytes, docs) = component_bytes(s.searcher())?;
     println!(
-        "key tables: {} segment(s), {} documents, {:.1} MB = {:.1} B per document; built in {:.1} ms \
-         ({:.2} us per document)",
-        st.segments,
-        st.documents,
-        st.bytes as f64 / 1e6,
-        st.bytes as f64 / n.max(1) as f64,
-        us(t.elapsed()) / 1e3,
-        us(st.build_time) / n.max(1) as f64,
+        "segment component: {} segment(s), {docs} documents, {:.1} MB = {:.1} B per document \
+         (signatures and key tables; read in place, nothing built)",
+        s.searcher().segment_readers().len(),
+        bytes as f64 / 1e6,
+        bytes as f64 / docs.max(1) as f64,
     );
     Ok(())
 }
 
-/// A row of the lookup table: the method, its latencies, the matches it found.
-type Row = (&'static str, Stats, usize);
+/// The bytes of the segment component's files and the documents of their segments (deleted
+/// ones included).
+fn component_bytes(searcher: &tantivy::Searcher) -> Res<(u64, u64)> {
+    let (mut bytes, mut docs) = (0u64, 0u64);
+    for seg in searcher.segment_readers() {
+        let file = seg.open_read(tantivy::index::SegmentComponent::Custom(
+            tantivy_simhash::COMPONENT_EXTENSION.into(),
+        ))?;
+        bytes += tantivy::HasLen::len(&file) as u64;
+        docs += u64::from(seg.max_doc());
+    }
+    Ok((bytes, docs))
+}
 
 /// Times `f` on each query (the call alone); returns the latencies' stats and the sum of the
 /// result sizes.
@@ -640,51 +557,6 @@ fn expected_sizes(s: &NearDupSearcher, fps: &[u64], qs: &[u64], k: u32) -> Res<V
         )?;
     }
     Ok(want)
-}
-
-/// Every key from its postings (no key tables): the lookups before issue 13. With keys in
-/// columns only, no table means a scan of the columns: a tenth of the queries. Returns the rows
-/// with and without ids, and the expected matches of the queries run.
-fn no_table_rows(
-    s: &NearDupSearcher,
-    qs: &[u64],
-    want: &[usize],
-    k: u32,
-) -> Res<([Row; 2], usize)> {
-    let p = NearDupSearcher::new(s.fields(), s.searcher())?.with_key_tables(false);
-    let key_postings = s.fields().key_postings();
-    let every = if key_postings { 1 } else { 10 };
-    let mut with_ids = Vec::with_capacity(qs.len());
-    let mut without = Vec::with_capacity(qs.len());
-    let (mut found_with, mut found_without) = (0, 0);
-    let mut expected_scan = 0;
-    for (i, &q) in qs.iter().enumerate().step_by(every) {
-        expected_scan += want[i];
-        let t = Instant::now();
-        found_with += p.lookup(Fingerprint(q))?.len();
-        with_ids.push(t.elapsed());
-        let t = Instant::now();
-        found_without += p.lookup_addresses(Fingerprint(q), k)?.len();
-        without.push(t.elapsed());
-    }
-    let (with_name, without_name) = if key_postings {
-        (
-            "postings: lookup (with ids)",
-            "postings: lookup_addresses (no ids)",
-        )
-    } else {
-        (
-            "no table, scan (1/10 of the queries): lookup (with ids)",
-            "no table, scan (1/10 of the queries): lookup_addresses (no ids)",
-        )
-    };
-    Ok((
-        [
-            (with_name, stats(with_ids), found_with),
-            (without_name, stats(without), found_without),
-        ],
-        expected_scan,
-    ))
 }
 
 /// The lookup table: latencies, ratios to the in-memory table (row 3), recall against the
@@ -730,7 +602,7 @@ fn run_lookups(
         qs.len(),
         us(open_cost)
     );
-    key_table_report(s, fps.len())?;
+    component_report(s)?;
 
     let want = expected_sizes(s, fps, qs, k)?;
     let total: usize = want.iter().sum();
@@ -761,12 +633,8 @@ fn run_lookups(
     rows.push(("brute-force scan (1/4 of the queries)", st, found));
     let expected_bf: usize = want.iter().step_by(4).sum();
 
-    let (no_table, expected_scan) = no_table_rows(s, qs, &want, k)?;
-    rows.extend(no_table);
-
     print_lookup_rows(&rows, |i| match i {
         4 => expected_bf,
-        5 | 6 => expected_scan,
         _ => total,
     });
     println!("({total} matches over all queries)");
@@ -775,34 +643,13 @@ fn run_lookups(
 
 fn bytes_per_doc(s: &NearDupSearcher, what: &str) -> Res<()> {
     let usage = s.searcher().space_usage()?;
-    let schema = s.searcher().schema();
-    let fp_name = schema.get_field_name(s.fields().fingerprint).to_string();
-    let keys_name = schema.get_field_name(s.fields().keys).to_string();
-    let (mut fast, mut termdict, mut postings, mut norms, mut docs) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
-    for seg in usage.segments() {
-        docs += u64::from(seg.num_docs());
-        let sum = |per: &tantivy::space_usage::PerFieldSpaceUsage| -> u64 {
-            per.fields()
-                .filter(|f| f.field_name() == fp_name || f.field_name() == keys_name)
-                .map(|f| f.total().get_bytes())
-                .sum()
-        };
-        fast += sum(seg.fast_fields());
-        termdict += sum(seg.termdict());
-        postings += sum(seg.postings());
-        norms += sum(seg.fieldnorms());
-    }
+    let (component, docs) = component_bytes(s.searcher())?;
     let per = |b: u64| b as f64 / docs.max(1) as f64;
     println!(
-        "bytes per document, fingerprint + key fields ({what}, {} segment(s)): {:.1} B \
-         (fast column {:.1}, term dictionary {:.1}, postings {:.1}, fieldnorms {:.1}); whole index {:.1} B",
+        "bytes per document ({what}, {} segment(s)): near-duplicate data {:.1} B (the segment \
+         component: signatures and key tables); whole index {:.1} B",
         usage.segments().len(),
-        per(fast + termdict + postings + norms),
-        per(fast),
-        per(termdict),
-        per(postings),
-        per(norms),
+        per(component),
         per(usage.total().get_bytes())
     );
     Ok(())
@@ -1016,28 +863,24 @@ fn write_docs(
     Ok(verified)
 }
 
-/// The documents stored, the bytes of the fingerprint and key fields, and of the whole index.
+/// The documents stored, the bytes of the near-duplicate data (the segment component's files),
+/// and of the whole index.
 fn index_space(index: &Index) -> Res<(u64, u64, u64)> {
     let reader = index.reader()?;
     let searcher = reader.searcher();
     let stored = searcher.num_docs();
     let usage = searcher.space_usage()?;
-    let mut fields = 0u64;
-    for seg in usage.segments() {
-        for per in [
-            seg.fast_fields(),
-            seg.termdict(),
-            seg.postings(),
-            seg.fieldnorms(),
-        ] {
-            fields += per
-                .fields()
-                .filter(|f| f.field_name() == "simhash" || f.field_name() == "simhash_keys")
-                .map(|f| f.total().get_bytes())
-                .sum::<u64>();
-        }
-    }
-    Ok((stored, fields, usage.total().get_bytes()))
+    let has_component = index
+        .load_metas()?
+        .persisted_custom_extensions
+        .iter()
+        .any(|e| e == tantivy_simhash::COMPONENT_EXTENSION);
+    let component = if has_component {
+        component_bytes(&searcher)?.0
+    } else {
+        0
+    };
+    Ok((stored, component, usage.total().get_bytes()))
 }
 
 fn index_once(
@@ -1141,8 +984,7 @@ fn sign_all(docs: &[Doc], bytes: usize) -> Res<Vec<Signature>> {
     Ok(signatures)
 }
 
-/// The modes `--modes` selects (plain always), each once per key storage of `--keys` (plain
-/// once: it has no keys).
+/// The modes `--modes` selects (plain always).
 fn selected_modes(args: &Args) -> Res<Vec<(Mode, bool)>> {
     let modes = [
         Mode::Plain,
@@ -1177,14 +1019,7 @@ fn selected_modes(args: &Args) -> Res<Vec<(Mode, bool)>> {
     };
     Ok(modes
         .into_iter()
-        .flat_map(|m| {
-            let storages: Vec<bool> = if m == Mode::Plain {
-                vec![false]
-            } else {
-                args.keys.clone()
-            };
-            storages.into_iter().map(move |k| (m, k))
-        })
+        .flat_map(|m| std::iter::once((m, false)))
         .collect())
 }
 

@@ -137,8 +137,11 @@ fn index_rule(
 ) -> Res<(Index, ResolvedSignatureFields, Duration)> {
     let names = SignatureFields::new("fp", "keys", rule);
     let mut b = Schema::builder();
-    names.add_to_schema_with_key_postings(&mut b, true);
-    let ruled = Index::create_in_ram(b.build());
+    names.add_to_schema(&mut b);
+    let ruled = Index::builder()
+        .schema(b.build())
+        .register_plugin(names.segment_component(rule))
+        .create_in_ram()?;
     let fields = names.resolve(&ruled.schema())?;
     let t = Instant::now();
     let mut w: IndexWriter = ruled.writer_with_num_threads(1, 200_000_000)?;
@@ -278,7 +281,7 @@ fn main() -> Res<()> {
         s_rule.segment_readers().len()
     );
     let today_segments = open_segments(&s_today, keys_field)?;
-    let lookups = SignatureReader::new(&s_rule, &fields)?;
+    let lookups = SignatureReader::new(&s_rule, &rule)?;
     let mut rng = Rng(42);
     let picks: Vec<usize> = (0..queries)
         .map(|_| (rng.next() % docs as u64) as usize)

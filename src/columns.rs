@@ -9,7 +9,6 @@ use tantivy::index::SegmentId;
 use tantivy::schema::{Field, IndexRecordOption, Schema};
 use tantivy::{DocAddress, DocId, DocSet, InvertedIndexReader, Term, TERMINATED};
 
-
 /// The name of `field` in `schema`; an error (not a panic) when the schema has no such field,
 /// as when a handle of one index meets a searcher of another.
 pub(crate) fn field_name(schema: &Schema, field: Field) -> tantivy::Result<&str> {

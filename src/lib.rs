@@ -182,13 +182,13 @@ pub use batch::{
     SignatureGroup,
 };
 pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
+pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use error::{Error, Result};
 pub use fingerprint::{
     register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
     HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
     SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
-pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};

@@ -36,13 +36,27 @@ impl NearDupIndex {
             return Ok(reader.searcher());
         }
         let reader: IndexReader = self
-            .index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         let searcher = reader.searcher();
         *guard = Some(reader);
         Ok(searcher)
+    }
+
+    /// tantivy's reader builder for this index, with a warmer that keeps the segment
+    /// component's files of every live searcher readable. Use it instead of
+    /// `index.index().reader_builder()` when a searcher may outlive merges: a segment merged
+    /// away after its searcher was made keeps its near-duplicate file only while a warmed
+    /// searcher holds it (without the warmer, reading it then fails with
+    /// [`Error::OldFormat`]'s "has no near-duplicate file"). Cost: per reload, opening each
+    /// segment's component file (a few microseconds each); the warmer lives as long as this
+    /// handle or a clone of it.
+    pub fn reader_builder(&self) -> tantivy::IndexReaderBuilder {
+        let warmer: Arc<dyn tantivy::Warmer> = self.warmer.clone();
+        self.index
+            .reader_builder()
+            .warmers(vec![Arc::downgrade(&warmer)])
     }
 
     /// A [`NearDupSearcher`] over [`searcher`](Self::searcher): lookups on the last commit.

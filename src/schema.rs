@@ -571,7 +571,11 @@ fn refuse_old_format(format: &str) -> Result<()> {
         return Err(Error::OldFormat(format!(
             "the index records format `{format}` (signatures in {}), this version reads \
              `{RECORD_FORMAT}` (signatures and key tables in a segment component)",
-            if format.ends_with("/1") { "no field" } else { "fast columns" }
+            if format.ends_with("/1") {
+                "no field"
+            } else {
+                "fast columns"
+            }
         )));
     }
     Ok(())
@@ -661,7 +665,6 @@ impl NearDupFields {
             ),
         })
     }
-
 }
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
@@ -681,6 +684,9 @@ pub struct NearDupIndex {
     pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
     /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
     pub(crate) reader: Arc<Mutex<Option<IndexReader>>>,
+    /// Keeps the component files of the segments of live searchers of this handle's readers
+    /// (tantivy readers hold warmers weakly).
+    pub(crate) warmer: Arc<crate::component::ComponentWarmer>,
 }
 
 impl std::fmt::Debug for NearDupIndex {
@@ -703,6 +709,11 @@ impl NearDupIndex {
     /// [`Error::IndexMismatch`] when the index already records another scheme or layout, or has
     /// documents but no record (it was not built by this crate: rebuild it).
     pub fn create(index: Index, config: NearDupConfig) -> Result<Self> {
+        // An index with documents and no record was not built by this crate: say so before
+        // anything about components.
+        if IndexRecord::read(&index)?.is_none() && !index.searchable_segment_metas()?.is_empty() {
+            return Err(no_record(&config.record().scheme));
+        }
         adopt_component(&index)?;
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
@@ -748,8 +759,9 @@ impl NearDupIndex {
         // Parameters first: an index of another rule (say, 128 sketch bins) has other sketch
         // fields, and "the rule differs" says what to do where "a field is missing" does not.
         let found = IndexRecord::read(&index)?;
-        if let Some(found) = &found {
-            found.check_parameters(&config.record())?;
+        match &found {
+            Some(found) => found.check_parameters(&config.record())?,
+            None => return Err(no_record(&config.record().scheme)),
         }
         let this = NearDupIndex::resolve(index, config)?;
         let wanted = this.config.record();
@@ -882,6 +894,7 @@ impl NearDupIndex {
             replay_fields: Arc::new(replay_fields),
             analysis_counters,
             reader: Arc::new(Mutex::new(None)),
+            warmer: Arc::new(crate::component::ComponentWarmer::new(rule.clone())),
         })
     }
 

@@ -250,7 +250,6 @@ impl DedupWriter {
             index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
         let reader: IndexReader = index
-            .index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;

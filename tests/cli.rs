@@ -1279,50 +1279,26 @@ fn pairs_and_clusters_agree_with_brute_force() {
     assert_eq!(got, want);
 }
 
-/// `index --key-postings` records keys in postings (the default: columns only), finds the same
-/// pairs as the default, and is fixed at creation like the language and k.
+/// `stats` shows the rule and its keys as the library reads them from the index.
 #[test]
-fn key_postings_is_recorded_changes_no_pair_and_is_fixed() {
+fn stats_shows_the_rule_and_its_keys() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut pairs = Vec::new();
-    for (name, extra) in [("columns", &[][..]), ("postings", &["--key-postings"][..])] {
-        let dir = tmp.path().join(name);
-        let out = index_sample(&dir, extra);
-        assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let store = tantivy_simhash::store::open(&dir).unwrap();
-        let postings = !extra.is_empty();
-        assert_eq!(store.record.key_postings, postings);
-        assert_eq!(store.index.fields().key_postings(), postings);
-        // `stats` shows both as the library reads them from the record.
-        let rule = store.index.rule().to_string();
-        let keys = store.index.rule().keys_per_document();
-        drop(store);
-        let out = neardup(&["stats", p(&dir), "--json"]);
-        assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let stats = &json_lines(&out)[0];
-        assert_eq!(stats["key_postings"], postings);
-        assert_eq!(stats["rule"], rule.as_str());
-        assert_eq!(stats["rule_keys_per_document"], keys);
-        let out = neardup(&["stats", p(&dir)]);
-        assert_stdout_has(&out, &format!("rule       {rule}\n"));
-        assert_stdout_has(
-            &out,
-            if postings {
-                "per document, in postings and columns"
-            } else {
-                "per document, in columns only"
-            },
-        );
-        let out = neardup(&["pairs", p(&dir), "--json"]);
-        assert_eq!(code(&out), 0, "{}", stderr(&out));
-        let mut lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
-        lines.sort();
-        pairs.push(lines);
-    }
-    assert!(!pairs[0].is_empty(), "the fixture must hold pairs");
-    assert_eq!(pairs[0], pairs[1]);
-    // Adding to the columns-only index with --key-postings is refused, naming the flag.
-    let out = index_sample(&tmp.path().join("columns"), &["--key-postings"]);
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert_stderr_has(&out, "--key-postings");
+    let dir = tmp.path().join("idx");
+    let out = index_sample(&dir, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let store = tantivy_simhash::store::open(&dir).unwrap();
+    let rule = store.index.rule().to_string();
+    let keys = store.index.rule().keys_per_document();
+    drop(store);
+    let out = neardup(&["stats", p(&dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let stats = &json_lines(&out)[0];
+    assert_eq!(stats["rule"], rule.as_str());
+    assert_eq!(stats["rule_keys_per_document"], keys);
+    let out = neardup(&["stats", p(&dir)]);
+    assert_stdout_has(&out, &format!("rule       {rule}\n"));
+    assert_stdout_has(
+        &out,
+        &format!("keys       {keys} per document, in sorted tables"),
+    );
 }

@@ -48,9 +48,11 @@ fn a_second_writer_is_told_another_run_is_writing() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ix");
     small_index(tmp.path(), &dir);
-    // Hold the index's writer lock, as a running `neardup index` does.
-    let index = Index::open_in_dir(&dir).unwrap();
-    let writer: IndexWriter = index.writer(15_000_000).unwrap();
+    // Hold the index's writer lock, as a running `neardup index` does (a tantivy writer needs
+    // the segment component registered: NearDupIndex::open_recorded does it).
+    let index =
+        tantivy_simhash::NearDupIndex::open_recorded(Index::open_in_dir(&dir).unwrap()).unwrap();
+    let writer: IndexWriter = index.index().writer(15_000_000).unwrap();
     let out = neardup(&[
         "index",
         p(&fixture("bad-json.jsonl")),

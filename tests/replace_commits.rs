@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{ram_index_keys, unmerged_writer, Rng};
+use common::{ram_index, unmerged_writer, Rng};
 use std::collections::{BTreeMap, BTreeSet};
 use tantivy::doc;
 use tantivy_simhash::{
@@ -119,8 +119,8 @@ fn named(outcome: &Outcome) -> Vec<String> {
 
 #[test]
 fn replace_and_reject_decide_like_the_oracle_over_a_hot_key_whatever_the_commits() {
-    for key_postings in common::KEY_STORAGES {
-        let t = ram_index_keys(BlockLayout::default(), key_postings);
+    {
+        let t = ram_index(BlockLayout::default());
         let rule = t.index.rule().clone();
         let docs = corpus(&rule);
         // The template's band key is hot: every document holds it.
@@ -153,10 +153,8 @@ fn replace_and_reject_decide_like_the_oracle_over_a_hot_key_whatever_the_commits
             // One commit at the end (every check against the pending table); commits that
             // keep each segment under the bound; commits that make segments larger than it.
             for commit_every in [usize::MAX, 100, 37, 300] {
-                let label = format!(
-                    "{policy:?}, a commit every {commit_every}, key postings {key_postings}"
-                );
-                let t = ram_index_keys(BlockLayout::default(), key_postings);
+                let label = format!("{policy:?}, a commit every {commit_every}");
+                let t = ram_index(BlockLayout::default());
                 let mut writer = unmerged_writer(&t.index, policy);
                 for (i, (id, signature)) in docs.iter().enumerate() {
                     let d = doc!(t.id => id.as_str(), t.body => "text");

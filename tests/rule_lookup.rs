@@ -109,8 +109,8 @@ fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
     assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
 }
 
-/// An index whose record says it was written by the previous version (no signatures) is refused
-/// with a message that says to rebuild it.
+/// An index whose record says it was written by an earlier version (no signatures, or
+/// signatures in columns) is refused with a message that says to rebuild it.
 #[test]
 fn an_index_of_the_previous_format_is_refused_with_a_rebuild_message() {
     let t = ram_index(BlockLayout::default());
@@ -119,14 +119,16 @@ fn an_index_of_the_previous_format_is_refused_with_a_rebuild_message() {
     // The record file's name, as the schema module documents it.
     let path = std::path::Path::new(".tantivy-simhash.json");
     let record = String::from_utf8(dir.atomic_read(path).unwrap()).unwrap();
-    assert!(record.contains("tantivy-simhash/2"), "{record}");
-    let old = record.replace("tantivy-simhash/2", "tantivy-simhash/1");
-    dir.atomic_write(path, old.as_bytes()).unwrap();
-    let err = tantivy_simhash::NearDupIndex::open_recorded(tantivy_index)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("tantivy-simhash/1") && err.contains("rebuild"),
-        "{err}"
-    );
+    assert!(record.contains("tantivy-simhash/3"), "{record}");
+    for old in ["tantivy-simhash/1", "tantivy-simhash/2"] {
+        let rewritten = record.replace("tantivy-simhash/3", old);
+        dir.atomic_write(path, rewritten.as_bytes()).unwrap();
+        let err = tantivy_simhash::NearDupIndex::open_recorded(tantivy_index.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(old) && err.contains("rebuild") && err.contains("neardup index"),
+            "{err}"
+        );
+    }
 }

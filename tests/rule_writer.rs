@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{edited_texts, ram_index, ram_index_keys, Rng};
+use common::{edited_texts, ram_index, Rng};
 use std::collections::{BTreeMap, HashMap};
 use tantivy::{doc, Term};
 use tantivy_simhash::{BlockLayout, Evidence, MatchRule, Outcome, Policy, Signature};
@@ -127,19 +127,9 @@ impl Oracle {
 fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes() {
     let texts = edited_texts(5, 300);
     for policy in [Policy::Reject, Policy::Tag, Policy::Replace] {
-        // Keys in postings and in columns only (the default), taking turns.
-        for (threads, commit_every, key_postings) in [
-            (1, 1000, true),
-            (3, 23, false),
-            (2, 7, true),
-            (1, 1000, false),
-            (2, 7, false),
-        ] {
-            let label = format!(
-                "{policy:?}, {threads} threads, a commit every {commit_every}, key postings \
-                 {key_postings}"
-            );
-            let t = ram_index_keys(BlockLayout::default(), key_postings);
+        for (threads, commit_every) in [(1, 1000), (3, 23), (2, 7)] {
+            let label = format!("{policy:?}, {threads} threads, a commit every {commit_every}");
+            let t = ram_index(BlockLayout::default());
             let rule = t.index.rule().clone();
             let mut signer = rule.signer(t.index.scheme());
             let mut writer = t

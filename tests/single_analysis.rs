@@ -192,7 +192,7 @@ fn stored_signatures(index: &NearDupIndex) -> HashMap<String, Signature> {
     let searcher = index.index().reader().unwrap().searcher();
     let mut out = HashMap::new();
     for seg in searcher.segment_readers() {
-        let sigs = SegmentSignatures::open(seg, index.signature_fields().names()).unwrap();
+        let sigs = SegmentSignatures::open(seg, index.rule()).unwrap();
         let ids = seg.fast_fields().str("id").unwrap().unwrap();
         for doc in seg.doc_ids_alive() {
             let ord = ids.term_ords(doc).next().unwrap();

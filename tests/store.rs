@@ -83,75 +83,20 @@ fn policies_are_named_as_the_front_ends_name_them() {
     assert_eq!(Policy::from_name("keep"), None);
 }
 
-/// Key storage is chosen when a store is created (columns only by default), recorded, enforced
-/// like language and k, and changes no result: both storages find the same near-duplicates.
+/// Keys in postings are gone (the keys live in the segment component's tables): asking for
+/// them is refused with what to do, and creates nothing; the default store works.
 #[test]
-fn key_storage_is_chosen_at_creation_recorded_and_changes_no_lookup() {
-    let texts = common::edited_texts(7, 120);
+fn asking_for_key_postings_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
-    let mut found = Vec::new();
-    for key_postings in [None, Some(true)] {
-        let path = dir.path().join(format!("idx-{key_postings:?}"));
-        let req = Requested {
-            key_postings,
-            ..Requested::default()
-        };
-        let (store, _) = store::open_or_create(&path, &req).unwrap();
-        let expected = key_postings == Some(true);
-        assert_eq!(store.record.key_postings, expected);
-        assert_eq!(store.index.fields().key_postings(), expected);
-        let mut writer = store
-            .index
-            .writer_with_num_threads(1, 20_000_000, Policy::Off)
-            .unwrap();
-        for (i, text) in texts.iter().enumerate() {
-            let id = format!("d{i}");
-            writer
-                .add_document(
-                    tantivy::doc!(store.fields.id => id, store.fields.text => text.as_str()),
-                )
-                .unwrap();
-        }
-        writer.commit().unwrap();
-        drop(writer);
-        drop(store);
-
-        let opened = store::open(&path).unwrap();
-        assert_eq!(opened.record.key_postings, expected);
-        let lookups = opened.index.lookups().unwrap();
-        let ids: Vec<Vec<String>> = (0..texts.len())
-            .map(|i| {
-                let mut ids: Vec<String> = lookups
-                    .lookup_id(&format!("d{i}"))
-                    .unwrap()
-                    .into_iter()
-                    .map(|hit| hit.id)
-                    .collect();
-                ids.sort();
-                ids
-            })
-            .collect();
-        found.push(ids);
-        drop(lookups);
-        drop(opened);
-
-        // The other storage is refused, naming both; asking nothing keeps the recorded one.
-        let other = Requested {
-            key_postings: Some(!expected),
-            ..Requested::default()
-        };
-        let err = store::open_or_create(&path, &other).err().unwrap();
-        assert!(
-            matches!(&err, Error::Store(m) if m.contains("--key-postings")),
-            "{err}"
-        );
-        let (again, was_created) = store::open_or_create(&path, &Requested::default()).unwrap();
-        assert!(!was_created);
-        assert_eq!(again.record.key_postings, expected);
-    }
-    assert_eq!(found[0], found[1]);
-    assert!(
-        found[0].iter().any(|ids| ids.len() > 1),
-        "the texts must have near-duplicates"
-    );
+    let path = dir.path().join("idx");
+    let req = Requested {
+        key_postings: Some(true),
+        ..Requested::default()
+    };
+    let err = store::open_or_create(&path, &req).err().unwrap();
+    assert!(err.to_string().contains("no longer supported"), "{err}");
+    let (store, created) = store::open_or_create(&path, &Requested::default()).unwrap();
+    assert!(created);
+    assert!(!store.record.key_postings);
+    assert!(!store.index.fields().key_postings());
 }

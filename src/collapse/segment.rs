@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::StrColumn;
 use tantivy::fastfield::FastFieldReaders;
-use tantivy::SegmentReader;
 use tantivy::index::SegmentId;
 use tantivy::DocId;
+use tantivy::SegmentReader;
 
 /// A segment's columns stay cached until this many searches of the collapse (one per shard
 /// and re-search) have not read them: a segment merged away, or of a searcher no longer
@@ -177,8 +177,7 @@ mod tests {
         let collapse = NearDupCollapse::by_score(index.fields(), 10);
         let names = ColumnNames::new(collapse.fields, &collapse.settings, searcher.schema())?;
         let cache = ColumnCache::default();
-        let read =
-            |search| cache.segment(search, segment.segment_id(), segment, &names);
+        let read = |search| cache.segment(search, segment.segment_id(), segment, &names);
 
         let first = cache.start_search();
         let opened = read(first)?;

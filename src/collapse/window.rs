@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::cmp::Ordering;
 use std::sync::Arc;
-use tantivy::SegmentReader;
 use tantivy::index::SegmentId;
+use tantivy::SegmentReader;
 use tantivy::{DocAddress, DocId, Order};
 
 /// Fails when the inner collector's hits are not ranked in `order`: the collapse was told
@@ -257,12 +257,11 @@ impl<'a> WindowColumns<'a> {
             return Ok(None);
         };
         if self.opened[ord].is_none() {
-            self.opened[ord] = Some(self.cache.segment(
-                self.search,
-                segment.id,
-                &segment.reader,
-                self.names,
-            )?);
+            self.opened[ord] =
+                Some(
+                    self.cache
+                        .segment(self.search, segment.id, &segment.reader, self.names)?,
+                );
         }
         Ok(self.opened[ord].as_deref())
     }

@@ -515,7 +515,10 @@ impl ComponentFile {
         if doc >= self.max_doc {
             return false;
         }
-        let word = u64_at(self.bytes.as_slice(), self.present + (doc as usize / 64) * 8);
+        let word = u64_at(
+            self.bytes.as_slice(),
+            self.present + (doc as usize / 64) * 8,
+        );
         word.is_some_and(|w| w >> (doc % 64) & 1 == 1)
     }
 
@@ -551,9 +554,7 @@ impl ComponentFile {
         let Some(raw) = self.raw(doc) else {
             return false;
         };
-        let mut words = raw
-            .chunks_exact(8)
-            .map(|c| u64_at(c, 0).unwrap_or(0));
+        let mut words = raw.chunks_exact(8).map(|c| u64_at(c, 0).unwrap_or(0));
         out.fingerprint = Fingerprint(words.next().unwrap_or(0));
         out.sketch.words.clear();
         out.sketch.words.extend(words);

@@ -156,13 +156,8 @@ impl SegmentPlugin for NearDupComponent {
         }
         let source = MergeSource { sources };
         let mut out = ctx.target_segment.open_write(component())?;
-        file::write(
-            rule,
-            1 + rule.minhash().sketch_words(),
-            &source,
-            &mut out,
-        )
-        .map_err(to_tantivy)?;
+        file::write(rule, 1 + rule.minhash().sketch_words(), &source, &mut out)
+            .map_err(to_tantivy)?;
         tantivy::directory::TerminatingWrite::terminate(out)?;
         Ok(())
     }
@@ -188,7 +183,10 @@ pub(crate) fn open_segment_file(
     segment: &SegmentReader,
     rule: &MatchRule,
 ) -> crate::Result<ComponentFile> {
-    let name = format!("{}.{COMPONENT_EXTENSION}", segment.segment_id().uuid_string());
+    let name = format!(
+        "{}.{COMPONENT_EXTENSION}",
+        segment.segment_id().uuid_string()
+    );
     let slice = segment.open_read(component()).map_err(|e| match e {
         tantivy::directory::error::OpenReadError::FileDoesNotExist(_) => Error::OldFormat(format!(
             "segment {} has no near-duplicate file ({name})",
@@ -323,5 +321,70 @@ impl SignatureSource for ComponentWriter {
             f(doc as DocId, present.then_some(words));
         }
         Ok(())
+    }
+}
+
+/// Keeps the component files of the segments of every live searcher of a reader: a
+/// [`tantivy::Warmer`] that, for each new searcher, opens each segment's component file
+/// (checking its structure, so a damaged file fails the reload instead of a later lookup) and
+/// holds the segments' metadata until the searcher's generation is dropped.
+///
+/// Why: tantivy opens its own segment files when a searcher is made, so they stay readable
+/// after a merge deletes them; this component's file is opened by each reader when needed,
+/// and garbage collection after a merge keeps only the files of segments whose metadata is
+/// alive. [`NearDupIndex::reader_builder`](crate::NearDupIndex::reader_builder) attaches one.
+pub(crate) struct ComponentWarmer {
+    rule: MatchRule,
+    held: std::sync::Mutex<std::collections::HashMap<u64, HeldSegments>>,
+}
+
+/// What one searcher generation holds.
+struct HeldSegments {
+    _metas: Vec<tantivy::index::SegmentMeta>,
+    _files: Vec<ComponentFile>,
+}
+
+impl ComponentWarmer {
+    pub(crate) fn new(rule: MatchRule) -> Self {
+        ComponentWarmer {
+            rule,
+            held: Default::default(),
+        }
+    }
+}
+
+impl tantivy::Warmer for ComponentWarmer {
+    fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
+        let ids: std::collections::HashSet<tantivy::index::SegmentId> = searcher
+            .segment_readers()
+            .iter()
+            .map(SegmentReader::segment_id)
+            .collect();
+        let metas: Vec<_> = searcher
+            .index()
+            .searchable_segment_metas()?
+            .into_iter()
+            .filter(|m| ids.contains(&m.id()))
+            .collect();
+        let files = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| open_segment_file(segment, &self.rule))
+            .collect::<crate::Result<Vec<_>>>()
+            .map_err(to_tantivy)?;
+        crate::schema::lock(&self.held).insert(
+            searcher.generation().generation_id(),
+            HeldSegments {
+                _metas: metas,
+                _files: files,
+            },
+        );
+        Ok(())
+    }
+
+    fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
+        let live: std::collections::HashSet<u64> =
+            live_generations.iter().map(|g| g.generation_id()).collect();
+        crate::schema::lock(&self.held).retain(|id, _| live.contains(id));
     }
 }

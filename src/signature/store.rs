@@ -8,9 +8,9 @@
 
 use super::minhash::band_from_words;
 use super::{Evidence, MatchRule, MinHashConfig, Signature};
+use crate::component::{open_segment_file, ComponentFile};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::component::{open_segment_file, ComponentFile};
 use std::collections::HashSet;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::schema::{Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument};
@@ -59,6 +59,20 @@ impl SignatureFields {
         for name in &self.sketch {
             builder.add_u64_field(name, NumericOptions::default());
         }
+    }
+
+    /// The tantivy segment plugin that stores the signatures these fields carry, under `rule`
+    /// ([`crate::component`]): register it when creating the index
+    /// (`Index::builder().register_plugin(..)`). Cost: a copy of the rule and the names.
+    pub fn segment_component(
+        &self,
+        rule: &MatchRule,
+    ) -> std::sync::Arc<dyn tantivy::SegmentPlugin> {
+        std::sync::Arc::new(crate::component::NearDupComponent::new(
+            rule.clone(),
+            self.fingerprint.clone(),
+            self.sketch.clone(),
+        ))
     }
 
     /// The fields in `schema`. Cost: one name look-up per field (34 by default). Errors with
@@ -498,8 +512,8 @@ impl SignatureReader {
 mod tests {
     use super::*;
     use crate::signature::tests::signature_index;
-    use crate::test_rng::Rng;
     use crate::signature::Sketch;
+    use crate::test_rng::Rng;
     use std::collections::BTreeSet;
 
     /// Signatures in families around random ones: simhash neighbours (1-3 bits flipped, same

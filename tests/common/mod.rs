@@ -56,21 +56,8 @@ pub fn schema(config: &NearDupConfig) -> (Schema, Field, Field, Field) {
     (builder.build(), id, body, host)
 }
 
-/// Both places the keys can live: postings, then columns only.
-pub const KEY_STORAGES: [bool; 2] = [true, false];
-
-/// [`config`] with the keys in postings (`true`) or in columns only (`false`).
-pub fn config_keys(layout: BlockLayout, key_postings: bool) -> NearDupConfig {
-    config(layout).with_key_postings(key_postings)
-}
-
 pub fn ram_index(layout: BlockLayout) -> TestIndex {
     ram_index_with(config(layout))
-}
-
-/// [`ram_index`] with the keys in postings (`true`) or in columns only (`false`).
-pub fn ram_index_keys(layout: BlockLayout, key_postings: bool) -> TestIndex {
-    ram_index_with(config_keys(layout, key_postings))
 }
 
 pub fn ram_index_with(config: NearDupConfig) -> TestIndex {

@@ -226,7 +226,7 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         host_field: args.host_field.clone(),
         language: args.language.clone(),
         k: args.k,
-        key_postings: args.key_postings.then_some(true),
+        key_postings: None,
         policy: args.dedup.map(Policy::from),
     };
     let (store, _created) = store::open_or_create(&args.index, &req)?;

@@ -159,13 +159,6 @@ struct IndexArgs {
     /// sketches estimate resemblance >= 0.55). Fixed when the index is created; default 3.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
-    /// Also index each document's match keys as postings (16 terms per document by default):
-    /// one-off lookups on a large index then read postings instead of building a segment's
-    /// in-memory key table (~6-8 B per key per document) first; indexing costs more and the
-    /// index is larger. By default the keys live in the signature columns only. Fixed when
-    /// the index is created.
-    #[arg(long)]
-    key_postings: bool,
     /// What to do with a near-duplicate of a document already indexed (default: tag).
     #[arg(long, value_enum, value_name = "POLICY")]
     dedup: Option<DedupPolicy>,

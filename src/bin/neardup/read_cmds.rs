@@ -534,9 +534,6 @@ struct Stats<'a> {
     keys_per_document: usize,
     /// The match rule every command applies (the index's; fixed when it was created).
     rule: String,
-    /// Whether the rule's keys are also tantivy postings (`--key-postings`); otherwise they
-    /// live in the signature columns only and the first lookup of a process builds key tables.
-    key_postings: bool,
     /// The rule's keys per document (the layout's block keys and the MinHash band keys).
     rule_keys_per_document: usize,
     language: &'a str,
@@ -581,7 +578,6 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         k: layout.max_distance(),
         keys_per_document: layout.num_keys(),
         rule: store.index.rule().to_string(),
-        key_postings: store.index.fields().key_postings(),
         rule_keys_per_document: store.index.rule().keys_per_document(),
         language: &store.record.language,
         policy: &store.record.policy,
@@ -614,13 +610,8 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     ))?;
     out.line(format_args!("rule       {}", stats.rule))?;
     out.line(format_args!(
-        "keys       {} per document, {}",
+        "keys       {} per document, in sorted tables in each segment",
         stats.rule_keys_per_document,
-        if stats.key_postings {
-            "in postings and columns (--key-postings: a fresh process looks up at once)"
-        } else {
-            "in columns only (a fresh process builds in-memory key tables on its first lookup)"
-        }
     ))?;
     out.line(format_args!(
         "language   {}; last dedup policy {}",
