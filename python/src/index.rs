@@ -249,24 +249,19 @@ impl Index {
     /// ``language``: ``"auto"`` (words; Chinese segmented by jieba), ``"han-chars"`` or a
     /// stemming language (``"english"``, ``"french"``, ...). ``k``: the largest distance the
     /// index guarantees to find (0 to 9; 3 by default). ``policy``: the default of
-    /// ``writer()``. ``key_postings``: also index each document's match keys as postings
-    /// (one-off lookups on a large index read them instead of building a segment's in-memory
-    /// key table first; indexing costs more, the index is larger); by default the keys live in
-    /// the signature columns only. Language, k and key storage are fixed for the life of the
-    /// index.
+    /// ``writer()``. Language and k are fixed for the life of the index.
     #[staticmethod]
-    #[pyo3(signature = (path, *, language = "auto", k = 3, policy = "tag", key_postings = false))]
+    #[pyo3(signature = (path, *, language = "auto", k = 3, policy = "tag"))]
     fn create(
         py: Python<'_>,
         path: PathBuf,
         language: &str,
         k: u32,
         policy: &str,
-        key_postings: bool,
     ) -> PyResult<Index> {
         let language = language.to_string();
         let policy = policy.to_string();
-        let store = py.detach(|| store::create(&path, &language, k, key_postings, &policy))?;
+        let store = py.detach(|| store::create(&path, &language, k, &policy))?;
         Ok(Index::wrap(store))
     }
 
@@ -531,12 +526,6 @@ impl Index {
     #[getter]
     fn k(&self) -> PyResult<u32> {
         Ok(self.store()?.index.layout().max_distance())
-    }
-
-    /// Whether the index's match keys are indexed as postings (``Index.create(key_postings=...)``).
-    #[getter]
-    fn key_postings(&self) -> PyResult<bool> {
-        Ok(self.store()?.index.fields().key_postings())
     }
 
     /// The recorded dedup policy (the default of ``writer()``).

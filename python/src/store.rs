@@ -87,7 +87,6 @@ pub(crate) fn create(
     dir: &Path,
     language: &str,
     k: u32,
-    key_postings: bool,
     policy: &str,
 ) -> Result<Store, Failure> {
     let policy = policy_named(policy)?;
@@ -109,7 +108,6 @@ pub(crate) fn create(
     let requested = Requested {
         language: Some(language.to_string()),
         k: Some(k),
-        key_postings: Some(key_postings),
         policy: Some(policy),
         ..Requested::default()
     };

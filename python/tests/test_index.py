@@ -418,23 +418,6 @@ def test_search_leader_and_derank_follow_insertion_order_and_the_ranked_list(tmp
         index.search("quokka", collapse=False, derank=True)
 
 
-def test_key_postings_is_recorded_and_finds_the_same_pairs(py_index_path, corpus, tmp_path):
-    """``key_postings=True`` indexes the keys as postings (the default keeps them in the
-    columns only); the storage is recorded and changes no pair."""
-    with Index.open(py_index_path) as default:
-        assert default.key_postings is False
-        expected = set(default.pairs())
-    path = tmp_path / "postings"
-    index = Index.create(path, key_postings=True)
-    assert index.key_postings is True
-    with index.writer() as w:
-        w.add_many(corpus)
-    index.close()
-    with Index.open(path) as reopened:
-        assert reopened.key_postings is True
-        assert set(reopened.pairs()) == expected
-
-
 def test_searches_reuse_their_collapse_and_still_see_every_commit(corpus, tmp_path):
     """An index keeps the collapse of each search's settings (and the columns it opened);
     a search after a commit still sees the new documents: the same results as a freshly

@@ -204,13 +204,9 @@ class Index:
         language: str = "auto",
         k: int = 3,
         policy: Policy = "tag",
-        key_postings: bool = False,
     ) -> "Index":
         """Creates an index in a new or empty directory. ``k`` (0-9) and ``language`` are fixed
-        for the life of the index, and so is ``key_postings``: also index the match keys as
-        postings (one-off lookups on a large index read them instead of building a segment's
-        key table first; slower indexing, a larger index). By default the keys live in the
-        signature columns only."""
+        for the life of the index."""
     @staticmethod
     def open(path: Union[str, os.PathLike[str]]) -> "Index":
         """Opens an index made by :meth:`create` or ``neardup index``; :class:`Error` when the
@@ -276,8 +272,6 @@ class Index:
     def language(self) -> str: ...
     @property
     def k(self) -> int: ...
-    @property
-    def key_postings(self) -> bool: ...
     @property
     def policy(self) -> Policy: ...
     @property
