@@ -36,8 +36,8 @@ mod pigeonhole;
 use pigeonhole::Rng;
 use std::time::Instant;
 use tantivy::indexer::NoMergePolicy;
-use tantivy::schema::{IndexRecordOption, Schema, FAST, STRING};
-use tantivy::{doc, DocAddress, DocSet, Index, TERMINATED};
+use tantivy::schema::{Schema, FAST, STRING};
+use tantivy::{doc, DocAddress, Index};
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 

@@ -83,12 +83,7 @@ pub(crate) fn open(dir: &Path) -> Result<Store, Failure> {
 ///
 /// Errors: `dir` is a file or a non-empty directory; an unknown language or policy; a k no
 /// layout supports.
-pub(crate) fn create(
-    dir: &Path,
-    language: &str,
-    k: u32,
-    policy: &str,
-) -> Result<Store, Failure> {
+pub(crate) fn create(dir: &Path, language: &str, k: u32, policy: &str) -> Result<Store, Failure> {
     let policy = policy_named(policy)?;
     if dir.is_file() {
         return Err(Failure::Value(format!(
