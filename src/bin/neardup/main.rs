@@ -6,11 +6,12 @@
 //!
 //! | status | meaning |
 //! |---|---|
-//! | 0 | success (also when stdout is closed early, e.g. `neardup pairs DIR \| head`) |
+//! | 0 | success (also when a read command's stdout is closed early, e.g. `neardup pairs DIR \| head`) |
 //! | 1 | error: bad input line (without `--skip-bad`), unreadable file, not an index, scheme mismatch |
 //! | 2 | usage: unknown flag, missing argument, invalid value |
 //! | 3 | `index --skip-bad` finished but skipped bad input lines (counted in the summary) |
 //! | 130, 143, 129 | `index` stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP; what was read before was committed |
+//! | 141 | `index` stopped because its stdout was closed (SIGPIPE, e.g. `\| head`); what was read before was committed |
 
 mod batch_cmds;
 mod demo;
@@ -40,14 +41,16 @@ const EXIT_SKIPPED: u8 = 3;
 
 const EXIT_CODES_HELP: &str = "\
 Exit status:
-  0    success (also when stdout is closed early, e.g. `neardup pairs DIR | head`)
+  0    success (also when a read command's stdout is closed early, e.g.
+       `neardup pairs DIR | head`: nothing is lost)
   1    error: a bad input line (without --skip-bad), an unreadable file, a directory that is
        not a neardup index, an index built with another scheme or layout
   2    usage: unknown flag, missing argument, invalid value
   3    `index --skip-bad` finished, but bad input lines were skipped (see the summary)
   130  `index` was interrupted by Ctrl-C (SIGINT); the documents read before were committed
   143  the same for SIGTERM (how containers, systemd and schedulers stop programs)
-  129  the same for SIGHUP (the terminal was closed)";
+  129  the same for SIGHUP (the terminal was closed)
+  141  the same when `index`'s stdout was closed (SIGPIPE, e.g. `neardup index ... | head`)";
 
 /// Near-duplicate detection on tantivy indexes: index JSONL, search with near-duplicates
 /// collapsed, find near-duplicates of a document, find mirror sites.

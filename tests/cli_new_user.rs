@@ -1,0 +1,175 @@
+//! The `neardup` binary as a new user meets it (issue 28): a closed pipe, a mistyped field, long
+//! ids, a read-only index, a named pipe, huge limits, large texts, output order and messages.
+//! Oracles are the inputs themselves (ids, counts) and other commands of the same binary.
+#![cfg(feature = "cli")]
+
+mod cli_support;
+
+use cli_support::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A text of `words` pseudo-random words (a small LCG seeded by `seed`): texts of two seeds
+/// share almost nothing, so only copies of one text are near-duplicates.
+fn text(seed: u64, words: usize) -> String {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::new();
+    for _ in 0..words {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = 3 + (x >> 60) as usize % 6;
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for i in 0..len {
+            out.push((b'a' + ((x >> (8 + 5 * i)) % 26) as u8) as char);
+        }
+    }
+    out
+}
+
+/// `n` documents, each text twice (ids `a<i>` and `b<i>`): with `--dedup tag` every `b` is a
+/// tagged near-duplicate, so `index --json` writes an event for half of them.
+fn copies_input(path: &Path, n: u64) {
+    let lines: Vec<String> = (0..n)
+        .flat_map(|i| {
+            let t = text(i, 40);
+            [
+                doc_line(&format!("a{i}"), &t),
+                doc_line(&format!("b{i}"), &t),
+            ]
+        })
+        .collect();
+    write_lines(path, &lines);
+}
+
+/// The number of documents `stats --json` reports.
+fn documents(dir: &Path) -> u64 {
+    let out = neardup(&["stats", p(dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json_lines(&out)[0]["documents"]
+        .as_u64()
+        .expect("a document count")
+}
+
+#[test]
+fn a_closed_stdout_commits_what_was_read_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 2000);
+    // Stdout is a pipe whose reader is gone before the first event is written.
+    let mut child = Command::new(BIN)
+        .args(["index", p(&input), "--index", p(&dir), "--json", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 141, "{}", stderr(&out));
+    assert_stderr_has(&out, "stdout was closed");
+    assert_stderr_has(&out, "committed everything read up to");
+    let first = documents(&dir);
+    assert!(first > 0, "the run lost everything it indexed");
+    // The same command, its output read to the end, completes the input exactly once.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "--json", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let summary = json_lines(&out).pop().unwrap();
+    assert_eq!(summary["skipped_existing_id"].as_u64(), Some(first));
+    assert_eq!(documents(&dir), 4000);
+}
+
+#[test]
+fn a_mistyped_field_of_a_failed_first_run_is_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("f.jsonl");
+    let dir = tmp.path().join("idx");
+    let lines: Vec<String> = (0..5)
+        .map(|i| doc_line(&i.to_string(), &text(i, 30)))
+        .collect();
+    write_lines(&input, &lines);
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--text-field",
+        "body",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 1);
+    // The message names the fields the line has and the flag that chooses one.
+    assert_stderr_has(
+        &out,
+        "no text field `body` (the line's fields: `id`, `text`)",
+    );
+    assert_stderr_has(&out, "--text-field");
+    // The typo is not the index's mapping: the command without the flag works.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(documents(&dir), 5);
+    let stats = json_lines(&neardup(&["stats", p(&dir), "--json"]))[0].clone();
+    assert_eq!(stats["fields"]["text"], "text");
+    // Once documents were committed with a mapping, it is the index's default.
+    let other = tmp.path().join("g.jsonl");
+    let body: Vec<String> = (5..8)
+        .map(|i| serde_json::json!({"id": i.to_string(), "body": text(i, 30)}).to_string())
+        .collect();
+    write_lines(&other, &body);
+    let fresh = tmp.path().join("idx2");
+    let out = neardup(&[
+        "index",
+        p(&other),
+        "--index",
+        p(&fresh),
+        "--text-field",
+        "body",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&["index", p(&other), "--index", p(&fresh), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(documents(&fresh), 3);
+}
+
+#[test]
+fn ids_longer_than_the_limit_are_bad_lines_and_reruns_add_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("long.jsonl");
+    let dir = tmp.path().join("idx");
+    let limit = tantivy_simhash::MAX_ID_BYTES;
+    let longest = "i".repeat(limit);
+    let lines = vec![
+        doc_line("short", &text(1, 30)),
+        doc_line(&longest, &text(2, 30)),
+        doc_line(&"j".repeat(limit + 1), &text(3, 30)),
+        doc_line(&"k".repeat(100_000), &text(4, 30)),
+        doc_line(&"k".repeat(100_000), &text(5, 30)),
+    ];
+    write_lines(&input, &lines);
+    for run in 0..3 {
+        let out = neardup(&[
+            "index",
+            p(&input),
+            "--index",
+            p(&dir),
+            "--skip-bad",
+            "-q",
+            "--json",
+        ]);
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        assert_stderr_has(&out, &format!("more than the {limit} an id can have"));
+        let summary = json_lines(&out).pop().unwrap();
+        assert_eq!(summary["skipped_bad"], 3);
+        assert_eq!(summary["skipped_existing_id"], if run == 0 { 0 } else { 2 });
+        assert_eq!(documents(&dir), 2, "run {run}");
+    }
+    // The longest accepted id is found by its id.
+    let out = neardup(&["similar", p(&dir), "--id", &longest, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
