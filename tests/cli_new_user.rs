@@ -173,3 +173,69 @@ fn ids_longer_than_the_limit_are_bad_lines_and_reruns_add_nothing() {
     let out = neardup(&["similar", p(&dir), "--id", &longest, "--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
+
+/// Runs the binary at `bin` as a user who may not write `dir`'s files: `nobody` through
+/// `setpriv` when the tests run as root (root writes anywhere), else the current user.
+fn run_unprivileged(bin: &Path, args: &[&str]) -> std::process::Output {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    let mut cmd = if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    cmd.args(args).output().expect("run neardup unprivileged")
+}
+
+/// Sets the permission bits of `path` and, for a directory, of everything under it.
+fn chmod_tree(path: &Path, dir_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap();
+    let mode = if meta.is_dir() { dir_mode } else { file_mode };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chmod_tree(&entry.unwrap().path(), dir_mode, file_mode);
+        }
+    }
+}
+
+#[test]
+fn a_read_only_index_can_be_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 20);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // What each command prints while the index is writable: the oracle.
+    let reads: [&[&str]; 6] = [
+        &["stats", p(&dir), "--json"],
+        &["search", p(&dir), "the", "--json"],
+        &["similar", p(&dir), "--id", "a3", "--json"],
+        &["pairs", p(&dir), "--json"],
+        &["clusters", p(&dir), "--json"],
+        &["mirrors", p(&dir), "--json"],
+    ];
+    let expected: Vec<String> = reads.iter().map(|args| stdout(&neardup(args))).collect();
+    let bin = tmp.path().join("neardup");
+    std::fs::copy(BIN, &bin).unwrap();
+    chmod_tree(tmp.path(), 0o555, 0o444);
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    for (args, want) in reads.iter().zip(&expected) {
+        let out = run_unprivileged(&bin, args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let parse = |s: &str| -> Vec<Value> {
+            s.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        };
+        assert_eq!(parse(&stdout(&out)), parse(want), "{args:?}");
+    }
+    let out = run_unprivileged(&bin, &["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert_stderr_has(&out, "adding documents needs write access");
+    chmod_tree(tmp.path(), 0o755, 0o644);
+}

@@ -15,6 +15,7 @@
 //! index, being created, a fixed setting asked to change), and the library's other errors.
 
 mod claim;
+mod directory;
 
 use crate::error::{Error, Result};
 use crate::writer::Policy;
@@ -354,7 +355,10 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
     if !dir.join("meta.json").exists() {
         return Ok(None);
     }
-    let index = Index::open_in_dir(dir).map_err(|e| {
+    let opened = directory::IndexDirectory::open(dir)
+        .map_err(tantivy::TantivyError::from)
+        .and_then(Index::open);
+    let index = opened.map_err(|e| {
         Error::Store(format!(
             "{} holds a tantivy index, but tantivy cannot open it: {e}",
             dir.display()

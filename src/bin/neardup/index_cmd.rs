@@ -422,6 +422,20 @@ fn writer_busy(dir: &Path, e: Error) -> Failure {
                 dir.display()
             ))
         }
+        Error::Tantivy(tantivy::TantivyError::LockFailure(LockError::IoError(io), _))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            Failure::Message(format!(
+                "cannot write to {} ({io}): adding documents needs write access to the index \
+                 directory, reading it does not (search, similar, pairs, clusters, mirrors and \
+                 stats work); nothing was indexed: run as a user who may write there, or copy \
+                 the index to a writable place",
+                dir.display()
+            ))
+        }
         other => Failure::from(other),
     }
 }
