@@ -239,3 +239,43 @@ fn a_read_only_index_can_be_read() {
     assert_stderr_has(&out, "adding documents needs write access");
     chmod_tree(tmp.path(), 0o755, 0o644);
 }
+
+#[test]
+fn a_named_pipe_is_read_as_it_is_written() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("p");
+    let dir = tmp.path().join("idx");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // More than a pipe holds (64 KiB): the producer's write can only complete if neardup reads.
+    let lines: Vec<String> = (0..600)
+        .map(|i| doc_line(&i.to_string(), &text(i, 40)))
+        .collect();
+    let data = lines.join("\n") + "\n";
+    assert!(data.len() > 1 << 17);
+    let producer = {
+        let (fifo, data) = (fifo.clone(), data.clone());
+        std::thread::spawn(move || {
+            // Opening blocks until neardup opens the pipe for reading. A reader that closes it
+            // without reading makes the write fail (EPIPE), as it kills a shell's producer.
+            let first = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&fifo)
+                .and_then(|mut f| f.write_all(data.as_bytes()));
+            if first.is_err() {
+                // Feed the real open, so that the test ends either way.
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                f.write_all(data.as_bytes()).unwrap();
+            }
+            first.is_ok()
+        })
+    };
+    let out = neardup(&["index", p(&fifo), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        producer.join().unwrap(),
+        "neardup opened and closed the pipe before reading it"
+    );
+    assert_eq!(documents(&dir), 600);
+}

@@ -274,18 +274,24 @@ fn check_readable(files: &[PathBuf]) -> CliResult<()> {
         if f.as_os_str() == "-" {
             continue;
         }
-        if f.is_dir() {
+        let cannot_open = |e: std::io::Error| {
+            Failure::Message(format!(
+                "cannot open {}: {e}; nothing was indexed",
+                f.display()
+            ))
+        };
+        let meta = std::fs::metadata(f).map_err(cannot_open)?;
+        if meta.is_dir() {
             return Err(Failure::Message(format!(
                 "{} is a directory; give JSONL files",
                 f.display()
             )));
         }
-        std::fs::File::open(f).map_err(|e| {
-            Failure::Message(format!(
-                "cannot open {}: {e}; nothing was indexed",
-                f.display()
-            ))
-        })?;
+        // Only a regular file is opened to check it: opening and closing a named pipe or a
+        // device would end its writer's stream (its producer dies of SIGPIPE).
+        if meta.is_file() {
+            std::fs::File::open(f).map_err(cannot_open)?;
+        }
     }
     Ok(())
 }
@@ -361,14 +367,19 @@ pub(crate) fn index_files(
     Ok(run.summary)
 }
 
-/// The total size of the input files, for the progress bar; `None` when one is stdin or its
-/// size is unknown.
+/// The total size of the input files, for the progress bar; `None` when one is stdin, a pipe
+/// or a device, or its size is unknown.
 fn input_bytes(files: &[PathBuf]) -> Option<u64> {
     files
         .iter()
         .map(|f| {
             (f.as_os_str() != "-")
-                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
+                .then(|| {
+                    std::fs::metadata(f)
+                        .ok()
+                        .filter(|m| m.is_file())
+                        .map(|m| m.len())
+                })
                 .flatten()
         })
         .sum()
