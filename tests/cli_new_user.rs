@@ -279,3 +279,34 @@ fn a_named_pipe_is_read_as_it_is_written() {
     );
     assert_eq!(documents(&dir), 600);
 }
+
+#[test]
+fn a_limit_beyond_the_index_returns_every_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 20);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // A word of each text: every document matches, and -n 40 (the index's size) shows all.
+    let query: Vec<String> = (0..20).map(|i| text(i, 1).to_string()).collect();
+    let query = query.join(" ");
+    for extra in [
+        &[][..],
+        &["--no-collapse"],
+        &["--derank"],
+        &["--leader", "newest"],
+    ] {
+        let search = |n: &str| {
+            let mut args = vec!["search", p(&dir), &query, "--json", "-n", n];
+            args.extend_from_slice(extra);
+            let out = neardup(&args);
+            assert_eq!(code(&out), 0, "-n {n} {extra:?}: {}", stderr(&out));
+            stdout(&out)
+        };
+        let all = search("40");
+        assert!(!all.is_empty());
+        assert_eq!(search("1000000000"), all, "{extra:?}");
+        assert_eq!(search("18446744073709551615"), all, "{extra:?}");
+    }
+}

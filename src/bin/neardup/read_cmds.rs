@@ -75,6 +75,13 @@ pub(crate) fn search_in(
     out: &mut Out,
 ) -> CliResult<()> {
     let searcher = store.index.searcher()?;
+    // No query has more hits than the index has documents: a huge --limit must not make
+    // tantivy's top-k allocate for it.
+    let limit = limit.min(
+        usize::try_from(searcher.num_docs())
+            .unwrap_or(usize::MAX)
+            .max(1),
+    );
     let f = store.fields;
     let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
     let parsed = parser.parse_query(query).map_err(|e| {
@@ -227,7 +234,8 @@ fn collapse_hits(
         // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
         // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
         // its other hits are not missed because the first groups filled a 3 x limit window.
-        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
+        let docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW).min(docs.max(1)));
     }
     if let Some(choice) = view.leader {
         // The sequence field numbers documents in the order they were added.
