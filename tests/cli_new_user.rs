@@ -310,3 +310,51 @@ fn a_limit_beyond_the_index_returns_every_result() {
         assert_eq!(search("18446744073709551615"), all, "{extra:?}");
     }
 }
+
+#[test]
+fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    // Two documents of 2 MB each (beyond Linux's 128 KiB limit on one argument).
+    let long = text(7, 400_000);
+    assert!(long.len() > 2_000_000);
+    let lines = vec![
+        doc_line("long", &long),
+        doc_line("copy", &long),
+        doc_line("other", &text(8, 400_000)),
+    ];
+    write_lines(&input, &lines);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The oracle: the document's own lookup (itself left out, so one match: its copy).
+    let by_id = neardup(&["similar", p(&dir), "--id", "long", "--json"]);
+    let ids = |out: &std::process::Output| -> Vec<String> {
+        assert_eq!(code(out), 0, "{}", stderr(out));
+        json_lines(out)
+            .iter()
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&by_id), ["copy"]);
+    let page = tmp.path().join("page.txt");
+    std::fs::write(&page, &long).unwrap();
+    let from_file = neardup(&["similar", p(&dir), "--text-file", p(&page), "--json"]);
+    assert_eq!(ids(&from_file), ["copy", "long"]);
+    let mut child = Command::new(BIN)
+        .args(["similar", p(&dir), "--text-file", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(long.as_bytes())
+        .unwrap();
+    let from_stdin = child.wait_with_output().unwrap();
+    assert_eq!(ids(&from_stdin), ids(&from_file));
+}

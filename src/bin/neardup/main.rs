@@ -67,7 +67,8 @@ enum Command {
     Index(IndexArgs),
     /// Full-text search, one result per group of near-duplicates (with the group's size).
     Search(SearchArgs),
-    /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
+    /// Near-duplicates of a document of the index (--id) or of a text (--text, --text-file), with
+    /// distances.
     Similar(SimilarArgs),
     /// Every pair of documents the index's match rule matches (each pair once), exact
     /// duplicates included.
@@ -227,7 +228,7 @@ struct SearchArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["id", "text"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["id", "text", "text_file"])))]
 struct SimilarArgs {
     /// The index directory.
     dir: PathBuf,
@@ -237,6 +238,10 @@ struct SimilarArgs {
     /// A text, fingerprinted with the index's scheme.
     #[arg(long)]
     text: Option<String>,
+    /// A file holding the text (UTF-8; `-` reads stdin): for texts too long for the command
+    /// line, e.g. `--text-file page.txt` instead of `--text "$(cat page.txt)"`.
+    #[arg(long, value_name = "PATH")]
+    text_file: Option<PathBuf>,
     /// Simhash-only: report the documents within this Hamming distance (at most the index's
     /// k) instead of those the index's match rule matches (the default: simhash within k, or
     /// a shared MinHash band and an estimated resemblance >= 0.55).
