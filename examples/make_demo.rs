@@ -1,8 +1,8 @@
 //! Builds the demo corpus (`demo/corpus.jsonl.gz`, `demo/PROVENANCE.tsv`) and the end-to-end
-//! test fixture (`tests/fixtures/sample.jsonl.gz`) from the evaluation data, reproducibly.
+//! test fixture (`cli/tests/fixtures/sample.jsonl.gz`) from the evaluation data, reproducibly.
 //!
 //! ```text
-//! cargo run --release --example make_demo -- ../shared/data      # writes demo/ and tests/fixtures/
+//! cargo run --release --example make_demo -- ../shared/data      # writes demo/ and cli/tests/fixtures/
 //! cargo run --release --example make_demo -- ../shared/data --check   # prints the choice only
 //! ```
 //!
@@ -194,10 +194,10 @@ fn main() -> Res<()> {
         return Ok(());
     }
     write_gz(Path::new("demo/corpus.jsonl.gz"), &corpus)?;
-    std::fs::create_dir_all("tests/fixtures")?;
-    write_gz(Path::new("tests/fixtures/sample.jsonl.gz"), &fixture)?;
+    std::fs::create_dir_all("cli/tests/fixtures")?;
+    write_gz(Path::new("cli/tests/fixtures/sample.jsonl.gz"), &fixture)?;
     write_provenance(Path::new("demo/PROVENANCE.tsv"), &corpus)?;
-    println!("wrote demo/corpus.jsonl.gz, demo/PROVENANCE.tsv, tests/fixtures/sample.jsonl.gz");
+    println!("wrote demo/corpus.jsonl.gz, demo/PROVENANCE.tsv, cli/tests/fixtures/sample.jsonl.gz");
     Ok(())
 }
 

@@ -1,14 +1,13 @@
 //! `explain` against independent oracles: the verdict against the index's lookups and
 //! `MatchRule::matches` on the stored signatures, the word resemblance against a separate
 //! implementation of the evaluation's measure, the rule's shingle resemblance against the
-//! signer's shingles, and the alignment against the two word sequences it aligns. The
-//! command line's `explain` against the library.
+//! signer's shingles, and the alignment against the two word sequences it aligns
+//! (cli/tests/explain.rs checks the command line's `explain` against the library).
 
 mod common;
 
 use common::edited_texts_under_chrome;
 use std::collections::HashSet;
-use std::process::Command;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
 use tantivy_simhash::explain::{Explanation, RunKind};
@@ -214,77 +213,4 @@ fn explain_names_chrome_lines_and_moved_blocks() {
         assert!(v.get(key).is_some(), "{key}");
     }
     assert_eq!(v["verdict"]["match"], "resemblance");
-}
-
-#[test]
-fn the_command_line_prints_the_library_explanation() {
-    let bin = env!("CARGO_BIN_EXE_neardup");
-    let tmp = tempfile::tempdir().unwrap();
-    let input = tmp.path().join("docs.jsonl");
-    let texts = edited_texts_under_chrome(5, 12);
-    let lines: Vec<String> = texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            serde_json::json!({"id": format!("d{i}"), "title": format!("doc {i}"), "text": t})
-                .to_string()
-        })
-        .collect();
-    std::fs::write(&input, lines.join("\n")).unwrap();
-    let dir = tmp.path().join("ix");
-    let run = |args: &[&str]| Command::new(bin).args(args).output().unwrap();
-    let out = run(&[
-        "index",
-        input.to_str().unwrap(),
-        "--index",
-        dir.to_str().unwrap(),
-        "-q",
-        "--dedup",
-        "off",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let store = tantivy_simhash::store::open(&dir).unwrap();
-    let searcher = store.index.lookups().unwrap();
-    for (a, b) in [("d0", "d1"), ("d2", "d7"), ("d3", "d11")] {
-        let out = run(&["explain", dir.to_str().unwrap(), a, b, "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let lib = store.index.explain_ids(&searcher, a, b).unwrap();
-        assert_eq!(v["verdict"], lib.to_json()["verdict"]);
-        assert_eq!(v["alignment"], lib.to_json()["alignment"]);
-        assert!(
-            (v["words"]["resemblance"].as_f64().unwrap() - lib.words.resemblance).abs() < 1e-12
-        );
-        // The human form states the verdict and the diff markers.
-        let out = run(&["explain", dir.to_str().unwrap(), a, b, "--color", "never"]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains(&lib.summary()), "{text}");
-    }
-    // Two texts instead of ids.
-    let out = run(&[
-        "explain",
-        dir.to_str().unwrap(),
-        "--text",
-        &texts[0],
-        "--text",
-        &texts[1],
-        "--json",
-    ]);
-    assert!(out.status.success());
-    // One id is a usage error (2); an unknown id an error (1) that names it.
-    assert_eq!(
-        run(&["explain", dir.to_str().unwrap(), "d0"]).status.code(),
-        Some(2)
-    );
-    let out = run(&["explain", dir.to_str().unwrap(), "d0", "nope"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`nope`"));
 }

@@ -1,7 +1,7 @@
 //! Fuzzing `Scheme::fingerprint` with arbitrary bytes (decoded lossily, as a crawler would) under
 //! several schemes: no panic, and the same text always gives the same fingerprint, whether
 //! through a fresh scheme call or a reused fingerprinter. The JSONL reader's fuzz test lives
-//! with the reader (`src/bin/neardup/input.rs`).
+//! with the reader (`cli/src/input.rs`).
 //!
 //! The normal suite runs a few hundred cases; the long run is ignored:
 //!

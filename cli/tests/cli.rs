@@ -1,7 +1,6 @@
 //! End-to-end tests of the `neardup` binary on the fixtures in `tests/fixtures/`
 //! (`sample.jsonl.gz` is made by `examples/make_demo.rs`; the `bad-*.jsonl` files by hand).
 //! Expected results come from the library's fingerprints by brute force, not from the binary.
-#![cfg(feature = "cli")]
 
 mod cli_support;
 
@@ -326,7 +325,7 @@ fn the_demo_runs_with_no_arguments() {
     let out = neardup(&["demo"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/corpus.jsonl.gz");
     let lines = BufReader::new(MultiGzDecoder::new(std::fs::File::open(corpus).unwrap()))
         .lines()
         .count();
@@ -367,7 +366,7 @@ fn the_demo_runs_with_no_arguments() {
         "{hit}"
     );
     let copy = fields[2];
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/corpus.jsonl.gz");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/corpus.jsonl.gz");
     let docs: Vec<(String, String, String)> = gz_docs(&corpus)
         .into_iter()
         .filter(|(d, _, _)| *d == id || d == copy)

@@ -1,7 +1,7 @@
 //! The README's `neardup` examples run as printed on the demo index: every command of the
 //! command-line section's `sh` block succeeds (through bash, pipes and `$(...)` included), and
 //! every `$ neardup ...` sample prints exactly the output shown under it.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_neardup");
 
 fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md")).unwrap()
 }
 
 /// The fenced blocks of `lang` in the section that starts with `heading`.

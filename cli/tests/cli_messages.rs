@@ -1,7 +1,6 @@
 //! The `neardup` messages of issue 15: each says what happened and what to do. Every test
 //! builds the situation for real (a held writer lock, a half-created directory, a plain tantivy
 //! index, an edited record, ...) and checks the message the binary prints.
-#![cfg(feature = "cli")]
 
 mod cli_support;
 

@@ -15,7 +15,10 @@ use tantivy::DocAddress;
 use tantivy_simhash::{ClusterMode, Evidence, Policy};
 
 /// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
-const CORPUS: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/demo/corpus.jsonl.gz"));
+const CORPUS: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../demo/corpus.jsonl.gz"
+));
 
 /// The queries of the collapsed searches: templated Google Cloud READMEs, and chapters of the
 /// Rust book in Chinese at several points of its history.

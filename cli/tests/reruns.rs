@@ -2,9 +2,9 @@
 //! every policy, and after SIGKILLs at several points of a run (the crash test: what was
 //! committed is a prefix of the input, the index opens, a rerun completes it exactly once).
 //! The reference is always a fresh, uninterrupted run over the same (fixed) input.
-#![cfg(feature = "cli")]
 
 mod cli_support;
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use cli_support::*;
