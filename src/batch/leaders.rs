@@ -47,7 +47,7 @@ impl NearDupGraph {
     /// id; [`Error::Tantivy`](crate::Error::Tantivy) when reading a column fails.
     ///
     /// ```
-    /// use tantivy::schema::{Schema, FAST, STORED, STRING};
+    /// use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
     /// use tantivy::{doc, Index};
     /// use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
@@ -55,6 +55,7 @@ impl NearDupGraph {
     /// let config = NearDupConfig::new("id", ["body"]);
     /// let mut builder = Schema::builder();
     /// let id = builder.add_text_field("id", STRING | FAST | STORED);
+    /// builder.add_text_field("body", TEXT);
     /// config.add_fields(&mut builder);
     /// let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
     /// let mut writer = index.writer(50_000_000, Policy::Off)?;

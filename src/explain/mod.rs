@@ -361,6 +361,20 @@ impl Explanation {
     }
 }
 
+/// The evaluation's resemblance of two texts: Jaccard of their word 3-shingles after NFKC and
+/// case folding, every Han ideograph a word (the truth files' measure, [`Explanation::words`]).
+/// 1 when neither text has a word. Cost: one pass over each text and a hash set of its
+/// shingles.
+///
+/// ```
+/// use tantivy_simhash::explain::word_resemblance;
+/// assert_eq!(word_resemblance("One two three four", "one TWO three four"), 1.0);
+/// assert_eq!(word_resemblance("one two three four", "one two three five"), 1.0 / 3.0);
+/// ```
+pub fn word_resemblance(a: &str, b: &str) -> f64 {
+    jaccard(&Words::of(a).shingles(), &Words::of(b).shingles()).0
+}
+
 /// The lines of `text` the rule's chrome detection marks, as the signer removes them (none
 /// when every line with words is chrome: then the signer keeps everything).
 fn chrome_of(text: &str) -> Vec<ChromeLine> {
