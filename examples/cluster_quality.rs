@@ -91,17 +91,13 @@ fn main() -> data::Res<()> {
         let clusters = graph.clusters_by(mode)?;
         let took = t.elapsed();
         // (leader, member) pairs of every cluster.
-        let pairs: Vec<(&str, &str, tantivy::DocAddress, tantivy::DocAddress)> = clusters
-            .iter()
-            .flat_map(|c| {
-                let leader = c.leader().cloned();
-                c.members.iter().filter_map(move |m| {
-                    let l = leader.as_ref()?;
-                    (m.address != l.address)
-                        .then(|| (l.id.as_str(), m.id.as_str(), l.address, m.address))
-                })
-            })
-            .collect();
+        let mut pairs: Vec<(&str, &str, tantivy::DocAddress, tantivy::DocAddress)> = Vec::new();
+        for c in clusters.iter() {
+            let Some(l) = c.leader() else { continue };
+            for m in c.members.iter().filter(|m| m.address != l.address) {
+                pairs.push((l.id.as_str(), m.id.as_str(), l.address, m.address));
+            }
+        }
         let scored: Vec<(f64, bool)> = pairs
             .par_iter()
             .map(|&(l, m, la, ma)| {
