@@ -194,8 +194,8 @@ impl NearDupSearcher {
     /// brute-force scan with [`MatchRule::matches`](crate::MatchRule::matches) finds (every match
     /// shares a key), unless a key is hot
     /// ([`with_max_postings_per_key`](Self::with_max_postings_per_key)). Cost: per segment and key
-    /// of the rule (16 by default), a few array reads from the segment's key table once it is built
-    /// ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a postings read; one
+    /// of the rule (16 by default), a probe of the segment's sorted table in its component file
+    /// (a directory read and a short binary search); one
     /// fingerprint read per candidate, sketch reads only for candidates that share a band; then one
     /// id read per match (see [`lookup_signature_addresses`](Self::lookup_signature_addresses) to
     /// skip it). Errors: [`Error::Tantivy`] when reading postings or columns fails, [`Error::Io`]
@@ -268,9 +268,8 @@ impl NearDupSearcher {
     /// first (ties by id). A fingerprint has no sketch, so the rule's resemblance branch cannot be
     /// evaluated: use [`NearDupIndex::lookup_text`], [`lookup_id`](Self::lookup_id) or
     /// [`lookup_signature`](Self::lookup_signature) for the rule. No bound on hot keys applies
-    /// (every posting is read). Cost: per segment and block key, a few array reads from the key
-    /// table once built ([`with_key_tables`](Self::with_key_tables)), else a term look-up and a
-    /// postings read; one column read per candidate; then one id read per match (see
+    /// (every holder of a key is read). Cost: per segment and block key, a probe of the segment's
+    /// sorted table; one fingerprint read per candidate; then one id read per match (see
     /// [`lookup_addresses`](Self::lookup_addresses) to skip it, and [`id_of`](Self::id_of) for its
     /// cost). Measured in docs/PERFORMANCE.md. Errors: [`Error::Tantivy`] when reading postings or
     /// columns fails, [`Error::Io`] when reading an id from the id column's dictionary fails. A
