@@ -21,6 +21,7 @@ mod input;
 mod mirrors_cmd;
 mod output;
 mod read_cmds;
+mod report_cmd;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
@@ -93,6 +94,9 @@ enum Command {
     /// Why two documents (or two texts) are near-duplicates, or why not: every part of the
     /// match rule, the lines left out as site chrome, and a word-level diff.
     Explain(explain_cmd::ExplainArgs),
+    /// A review report: one self-contained HTML file (summary, histograms, clusters largest
+    /// first, each member beside its leader with the differences highlighted and the evidence).
+    Report(report_cmd::ReportArgs),
 }
 
 /// Which hit of a collapsed group `search` shows as its leader, by the order documents were
@@ -440,6 +444,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => read_cmds::stats(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
+        Command::Report(args) => report_cmd::run(&args),
     };
     match result {
         Ok(Status::Done) => ExitCode::from(EXIT_OK),
