@@ -439,7 +439,7 @@ pub fn write_report(
         removed_replace,
         removed_components: components_clustered - components.len(),
         pairs,
-        hot_keys: stats.hot_keys as u64,
+        hot_keys: stats.hot_keys,
         clusters_listed: listed,
         clusters_detailed: detailed,
         members_per_cluster: options.members_per_cluster,
