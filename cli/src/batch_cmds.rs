@@ -68,42 +68,41 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     let store = store::open(&args.rule.dir)?;
     let graph = graph(&store, args.rule.k)?;
     let mut out = Out::new(args.json);
-    let mut printed = 0usize;
-    let mut total = 0u64;
-    // The graph calls back for every pair; after a write error (a closed pipe) or the limit,
-    // the rest are only counted.
-    let mut failed: Option<Failure> = None;
+    // The join meets pairs in an order that depends on the segments; they are sorted by ids
+    // (byte order of the smaller id, then the other), so that two indexes of the same input
+    // print the same bytes. Cost: the pairs are held (their ids plus ~40 bytes each).
+    let mut pairs: Vec<(String, String, Evidence)> = Vec::new();
     let stats = graph.for_each_id_pair(|pair| {
-        total += 1;
-        if failed.is_some() || (args.limit > 0 && printed >= args.limit) {
-            return;
-        }
         let (a, b) = if pair.a <= pair.b {
             (pair.a, pair.b)
         } else {
             (pair.b, pair.a)
         };
-        let (distance, resemblance) = (pair.evidence.distance(), pair.evidence.resemblance());
-        let written = if out.is_json() {
+        pairs.push((a.to_string(), b.to_string(), pair.evidence));
+    })?;
+    pairs.sort_unstable_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    let total = pairs.len() as u64;
+    let shown = if args.limit > 0 {
+        args.limit.min(pairs.len())
+    } else {
+        pairs.len()
+    };
+    for (a, b, evidence) in &pairs[..shown] {
+        let (distance, resemblance) = (evidence.distance(), evidence.resemblance());
+        if out.is_json() {
             out.json_line(&PairLine {
                 a,
                 b,
                 distance,
-                branch: branch(&pair.evidence),
+                branch: branch(evidence),
                 resemblance,
-            })
+            })?;
         } else {
             let resemblance = resemblance.map_or("-".to_string(), |r| format!("{r:.3}"));
-            out.line(format_args!("{distance}\t{a}\t{b}\t{resemblance}"))
-        };
-        match written {
-            Ok(()) => printed += 1,
-            Err(e) => failed = Some(e),
+            out.line(format_args!("{distance}\t{a}\t{b}\t{resemblance}"))?;
         }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
     }
+    let printed = shown;
     warn_hot_keys(&stats, DEFAULT_MAX_POSTINGS_PER_KEY);
     if !out.is_json() {
         super::eprintln_quiet(&format!(

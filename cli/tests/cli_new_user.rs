@@ -1,7 +1,6 @@
 //! The `neardup` binary as a new user meets it (issue 28): a closed pipe, a mistyped field, long
 //! ids, a read-only index, a named pipe, huge limits, large texts, output order and messages.
 //! Oracles are the inputs themselves (ids, counts) and other commands of the same binary.
-#![cfg(feature = "cli")]
 
 mod cli_support;
 
@@ -357,4 +356,45 @@ fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
         .unwrap();
     let from_stdin = child.wait_with_output().unwrap();
     assert_eq!(ids(&from_stdin), ids(&from_file));
+}
+
+#[test]
+fn pairs_are_in_id_order_whatever_the_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 300);
+    // One segment, then many small ones (a commit every 7 documents, the input reversed).
+    let one = tmp.path().join("one");
+    let many = tmp.path().join("many");
+    let mut reversed: Vec<String> = std::fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    reversed.reverse();
+    let input_reversed = tmp.path().join("reversed.jsonl");
+    write_lines(&input_reversed, &reversed);
+    let out = neardup(&["index", p(&input), "--index", p(&one), "-q", "--dedup", "off"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&[
+        "index", p(&input_reversed), "--index", p(&many), "-q", "--dedup", "off",
+        "--commit-every", "7",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let a = neardup(&["pairs", p(&one)]);
+    let b = neardup(&["pairs", p(&many)]);
+    assert_eq!(code(&a), 0);
+    let lines: Vec<(String, String)> = stdout(&a)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[1].to_string(), f[2].to_string())
+        })
+        .collect();
+    // The oracle: a<i> and b<i> are the only pairs, smaller id first, sorted by ids.
+    let mut expected: Vec<(String, String)> =
+        (0..300).map(|i| (format!("a{i}"), format!("b{i}"))).collect();
+    expected.sort();
+    assert_eq!(lines, expected);
+    assert_eq!(stdout(&a), stdout(&b), "the same input, other segments");
 }
