@@ -206,19 +206,12 @@ fn print_cluster(
         });
     }
     let first = store.load_doc(searcher, c.members[0].address)?;
-    out.line(format_args!(
-        "{:>6}  {}  {}",
-        c.len(),
-        c.id,
-        one_line(&first.title, 60)
-    ))?;
+    let line = format!("{:>6}  {}  {}", c.len(), c.id, one_line(&first.title, 60));
+    out.line(line.trim_end())?;
     for m in c.members.iter().skip(1).take(members) {
         let shown = store.load_doc(searcher, m.address)?;
-        out.line(format_args!(
-            "          {}  {}",
-            m.id,
-            one_line(&shown.title, 60)
-        ))?;
+        let line = format!("          {}  {}", m.id, one_line(&shown.title, 60));
+        out.line(line.trim_end())?;
     }
     if c.len() > members + 1 {
         out.line(format_args!("          … {} more", c.len() - members - 1))?;
