@@ -3,7 +3,7 @@
 
 use super::output::{count, one_line};
 use super::store::{self, Store};
-use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
+use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
 use tantivy_simhash::batch::{Cluster, Clusters, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
 use tantivy_simhash::signature::PairStats;
