@@ -78,8 +78,10 @@ enum Command {
     /// The pairs go to stdout, so that `neardup pairs DIR > pairs.tsv` holds nothing else:
     /// `distance<TAB>id<TAB>id<TAB>resemblance` (the simhash distance; the sketches' resemblance
     /// estimate for a pair matched by the resemblance branch, `-` for a simhash match), or JSON
-    /// lines with --json. The count line ("N pairs by the rule (...) among M documents") goes to
-    /// stderr, and is left out with --json.
+    /// lines with --json. Each pair's smaller id (in byte order) comes first, and the pairs are
+    /// sorted by it, then by the other id: the same input gives the same bytes, however it was
+    /// indexed. The count line ("N pairs by the rule (...) among M documents") goes to stderr,
+    /// and is left out with --json.
     Pairs(PairsArgs),
     /// Clusters of near-duplicates, largest first: by leader (default: in input order, each
     /// document joins the first earlier leader it matches, else leads), or connected
