@@ -407,16 +407,16 @@ impl ComponentFile {
             )));
         }
         if hash != rule_hash(rule) || families != rule.keys_per_document() {
-            return Err(Error::IndexMismatch {
-                what: "match rule of a segment",
-                found: format!("hash {hash:016x}, {families} key positions"),
-                expected: format!(
-                    "{} (hash {:016x}, {} key positions)",
-                    rule.id(),
-                    rule_hash(rule),
-                    rule.keys_per_document()
-                ),
-            });
+            // The index's record names the rule, so a segment of another rule in it is damage
+            // (or a file copied from another index).
+            return Err(damaged(format!(
+                "its header records rule hash {hash:016x} and {families} key positions; the \
+                 index's rule {} has hash {:016x} and {} (a damaged header, or a file copied \
+                 from another index)",
+                rule.id(),
+                rule_hash(rule),
+                rule.keys_per_document()
+            )));
         }
         if words != 1 + rule.minhash().sketch_words() {
             return Err(damaged(format!(
