@@ -1,18 +1,16 @@
-//! The commands that read an index: `search`, `similar`, `stats`.
+//! The commands that read an index: `search`, `similar`, `stats`. What they find comes from
+//! the library's store ([`store::Search`], [`store::similar`]); here are the flags and the
+//! printing.
 
 use super::output::{count, evidence_short, one_line, EvidenceJson};
-use super::store::{self, Store, StoredDoc};
+use super::store::{
+    self, Collapse, Search, SearchHit, SearchSettings, SimilarTo, Store, StoredDoc,
+};
 use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
-use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::Order;
-use tantivy_simhash::{
-    Collapsed, CollapsedGroup, CollapsedHit, Fingerprint, GroupBy, NearDup, NearDupCollapse,
-    SEQUENCE_FIELD,
-};
+use tantivy_simhash::{CollapsedHit, NearDup};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -23,93 +21,29 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     let collapse = match (&args.distinct_field, args.no_collapse) {
         (_, true) => Collapse::Off,
         (None, false) => Collapse::NearDuplicates,
-        (Some(field), false) => Collapse::Field(field),
+        (Some(field), false) => Collapse::Field(field.clone()),
     };
-    let view = GroupView {
-        leader: args.leader,
+    let settings = SearchSettings {
+        limit: args.limit,
+        collapse,
+        leader: args.leader.map(|choice| match choice {
+            LeaderChoice::Newest => store::LeaderChoice::Newest,
+            LeaderChoice::Oldest => store::LeaderChoice::Oldest,
+        }),
         derank: args.derank,
     };
-    search_in(&store, &args.query, args.limit, collapse, view, &mut out)?;
+    search_in(&store, &args.query, settings, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
 
 #[derive(Serialize)]
-struct SearchHit<'a> {
+struct SearchLine<'a> {
     rank: usize,
     score: f32,
     id: &'a str,
     title: &'a str,
     host: &'a str,
-}
-
-/// How `search` folds its hits.
-#[derive(Clone, Copy)]
-pub(crate) enum Collapse<'a> {
-    /// Every matching document.
-    Off,
-    /// One result per group of near-duplicates.
-    NearDuplicates,
-    /// One result per value of a fast field.
-    Field(&'a str),
-}
-
-/// How `search` shows collapsed groups (ignored without collapse: the command line refuses the
-/// combination).
-#[derive(Clone, Copy, Default)]
-pub(crate) struct GroupView {
-    /// Which hit leads a group; `None`: its best-ranked hit.
-    pub(crate) leader: Option<LeaderChoice>,
-    /// One flat list: the leaders, then the groups' other hits in rank order.
-    pub(crate) derank: bool,
-}
-
-/// Prints the best `limit` results for `query`: groups (the best hit of each, with the group's
-/// size) unless `collapse` is off, else single documents.
-pub(crate) fn search_in(
-    store: &Store,
-    query: &str,
-    limit: usize,
-    collapse: Collapse<'_>,
-    view: GroupView,
-    out: &mut Out,
-) -> CliResult<()> {
-    let searcher = store.index.searcher()?;
-    let f = store.fields;
-    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
-    let parsed = parser.parse_query(query).map_err(|e| {
-        Failure::Message(format!(
-            "cannot parse the query `{query}`: {e}; use words, \"phrases\", +must, -not or \
-             title:word"
-        ))
-    })?;
-    let tantivy_searcher = &searcher;
-    if let Some(field) = match collapse {
-        Collapse::Off => None,
-        Collapse::NearDuplicates => Some(None),
-        Collapse::Field(field) => Some(Some(field)),
-    } {
-        return print_collapsed(store, tantivy_searcher, &parsed, limit, field, view, out);
-    }
-    let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
-    if hits.is_empty() && !out.is_json() {
-        out.line(format_args!("no document matches `{query}`"))?;
-    }
-    for (rank, (score, addr)) in hits.into_iter().enumerate() {
-        let shown = store.load_doc(tantivy_searcher, addr)?;
-        if out.is_json() {
-            out.json_line(&SearchHit {
-                rank: rank + 1,
-                score,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-            })?;
-        } else {
-            print_hit(out, rank + 1, score, &shown)?;
-        }
-    }
-    Ok(())
 }
 
 /// A member of a collapsed group: its simhash distance to the leader, and the resemblance
@@ -140,9 +74,6 @@ struct CollapsedLine<'a> {
     members: Vec<GroupMember<'a>>,
 }
 
-/// With `--leader` or `--derank`, the window is this many times `--limit` hits.
-const WIDE_WINDOW: usize = 64;
-
 /// A hit of `search --derank`: a leader, or a hit moved behind the leaders.
 #[derive(Serialize)]
 struct DerankedLine<'a> {
@@ -158,35 +89,69 @@ struct DerankedLine<'a> {
     leader_id: Option<&'a str>,
 }
 
-fn print_collapsed(
+/// Prints the best results for `query` as `settings` fold them: groups (the best hit of each,
+/// with the group's size) unless the collapse is off, else single documents; with `derank`,
+/// the leaders and then the moved hits.
+pub(crate) fn search_in(
     store: &Store,
-    searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
-    limit: usize,
-    distinct_field: Option<&str>,
-    view: GroupView,
+    query: &str,
+    settings: SearchSettings,
     out: &mut Out,
 ) -> CliResult<()> {
-    let results = collapse_hits(store, searcher, query, limit, distinct_field, view)?;
-    if view.derank {
-        return print_deranked(store, searcher, &results, distinct_field, out);
+    let distinct_field = match &settings.collapse {
+        Collapse::Field(field) => Some(field.clone()),
+        _ => None,
+    };
+    let (collapsed, derank) = (settings.collapse != Collapse::Off, settings.derank);
+    let search = Search::new(store, settings)?;
+    let hits = search.run(store, query)?;
+    if hits.is_empty() && !out.is_json() {
+        match collapsed {
+            false => out.line(format_args!("no document matches `{query}`"))?,
+            true => out.line("no document matches")?,
+        }
     }
-    if results.groups().is_empty() && !out.is_json() {
-        out.line("no document matches")?;
-    }
-    for (rank, g) in results.groups().iter().enumerate() {
-        let shown = store.load_doc(searcher, g.leader.address)?;
-        if out.is_json() {
+    for hit in &hits {
+        let d = &hit.doc;
+        if !out.is_json() {
+            print_hit(out, hit.rank, hit.score, d)?;
+            if derank {
+                print_moved(out, hit, distinct_field.as_deref())?;
+            } else if hit.group_size > 1 {
+                print_group_members(out, hit, distinct_field.as_deref())?;
+            }
+            continue;
+        }
+        let (rank, score, id, title, host) = (hit.rank, hit.score, &d.id, &d.title, &d.host);
+        if !collapsed {
+            out.json_line(&SearchLine {
+                rank,
+                score,
+                id,
+                title,
+                host,
+            })?;
+        } else if derank {
+            out.json_line(&DerankedLine {
+                rank,
+                score,
+                id,
+                title,
+                host,
+                moved: hit.moved,
+                leader_id: hit.leader_id.as_deref(),
+            })?;
+        } else {
             out.json_line(&CollapsedLine {
-                rank: rank + 1,
-                score: g.leader.key,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-                group_size: g.count,
-                group_size_exact: g.count_exact,
-                distinct_value: distinct_field.and(g.leader.group.as_deref()),
-                members: g
+                rank,
+                score,
+                id,
+                title,
+                host,
+                group_size: hit.group_size,
+                group_size_exact: hit.group_size_exact,
+                distinct_value: hit.group_value.as_deref(),
+                members: hit
                     .members
                     .iter()
                     .map(|m| GroupMember {
@@ -197,65 +162,15 @@ fn print_collapsed(
                     })
                     .collect(),
             })?;
-            continue;
-        }
-        print_hit(out, rank + 1, g.leader.key, &shown)?;
-        if g.count > 1 {
-            print_group_members(out, g, distinct_field)?;
         }
     }
     Ok(())
 }
 
-/// The query's hits collapsed into groups (near-duplicates, or one per `distinct_field`
-/// value), with the leaders and window `view` asks for.
-fn collapse_hits(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
-    limit: usize,
-    distinct_field: Option<&str>,
-    view: GroupView,
-) -> CliResult<Collapsed<f32>> {
-    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
-    // for a person reading "N near-duplicates".
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = distinct_field {
-        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
-    }
-    if view.leader.is_some() || view.derank {
-        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
-        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
-        // its other hits are not missed because the first groups filled a 3 x limit window.
-        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
-    }
-    if let Some(choice) = view.leader {
-        // The sequence field numbers documents in the order they were added.
-        let order = match choice {
-            LeaderChoice::Newest => Order::Desc,
-            LeaderChoice::Oldest => Order::Asc,
-        };
-        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-    }
-    let results = collapse.search(searcher, query).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. }
-            if view.leader.is_some() && field == SEQUENCE_FIELD =>
-        {
-            Failure::Message(format!(
-                "--leader orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild it \
-                 with `neardup index`, or search without --leader"
-            ))
-        }
-        e => e.into(),
-    })?;
-    Ok(results)
-}
-
 /// The line under a group's leader: how many more hits the group has, and the nearest three.
 fn print_group_members(
     out: &mut Out,
-    g: &CollapsedGroup<f32>,
+    g: &SearchHit,
     distinct_field: Option<&str>,
 ) -> CliResult<()> {
     // The members are those of the window of top hits; the count covers every hit. The
@@ -282,15 +197,15 @@ fn print_group_members(
             (None, None) => m.id.clone(),
         })
         .collect();
-    let others = g.count - 1;
+    let others = g.group_size - 1;
     let list = match (listed.is_empty(), others > listed.len()) {
         (true, _) => String::new(),
         (false, true) => format!(": {}, …", listed.join(", ")),
         (false, false) => format!(": {}", listed.join(", ")),
     };
-    let at_least = if g.count_exact { "" } else { "at least " };
+    let at_least = if g.group_size_exact { "" } else { "at least " };
     let plural = if others == 1 { "" } else { "s" };
-    match (distinct_field, g.leader.group.as_deref()) {
+    match (distinct_field, g.group_value.as_deref()) {
         (Some(field), Some(value)) => out.line(format_args!(
             "             + {at_least}{others} more with {field} {value}{list}"
         ))?,
@@ -301,61 +216,17 @@ fn print_group_members(
     Ok(())
 }
 
-/// Prints [`Collapsed::deranked`]: the leaders in group
-/// order, then the groups' other hits in rank order, each with the id of its leader.
-fn print_deranked(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    results: &Collapsed<f32>,
-    distinct_field: Option<&str>,
-    out: &mut Out,
-) -> CliResult<()> {
-    let groups = results.groups();
-    if groups.is_empty() && !out.is_json() {
-        out.line("no document matches")?;
+/// The line under a hit `--derank` moved behind the leaders: whose group it belongs to.
+fn print_moved(out: &mut Out, hit: &SearchHit, distinct_field: Option<&str>) -> CliResult<()> {
+    let Some(leader) = hit.leader_id.as_deref().filter(|_| hit.moved) else {
+        return Ok(());
+    };
+    match distinct_field {
+        Some(field) => out.line(format_args!("             moved: same {field} as {leader}")),
+        None => out.line(format_args!(
+            "             moved: a near-duplicate of {leader}"
+        )),
     }
-    // The leader of each moved hit (one index: an address names one hit).
-    let leader_of: HashMap<tantivy::DocAddress, usize> = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(i, g)| g.members.iter().map(move |m| (m.address, i)))
-        .collect();
-    let mut leader_ids = Vec::with_capacity(groups.len());
-    for g in groups {
-        leader_ids.push(store.load_doc(searcher, g.leader.address)?.id);
-    }
-    let flat: Vec<&CollapsedHit<f32>> = results.deranked();
-    for (position, hit) in flat.iter().enumerate() {
-        let shown = store.load_doc(searcher, hit.address)?;
-        let leader = match position < groups.len() {
-            true => None,
-            false => leader_of.get(&hit.address).map(|&i| leader_ids[i].as_str()),
-        };
-        if out.is_json() {
-            out.json_line(&DerankedLine {
-                rank: position + 1,
-                score: hit.key,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-                moved: position >= groups.len(),
-                leader_id: leader,
-            })?;
-            continue;
-        }
-        print_hit(out, position + 1, hit.key, &shown)?;
-        if let Some(leader) = leader {
-            match distinct_field {
-                Some(field) => {
-                    out.line(format_args!("             moved: same {field} as {leader}"))?
-                }
-                None => out.line(format_args!(
-                    "             moved: a near-duplicate of {leader}"
-                ))?,
-            }
-        }
-    }
-    Ok(())
 }
 
 fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliResult<()> {
@@ -376,25 +247,19 @@ pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
     let source =
         match (&args.id, &args.text) {
-            (Some(id), None) => Source::Id(id),
+            (Some(id), None) => SimilarTo::Id(id),
             (None, Some(text)) if text.trim().is_empty() => return Err(Failure::Usage(
                 "--text is empty: there is nothing to fingerprint (`neardup index` refuses such \
                  documents too); give the text to compare, or --id"
                     .into(),
             )),
-            (None, Some(text)) => Source::Text(text),
+            (None, Some(text)) => SimilarTo::Text(text),
             _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
         };
     let mut out = Out::new(args.json);
     similar_in(&store, source, args.k, args.limit, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
-}
-
-/// What `similar` looks up.
-pub(crate) enum Source<'a> {
-    Id(&'a str),
-    Text(&'a str),
 }
 
 #[derive(Serialize)]
@@ -407,90 +272,47 @@ struct SimilarHit<'a> {
     host: &'a str,
 }
 
-/// Prints the documents the index's match rule matches with a document or a text, strongest
-/// evidence first (simhash matches nearest first, then resemblance matches most resembling
-/// first); with `k`, simhash-only: the documents within `k` (at most the index's k). For
-/// `--id`, the document itself is left out.
+/// Prints what [`store::similar`] finds: a headline, then one line per near-duplicate.
 pub(crate) fn similar_in(
     store: &Store,
-    source: Source<'_>,
+    source: SimilarTo<'_>,
     k: Option<u32>,
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let within = k.map(|k| store.checked_k(Some(k))).transpose()?;
-    let searcher = store.index.lookups()?;
-    let (signature, own_id) = match source {
-        Source::Id(id) => {
-            let signature = searcher.signature_of_id(id)?.ok_or_else(|| {
-                Failure::Message(format!(
-                    "no document has id `{id}` in {}",
-                    store.dir.display()
-                ))
-            })?;
-            (signature, Some(id))
-        }
-        Source::Text(text) => (store.index.sign(text), None),
-    };
-    let mut hits = match within {
-        Some(k) => searcher.lookup_within(signature.fingerprint, k)?,
-        None => searcher.lookup_signature(&signature)?,
-    };
-    hits.retain(|h| Some(h.id.as_str()) != own_id);
-    if limit > 0 {
-        hits.truncate(limit);
-    }
+    let found = store::similar(store, source, k, limit)?;
     if !out.is_json() {
-        let found = hits.len() as u64;
-        out.line(similar_headline(
-            store,
-            own_id,
-            signature.fingerprint,
-            within,
-            found,
+        let own_id = match source {
+            SimilarTo::Id(id) => Some(id),
+            SimilarTo::Text(_) => None,
+        };
+        let what = match own_id {
+            Some(id) => format!("`{id}`"),
+            None => "the text".to_string(),
+        };
+        let by = match found.within {
+            Some(k) => format!("within simhash distance {k}"),
+            None => format!("by the rule ({})", store.index.rule()),
+        };
+        out.line(format_args!(
+            "{} of {what} (fingerprint {}) {by}{}",
+            count(found.hits.len() as u64, "near-duplicate", "near-duplicates"),
+            found.fingerprint,
+            if own_id.is_some() {
+                ", itself left out"
+            } else {
+                ""
+            }
         ))?;
     }
-    for hit in &hits {
-        print_similar_hit(store, searcher.searcher(), hit, out)?;
+    for (hit, shown) in &found.hits {
+        print_similar_hit(hit, shown, out)?;
     }
     Ok(())
 }
 
-/// What `similar` found: how many near-duplicates of what, by which test.
-fn similar_headline(
-    store: &Store,
-    own_id: Option<&str>,
-    fp: Fingerprint,
-    within: Option<u32>,
-    found: u64,
-) -> String {
-    let what = match own_id {
-        Some(id) => format!("`{id}`"),
-        None => "the text".to_string(),
-    };
-    let by = match within {
-        Some(k) => format!("within simhash distance {k}"),
-        None => format!("by the rule ({})", store.index.rule()),
-    };
-    format!(
-        "{} of {what} (fingerprint {fp}) {by}{}",
-        count(found, "near-duplicate", "near-duplicates"),
-        if own_id.is_some() {
-            ", itself left out"
-        } else {
-            ""
-        }
-    )
-}
-
 /// One near-duplicate: a JSON line, or its evidence, id, title and host.
-fn print_similar_hit(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    hit: &NearDup,
-    out: &mut Out,
-) -> CliResult<()> {
-    let shown = store.load_doc(searcher, hit.address)?;
+fn print_similar_hit(hit: &NearDup, shown: &StoredDoc, out: &mut Out) -> CliResult<()> {
     if out.is_json() {
         return out.json_line(&SimilarHit {
             id: &hit.id,

@@ -15,6 +15,12 @@
 //! index, being created, a fixed setting asked to change), and the library's other errors.
 
 mod claim;
+mod search;
+
+pub use search::{
+    similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
+    WIDE_WINDOW,
+};
 
 use crate::error::{Error, Result};
 use crate::writer::Policy;
