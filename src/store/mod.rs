@@ -15,8 +15,10 @@
 //! index, being created, a fixed setting asked to change), and the library's other errors.
 
 mod claim;
+mod ingest;
 mod search;
 
+pub use ingest::{outcome_name, IngestCounts};
 pub use search::{
     similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
     WIDE_WINDOW,
