@@ -4,7 +4,7 @@
 use super::batch_cmds::clusters_in;
 use super::index_cmd::{index_files, print_summary, IndexOptions};
 use super::mirrors_cmd::mirrors_in;
-use super::read_cmds::{largest_groups, search_in, similar_in, stats_in};
+use super::read_cmds::{search_in, similar_in, stats_in};
 use super::store::{self, Requested};
 use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
@@ -148,7 +148,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
 /// The first document of the largest group recorded while indexing.
 fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
     let searcher = store.index.searcher()?;
-    let groups = largest_groups(&searcher, 1)?;
+    let groups = store.largest_groups(&searcher, 1)?;
     Ok(groups.into_iter().next().map(|g| g.group))
 }
 

@@ -8,7 +8,6 @@ use super::store::{
 };
 use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::Path;
 use tantivy_simhash::{CollapsedHit, NearDup};
 
@@ -364,7 +363,7 @@ struct Stats<'a> {
     language: &'a str,
     policy: &'a str,
     fields: &'a super::input::FieldMap,
-    largest_groups: Vec<Group>,
+    largest_groups: Vec<store::GroupSize>,
     /// The largest clusters (chains of pairs within k), computed now over the whole index.
     largest_clusters: Vec<ClusterSize>,
 }
@@ -373,12 +372,6 @@ struct Stats<'a> {
 struct ClusterSize {
     cluster: String,
     documents: usize,
-}
-
-#[derive(Serialize)]
-pub(crate) struct Group {
-    pub group: String,
-    pub documents: u64,
 }
 
 /// Prints what the index holds.
@@ -408,7 +401,7 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         language: &store.record.language,
         policy: &store.record.policy,
         fields: &store.record.fields,
-        largest_groups: largest_groups(s, limit)?,
+        largest_groups: store.largest_groups(s, limit)?,
         largest_clusters: largest_clusters(store, &searcher, limit)?,
     };
     if out.is_json() {
@@ -485,68 +478,14 @@ fn largest_clusters(
 ) -> CliResult<Vec<ClusterSize>> {
     let fields = store.index.fields();
     let clusters = tantivy_simhash::batch::NearDupGraph::new(fields, searcher)?.clusters()?;
-    let sizes: Vec<ClusterSize> = clusters
-        .iter()
+    let (largest, _) = store::largest_clusters(&clusters, 2, limit);
+    Ok(largest
+        .into_iter()
         .map(|c| ClusterSize {
             cluster: c.id.clone(),
             documents: c.len(),
         })
-        .collect();
-    Ok(largest_first(sizes, limit, |c| {
-        (c.documents, c.cluster.as_str())
-    }))
-}
-
-/// The `limit` largest groups of the group column (filled under `--dedup tag`), by size, with
-/// at least two live documents.
-pub(crate) fn largest_groups(searcher: &tantivy::Searcher, limit: usize) -> CliResult<Vec<Group>> {
-    let mut sizes: HashMap<String, u64> = HashMap::new();
-    for seg in searcher.segment_readers() {
-        let Some(col) = seg.fast_fields().str("simhash_group")? else {
-            continue;
-        };
-        let mut by_ord: HashMap<u64, u64> = HashMap::new();
-        for doc in 0..seg.max_doc() {
-            if seg.is_deleted(doc) {
-                continue;
-            }
-            if let Some(ord) = col.ords().first(doc) {
-                *by_ord.entry(ord).or_default() += 1;
-            }
-        }
-        let mut name = String::new();
-        for (ord, n) in by_ord {
-            if n == 0 {
-                continue;
-            }
-            name.clear();
-            if col.ord_to_str(ord, &mut name)? {
-                *sizes.entry(name.clone()).or_default() += n;
-            }
-        }
-    }
-    let groups: Vec<Group> = sizes
-        .into_iter()
-        .filter(|&(_, n)| n >= 2)
-        .map(|(group, documents)| Group { group, documents })
-        .collect();
-    Ok(largest_first(groups, limit, |g| {
-        (g.documents as usize, g.group.as_str())
-    }))
-}
-
-/// The `limit` largest of `items` by their `(size, name)`: larger first, ties by name.
-fn largest_first<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    size_and_name: impl Fn(&T) -> (usize, &str),
-) -> Vec<T> {
-    items.sort_by(|a, b| {
-        let ((size_a, name_a), (size_b, name_b)) = (size_and_name(a), size_and_name(b));
-        size_b.cmp(&size_a).then_with(|| name_a.cmp(name_b))
-    });
-    items.truncate(limit);
-    items
+        .collect())
 }
 
 fn dir_size(dir: &Path) -> u64 {

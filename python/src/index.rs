@@ -14,7 +14,7 @@ use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::store::{
     Collapse, FieldMap, LeaderChoice, Search, SearchHit, SearchSettings, SimilarTo,
 };
-use tantivy_simhash::{HostPair, IdPolicy, MirrorConfig, MirrorFinder};
+use tantivy_simhash::IdPolicy;
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
@@ -672,8 +672,7 @@ fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluste
     let searcher = store.index.searcher()?;
     let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
     let all = graph.clusters()?;
-    let mut sorted: Vec<_> = all.iter().filter(|c| c.len() >= min_size.max(2)).collect();
-    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
+    let (sorted, _) = tantivy_simhash::store::largest_clusters(&all, min_size, 0);
     Ok(sorted
         .into_iter()
         .map(|c| Cluster {
@@ -685,23 +684,10 @@ fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluste
 
 /// The mirror report's host pairs as JSON lines (the command line's `--json` lines).
 fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Vec<String>, Failure> {
-    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
-    let report = finder.find_in_index(&store.index, "host")?;
-    let pairs: Vec<HostPair> = match host {
-        Some(h) => {
-            if !report.host_pages.contains_key(h) {
-                return Err(Failure::Value(format!(
-                    "no page of {} has host `{h}`",
-                    store.dir.display()
-                )));
-            }
-            report.copies_of(h)
-        }
-        None => report.pairs.clone(),
-    };
-    pairs
+    let found = tantivy_simhash::store::mirrors(store, host, all)?;
+    found
+        .pairs
         .iter()
-        .filter(|p| all || p.is_mirror)
         .map(|p| {
             serde_json::to_string(p)
                 .map_err(|e| Failure::Index(format!("cannot encode a host pair: {e}")))

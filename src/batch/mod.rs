@@ -81,11 +81,13 @@
 //! ```
 
 mod clusters;
+mod components;
 mod graph;
 mod join;
 
 pub(crate) use clusters::UnionFind;
 pub use clusters::{Cluster, ClusterMember, Clusters};
+pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
 
