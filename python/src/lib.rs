@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 mod index;
+mod lean;
 mod rule;
 mod store;
 mod writer;
@@ -153,5 +154,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     index::register(m)?;
     writer::register(m)?;
     rule::register(m)?;
+    lean::register(m)?;
     Ok(())
 }

@@ -98,6 +98,11 @@ pub(crate) struct Rule {
 }
 
 impl Rule {
+    /// The rule itself (for the Dask pipeline's kernels in `lean.rs`).
+    pub(crate) fn match_rule(&self) -> &MatchRule {
+        &self.rule
+    }
+
     fn words(&self) -> usize {
         self.rule.minhash().sketch_words()
     }

@@ -205,3 +205,50 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
         py = {tuple(sorted((a, b))): (d, None if r is None else round(r, 5)) for a, b, d, r in index.pairs()}
         assert found == py
         assert found_clusters == sorted(sorted(c.members) for c in index.clusters())
+
+
+def test_the_lean_shuffle_is_exact_with_other_partition_counts(client, mixed_corpus, brute_force):
+    """The lean shuffle's key groups in 3 and in 11 partitions (the input has 5): the same pairs."""
+    docs = as_dask(mixed_corpus)
+    index = input_index(docs)
+    for groups in (3, 11):
+        pairs = tsd.find_pairs(docs, npartitions=groups).compute()
+        assert pairs_by_index(pairs, index) == brute_force
+
+
+def test_distributed_components_equal_a_python_union_find(client):
+    """Large-star / small-star on the workers against an independent union-find: random edges,
+    a long path (many rounds) and a star, over rows of several partitions."""
+    rng = np.random.default_rng(11)
+    nodes = (rng.integers(0, 40, 600, dtype=np.uint64) << np.uint64(32)) + rng.integers(0, 5000, 600, dtype=np.uint64)
+    nodes = np.unique(nodes)
+    a = rng.choice(nodes, 400)
+    b = rng.choice(nodes, 400)
+    path = rng.permutation(nodes[:150])
+    a = np.concatenate([a, path[:-1], np.repeat(nodes[200], 50)])
+    b = np.concatenate([b, path[1:], nodes[250:300]])
+    edges = dd.from_pandas(pd.DataFrame({"u": a, "v": b}), npartitions=4, sort=False)
+    got = tsd.distributed_components(edges, npartitions=3).compute()
+    assert got["row"].is_unique
+    found = dict(zip(got["row"].tolist(), got["label"].tolist()))
+    ids = sorted(set(a.tolist()) | set(b.tolist()))
+    expected = {}
+    for group in components(ids, [(int(x), int(y), 0) for x, y in zip(a, b) if x != y]):
+        for member in group:
+            expected[member] = min(group)
+    assert {k: v for k, v in found.items()} == expected
+    assert len(set(expected.values())) > 10
+
+
+def test_deduplicate_clusters_on_the_workers_equal_the_client_join(client, mixed_corpus, tmp_path):
+    """``client_max_edges=0`` sends the clusters to the workers: the same Parquet output."""
+    docs = as_dask(mixed_corpus)
+    outputs = []
+    for limit, name in ((tsd.DEFAULT_CLIENT_MAX_EDGES, "client"), (0, "workers")):
+        summary = tsd.deduplicate(docs, str(tmp_path / name), client_max_edges=limit)
+        clusters = pq.read_table(tmp_path / name / "clusters").to_pandas()
+        pairs = pq.read_table(tmp_path / name / "pairs").to_pandas()
+        outputs.append((summary["pairs"], summary["clusters"], summary["clustered"],
+                        dict(zip(clusters.id, clusters.cluster)), set(zip(pairs.id_a, pairs.id_b))))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][1] > 100

@@ -113,6 +113,43 @@ pub struct Search {
 
 type CollapseFn = dyn Fn(&Searcher, &dyn Query) -> Result<Collapsed<f32>> + Send + Sync;
 
+/// The collapse of `settings` for `limit` groups, with a window of at most `max_fetch` hits.
+fn make_collapse(
+    store: &Store,
+    settings: &SearchSettings,
+    limit: usize,
+    max_fetch: usize,
+) -> Result<Box<CollapseFn>> {
+    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
+    // for a person reading "N near-duplicates".
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    if let Collapse::Field(field) = &settings.collapse {
+        collapse = collapse.group_by(GroupBy::Field(field.clone()))?;
+    }
+    if settings.leader.is_some() || settings.derank {
+        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
+        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or its
+        // other hits are not missed because the first groups filled a 3 x limit window.
+        collapse = collapse.fetch(wide_window(limit).min(max_fetch));
+    }
+    if let Some(choice) = settings.leader {
+        // The sequence field numbers documents in the order they were added.
+        let order = match choice {
+            LeaderChoice::Newest => Order::Desc,
+            LeaderChoice::Oldest => Order::Asc,
+        };
+        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
+    }
+    Ok(Box::new(move |searcher: &Searcher, query: &dyn Query| {
+        collapse.search(searcher, query)
+    }))
+}
+
+/// The hits a leader choice or derank looks at for `limit` groups.
+fn wide_window(limit: usize) -> usize {
+    limit.saturating_mul(WIDE_WINDOW)
+}
+
 impl Search {
     /// A search of `store` with `settings`. Errors with [`Error::Setting`] for a limit of 0, a
     /// leader choice or `derank` without a collapse, and a field that cannot group (not a fast
@@ -137,34 +174,10 @@ impl Search {
                 collapse: None,
             });
         }
-        // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
-        // for a person reading "N near-duplicates".
-        let limit = settings.limit;
-        let mut collapse =
-            NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-        if let Collapse::Field(field) = &settings.collapse {
-            collapse = collapse.group_by(GroupBy::Field(field.clone()))?;
-        }
-        if needs_collapse {
-            // Leaders are chosen among, and moved hits are, the groups' hits in the window:
-            // look at the widening bound's 64 x limit top hits at once, so that a group's newest
-            // copy or its other hits are not missed because the first groups filled a
-            // 3 x limit window.
-            collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
-        }
-        if let Some(choice) = settings.leader {
-            // The sequence field numbers documents in the order they were added.
-            let order = match choice {
-                LeaderChoice::Newest => Order::Desc,
-                LeaderChoice::Oldest => Order::Asc,
-            };
-            collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-        }
+        let collapse = make_collapse(store, &settings, settings.limit, usize::MAX)?;
         Ok(Search {
             settings,
-            collapse: Some(Box::new(move |searcher: &Searcher, query: &dyn Query| {
-                collapse.search(searcher, query)
-            })),
+            collapse: Some(collapse),
         })
     }
 
@@ -190,8 +203,15 @@ impl Search {
                  title:word"
             ))
         })?;
-        let Some(collapse) = &self.collapse else {
-            let top = TopDocs::with_limit(self.settings.limit).order_by_score();
+        // No query has more hits than the index has documents: a huge limit must not make
+        // tantivy's top-k allocate for it. Within the index's size the kept collapse serves;
+        // beyond it, one capped at the size serves this search.
+        let docs = usize::try_from(searcher.num_docs())
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let limit = self.settings.limit.min(docs);
+        let Some(kept) = &self.collapse else {
+            let top = TopDocs::with_limit(limit).order_by_score();
             let found = searcher.search(&parsed, &top)?;
             return found
                 .into_iter()
@@ -205,6 +225,18 @@ impl Search {
                     ))
                 })
                 .collect();
+        };
+        let window = match self.settings.leader.is_some() || self.settings.derank {
+            true => wide_window(self.settings.limit),
+            false => self.settings.limit,
+        };
+        let capped;
+        let collapse = match window > docs {
+            false => kept,
+            true => {
+                capped = make_collapse(store, &self.settings, limit, docs)?;
+                &capped
+            }
         };
         let results = collapse(&searcher, &parsed).map_err(|e| match e {
             Error::Schema { field, .. }

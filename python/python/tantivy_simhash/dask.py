@@ -2,37 +2,47 @@
 
 The same match rule as the index (:class:`tantivy_simhash.Rule`: simhash within 3, or a shared
 MinHash band and an estimated resemblance of at least 0.55), computed as a MapReduce over a
-Dask DataFrame of documents, with the crate's kernels doing the work inside each partition:
+Dask DataFrame of documents, with the crate's kernels doing the work inside each partition.
+The exact join (the default, ``max_postings_per_key=None``) takes the **lean shuffle**:
 
 1. **sign** (map): each partition signs its texts (one analysis per text, in Rust, the GIL
-   released) and numbers its documents ``row = partition << 32 | position`` (input order);
-2. **post** (map): one posting per key of each document (4 simhash block keys + 12 MinHash
-   band keys): ``key, row, fingerprint`` and the 256-byte sketch as 32 ``uint64`` columns;
-3. **shuffle on key**: every posting of a key lands in one partition (Dask's shuffle; ``p2p``
-   spills to disk on a distributed cluster);
-4. **hot keys** (only with a bound): keys held by more than ``max_postings_per_key`` distinct
-   signatures, collected on the client and sent to every verify task;
-5. **verify** (map): each key group is joined by the crate's
-   ``signature::pairs_in_key_group``: the same join as the single-machine
-   ``signature::pairs_in_memory``, so the pipeline reports exactly its pairs, each once (a pair is
-   verified under its first shared key only), with the same hot-key bound;
-6. **clusters**: each partition of pairs is reduced to a spanning forest (union-find in Rust),
-   the forests are collected on the client and joined by union-find into connected components.
+   released) and numbers its documents ``row = partition << 32 | position`` (input order), so a
+   row says where its signature is; the signatures stay there (persisted);
+2. **post** (map): one posting per key: for the 4 simhash block keys ``key`` (32 bits), ``row``
+   and the fingerprint (20 bytes); for the 12 MinHash bands ``key`` (the band and its whole
+   value, 32 bits) and ``row`` (12 bytes): 224 bytes a document, no sketch;
+3. **shuffle on key** and **candidates** (map): in each block group, the pairs within the
+   rule's distance (decided by the fingerprints; reported by their first shared block key
+   only); in each band group, every pair: together a superset of the pairs the rule matches
+   (a match is within the distance, so it shares a block key, or it shares a band);
+4. **join by row, twice**: the candidates go to the partition of their first row, where
+   duplicates are dropped and that row's signature is attached, then to the partition of their
+   second row, where ``MatchRule::matches`` decides each with both signatures at hand: a
+   document's signature crosses the network once per distinct candidate it is the first row
+   of, never with its postings;
+5. **clusters**: each partition of pairs is reduced to a spanning forest (union-find in Rust);
+   up to ``client_max_edges`` forest edges the client joins them by union-find, beyond it
+   :func:`distributed_components` (large-star / small-star) does it on the workers; the ids of
+   pairs and cluster leaders are joined by row the same way.
+
+With a hot-key bound (``max_postings_per_key=m``) the pipeline takes the **key-group path**
+instead, which reproduces the bounded single-machine join (``signature::pairs_in_key_group``):
+every posting carries the whole signature (``16 x 280`` bytes a document through the shuffle);
+the shuffled postings are persisted and read twice (hot keys first); a key held by more than
+``m`` distinct signatures compares each one with the next ``m`` only (input order), so a pair is
+missed only when every key it shares is hot and it lies more than ``m`` apart in its first
+shared key's postings.
 
 Results (:func:`deduplicate`) are Parquet datasets: ``pairs`` (``id_a, id_b, distance,
 resemblance, band``; ``band`` is -1 when the simhash branch matched) and ``clusters`` (``id,
 cluster``: every document, ``cluster`` the id of the first document of its component in input
 order, a document's own id when it matches nothing).
 
-Costs (measured figures and the command in docs/DISTRIBUTED.md): the shuffle moves
-``16 x 280`` bytes per document (fewer for texts without tokens); with a bound, the shuffled
-postings are persisted (in worker memory, spilled to disk by Dask) so they are read twice. The
-client holds the hot keys (8 bytes each) and, for the clusters, the spanning forests (16 bytes
-per document that has a pair) and the ids of those documents. **Hot keys**: with
-``max_postings_per_key = m``, a key held by more than ``m`` distinct signatures compares each one
-with the next ``m`` only (input order): work per key at most ``postings x m`` instead of
-quadratic; a pair is missed only when every key it shares is hot and it lies more than ``m``
-apart in its first shared key's postings. ``None`` joins exactly (and skips step 4).
+Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
+postings (224 bytes a document) plus, per distinct candidate pair, 16 bytes to its first row and
+292 bytes (the pair, a fingerprint and a sketch) to its second. Its work per group is quadratic:
+a pair of a block group costs a popcount, a pair of a band group a candidate; groups of texts
+from one vocabulary or one template can be large (use the bound to cap them).
 
 Install with ``pip install "./python[dask]"`` (``dask[distributed]``, ``pyarrow``)::
 
@@ -59,19 +69,23 @@ import pandas as pd
 import dask
 import dask.dataframe as dd
 
-from ._native import Rule, components
+from ._native import Rule, components, lean_band_candidates, lean_block_candidates, lean_postings, lean_verify
 
 __all__ = [
     "DEFAULT_MAX_POSTINGS_PER_KEY",
+    "DEFAULT_CLIENT_MAX_EDGES",
     "signatures",
     "postings",
     "find_pairs",
     "cluster_labels",
+    "component_frame",
+    "distributed_components",
     "deduplicate",
 ]
 
-#: The default hot-key bound: a key held by more distinct signatures than this compares each
-#: one with the next this many only.
+#: A hot-key bound for callers that want one (``max_postings_per_key``; the default is none):
+#: a key held by more distinct signatures than this compares each one with the next this many
+#: only, on the key-group path.
 DEFAULT_MAX_POSTINGS_PER_KEY = 1000
 
 _ROW_SHIFT = 32
@@ -221,11 +235,148 @@ def _verify_partition(part: pd.DataFrame, language: str, cap: int, hot: bytes) -
     return _pair_frame(columns)
 
 
+# The lean shuffle (exact join, ``max_postings_per_key=None``). Postings carry a 32-bit group key
+# and the row (plus the fingerprint for the simhash block keys); groups emit candidate pairs;
+# the candidates go to the partition of their first row, where duplicates are dropped and that
+# row's signature is attached; then to the partition of their second row, whose signature is
+# local, for the verdict. Rows say where a document's signature is: partition ``row >> 32``.
+
+_BLOCK_META = pd.DataFrame({"key": pd.Series([], dtype=np.uint32), "row": pd.Series([], dtype=np.uint64),
+                            "fingerprint": pd.Series([], dtype=np.uint64)})
+_BAND_META = pd.DataFrame({"key": pd.Series([], dtype=np.uint32), "row": pd.Series([], dtype=np.uint64)})
+_CANDIDATE_META = pd.DataFrame({"row_a": pd.Series([], dtype=np.uint64), "row_b": pd.Series([], dtype=np.uint64)})
+
+
+def _u32(buf: bytes) -> np.ndarray:
+    return np.frombuffer(buf, dtype="<u4").astype(np.uint32, copy=False)
+
+
+def _sketch_bytes(sigs: pd.DataFrame, language: str) -> bytes:
+    names = _sketch_columns(language)
+    return np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes()
+
+
+def _lean_postings_partition(sigs: pd.DataFrame, language: str, kind: str) -> pd.DataFrame:
+    fps = sigs["fingerprint"].to_numpy(dtype=np.uint64)
+    rows = sigs["row"].to_numpy(dtype=np.uint64)
+    block_docs, block_keys, band_docs, band_keys = lean_postings(
+        _rule(language), fps.astype("<u8").tobytes(), _sketch_bytes(sigs, language)
+    )
+    if kind == "block":
+        at = _u32(block_docs).astype(np.intp)
+        return pd.DataFrame({"key": _u32(block_keys), "row": rows[at], "fingerprint": fps[at]})
+    at = _u32(band_docs).astype(np.intp)
+    return pd.DataFrame({"key": _u32(band_keys), "row": rows[at]})
+
+
+def _candidate_frame(a: bytes, b: bytes) -> pd.DataFrame:
+    return pd.DataFrame({"row_a": _u64(a), "row_b": _u64(b)})
+
+
+def _block_candidates_partition(part: pd.DataFrame, language: str) -> pd.DataFrame:
+    a, b, _largest = lean_block_candidates(
+        _rule(language),
+        part["key"].to_numpy(dtype=np.uint32).astype("<u4").tobytes(),
+        part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+        part["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+    )
+    return _candidate_frame(a, b)
+
+
+def _band_candidates_partition(part: pd.DataFrame) -> pd.DataFrame:
+    a, b, _largest = lean_band_candidates(
+        part["key"].to_numpy(dtype=np.uint32).astype("<u4").tobytes(),
+        part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+    )
+    return _candidate_frame(a, b)
+
+
+def _route(frame: dd.DataFrame, column: str, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
+    """``frame`` moved so that partition ``i`` holds its rows whose ``column`` is ``i`` (values
+    in ``0 .. npartitions - 1``): a shuffle with the partitions' boundaries given, so partition
+    ``i`` lines up with partition ``i`` of the signatures."""
+    return frame.set_index(column, divisions=list(range(npartitions + 1)), shuffle_method=shuffle_method)
+
+
+def _local(sigs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Positions in this partition of the signatures of ``rows`` (all of this partition)."""
+    return (rows & np.uint64(0xFFFFFFFF)).astype(np.intp)
+
+
+def _attach_partition(cands: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+    """At the partition of the first rows: one candidate per pair, with the first row's
+    signature, addressed to the partition of the second row."""
+    cands = cands.drop_duplicates(subset=["row_a", "row_b"])
+    a = cands["row_a"].to_numpy(dtype=np.uint64)
+    b = cands["row_b"].to_numpy(dtype=np.uint64)
+    at = _local(sigs, a)
+    names = _sketch_columns(language)
+    out = {
+        "part": (b >> np.uint64(_ROW_SHIFT)).astype(np.int64),
+        "row_a": a,
+        "row_b": b,
+        "fingerprint": sigs["fingerprint"].to_numpy(dtype=np.uint64)[at],
+    }
+    sketches = sigs[names].to_numpy(dtype=np.uint64)[at]
+    for i, name in enumerate(names):
+        out[name] = sketches[:, i]
+    return pd.DataFrame(out)
+
+
+def _attached_meta(language: str) -> pd.DataFrame:
+    meta = {"part": pd.Series([], dtype=np.int64), "row_a": pd.Series([], dtype=np.uint64),
+            "row_b": pd.Series([], dtype=np.uint64), "fingerprint": pd.Series([], dtype=np.uint64)}
+    for name in _sketch_columns(language):
+        meta[name] = pd.Series([], dtype=np.uint64)
+    return pd.DataFrame(meta)
+
+
+def _lean_verify_partition(cands: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+    """At the partition of the second rows: the rule's verdict on each candidate."""
+    names = _sketch_columns(language)
+    b = cands["row_b"].to_numpy(dtype=np.uint64)
+    at = _local(sigs, b)
+    columns = lean_verify(
+        _rule(language),
+        cands["row_a"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+        b.astype("<u8").tobytes(),
+        cands["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+        np.ascontiguousarray(cands[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes(),
+        sigs["fingerprint"].to_numpy(dtype=np.uint64)[at].astype("<u8").tobytes(),
+        np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)[at]).astype("<u8").tobytes(),
+    )
+    return _pair_frame(columns)
+
+
+def _lean_pairs(sigs: dd.DataFrame, language: str, npartitions: Optional[int], shuffle_method: Optional[str]):
+    n = sigs.npartitions
+    groups = npartitions or n
+    block = sigs.map_partitions(_lean_postings_partition, language, "block", meta=_BLOCK_META)
+    band = sigs.map_partitions(_lean_postings_partition, language, "band", meta=_BAND_META)
+    block = block.shuffle(on="key", npartitions=groups, shuffle_method=shuffle_method)
+    band = band.shuffle(on="key", npartitions=groups, shuffle_method=shuffle_method)
+    cands = dd.concat(
+        [
+            block.map_partitions(_block_candidates_partition, language, meta=_CANDIDATE_META),
+            band.map_partitions(_band_candidates_partition, meta=_CANDIDATE_META),
+        ]
+    )
+    cands = cands.map_partitions(_with_part, "row_a", meta=_CANDIDATE_META.assign(part=np.int64(0))[:0])
+    at_a = _route(cands, "part", n, shuffle_method)
+    attached = at_a.map_partitions(
+        _attach_partition, sigs, language, meta=_attached_meta(language), align_dataframes=False
+    )
+    at_b = _route(attached, "part", n, shuffle_method)
+    return at_b.map_partitions(_lean_verify_partition, sigs, language, meta=_PAIR_META, align_dataframes=False)
+
+
 def _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs):
     if max_postings_per_key is not None and max_postings_per_key < 1:
         raise ValueError(f"max_postings_per_key = {max_postings_per_key}; expected at least 1, or None for no bound")
     if sigs is None:
         sigs = signatures(docs, id=id, text=text, language=language)
+    if max_postings_per_key is None:
+        return _lean_pairs(sigs, language, npartitions, shuffle_method), 0
     posted = postings(sigs, language=language)
     shuffled = posted.shuffle(
         on="key",
@@ -250,7 +401,7 @@ def find_pairs(
     id: str = "id",
     text: str = "text",
     language: str = "auto",
-    max_postings_per_key: Optional[int] = DEFAULT_MAX_POSTINGS_PER_KEY,
+    max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
     sigs: Optional[dd.DataFrame] = None,
@@ -261,7 +412,8 @@ def find_pairs(
     a resemblance match, -1 for a simhash match). Lazy, except that with a bound the shuffled
     postings are persisted and the hot keys computed now (step 4 of the module's doc).
 
-    ``max_postings_per_key``: the hot-key bound (``None``: exact). ``npartitions``: partitions of
+    ``max_postings_per_key``: the hot-key bound (``None``, the default: the exact join through
+    the lean shuffle; a bound: the key-group path). ``npartitions``: partitions of
     the shuffle (default: those of ``docs``). ``shuffle_method``: Dask's (``"p2p"``, ``"tasks"``,
     ``"disk"``; default Dask's choice). ``sigs``: the signatures (:func:`signatures` of ``docs``)
     if already computed. Raises ``ValueError`` for a bound below 1."""
@@ -283,12 +435,18 @@ def _settled(collection):
     return collection
 
 
-def _count_postings(sigs: pd.DataFrame, language: str) -> pd.Series:
+def _count_postings(sigs: pd.DataFrame, language: str, lean: bool) -> pd.DataFrame:
+    """Postings of a partition of signatures and the bytes of their columns through the shuffle
+    (lean: a block posting is a u32 key, the row and the fingerprint, a band posting a u32 key and
+    the row; else every posting carries the key, the row and the whole signature)."""
     rule = _rule(language)
     names = _sketch_columns(language)
     blocks = rule.keys_per_document - rule.bands
     tokens = int((sigs[names].to_numpy(dtype=np.uint64) != 0).any(axis=1).sum())
-    return pd.Series([len(sigs) * blocks + tokens * rule.bands], dtype=np.int64)
+    block, band = len(sigs) * blocks, tokens * rule.bands
+    width = 8 * (3 + len(names))
+    nbytes = 20 * block + 12 * band if lean else width * (block + band)
+    return pd.DataFrame({"postings": [block + band], "bytes": [nbytes]})
 
 
 def _forest_partition(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -316,37 +474,155 @@ def cluster_labels(pairs: dd.DataFrame) -> pd.Series:
     return pd.Series(_u64(labels), index=pd.Index(_u64(nodes), name="row"), name="label")
 
 
-def _ids_of(sigs: pd.DataFrame, rows: np.ndarray) -> pd.DataFrame:
-    found = sigs[np.isin(sigs["row"].to_numpy(dtype=np.uint64), rows)]
-    return found[["row", "id"]]
+#: Forest edges (16 bytes each) up to which the clusters are joined on the client; beyond it
+#: the connected components run on the workers (large-star / small-star).
+DEFAULT_CLIENT_MAX_EDGES = 20_000_000
+
+_EDGE_META = pd.DataFrame({"u": pd.Series([], dtype=np.uint64), "v": pd.Series([], dtype=np.uint64)})
+_LABEL_META = pd.DataFrame({"row": pd.Series([], dtype=np.uint64), "label": pd.Series([], dtype=np.uint64)})
 
 
-def _lookup(series: pd.Series, rows: np.ndarray):
-    """``series`` at index values ``rows`` (all present), without a float round trip."""
-    return series.to_numpy()[series.index.get_indexer(rows)]
+def _neighbourhoods(part: pd.DataFrame):
+    u = part["u"].to_numpy(dtype=np.uint64)
+    v = part["v"].to_numpy(dtype=np.uint64)
+    return u, v
 
 
-def _label_partition(sigs: pd.DataFrame, labels: pd.Series, ids: pd.Series) -> pd.DataFrame:
-    rows = sigs["row"].to_numpy(dtype=np.uint64)
-    at = labels.index.get_indexer(rows)
-    has = at >= 0
-    cluster = sigs["id"].copy()
-    if has.any():
-        leaders = labels.to_numpy(dtype=np.uint64)[at[has]]
-        cluster[has] = _lookup(ids, leaders)
-    return pd.DataFrame({"id": sigs["id"].to_numpy(), "cluster": cluster.to_numpy()})
+def _edge_frame(u: np.ndarray, v: np.ndarray) -> pd.DataFrame:
+    keep = u != v
+    return pd.DataFrame({"u": u[keep], "v": v[keep]}).drop_duplicates()
 
 
-def _id_pairs(pairs: pd.DataFrame, ids: pd.Series) -> pd.DataFrame:
-    out = pd.DataFrame(
-        {
-            "id_a": _lookup(ids, pairs["row_a"].to_numpy(dtype=np.uint64)),
-            "id_b": _lookup(ids, pairs["row_b"].to_numpy(dtype=np.uint64)),
-        }
-    )
-    for c in ("distance", "resemblance", "band"):
-        out[c] = pairs[c].to_numpy()
-    return out
+def _large_star(part: pd.DataFrame) -> pd.DataFrame:
+    """Every node's larger neighbours linked to the smallest of its neighbourhood (itself
+    included). ``part`` holds every edge of its nodes ``u``, in both directions."""
+    u, v = _neighbourhoods(part)
+    if len(u) == 0:
+        return _EDGE_META
+    smallest = pd.Series(v).groupby(u).min()
+    m = np.minimum(smallest.reindex(u).to_numpy(dtype=np.uint64), u)
+    larger = v > u
+    return _edge_frame(v[larger], m[larger])
+
+
+def _small_star(part: pd.DataFrame) -> pd.DataFrame:
+    """Every node and its smaller neighbours linked to the smallest of them."""
+    u, v = _neighbourhoods(part)
+    smaller = v <= u
+    u, v = u[smaller], v[smaller]
+    if len(u) == 0:
+        return _EDGE_META
+    m = np.minimum(pd.Series(v).groupby(u).min().reindex(u).to_numpy(dtype=np.uint64), u)
+    return _edge_frame(np.concatenate([v, u]), np.concatenate([m, m]))
+
+
+def _star_round(edges: dd.DataFrame, step, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
+    both = dd.concat([edges, edges.rename(columns={"u": "v", "v": "u"})[["u", "v"]]])
+    grouped = both.shuffle(on="u", npartitions=npartitions, shuffle_method=shuffle_method)
+    return _settled(grouped.map_partitions(step, meta=_EDGE_META).persist())
+
+
+def _edge_digest(part: pd.DataFrame) -> pd.DataFrame:
+    """Order-free digest of a partition's undirected edges (count, sum of a mix of each)."""
+    u, v = _neighbourhoods(part)
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    mixed = (lo * np.uint64(0x9E3779B97F4A7C15)) ^ (hi * np.uint64(0xC2B2AE3D27D4EB4F) + np.uint64(1))
+    return pd.DataFrame({"n": [len(u)], "h": [int(mixed.sum(dtype=np.uint64))]})
+
+
+def _digest(edges: dd.DataFrame):
+    d = edges.map_partitions(
+        _edge_digest, meta=pd.DataFrame({"n": pd.Series([], dtype=np.int64), "h": pd.Series([], dtype=object)})
+    ).compute()
+    return int(d["n"].sum()), sum(int(h) for h in d["h"]) % (1 << 64)
+
+
+def _star_labels(part: pd.DataFrame) -> pd.DataFrame:
+    u, v = _neighbourhoods(part)
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    centres = np.unique(lo)
+    return pd.DataFrame({"row": np.concatenate([hi, centres]), "label": np.concatenate([lo, centres])})
+
+
+def distributed_components(
+    edges: dd.DataFrame, *, npartitions: Optional[int] = None, shuffle_method: Optional[str] = None, max_rounds: int = 100
+) -> dd.DataFrame:
+    """The connected components of the graph whose edges are the rows ``u, v`` (``uint64``) of
+    ``edges``, on the workers: large-star and small-star rounds (Kiveris et al., "Connected
+    Components in MapReduce and Beyond", 2014) until the edges stop changing, then every node's
+    label is the smallest node of its component. Returns a Dask DataFrame ``row, label`` (every
+    node met in an edge once). Cost per round: two shuffles of the edges (O(log^2 n) rounds in the
+    worst case, a handful in practice); nothing is collected but two numbers a round. Raises
+    ``RuntimeError`` if ``max_rounds`` rounds do not converge."""
+    n = npartitions or max(1, edges.npartitions)
+    edges = _settled(edges.map_partitions(lambda p: _edge_frame(*_neighbourhoods(p)), meta=_EDGE_META).persist())
+    before = _digest(edges)
+    for _ in range(max_rounds):
+        edges = _star_round(edges, _large_star, n, shuffle_method)
+        edges = _star_round(edges, _small_star, n, shuffle_method)
+        after = _digest(edges)
+        if after == before:
+            labels = edges.map_partitions(_star_labels, meta=_LABEL_META)
+            return labels.shuffle(on="row", npartitions=n, shuffle_method=shuffle_method).map_partitions(
+                lambda p: p.drop_duplicates(subset=["row"]), meta=_LABEL_META
+            )
+        before = after
+    raise RuntimeError(f"connected components did not converge in {max_rounds} rounds; expected O(log^2 n)")
+
+
+def component_frame(
+    pairs: dd.DataFrame,
+    *,
+    client_max_edges: int = DEFAULT_CLIENT_MAX_EDGES,
+    shuffle_method: Optional[str] = None,
+) -> dd.DataFrame:
+    """The connected components of ``pairs`` (:func:`find_pairs`) as a Dask DataFrame ``row,
+    label`` (every row met in a pair, labelled with the smallest row of its component). Each
+    partition is first reduced to a spanning forest; when the forests hold at most
+    ``client_max_edges`` edges the client joins them by union-find (16 bytes per edge and per
+    row), else :func:`distributed_components` does it on the workers."""
+    forests = _settled(pairs.map_partitions(_forest_partition, meta=_LABEL_META).persist())
+    edges = int(forests.shape[0].compute())
+    if edges <= client_max_edges:
+        local = forests.compute()
+        a = local["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
+        b = local["label"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
+        nodes, labels = components(a, b)
+        frame = pd.DataFrame({"row": _u64(nodes), "label": _u64(labels)})
+        return dd.from_pandas(frame, npartitions=max(1, min(pairs.npartitions, len(frame) // 100_000 + 1)), sort=False)
+    forest_edges = forests.rename(columns={"row": "u", "label": "v"})
+    return distributed_components(forest_edges, npartitions=pairs.npartitions, shuffle_method=shuffle_method)
+
+
+def _with_part(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    return frame.assign(part=(frame[column].to_numpy(dtype=np.uint64) >> np.uint64(_ROW_SHIFT)).astype(np.int64))
+
+
+def _attach_id(part: pd.DataFrame, sigs: pd.DataFrame, row: str, name: str) -> pd.DataFrame:
+    """Adds column ``name``: the id of the document at ``row`` (all of this partition)."""
+    ids = sigs["id"].to_numpy()[_local(sigs, part[row].to_numpy(dtype=np.uint64))]
+    return part.reset_index(drop=True).assign(**{name: ids})
+
+
+def _cluster_ids_partition(labels: pd.DataFrame, sigs: pd.DataFrame) -> pd.DataFrame:
+    out = _attach_id(labels, sigs, "label", "cluster")
+    return _with_part(out[["row", "cluster"]], "row")
+
+
+def _clusters_partition(found: pd.DataFrame, sigs: pd.DataFrame) -> pd.DataFrame:
+    cluster = pd.Series(sigs["id"].to_numpy(), dtype=sigs["id"].dtype).to_numpy().copy()
+    if len(found):
+        cluster[_local(sigs, found["row"].to_numpy(dtype=np.uint64))] = found["cluster"].to_numpy()
+    return pd.DataFrame({"id": sigs["id"].to_numpy(), "cluster": cluster})
+
+
+def _first_ids_partition(pairs: pd.DataFrame, sigs: pd.DataFrame) -> pd.DataFrame:
+    return _with_part(_attach_id(pairs, sigs, "row_a", "id_a"), "row_b")
+
+
+def _second_ids_partition(pairs: pd.DataFrame, sigs: pd.DataFrame) -> pd.DataFrame:
+    out = _attach_id(pairs, sigs, "row_b", "id_b")
+    return out[["id_a", "id_b", "distance", "resemblance", "band"]]
 
 
 def deduplicate(
@@ -356,23 +632,25 @@ def deduplicate(
     id: str = "id",
     text: str = "text",
     language: str = "auto",
-    max_postings_per_key: Optional[int] = DEFAULT_MAX_POSTINGS_PER_KEY,
+    max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
+    client_max_edges: int = DEFAULT_CLIENT_MAX_EDGES,
 ) -> Dict[str, Any]:
     """The whole pipeline: signs ``docs``, finds every matching pair (:func:`find_pairs`), its
-    clusters (:func:`cluster_labels`), and writes two Parquet datasets under ``out`` (a path or
+    clusters (:func:`component_frame`), and writes two Parquet datasets under ``out`` (a path or
     URL Dask can write): ``out/pairs`` (``id_a, id_b, distance, resemblance, band``) and
     ``out/clusters`` (``id, cluster`` for every document; ``cluster`` is the id of the first
     document of its component in input order). Returns a summary dict: ``documents``,
     ``pairs``, ``clustered`` (documents with a pair), ``clusters`` (components of two or more),
-    ``hot_keys`` (0 without a bound), ``postings`` (rows shuffled), ``posting_bytes`` (bytes
-    of a posting's columns: the shuffle moves about ``postings x posting_bytes``) and
-    ``seconds`` (wall time of the stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are reported per document either way).
+    ``hot_keys`` (0 without a bound), ``postings`` (rows shuffled on key),
+    ``posting_column_bytes`` (the bytes of their columns) and ``seconds`` (wall time of the
+    stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are
+    reported per document either way). ``client_max_edges``: see :func:`component_frame`.
 
     The signatures and the pairs are persisted on the workers while it runs (24 + 256 bytes
-    per document, 28 per pair); the client holds what :func:`cluster_labels` needs plus the ids
-    of the documents that have a pair."""
+    per document, 28 per pair); the client holds the clusters' forest edges when they are at
+    most ``client_max_edges`` (16 bytes each), else nothing of the size of the corpus."""
     clock = time.perf_counter()
     seconds = {}
 
@@ -389,16 +667,34 @@ def deduplicate(
     )
     pairs = _settled(pairs.persist())
     lap("pairs")
-    labels = cluster_labels(pairs)
-    nodes = labels.index.to_numpy(dtype=np.uint64)
+    # The clusters (a `mode` of clustering other than connected components would plug in here:
+    # anything that maps the pairs to a frame of row -> label row).
+    labels = _settled(
+        component_frame(pairs, client_max_edges=client_max_edges, shuffle_method=shuffle_method).persist()
+    )
+    n = sigs.npartitions
     id_meta = sigs["id"]._meta
-    node_ids = sigs.map_partitions(
-        _ids_of, nodes, meta=pd.DataFrame({"row": pd.Series([], dtype=np.uint64), "id": id_meta})
-    ).compute()
-    ids = pd.Series(node_ids["id"].to_numpy(), index=pd.Index(node_ids["row"].to_numpy(dtype=np.uint64)))
-    pairs_out = pairs.map_partitions(
-        _id_pairs,
-        ids,
+    labelled = _route(labels.map_partitions(_with_part, "label", meta=_LABEL_META.assign(part=np.int64(0))[:0]),
+                      "part", n, shuffle_method)
+    named = labelled.map_partitions(
+        _cluster_ids_partition, sigs, align_dataframes=False,
+        meta=pd.DataFrame({"row": pd.Series([], dtype=np.uint64), "cluster": id_meta, "part": pd.Series([], dtype=np.int64)}),
+    )
+    named = _route(named, "part", n, shuffle_method)
+    clusters_out = named.map_partitions(
+        _clusters_partition, sigs, align_dataframes=False, meta=pd.DataFrame({"id": id_meta, "cluster": id_meta})
+    )
+    by_a = _route(pairs.map_partitions(_with_part, "row_a", meta=_PAIR_META.assign(part=np.int64(0))[:0]),
+                  "part", n, shuffle_method)
+    by_b = _route(
+        by_a.map_partitions(
+            _first_ids_partition, sigs, align_dataframes=False,
+            meta=_PAIR_META.assign(id_a=id_meta, part=pd.Series([], dtype=np.int64))[:0],
+        ),
+        "part", n, shuffle_method,
+    )
+    pairs_out = by_b.map_partitions(
+        _second_ids_partition, sigs, align_dataframes=False,
         meta=pd.DataFrame(
             {
                 "id_a": id_meta,
@@ -409,25 +705,29 @@ def deduplicate(
             }
         ),
     )
-    clusters_out = sigs.map_partitions(
-        _label_partition, labels, ids, meta=pd.DataFrame({"id": id_meta, "cluster": id_meta})
-    )
     lap("clusters")
-    _, _, n_pairs, n_docs, n_postings = dask.compute(
+    _, _, n_pairs, n_docs, n_postings, n_clustered, n_clusters = dask.compute(
         pairs_out.to_parquet(f"{out}/pairs", write_index=False, compute=False),
         clusters_out.to_parquet(f"{out}/clusters", write_index=False, compute=False),
         pairs.shape[0],
         sigs.shape[0],
-        sigs.map_partitions(_count_postings, language, meta=pd.Series([], dtype=np.int64)).sum(),
+        sigs.map_partitions(
+            _count_postings,
+            language,
+            max_postings_per_key is None,
+            meta=pd.DataFrame({"postings": pd.Series([], dtype=np.int64), "bytes": pd.Series([], dtype=np.int64)}),
+        ).sum(),
+        labels.shape[0],
+        labels["label"].nunique(),
     )
     lap("write")
     return {
         "documents": int(n_docs),
         "pairs": int(n_pairs),
-        "clustered": int(len(labels)),
-        "clusters": int(len(np.unique(labels.to_numpy()))),
+        "clustered": int(n_clustered),
+        "clusters": int(n_clusters),
         "hot_keys": hot_keys,
-        "postings": int(n_postings),
-        "posting_bytes": 8 * (3 + len(_sketch_columns(language))),
+        "postings": int(n_postings["postings"]),
+        "posting_column_bytes": int(n_postings["bytes"]),
         "seconds": seconds,
     }
