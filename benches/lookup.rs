@@ -15,9 +15,9 @@
 //! (`with_key_tables(false)`): every key from its postings, or, keys in columns only, a scan of
 //! the fingerprint column.
 //! At the end the mean time per query of each row and its ratio to `pigeonhole_table`, both
-//! measured in this run. Percentiles (p50, p99): `examples/index_bench.rs`.
+//! measured in this run. Percentiles (p50, p99): `eval/src/bin/index_bench.rs`.
 
-#[path = "../examples/support/pigeonhole.rs"]
+#[path = "../eval/src/support/pigeonhole.rs"]
 mod pigeonhole;
 
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion};

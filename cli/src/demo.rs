@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tantivy::DocAddress;
 use tantivy_simhash::{Evidence, Policy};
 
-/// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
+/// The demo corpus: gzip JSONL, built by `cargo run --release -p tantivy-simhash-eval --bin make_demo`.
 const CORPUS: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../demo/corpus.jsonl.gz"
