@@ -19,7 +19,9 @@ struct Line {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or("demo/corpus.jsonl.gz".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or("demo/corpus.jsonl.gz".into());
     let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
     let input: Box<dyn Read> = match path.ends_with(".gz") {
         true => Box::new(MultiGzDecoder::new(file)),
@@ -38,7 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (mut added, mut rejected) = (0, 0);
     for (n, line) in BufReader::new(input).lines().enumerate() {
-        let line: Line = serde_json::from_str(&line?).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let line: Line =
+            serde_json::from_str(&line?).map_err(|e| format!("line {}: {e}", n + 1))?;
         match writer.add_document(doc!(id => line.id.as_str(), text => line.text))? {
             Outcome::Duplicate { of, evidence, .. } => {
                 rejected += 1;

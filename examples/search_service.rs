@@ -3,7 +3,7 @@
 //! near-duplicates and the group's size. The collapse is made once and reused by every query.
 //!
 //! ```text
-//! cargo run --release --example search_service -- "license" "部署"
+//! cargo run --release --example search_service -- license python
 //! ```
 
 use flate2::read::MultiGzDecoder;
@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let collapse = NearDupCollapse::by_score(index.fields(), 10).exact_counts(true);
     let queries: Vec<String> = std::env::args().skip(1).collect();
     let queries = match queries.is_empty() {
-        true => vec!["license".to_string(), "部署".to_string()],
+        true => vec!["license".to_string(), "python".to_string()],
         false => queries,
     };
     for query in &queries {
@@ -48,8 +48,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{query}:");
         for (rank, group) in results.groups().iter().enumerate() {
             let stored: TantivyDocument = searcher.doc(group.leader.address)?;
-            let first_line = stored.get_first(text).and_then(|v| v.as_str()).unwrap_or("");
-            let first_line: String = first_line.lines().next().unwrap_or("").chars().take(60).collect();
+            let first_line = stored
+                .get_first(text)
+                .and_then(|v| v.as_str())
+                .unwrap_or("");
+            let first_line: String = first_line
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect();
             println!(
                 "{:>3}. {:<12} {:>3} copies  {first_line}",
                 rank + 1,
