@@ -8,7 +8,7 @@ of its own, one core each (``docs_per_s_per_core`` is documents over wall second
 ``docs_per_cpu_s`` over the CPU seconds the job used, the steadier figure on a shared machine),
 timing the whole job (reading the file, signing, the join or
 buckets, clusters, writing the result) and taking its peak resident memory from the operating
-system. Then it scores the pairs each tool reports against the exact resemblance (Jaccard of
+system (the child's own high-water mark, and its children's). Then it scores the pairs each tool reports against the exact resemblance (Jaccard of
 token 3-shingle sets after NFKC and case folding, Han characters one token each: the evaluation
 data's definition), and prints one table.
 
@@ -238,6 +238,21 @@ def _available(tool: str, python: str) -> Optional[str]:
     return None if probe.returncode == 0 else f"{module} is not installed for {python}"
 
 
+def _own_peak_rss_mib() -> float:
+    """This process's peak resident memory and that of the processes it waited for. Not the
+    ``ru_maxrss`` its parent sees: Linux carries a parent's peak into a forked child, so a child of
+    the (large) bench would report at least the bench's size."""
+    import resource
+
+    peak_kib = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                peak_kib = int(line.split()[1])
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(peak_kib, children) / 1024.0
+
+
 def run_tool(tool: str, python: str, docs_path: str, out: str) -> Dict[str, float]:
     """Runs ``tool`` in a child process; returns wall seconds, CPU seconds and peak RSS (MiB)."""
     # One core each: the numeric libraries' thread pools held to one thread.
@@ -255,7 +270,9 @@ def run_tool(tool: str, python: str, docs_path: str, out: str) -> Dict[str, floa
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise RuntimeError(f"{tool} failed (exit {child.returncode}): {stderr[-2000:]}")
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mib": usage.ru_maxrss / 1024.0}
+    with open(out + ".rss") as f:
+        peak = float(f.read())
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mib": peak}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,6 +356,8 @@ def main(argv=None) -> int:
     if argv[:1] == ["--child"]:
         tool, docs_path, out = argv[1:4]
         _RUNNERS[tool](docs_path, out)
+        with open(out + ".rss", "w") as f:
+            f.write(str(_own_peak_rss_mib()))
         return 0
     p = argparse.ArgumentParser(prog="python -m tantivy_simhash.peer_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=None, help="the evaluation data folder (with synthetic-en.jsonl.gz ...)")
