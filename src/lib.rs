@@ -204,4 +204,4 @@ pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
     DEFAULT_MAX_POSTINGS_PER_KEY,
 };
-pub use writer::{DedupWriter, GroupsWritten, IdPolicy, Outcome, Policy};
+pub use writer::{DedupWriter, GroupsWritten, IdPolicy, Outcome, Policy, MAX_ID_BYTES};

@@ -14,6 +14,12 @@ use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, 
 
 mod ids;
 mod pending;
+
+/// The longest id a [`DedupWriter`] accepts, in UTF-8 bytes: tantivy drops a longer term from
+/// the id field's postings (its `MAX_TOKEN_LEN`), so such an id could never be found again and
+/// every rerun would add its document anew.
+pub const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
+
 mod retag;
 pub use ids::IdPolicy;
 use ids::{CommittedId, Taken};
@@ -360,8 +366,9 @@ impl DedupWriter {
     /// Signs `doc` from the configured text fields, then adds it under the id policy and the
     /// near-duplicate policy, which decides by the index's [`MatchRule`](crate::MatchRule).
     ///
-    /// Errors: [`Error::Document`] when the document has no id or already carries fingerprint,
-    /// sketch or key values; [`Error::IdTaken`] under [`IdPolicy::Report`]; tantivy errors from
+    /// Errors: [`Error::Document`] when the document has no id, an id longer than
+    /// [`MAX_ID_BYTES`], or already carries fingerprint, sketch or key values;
+    /// [`Error::IdTaken`] under [`IdPolicy::Report`]; tantivy errors from
     /// the lookup or the writer. Nothing is written when it fails.
     ///
     /// The text is analysed once: the tokens of the signature are the tokens tantivy indexes
@@ -878,6 +885,15 @@ impl DedupWriter {
                 ))
             })?
             .to_string();
+        if id.len() > MAX_ID_BYTES {
+            return Err(Error::Document(format!(
+                "the id `{}…` has {} bytes, more than the {MAX_ID_BYTES} an id can have (tantivy \
+                 cannot index a longer term, so the document could not be found by its id); \
+                 shorten the id, or use a hash of it",
+                id.chars().take(40).collect::<String>(),
+                id.len()
+            )));
+        }
         let reserved = [
             Some(fields.fingerprint),
             Some(fields.keys),

@@ -64,6 +64,11 @@ fn register_stop_signals(flag: &Arc<AtomicUsize>) -> std::io::Result<()> {
     ctrlc::set_handler(move || flag.store(2, Ordering::SeqCst)).map_err(std::io::Error::other)
 }
 
+/// A closed stdout (EPIPE; Rust ignores the signal itself) stops `index` like a stop signal:
+/// what was read is committed, and the exit status is 128 + 13, as a shell reports a process
+/// killed by SIGPIPE.
+pub(crate) const SIGPIPE: (u8, &str) = (13, "SIGPIPE");
+
 /// The stop signal received, if any: its number and name.
 fn stop_signal() -> Option<(u8, &'static str)> {
     let number = STOP_SIGNAL.get()?.load(Ordering::SeqCst);
@@ -239,8 +244,17 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
     };
     let mut out = Out::new(args.json);
     let summary = index_files(&store, &args.files, &opts, &mut out)?;
-    print_summary(&mut out, &store, &summary)?;
-    out.flush()?;
+    if summary.signal == Some(SIGPIPE.1) {
+        // index_files said so on stderr; stdout is gone.
+        return Ok(Status::Interrupted(summary.signal_status));
+    }
+    match print_summary(&mut out, &store, &summary).and_then(|()| out.flush()) {
+        Err(Failure::BrokenPipe) => {
+            report_closed_stdout(None);
+            return Ok(Status::Interrupted(128 + SIGPIPE.0));
+        }
+        printed => printed?,
+    }
     Ok(if summary.interrupted {
         Status::Interrupted(summary.signal_status)
     } else if summary.skipped_bad > 0 {
@@ -260,18 +274,24 @@ fn check_readable(files: &[PathBuf]) -> CliResult<()> {
         if f.as_os_str() == "-" {
             continue;
         }
-        if f.is_dir() {
+        let cannot_open = |e: std::io::Error| {
+            Failure::Message(format!(
+                "cannot open {}: {e}; nothing was indexed",
+                f.display()
+            ))
+        };
+        let meta = std::fs::metadata(f).map_err(cannot_open)?;
+        if meta.is_dir() {
             return Err(Failure::Message(format!(
                 "{} is a directory; give JSONL files",
                 f.display()
             )));
         }
-        std::fs::File::open(f).map_err(|e| {
-            Failure::Message(format!(
-                "cannot open {}: {e}; nothing was indexed",
-                f.display()
-            ))
-        })?;
+        // Only a regular file is opened to check it: opening and closing a named pipe or a
+        // device would end its writer's stream (its producer dies of SIGPIPE).
+        if meta.is_file() {
+            std::fs::File::open(f).map_err(cannot_open)?;
+        }
     }
     Ok(())
 }
@@ -289,7 +309,7 @@ pub(crate) fn index_files(
     let (mut run, rx) = Run::start(store, files, opts, start)?;
     let mut last_place: Option<(usize, u64)> = None;
     loop {
-        if let Some((number, name)) = stop_signal() {
+        if let Some((number, name)) = stop_signal().or(run.stdout_closed.then_some(SIGPIPE)) {
             run.summary.interrupted = true;
             run.summary.signal = Some(name);
             run.summary.signal_status = 128u8.saturating_add(number);
@@ -327,7 +347,15 @@ pub(crate) fn index_files(
     run.flush(out)?;
     run.commit()?;
     run.progress.finish_and_clear();
-    if run.summary.interrupted {
+    if run.stdout_closed && !run.summary.interrupted {
+        // Closed during the last batch: every line was read, only events were lost.
+        run.summary.interrupted = true;
+        run.summary.signal = Some(SIGPIPE.1);
+        run.summary.signal_status = 128u8.saturating_add(SIGPIPE.0);
+        report_closed_stdout(None);
+    } else if run.stdout_closed {
+        report_closed_stdout(Some(place_of(last_place, files)));
+    } else if run.summary.interrupted {
         report_interruption(&run.summary, last_place, files);
     }
     // Remember the field mapping and policy of this run as the defaults of the next.
@@ -339,14 +367,19 @@ pub(crate) fn index_files(
     Ok(run.summary)
 }
 
-/// The total size of the input files, for the progress bar; `None` when one is stdin or its
-/// size is unknown.
+/// The total size of the input files, for the progress bar; `None` when one is stdin, a pipe
+/// or a device, or its size is unknown.
 fn input_bytes(files: &[PathBuf]) -> Option<u64> {
     files
         .iter()
         .map(|f| {
             (f.as_os_str() != "-")
-                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
+                .then(|| {
+                    std::fs::metadata(f)
+                        .ok()
+                        .filter(|m| m.is_file())
+                        .map(|m| m.len())
+                })
                 .flatten()
         })
         .sum()
@@ -355,14 +388,35 @@ fn input_bytes(files: &[PathBuf]) -> Option<u64> {
 /// Tells where an interrupted run stopped (`last_place`: file number and line) and how to
 /// continue.
 fn report_interruption(summary: &Summary, last_place: Option<(usize, u64)>, files: &[PathBuf]) {
-    let place = match last_place {
-        Some((file, line)) => format!("{}:{line}", display_path(&files[file]).display()),
-        None => "the start".to_string(),
-    };
+    let place = place_of(last_place, files);
     eprintln_quiet(&format!(
         "interrupted by {}: committed everything read up to {place}; rerun the same \
          command to continue (documents whose id is already in the index are skipped)",
         summary.signal.unwrap_or("a signal")
+    ));
+}
+
+/// `FILE:LINE` of `last_place` (file number and line), or "the start".
+fn place_of(last_place: Option<(usize, u64)>, files: &[PathBuf]) -> String {
+    match last_place {
+        Some((file, line)) => format!("{}:{line}", display_path(&files[file]).display()),
+        None => "the start".to_string(),
+    }
+}
+
+/// Says that stdout was closed and what was committed: everything read up to `place`, or
+/// (`None`) the whole input, with only output lost.
+pub(crate) fn report_closed_stdout(place: Option<String>) {
+    let what = match place {
+        Some(place) => format!(
+            "stopped and committed everything read up to {place}; rerun the same command \
+             (with its output going somewhere that reads it all) to continue: documents whose \
+             id is already in the index are skipped"
+        ),
+        None => "every input line was read and committed; only output was lost".to_string(),
+    };
+    eprintln_quiet(&format!(
+        "stdout was closed by the program reading it (SIGPIPE, e.g. `| head`): {what}"
     ));
 }
 
@@ -376,6 +430,20 @@ fn writer_busy(dir: &Path, e: Error) -> Failure {
                  to {} right now, and an index has one writer at a time; nothing was indexed by \
                  this run: wait for the other run to finish (or stop it: Ctrl-C or SIGTERM \
                  commit what it read), then rerun this command",
+                dir.display()
+            ))
+        }
+        Error::Tantivy(tantivy::TantivyError::LockFailure(LockError::IoError(io), _))
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            Failure::Message(format!(
+                "cannot write to {} ({io}): adding documents needs write access to the index \
+                 directory, reading it does not (search, similar, pairs, clusters, mirrors and \
+                 stats work); nothing was indexed: run as a user who may write there, or copy \
+                 the index to a writable place",
                 dir.display()
             ))
         }
@@ -460,6 +528,9 @@ struct Run<'a> {
     progress: ProgressBar,
     consumed: Arc<AtomicU64>,
     start: Instant,
+    /// Stdout was closed by its reader (`| head`): events are no longer written, and the run
+    /// stops as on a signal.
+    stdout_closed: bool,
 }
 
 impl<'a> Run<'a> {
@@ -490,6 +561,7 @@ impl<'a> Run<'a> {
             progress,
             consumed: consumed.clone(),
             start,
+            stdout_closed: false,
         };
         let rx = spawn_reader(
             files.to_vec(),
@@ -526,8 +598,15 @@ impl Run<'_> {
         let outcomes = self.writer.add_documents(docs)?;
         for (outcome, id) in outcomes.iter().zip(&ids) {
             self.summary.tally(outcome);
-            if let (true, Some(event)) = (out.is_json(), Event::of(outcome, id)) {
-                out.json_line(&event)?;
+            if !out.is_json() || self.stdout_closed {
+                continue;
+            }
+            if let Some(event) = Event::of(outcome, id) {
+                match out.json_line(&event) {
+                    // The documents are added; the run stops at the next line, as on Ctrl-C.
+                    Err(Failure::BrokenPipe) => self.stdout_closed = true,
+                    written => written?,
+                }
             }
         }
         let skipped = outcomes

@@ -8,7 +8,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tantivy_simhash::Error;
+use tantivy_simhash::{Error, MAX_ID_BYTES};
 
 pub(crate) use tantivy_simhash::store::FieldMap;
 
@@ -218,6 +218,21 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
 /// The id of the document `obj` (parsed from `line`): a non-empty string, or an integer's
 /// decimal text; the error says what the field holds instead.
 fn id_of(obj: &Map<String, Value>, line: &str, fields: &FieldMap) -> Result<String, String> {
+    let id = any_id_of(obj, line, fields)?;
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "the id field `{}` holds {} bytes, more than the {MAX_ID_BYTES} an id can have (an \
+             index cannot look a longer id up, so reruns could not skip it); shorten the ids, \
+             or use a hash of them",
+            fields.id,
+            id.len()
+        ));
+    }
+    Ok(id)
+}
+
+/// The id of `obj`, of any length.
+fn any_id_of(obj: &Map<String, Value>, line: &str, fields: &FieldMap) -> Result<String, String> {
     Ok(match obj.get(&fields.id) {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(Value::Number(n)) if !n.is_f64() => n.to_string(),
@@ -225,9 +240,17 @@ fn id_of(obj: &Map<String, Value>, line: &str, fields: &FieldMap) -> Result<Stri
         // which would merge distinct ids, so the id is taken from the line's own text.
         Some(Value::Number(_)) => integer_id(line, &fields.id)?,
         Some(Value::String(_)) => return Err(format!("the id field `{}` is empty", fields.id)),
-        None | Some(Value::Null) => {
+        None => {
             return Err(format!(
-                "no id field `{}`; every document needs one (choose the field with --id-field)",
+                "no id field `{}` (the line's fields: {}); every document needs one: name the \
+                 field that holds the id with --id-field",
+                fields.id,
+                field_names(obj)
+            ))
+        }
+        Some(Value::Null) => {
+            return Err(format!(
+                "the id field `{}` is null; every document needs an id (a string or an integer)",
                 fields.id
             ))
         }
@@ -245,8 +268,14 @@ fn id_of(obj: &Map<String, Value>, line: &str, fields: &FieldMap) -> Result<Stri
 fn text_of(obj: &Map<String, Value>, fields: &FieldMap, id: &str) -> Result<String, String> {
     match obj.get(&fields.text) {
         Some(Value::String(s)) => Ok(s.clone()),
-        None | Some(Value::Null) => Err(format!(
-            "document `{id}` has no text field `{}` (choose the field with --text-field)",
+        None => Err(format!(
+            "document `{id}` has no text field `{}` (the line's fields: {}); name the field \
+             that holds the text with --text-field",
+            fields.text,
+            field_names(obj)
+        )),
+        Some(Value::Null) => Err(format!(
+            "document `{id}`: the text field `{}` is null; expected a string",
             fields.text
         )),
         Some(other) => Err(format!(
@@ -362,6 +391,19 @@ fn optional_string(obj: &Map<String, Value>, field: &str, id: &str) -> Result<St
             kind_of(other)
         )),
     }
+}
+
+/// The keys of `obj`, for messages: the first few, in byte order.
+fn field_names(obj: &Map<String, Value>) -> String {
+    const SHOWN: usize = 8;
+    let mut names: Vec<String> = obj.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
+    if obj.len() > SHOWN {
+        names.push(format!("and {} more", obj.len() - SHOWN));
+    }
+    if names.is_empty() {
+        return "none".into();
+    }
+    names.join(", ")
 }
 
 fn kind_of(v: &Value) -> &'static str {

@@ -6,11 +6,12 @@
 //!
 //! | status | meaning |
 //! |---|---|
-//! | 0 | success (also when stdout is closed early, e.g. `neardup pairs DIR \| head`) |
+//! | 0 | success (also when a read command's stdout is closed early, e.g. `neardup pairs DIR \| head`) |
 //! | 1 | error: bad input line (without `--skip-bad`), unreadable file, not an index, scheme mismatch |
 //! | 2 | usage: unknown flag, missing argument, invalid value |
 //! | 3 | `index --skip-bad` finished but skipped bad input lines (counted in the summary) |
 //! | 130, 143, 129 | `index` stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP; what was read before was committed |
+//! | 141 | `index` stopped because its stdout was closed (SIGPIPE, e.g. `\| head`); what was read before was committed |
 
 mod batch_cmds;
 mod demo;
@@ -40,14 +41,16 @@ const EXIT_SKIPPED: u8 = 3;
 
 const EXIT_CODES_HELP: &str = "\
 Exit status:
-  0    success (also when stdout is closed early, e.g. `neardup pairs DIR | head`)
+  0    success (also when a read command's stdout is closed early, e.g.
+       `neardup pairs DIR | head`: nothing is lost)
   1    error: a bad input line (without --skip-bad), an unreadable file, a directory that is
        not a neardup index, an index built with another scheme or layout
   2    usage: unknown flag, missing argument, invalid value
   3    `index --skip-bad` finished, but bad input lines were skipped (see the summary)
   130  `index` was interrupted by Ctrl-C (SIGINT); the documents read before were committed
   143  the same for SIGTERM (how containers, systemd and schedulers stop programs)
-  129  the same for SIGHUP (the terminal was closed)";
+  129  the same for SIGHUP (the terminal was closed)
+  141  the same when `index`'s stdout was closed (SIGPIPE, e.g. `neardup index ... | head`)";
 
 /// Near-duplicate detection on tantivy indexes: index JSONL, search with near-duplicates
 /// collapsed, find near-duplicates of a document, find mirror sites.
@@ -64,7 +67,8 @@ enum Command {
     Index(IndexArgs),
     /// Full-text search, one result per group of near-duplicates (with the group's size).
     Search(SearchArgs),
-    /// Near-duplicates of a document of the index (--id) or of a text (--text), with distances.
+    /// Near-duplicates of a document of the index (--id) or of a text (--text, --text-file), with
+    /// distances.
     Similar(SimilarArgs),
     /// Every pair of documents the index's match rule matches (each pair once), exact
     /// duplicates included.
@@ -224,7 +228,7 @@ struct SearchArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["id", "text"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["id", "text", "text_file"])))]
 struct SimilarArgs {
     /// The index directory.
     dir: PathBuf,
@@ -234,6 +238,10 @@ struct SimilarArgs {
     /// A text, fingerprinted with the index's scheme.
     #[arg(long)]
     text: Option<String>,
+    /// A file holding the text (UTF-8; `-` reads stdin): for texts too long for the command
+    /// line, e.g. `--text-file page.txt` instead of `--text "$(cat page.txt)"`.
+    #[arg(long, value_name = "PATH")]
+    text_file: Option<PathBuf>,
     /// Simhash-only: report the documents within this Hamming distance (at most the index's
     /// k) instead of those the index's match rule matches (the default: simhash within k, or
     /// a shared MinHash band and an estimated resemblance >= 0.55).

@@ -75,6 +75,13 @@ pub(crate) fn search_in(
     out: &mut Out,
 ) -> CliResult<()> {
     let searcher = store.index.searcher()?;
+    // No query has more hits than the index has documents: a huge --limit must not make
+    // tantivy's top-k allocate for it.
+    let limit = limit.min(
+        usize::try_from(searcher.num_docs())
+            .unwrap_or(usize::MAX)
+            .max(1),
+    );
     let f = store.fields;
     let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
     let parsed = parser.parse_query(query).map_err(|e| {
@@ -227,7 +234,8 @@ fn collapse_hits(
         // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
         // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
         // its other hits are not missed because the first groups filled a 3 x limit window.
-        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW));
+        let docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
+        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW).min(docs.max(1)));
     }
     if let Some(choice) = view.leader {
         // The sequence field numbers documents in the order they were added.
@@ -374,21 +382,57 @@ fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliRe
 
 pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
-    let source =
-        match (&args.id, &args.text) {
-            (Some(id), None) => Source::Id(id),
-            (None, Some(text)) if text.trim().is_empty() => return Err(Failure::Usage(
-                "--text is empty: there is nothing to fingerprint (`neardup index` refuses such \
-                 documents too); give the text to compare, or --id"
-                    .into(),
-            )),
-            (None, Some(text)) => Source::Text(text),
-            _ => return Err(Failure::Usage("give exactly one of --id and --text".into())),
-        };
+    let from_file = match &args.text_file {
+        Some(path) => Some(read_text_file(path)?),
+        None => None,
+    };
+    let (flag, text) = match (&args.text, &from_file) {
+        (Some(text), _) => ("--text", Some(text)),
+        (None, Some(text)) => ("--text-file", Some(text)),
+        (None, None) => ("", None),
+    };
+    let source = match (&args.id, text) {
+        (Some(id), None) => Source::Id(id),
+        (None, Some(text)) if text.trim().is_empty() => {
+            return Err(Failure::Usage(format!(
+                "{flag} is empty: there is nothing to fingerprint (`neardup index` refuses \
+                 such documents too); give the text to compare, or --id"
+            )))
+        }
+        (None, Some(text)) => Source::Text(text),
+        _ => {
+            return Err(Failure::Usage(
+                "give exactly one of --id, --text and --text-file".into(),
+            ))
+        }
+    };
     let mut out = Out::new(args.json);
     similar_in(&store, source, args.k, args.limit, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
+}
+
+/// The text of `--text-file` (`-`: stdin), which must be UTF-8.
+fn read_text_file(path: &Path) -> CliResult<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = if path.as_os_str() == "-" {
+        std::io::stdin().lock().read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes))
+    };
+    let name = if path.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    read.map_err(|e| Failure::Message(format!("cannot read --text-file {name}: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Failure::Message(format!(
+            "--text-file {name} is not UTF-8 (bad byte at offset {}); convert it to UTF-8",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// What `similar` looks up.

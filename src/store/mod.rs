@@ -1,7 +1,7 @@
 //! Ready-made indexes in a directory, as the `neardup` command line and the Python package make
 //! and open them: a fixed schema (id, title, text, host and the near-duplicate fields), a
 //! language and a `k` fixed at creation, and the field mapping and policy of the last run kept
-//! as the next run's defaults. Both front ends use this one implementation, so an index made by
+//! as the next run's defaults (the field mapping once a document was committed with it). Both front ends use this one implementation, so an index made by
 //! one opens in the other.
 //!
 //! The library's record of the index ([`IndexRecord`]) holds everything that reopens it: the
@@ -15,6 +15,7 @@
 //! index, being created, a fixed setting asked to change), and the library's other errors.
 
 mod claim;
+mod directory;
 
 use crate::error::{Error, Result};
 use crate::writer::Policy;
@@ -354,7 +355,10 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
     if !dir.join("meta.json").exists() {
         return Ok(None);
     }
-    let index = Index::open_in_dir(dir).map_err(|e| {
+    let opened = directory::IndexDirectory::open(dir)
+        .map_err(tantivy::TantivyError::from)
+        .and_then(Index::open);
+    let index = opened.map_err(|e| {
         Error::Store(format!(
             "{} holds a tantivy index, but tantivy cannot open it: {e}",
             dir.display()
@@ -591,6 +595,12 @@ fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
             storage(wanted),
         ));
     }
+    if holds_no_document(&index)? {
+        // No document was committed with the recorded mapping (say, a first run with a
+        // mistyped --text-field failed on line 1): it is not the index's yet, and a rerun
+        // without the flag must not inherit the typo.
+        record.fields = FieldMap::default();
+    }
     let fields = &mut record.fields;
     for (slot, wanted) in [
         (&mut fields.id, &req.id_field),
@@ -606,6 +616,13 @@ fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
         record.policy = p.name().to_string();
     }
     open_with(dir, index, &library_record, record)
+}
+
+/// Whether no document was ever committed to `index` (deleted ones count until merged away).
+/// Cost: reads the meta file.
+fn holds_no_document(index: &Index) -> Result<bool> {
+    let metas = index.load_metas()?;
+    Ok(metas.segments.iter().all(|s| s.max_doc() == 0))
 }
 
 /// Creates the store in `dir` (missing, empty, or left by a dead run whose claim file is

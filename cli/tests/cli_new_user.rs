@@ -1,0 +1,360 @@
+//! The `neardup` binary as a new user meets it (issue 28): a closed pipe, a mistyped field, long
+//! ids, a read-only index, a named pipe, huge limits, large texts, output order and messages.
+//! Oracles are the inputs themselves (ids, counts) and other commands of the same binary.
+#![cfg(feature = "cli")]
+
+mod cli_support;
+
+use cli_support::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A text of `words` pseudo-random words (a small LCG seeded by `seed`): texts of two seeds
+/// share almost nothing, so only copies of one text are near-duplicates.
+fn text(seed: u64, words: usize) -> String {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::new();
+    for _ in 0..words {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let len = 3 + (x >> 60) as usize % 6;
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        for i in 0..len {
+            out.push((b'a' + ((x >> (8 + 5 * i)) % 26) as u8) as char);
+        }
+    }
+    out
+}
+
+/// `n` documents, each text twice (ids `a<i>` and `b<i>`): with `--dedup tag` every `b` is a
+/// tagged near-duplicate, so `index --json` writes an event for half of them.
+fn copies_input(path: &Path, n: u64) {
+    let lines: Vec<String> = (0..n)
+        .flat_map(|i| {
+            let t = text(i, 40);
+            [
+                doc_line(&format!("a{i}"), &t),
+                doc_line(&format!("b{i}"), &t),
+            ]
+        })
+        .collect();
+    write_lines(path, &lines);
+}
+
+/// The number of documents `stats --json` reports.
+fn documents(dir: &Path) -> u64 {
+    let out = neardup(&["stats", p(dir), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    json_lines(&out)[0]["documents"]
+        .as_u64()
+        .expect("a document count")
+}
+
+#[test]
+fn a_closed_stdout_commits_what_was_read_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 2000);
+    // Stdout is a pipe whose reader is gone before the first event is written.
+    let mut child = Command::new(BIN)
+        .args(["index", p(&input), "--index", p(&dir), "--json", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 141, "{}", stderr(&out));
+    assert_stderr_has(&out, "stdout was closed");
+    assert_stderr_has(&out, "committed everything read up to");
+    let first = documents(&dir);
+    assert!(first > 0, "the run lost everything it indexed");
+    // The same command, its output read to the end, completes the input exactly once.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "--json", "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let summary = json_lines(&out).pop().unwrap();
+    assert_eq!(summary["skipped_existing_id"].as_u64(), Some(first));
+    assert_eq!(documents(&dir), 4000);
+}
+
+#[test]
+fn a_mistyped_field_of_a_failed_first_run_is_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("f.jsonl");
+    let dir = tmp.path().join("idx");
+    let lines: Vec<String> = (0..5)
+        .map(|i| doc_line(&i.to_string(), &text(i, 30)))
+        .collect();
+    write_lines(&input, &lines);
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--text-field",
+        "body",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 1);
+    // The message names the fields the line has and the flag that chooses one.
+    assert_stderr_has(
+        &out,
+        "no text field `body` (the line's fields: `id`, `text`)",
+    );
+    assert_stderr_has(&out, "--text-field");
+    // The typo is not the index's mapping: the command without the flag works.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(documents(&dir), 5);
+    let stats = json_lines(&neardup(&["stats", p(&dir), "--json"]))[0].clone();
+    assert_eq!(stats["fields"]["text"], "text");
+    // Once documents were committed with a mapping, it is the index's default.
+    let other = tmp.path().join("g.jsonl");
+    let body: Vec<String> = (5..8)
+        .map(|i| serde_json::json!({"id": i.to_string(), "body": text(i, 30)}).to_string())
+        .collect();
+    write_lines(&other, &body);
+    let fresh = tmp.path().join("idx2");
+    let out = neardup(&[
+        "index",
+        p(&other),
+        "--index",
+        p(&fresh),
+        "--text-field",
+        "body",
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&["index", p(&other), "--index", p(&fresh), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(documents(&fresh), 3);
+}
+
+#[test]
+fn ids_longer_than_the_limit_are_bad_lines_and_reruns_add_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("long.jsonl");
+    let dir = tmp.path().join("idx");
+    let limit = tantivy_simhash::MAX_ID_BYTES;
+    let longest = "i".repeat(limit);
+    let lines = vec![
+        doc_line("short", &text(1, 30)),
+        doc_line(&longest, &text(2, 30)),
+        doc_line(&"j".repeat(limit + 1), &text(3, 30)),
+        doc_line(&"k".repeat(100_000), &text(4, 30)),
+        doc_line(&"k".repeat(100_000), &text(5, 30)),
+    ];
+    write_lines(&input, &lines);
+    for run in 0..3 {
+        let out = neardup(&[
+            "index",
+            p(&input),
+            "--index",
+            p(&dir),
+            "--skip-bad",
+            "-q",
+            "--json",
+        ]);
+        assert_eq!(code(&out), 3, "{}", stderr(&out));
+        assert_stderr_has(&out, &format!("more than the {limit} an id can have"));
+        let summary = json_lines(&out).pop().unwrap();
+        assert_eq!(summary["skipped_bad"], 3);
+        assert_eq!(summary["skipped_existing_id"], if run == 0 { 0 } else { 2 });
+        assert_eq!(documents(&dir), 2, "run {run}");
+    }
+    // The longest accepted id is found by its id.
+    let out = neardup(&["similar", p(&dir), "--id", &longest, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+/// Runs the binary at `bin` as a user who may not write `dir`'s files: `nobody` through
+/// `setpriv` when the tests run as root (root writes anywhere), else the current user.
+fn run_unprivileged(bin: &Path, args: &[&str]) -> std::process::Output {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    let mut cmd = if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    cmd.args(args).output().expect("run neardup unprivileged")
+}
+
+/// Sets the permission bits of `path` and, for a directory, of everything under it.
+fn chmod_tree(path: &Path, dir_mode: u32, file_mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap();
+    let mode = if meta.is_dir() { dir_mode } else { file_mode };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chmod_tree(&entry.unwrap().path(), dir_mode, file_mode);
+        }
+    }
+}
+
+#[test]
+fn a_read_only_index_can_be_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 20);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // What each command prints while the index is writable: the oracle.
+    let reads: [&[&str]; 6] = [
+        &["stats", p(&dir), "--json"],
+        &["search", p(&dir), "the", "--json"],
+        &["similar", p(&dir), "--id", "a3", "--json"],
+        &["pairs", p(&dir), "--json"],
+        &["clusters", p(&dir), "--json"],
+        &["mirrors", p(&dir), "--json"],
+    ];
+    let expected: Vec<String> = reads.iter().map(|args| stdout(&neardup(args))).collect();
+    let bin = tmp.path().join("neardup");
+    std::fs::copy(BIN, &bin).unwrap();
+    chmod_tree(tmp.path(), 0o555, 0o444);
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    for (args, want) in reads.iter().zip(&expected) {
+        let out = run_unprivileged(&bin, args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        let parse = |s: &str| -> Vec<Value> {
+            s.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        };
+        assert_eq!(parse(&stdout(&out)), parse(want), "{args:?}");
+    }
+    let out = run_unprivileged(&bin, &["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert_stderr_has(&out, "adding documents needs write access");
+    chmod_tree(tmp.path(), 0o755, 0o644);
+}
+
+#[test]
+fn a_named_pipe_is_read_as_it_is_written() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("p");
+    let dir = tmp.path().join("idx");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // More than a pipe holds (64 KiB): the producer's write can only complete if neardup reads.
+    let lines: Vec<String> = (0..600)
+        .map(|i| doc_line(&i.to_string(), &text(i, 40)))
+        .collect();
+    let data = lines.join("\n") + "\n";
+    assert!(data.len() > 1 << 17);
+    let producer = {
+        let (fifo, data) = (fifo.clone(), data.clone());
+        std::thread::spawn(move || {
+            // Opening blocks until neardup opens the pipe for reading. A reader that closes it
+            // without reading makes the write fail (EPIPE), as it kills a shell's producer.
+            let first = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&fifo)
+                .and_then(|mut f| f.write_all(data.as_bytes()));
+            if first.is_err() {
+                // Feed the real open, so that the test ends either way.
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+                f.write_all(data.as_bytes()).unwrap();
+            }
+            first.is_ok()
+        })
+    };
+    let out = neardup(&["index", p(&fifo), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        producer.join().unwrap(),
+        "neardup opened and closed the pipe before reading it"
+    );
+    assert_eq!(documents(&dir), 600);
+}
+
+#[test]
+fn a_limit_beyond_the_index_returns_every_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 20);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // A word of each text: every document matches, and -n 40 (the index's size) shows all.
+    let query: Vec<String> = (0..20).map(|i| text(i, 1).to_string()).collect();
+    let query = query.join(" ");
+    for extra in [
+        &[][..],
+        &["--no-collapse"],
+        &["--derank"],
+        &["--leader", "newest"],
+    ] {
+        let search = |n: &str| {
+            let mut args = vec!["search", p(&dir), &query, "--json", "-n", n];
+            args.extend_from_slice(extra);
+            let out = neardup(&args);
+            assert_eq!(code(&out), 0, "-n {n} {extra:?}: {}", stderr(&out));
+            stdout(&out)
+        };
+        let all = search("40");
+        assert!(!all.is_empty());
+        assert_eq!(search("1000000000"), all, "{extra:?}");
+        assert_eq!(search("18446744073709551615"), all, "{extra:?}");
+    }
+}
+
+#[test]
+fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    // Two documents of 2 MB each (beyond Linux's 128 KiB limit on one argument).
+    let long = text(7, 400_000);
+    assert!(long.len() > 2_000_000);
+    let lines = vec![
+        doc_line("long", &long),
+        doc_line("copy", &long),
+        doc_line("other", &text(8, 400_000)),
+    ];
+    write_lines(&input, &lines);
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The oracle: the document's own lookup (itself left out, so one match: its copy).
+    let by_id = neardup(&["similar", p(&dir), "--id", "long", "--json"]);
+    let ids = |out: &std::process::Output| -> Vec<String> {
+        assert_eq!(code(out), 0, "{}", stderr(out));
+        json_lines(out)
+            .iter()
+            .map(|v| v["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&by_id), ["copy"]);
+    let page = tmp.path().join("page.txt");
+    std::fs::write(&page, &long).unwrap();
+    let from_file = neardup(&["similar", p(&dir), "--text-file", p(&page), "--json"]);
+    assert_eq!(ids(&from_file), ["copy", "long"]);
+    let mut child = Command::new(BIN)
+        .args(["similar", p(&dir), "--text-file", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(long.as_bytes())
+        .unwrap();
+    let from_stdin = child.wait_with_output().unwrap();
+    assert_eq!(ids(&from_stdin), ids(&from_file));
+}
