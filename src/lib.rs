@@ -162,6 +162,7 @@ pub mod batch;
 pub mod collapse;
 mod columns;
 mod error;
+pub mod explain;
 pub mod fingerprint;
 mod ids;
 mod keytable;
@@ -178,8 +179,8 @@ mod test_rng;
 pub mod writer;
 
 pub use batch::{
-    pairs_in_memory, Cluster, ClusterMember, Clusters, DocPair, GroupPair, IdPair, NearDupGraph,
-    SignatureGroup,
+    pairs_in_memory, Cluster, ClusterMember, ClusterMode, Clusters, DocPair, GroupPair, IdPair,
+    NearDupGraph, SignatureGroup,
 };
 pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
 pub use error::{Error, Result};

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
-use tantivy_simhash::batch::{pairs_in_memory, NearDupGraph};
+use tantivy_simhash::batch::{pairs_in_memory, ClusterMode, NearDupGraph};
 use tantivy_simhash::{
     BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
     Policy, Signature, Sketch,
@@ -203,7 +203,7 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     assert_eq!(grouped, truth.len());
 
     // Clusters: the same components as brute-force union-find, named by their smallest id.
-    let clusters = graph.clusters().unwrap();
+    let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     let got: BTreeSet<Vec<String>> = clusters
         .iter()
         .map(|c| {
@@ -257,7 +257,10 @@ fn empty_index_has_no_pairs() {
     let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
     assert_eq!(graph.num_docs(), 0);
     assert!(graph_id_pairs(&graph).is_empty());
-    assert!(graph.clusters().unwrap().is_empty());
+    assert!(graph
+        .clusters_by(ClusterMode::Components)
+        .unwrap()
+        .is_empty());
 }
 
 fn brute_in_memory(fps: &[Fingerprint], k: u32) -> Vec<(u32, u32, u32)> {
@@ -395,7 +398,7 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     w.commit().unwrap();
 
     let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
-    let clusters = graph.clusters().unwrap();
+    let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     let written = w.retag_from_store(&clusters).unwrap();
     assert!(written.rewritten > 0);
     w.commit().unwrap();
@@ -418,7 +421,9 @@ fn cluster_ids_written_through_the_writer_from_the_store() {
     assert_eq!(d.get_first(body).and_then(|v| v.as_str()), Some("text 1"));
     let graph = NearDupGraph::new(s.fields(), s.searcher()).unwrap();
     assert_eq!(graph_id_pairs(&graph), brute_pairs(&live, 3));
-    let again = w.retag_from_store(&graph.clusters().unwrap()).unwrap();
+    let again = w
+        .retag_from_store(&graph.clusters_by(ClusterMode::Components).unwrap())
+        .unwrap();
     assert_eq!(again.rewritten, 0);
     assert_eq!(again.unchanged, written.rewritten + written.unchanged);
 }
@@ -438,7 +443,7 @@ fn cluster_ids_written_with_supplied_documents() {
     }
     w.commit().unwrap();
     let graph = NearDupGraph::new(t.index.fields(), &t.index.searcher().unwrap()).unwrap();
-    let clusters = graph.clusters().unwrap();
+    let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     let err = w.retag_from_store(&clusters).unwrap_err();
     assert!(matches!(err, Error::Schema { .. }), "{err}");
     let written = w.retag(&clusters, |id, _| Ok(doc!(t.id => id))).unwrap();
@@ -500,7 +505,7 @@ fn stale_tag_of_a_document_left_alone_is_corrected() {
     assert_eq!(group_values(&index)["b"].as_deref(), Some("a"));
 
     let graph = NearDupGraph::new(index.fields(), &index.searcher().unwrap()).unwrap();
-    let clusters = graph.clusters().unwrap();
+    let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     assert!(clusters.is_empty());
     let written = w.retag_from_store(&clusters).unwrap();
     assert_eq!(written.rewritten, 1); // "b"; "c" already carries its own id
@@ -630,7 +635,7 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
     assert!(oracle_narrow.len() < oracle.len());
     assert_eq!(rule_pairs(&narrow), oracle_narrow);
 
-    let clusters = graph.clusters().unwrap();
+    let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     let got: BTreeSet<Vec<String>> = clusters
         .iter()
         .map(|c| {

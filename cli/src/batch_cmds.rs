@@ -5,7 +5,9 @@ use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::{Cluster, Clusters, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
+use tantivy_simhash::batch::{
+    Cluster, ClusterMode, Clusters, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY,
+};
 use tantivy_simhash::signature::PairStats;
 use tantivy_simhash::Evidence;
 
@@ -138,32 +140,38 @@ pub(super) fn clusters(args: &ClustersArgs) -> CliResult<Status> {
         args.limit,
         args.min_size,
         args.members,
+        args.mode.into(),
         &mut out,
     )?;
     out.flush()?;
     Ok(Status::Done)
 }
 
-/// Prints the largest clusters (connected components of the pairs within k), largest first.
+/// Prints the largest clusters (by leader, or connected components of the pairs within k),
+/// largest first.
 pub(crate) fn clusters_in(
     store: &Store,
     k: Option<u32>,
     limit: usize,
     min_size: usize,
     members: usize,
+    mode: ClusterMode,
     out: &mut Out,
 ) -> CliResult<()> {
     let graph = graph(store, k)?;
-    let clusters = graph.clusters()?;
+    let clusters = graph.clusters_by(mode)?;
     warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
     let (sorted, total) = largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
     if !out.is_json() {
         out.line(format_args!(
-            "{} of at least {} documents linked by chains of pairs by the rule ({}), {} in \
-             clusters of {}; largest first",
+            "{} of at least {} documents {} ({}), {} in clusters of {}; largest first",
             count(total as u64, "cluster", "clusters"),
             min_size.max(2),
+            match mode {
+                ClusterMode::Leader => "each matching its leader (the first added) by the rule",
+                ClusterMode::Components => "linked by chains of pairs by the rule",
+            },
             rule_text(&graph),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
@@ -206,14 +214,17 @@ fn print_cluster(
             members: c.members.iter().map(|m| m.id.as_str()).collect(),
         });
     }
-    let first = store.load_doc(searcher, c.members[0].address)?;
+    // The leader first (members are sorted by id under components).
+    let leader = c.leader().unwrap_or(&c.members[0]);
+    let first = store.load_doc(searcher, leader.address)?;
     out.line(format_args!(
         "{:>6}  {}  {}",
         c.len(),
         c.id,
         one_line(&first.title, 60)
     ))?;
-    for m in c.members.iter().skip(1).take(members) {
+    let others = c.members.iter().filter(|m| m.address != leader.address);
+    for m in others.take(members) {
         let shown = store.load_doc(searcher, m.address)?;
         out.line(format_args!(
             "          {}  {}",

@@ -12,7 +12,7 @@ use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tantivy::DocAddress;
-use tantivy_simhash::{Evidence, Policy};
+use tantivy_simhash::{ClusterMode, Evidence, Policy};
 
 /// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
 const CORPUS: &[u8] = include_bytes!(concat!(
@@ -145,7 +145,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
     out.line(format_args!(
         "$ neardup clusters {shown_dir} -n 3 --members 3"
     ))?;
-    clusters_in(store, None, 3, 2, 3, out)?;
+    clusters_in(store, None, 3, 2, 3, ClusterMode::Leader, out)?;
     out.line("")?;
 
     out.line(format_args!("$ neardup mirrors {shown_dir}"))?;

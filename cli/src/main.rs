@@ -15,6 +15,7 @@
 
 mod batch_cmds;
 mod demo;
+mod explain_cmd;
 mod index_cmd;
 mod input;
 mod mirrors_cmd;
@@ -79,7 +80,9 @@ enum Command {
     /// lines with --json. The count line ("N pairs by the rule (...) among M documents") goes to
     /// stderr, and is left out with --json.
     Pairs(PairsArgs),
-    /// Clusters: documents linked by chains of pairs the match rule matches, largest first.
+    /// Clusters of near-duplicates, largest first: by leader (default: in input order, each
+    /// document joins the first earlier leader it matches, else leads), or connected
+    /// components (`--mode components`: chains of pairs).
     Clusters(ClustersArgs),
     /// Mirror sites: host pairs that copy each other's pages, or the hosts that copy one host.
     Mirrors(MirrorsArgs),
@@ -87,6 +90,9 @@ enum Command {
     Stats(StatsArgs),
     /// Index a small corpus shipped with neardup into a temporary directory and tour the commands.
     Demo(DemoArgs),
+    /// Why two documents (or two texts) are near-duplicates, or why not: every part of the
+    /// match rule, the lines left out as site chrome, and a word-level diff.
+    Explain(explain_cmd::ExplainArgs),
 }
 
 /// Which hit of a collapsed group `search` shows as its leader, by the order documents were
@@ -97,6 +103,24 @@ pub(crate) enum LeaderChoice {
     Newest,
     /// The copy added first.
     Oldest,
+}
+
+/// How `clusters` groups documents (the library's `ClusterMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ClusterModeArg {
+    /// Every member matches its cluster's leader (the first added).
+    Leader,
+    /// Connected components of the pairs.
+    Components,
+}
+
+impl From<ClusterModeArg> for tantivy_simhash::ClusterMode {
+    fn from(m: ClusterModeArg) -> Self {
+        match m {
+            ClusterModeArg::Leader => tantivy_simhash::ClusterMode::Leader,
+            ClusterModeArg::Components => tantivy_simhash::ClusterMode::Components,
+        }
+    }
 }
 
 /// What to do with a document that has a near-duplicate already in the index.
@@ -292,6 +316,11 @@ struct ClustersArgs {
     /// Members listed under each cluster in human output (JSON lists them all).
     #[arg(long, value_name = "N", default_value_t = 5)]
     members: usize,
+    /// `leader`: in input order, a document joins the cluster of the first earlier leader it
+    /// matches directly, else leads one (every member matches its leader); `components`:
+    /// documents linked by chains of matching pairs (two members may share little).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "leader")]
+    mode: ClusterModeArg,
     /// One JSON object per line on stdout: {"cluster", "size", "members"}.
     #[arg(long)]
     json: bool,
@@ -410,6 +439,7 @@ fn main() -> ExitCode {
         Command::Mirrors(args) => mirrors_cmd::mirrors(&args),
         Command::Stats(args) => read_cmds::stats(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Explain(args) => explain_cmd::run(&args),
     };
     match result {
         Ok(Status::Done) => ExitCode::from(EXIT_OK),

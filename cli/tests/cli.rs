@@ -7,6 +7,7 @@ mod cli_support;
 use cli_support::*;
 use flate2::read::MultiGzDecoder;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -1251,7 +1252,15 @@ fn pairs_and_clusters_agree_with_brute_force() {
         })
         .collect();
     want.sort();
-    let out = neardup(&["clusters", p(&dir), "--limit", "0", "--json"]);
+    let out = neardup(&[
+        "clusters",
+        p(&dir),
+        "--limit",
+        "0",
+        "--mode",
+        "components",
+        "--json",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let lines = json_lines(&out);
     let sizes: Vec<u64> = lines.iter().map(|v| v["size"].as_u64().unwrap()).collect();
@@ -1272,6 +1281,45 @@ fn pairs_and_clusters_agree_with_brute_force() {
                 "named by the smallest id"
             );
             m
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+
+    // Clusters by leader (the default): in input order, each document joins the first
+    // earlier leader it is paired with, else leads.
+    let paired: BTreeSet<(&str, &str)> = expected
+        .iter()
+        .flat_map(|(a, b, _, _)| [(a.as_str(), b.as_str()), (b.as_str(), a.as_str())])
+        .collect();
+    let mut leaders: Vec<(&str, Vec<String>)> = Vec::new();
+    for (id, _) in &docs {
+        match leaders
+            .iter_mut()
+            .find(|(l, _)| paired.contains(&(*l, id.as_str())))
+        {
+            Some((_, members)) => members.push(id.clone()),
+            None => leaders.push((id, vec![id.clone()])),
+        }
+    }
+    let mut want: Vec<(String, Vec<String>)> = leaders
+        .into_iter()
+        .filter(|(_, m)| m.len() >= 2)
+        .map(|(l, m)| (l.to_string(), m))
+        .collect();
+    want.sort();
+    let out = neardup(&["clusters", p(&dir), "--limit", "0", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let mut got: Vec<(String, Vec<String>)> = json_lines(&out)
+        .iter()
+        .map(|v| {
+            let m: Vec<String> = v["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect();
+            (v["cluster"].as_str().unwrap().to_string(), m)
         })
         .collect();
     got.sort();

@@ -1,7 +1,6 @@
 //! The `neardup` binary as a new user meets it (issue 28): a closed pipe, a mistyped field, long
 //! ids, a read-only index, a named pipe, huge limits, large texts, output order and messages.
 //! Oracles are the inputs themselves (ids, counts) and other commands of the same binary.
-#![cfg(feature = "cli")]
 
 mod cli_support;
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
 use tantivy::query::{Query, QueryParser};
 use tantivy::Order;
-use tantivy_simhash::batch::NearDupGraph;
+use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
 use tantivy_simhash::store::FieldMap;
 use tantivy_simhash::{
     Collapsed, CollapsedGroup, GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder,
@@ -159,13 +159,18 @@ impl Match {
     }
 }
 
-/// A cluster: documents linked by chains of pairs within k. ``id`` is its smallest member id.
+/// A cluster of near-duplicates. By leader (the default): ``leader`` is the first added, every
+/// member matches it, ``id`` is its id and ``members`` are in input order (the leader first).
+/// As connected components: documents linked by chains of pairs; ``id`` is the smallest member
+/// id, ``members`` are sorted and ``leader`` is the member added first.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
 #[derive(Clone)]
 pub(crate) struct Cluster {
     id: String,
-    /// Member ids, sorted.
+    /// Member ids.
     members: Vec<String>,
+    /// The member added first.
+    leader: String,
 }
 
 #[pymethods]
@@ -474,13 +479,67 @@ impl Index {
         Ok(PairIterator { rx: Mutex::new(rx) })
     }
 
-    /// The clusters (connected components of the pairs of :meth:`pairs`) of at least
-    /// ``min_size`` documents, largest first (then by id). Cost: one pass over the index and the
-    /// all-pairs join.
-    #[pyo3(signature = (k = None, *, min_size = 2))]
-    fn clusters(&self, py: Python<'_>, k: Option<u32>, min_size: usize) -> PyResult<Vec<Cluster>> {
+    /// The clusters of at least ``min_size`` documents, largest first (then by id).
+    /// ``mode="leader"`` (the default): in input order, a document joins the cluster of the
+    /// first earlier leader it matches directly by the rule, else leads one, so every member
+    /// matches its leader. ``mode="components"``: connected components of the pairs of
+    /// :meth:`pairs` (chains: two members may share little). Cost: one pass over the index and
+    /// the all-pairs join. Raises ``ValueError`` for another mode.
+    #[pyo3(signature = (k = None, *, min_size = 2, mode = "leader"))]
+    fn clusters(
+        &self,
+        py: Python<'_>,
+        k: Option<u32>,
+        min_size: usize,
+        mode: &str,
+    ) -> PyResult<Vec<Cluster>> {
+        let mode: ClusterMode = mode.parse().map_err(|_| {
+            Failure::Value(format!(
+                "mode={mode:?}; expected \"leader\" or \"components\""
+            ))
+        })?;
         let store = self.store()?;
-        Ok(py.detach(|| clusters(&store, k, min_size))?)
+        Ok(py.detach(|| clusters(&store, k, min_size, mode))?)
+    }
+
+    /// Why documents ``a`` and ``b`` (ids) are near-duplicates, or why not, as a dict (the
+    /// object ``neardup explain --json`` prints): ``verdict`` (``None`` or ``{"match",
+    /// "distance", ...}``), ``summary``, ``branches`` (each branch's reason, by how much it
+    /// failed), ``simhash`` (distance, block keys shared), ``minhash`` (bands shared, the
+    /// sketch's estimate), ``shingles`` (exact resemblance of the rule's shingles), ``words``
+    /// (the evaluation's word 3-shingle resemblance), ``chrome`` (lines left out) and
+    /// ``alignment`` (word byte ranges and runs: equal, delete, insert, movefrom, moveto).
+    /// Raises ``ValueError`` for an unknown id.
+    fn explain(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<Py<PyAny>> {
+        let store = self.store()?;
+        let json = py.detach(|| -> Result<String, Failure> {
+            let searcher = store.index.lookups()?;
+            let e = store
+                .index
+                .explain_ids(&searcher, a, b)
+                .map_err(|e| match e {
+                    tantivy_simhash::Error::Document(m) => Failure::Value(m),
+                    e => e.into(),
+                })?;
+            Ok(e.to_json().to_string())
+        })?;
+        Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
+    }
+
+    /// :meth:`explain` for two texts, signed with the index's scheme and rule.
+    fn explain_texts(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<Py<PyAny>> {
+        let store = self.store()?;
+        let json = py.detach(|| {
+            tantivy_simhash::explain::Explanation::of_texts(
+                store.index.rule(),
+                store.index.scheme(),
+                a,
+                b,
+            )
+            .to_json()
+            .to_string()
+        });
+        Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
     }
 
     /// Host pairs that copy each other's pages (the ``neardup mirrors`` report), best first,
@@ -834,11 +893,16 @@ fn similar(
         .collect()
 }
 
-fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluster>, Failure> {
+fn clusters(
+    store: &Store,
+    k: Option<u32>,
+    min_size: usize,
+    mode: ClusterMode,
+) -> Result<Vec<Cluster>, Failure> {
     let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
     let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
-    let all = graph.clusters()?;
+    let all = graph.clusters_by(mode)?;
     let mut sorted: Vec<_> = all.iter().filter(|c| c.len() >= min_size.max(2)).collect();
     sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
     Ok(sorted
@@ -846,6 +910,7 @@ fn clusters(store: &Store, k: Option<u32>, min_size: usize) -> Result<Vec<Cluste
         .map(|c| Cluster {
             id: c.id.clone(),
             members: c.members.iter().map(|m| m.id.clone()).collect(),
+            leader: c.leader().map_or_else(String::new, |m| m.id.clone()),
         })
         .collect())
 }

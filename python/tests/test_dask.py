@@ -199,12 +199,12 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
         cli[tuple(sorted((p["a"], p["b"])))] = (p["distance"], None if r is None else round(r, 5))
     assert len(cli) > 10_000
     assert found == cli
-    out = run_cli(neardup, "clusters", str(cli_index), "-n", "0", "--json").stdout
+    out = run_cli(neardup, "clusters", str(cli_index), "-n", "0", "--mode", "components", "--json").stdout
     assert found_clusters == sorted(sorted(c["members"]) for c in json_lines(out))
     with Index.open(py_index_path) as index:
         py = {tuple(sorted((a, b))): (d, None if r is None else round(r, 5)) for a, b, d, r in index.pairs()}
         assert found == py
-        assert found_clusters == sorted(sorted(c.members) for c in index.clusters())
+        assert found_clusters == sorted(sorted(c.members) for c in index.clusters(mode="components"))
 
 
 def test_the_lean_shuffle_is_exact_with_other_partition_counts(client, mixed_corpus, brute_force):

@@ -33,9 +33,38 @@ def test_pairs_follow_the_match_rule(py_index_path, fingerprints):
         assert set(index.pairs()) == set(index.pairs(k=3))
 
 
+def leader_clusters(ids, pairs) -> list:
+    """Brute-force leader clustering: in the order of ``ids``, each joins the first earlier
+    leader it is paired with, else leads. Returns (leader, members in input order) lists."""
+    paired = {frozenset((a, b)) for a, b, *_ in pairs}
+    leaders = []
+    for i in ids:
+        for leader, members in leaders:
+            if frozenset((leader, i)) in paired:
+                members.append(i)
+                break
+        else:
+            leaders.append((i, [i]))
+    return sorted((leader, members) for leader, members in leaders if len(members) >= 2)
+
+
+def test_clusters_by_leader_equal_brute_force(py_index_path, corpus):
+    """The default mode: every member is paired with its leader (the first added)."""
+    with Index.open(py_index_path) as index:
+        pairs = set(index.pairs())
+        found = index.clusters()
+        assert [(c.id, c.members) for c in found] == [(c.id, c.members) for c in index.clusters(mode="leader")]
+        assert sorted((c.leader, c.members) for c in found) == leader_clusters([d["id"] for d in corpus], pairs)
+        assert all(c.id == c.leader == c.members[0] for c in found)
+        components = index.clusters(mode="components")
+        assert max(len(c) for c in components) > max(len(c) for c in found)
+        with pytest.raises(ValueError, match="components"):
+            index.clusters(mode="chains")
+
+
 def test_clusters_equal_connected_components_of_the_pairs(py_index_path, fingerprints):
     with Index.open(py_index_path) as index:
-        clusters = index.clusters()
+        clusters = index.clusters(mode="components")
         oracle = components(fingerprints, set(index.pairs()))
         assert sorted(c.members for c in clusters) == oracle
         # Every simhash component lies within one cluster.
@@ -45,7 +74,7 @@ def test_clusters_equal_connected_components_of_the_pairs(py_index_path, fingerp
         assert all(c.id == c.members[0] and len(c) == len(c.members) for c in clusters)
         sizes = [len(c) for c in clusters]
         assert sizes == sorted(sizes, reverse=True)
-        big = index.clusters(min_size=5)
+        big = index.clusters(min_size=5, mode="components")
         assert sorted(c.members for c in big) == [g for g in oracle if len(g) >= 5]
 
 
@@ -463,3 +492,29 @@ def test_searches_reuse_their_collapse_and_still_see_every_commit(corpus, tmp_pa
     with Index.open(path) as fresh:
         assert results(fresh) == after
     index.close()
+
+
+def test_explain_agrees_with_pairs_and_the_cli(py_index_path, corpus, neardup):
+    """``explain`` gives the verdict of :meth:`pairs` (the rule), for a matching pair and a
+    non-matching one, and the object ``neardup explain --json`` prints."""
+    import json
+    import subprocess
+
+    with Index.open(py_index_path) as index:
+        pairs = {frozenset((a, b)): (d, r) for a, b, d, r in index.pairs()}
+        (a, b), (d, r) = next((tuple(sorted(p)), v) for p, v in pairs.items() if v[1] is not None)
+        e = index.explain(a, b)
+        assert e["verdict"]["match"] == "resemblance" and e["verdict"]["distance"] == d
+        assert abs(e["verdict"]["resemblance"] - r) < 1e-6
+        assert e["minhash"]["matched"] and not e["simhash"]["matched"]
+        ids = [doc["id"] for doc in corpus]
+        x, y = next((x, y) for x, y in zip(ids, ids[1:]) if frozenset((x, y)) not in pairs)
+        e = index.explain(x, y)
+        assert e["verdict"] is None and not any(br["matched"] for br in e["branches"])
+        assert e["summary"].startswith("not near-duplicates")
+        out = subprocess.run([str(neardup), "explain", str(py_index_path), a, b, "--json"], capture_output=True, check=True)
+        assert json.loads(out.stdout)["alignment"] == index.explain(a, b)["alignment"]
+        texts = index.explain_texts("the same words in the same order here", "the same words in the same order here")
+        assert texts["verdict"] == {"match": "simhash", "distance": 0}
+        with pytest.raises(ValueError, match="nope"):
+            index.explain(a, "nope")

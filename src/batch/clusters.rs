@@ -43,20 +43,75 @@ pub struct ClusterMember {
     pub address: DocAddress,
     /// Its fingerprint.
     pub fingerprint: Fingerprint,
+    /// Its place in the input order (the index's
+    /// [`SEQUENCE_FIELD`](crate::schema::SEQUENCE_FIELD)), `None` when the index has no
+    /// sequence field.
+    pub sequence: Option<u64>,
 }
 
-/// A connected component of the near-duplicate graph: every member is linked to another by a
-/// chain of pairs the rule matches (so two members need not match each other).
+/// How [`NearDupGraph::clusters_by`](super::NearDupGraph::clusters_by) groups documents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ClusterMode {
+    /// Leader clustering (the default): in input order, a document joins the cluster of the
+    /// first earlier leader it matches directly by the rule, otherwise it leads a new
+    /// cluster. Every member matches its leader, so keeping the leaders removes only
+    /// near-duplicates of a kept document.
+    #[default]
+    Leader,
+    /// Connected components: documents linked by chains of matching pairs (`a~b~c~d` puts
+    /// `d` with `a` even when they share little). Their leader is the member first in input
+    /// order, which need not match every member.
+    Components,
+}
+
+impl ClusterMode {
+    /// `leader` or `components`, as the command line and Python spell them.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterMode::Leader => "leader",
+            ClusterMode::Components => "components",
+        }
+    }
+}
+
+impl std::str::FromStr for ClusterMode {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<ClusterMode> {
+        match s {
+            "leader" => Ok(ClusterMode::Leader),
+            "components" => Ok(ClusterMode::Components),
+            other => Err(crate::Error::InvalidConfig(format!(
+                "cluster mode {other:?}; expected \"leader\" or \"components\""
+            ))),
+        }
+    }
+}
+
+/// A cluster of near-duplicates ([`ClusterMode`]). Under [`ClusterMode::Leader`] every member
+/// matches the leader by the rule; under [`ClusterMode::Components`] every member is linked to
+/// another by a chain of matching pairs (so two members need not match each other).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cluster {
-    /// The cluster id: the smallest user id among the members (deterministic: the same live
-    /// documents give the same ids, whatever the segments).
+    /// The cluster id (deterministic: the same live documents in the same input order give
+    /// the same ids, whatever the segments and threads): the leader's user id under
+    /// [`ClusterMode::Leader`], the smallest user id among the members under
+    /// [`ClusterMode::Components`].
     pub id: String,
-    /// The members, sorted by id (then address).
+    /// The members: in input order (the leader first) under [`ClusterMode::Leader`], sorted
+    /// by id (then address) under [`ClusterMode::Components`].
     pub members: Vec<ClusterMember>,
+    /// The index in `members` of the leader: the member first in input order.
+    pub leader: usize,
 }
 
 impl Cluster {
+    /// The leader: the member first in input order (under [`ClusterMode::Leader`], the one
+    /// every other member matches). `None` only for a cluster built by hand with `leader` out
+    /// of range.
+    pub fn leader(&self) -> Option<&ClusterMember> {
+        self.members.get(self.leader)
+    }
+
     /// The number of documents.
     pub fn len(&self) -> usize {
         self.members.len()
@@ -75,9 +130,15 @@ pub struct Clusters {
     num_docs: usize,
     searcher: Searcher,
     stats: PairStats,
+    mode: ClusterMode,
 }
 
 impl Clusters {
+    /// How the clusters were made.
+    pub fn mode(&self) -> ClusterMode {
+        self.mode
+    }
+
     /// The clusters, sorted by id. This and the other accessors are free and never fail.
     pub fn iter(&self) -> impl Iterator<Item = &Cluster> + '_ {
         self.clusters.iter()
@@ -122,12 +183,14 @@ impl Clusters {
         num_docs: usize,
         searcher: Searcher,
         stats: PairStats,
+        mode: ClusterMode,
     ) -> Clusters {
         Clusters {
             clusters,
             num_docs,
             searcher,
             stats,
+            mode,
         }
     }
 }

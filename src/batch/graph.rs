@@ -1,7 +1,7 @@
 //! [`NearDupGraph`]: the live documents of a searcher, grouped by identical signature, and the
 //! pairs the match rule finds between the groups.
 
-use super::clusters::{Cluster, ClusterMember, Clusters, UnionFind};
+use super::clusters::{Cluster, ClusterMember, ClusterMode, Clusters, UnionFind};
 use super::join::too_many;
 use super::{DEFAULT_MAX_POSTINGS_PER_KEY, ID_BATCH_DOCS, ID_BATCH_PAIRS};
 use crate::columns::{field_name, read_strs};
@@ -87,6 +87,8 @@ pub struct NearDupGraph {
     starts: Vec<u32>,
     /// Live documents with a signature, grouped like `signatures`, in address order per group.
     docs: Vec<DocAddress>,
+    /// The name of the sequence field (the order documents were added), if the index has one.
+    sequence: Option<String>,
 }
 
 impl std::fmt::Debug for NearDupGraph {
@@ -124,6 +126,9 @@ impl NearDupGraph {
         let schema = searcher.schema();
         let names = fields.signature_fields(schema)?.names().clone();
         let id_name = field_name(schema, fields.id)?.to_string();
+        let sequence = fields
+            .sequence
+            .map(|f| schema.get_field_name(f).to_string());
         let tantivy_searcher = searcher.clone();
         let segments = tantivy_searcher.segment_readers();
         let total: usize = segments.iter().map(|s| s.num_docs() as usize).sum();
@@ -173,6 +178,7 @@ impl NearDupGraph {
             signatures,
             starts,
             docs,
+            sequence,
         })
     }
 
@@ -214,7 +220,12 @@ impl NearDupGraph {
         &self.searcher
     }
 
-    fn range(&self, g: usize) -> std::ops::Range<usize> {
+    /// The address of document `d` (an index into the graph's documents).
+    pub(super) fn doc_address(&self, d: usize) -> DocAddress {
+        self.docs[d]
+    }
+
+    pub(super) fn range(&self, g: usize) -> std::ops::Range<usize> {
         self.starts[g] as usize..self.starts[g + 1] as usize
     }
 
@@ -239,7 +250,7 @@ impl NearDupGraph {
 
     /// The join: `f(group a, group b, evidence)` for every pair of distinct signatures the rule
     /// (narrowed to `max_distance`) matches, each once, `a < b`.
-    fn join(&self, mut f: impl FnMut(u32, u32, Evidence)) -> PairStats {
+    pub(super) fn join(&self, mut f: impl FnMut(u32, u32, Evidence)) -> PairStats {
         let full = self.max_distance >= self.rule.layout().max_distance();
         let sigs = &self.signatures;
         let mut reported = 0;
@@ -429,17 +440,14 @@ impl NearDupGraph {
             .collect()
     }
 
-    /// The connected components of the near-duplicate graph with at least two documents
-    /// (union-find over signature groups), each named by its smallest user id, sorted by id.
-    ///
-    /// Cost: the join (as [`for_each_group_pair`](Self::for_each_group_pair), with its
-    /// hot-key bound), 4 bytes per distinct signature for the union-find, and one batched id
-    /// read for the members of non-singleton clusters. Errors: [`Error::Document`] when a
-    /// member has no id.
-    pub fn clusters(&self) -> Result<Clusters> {
+    /// The connected components with at least two documents ([`ClusterMode::Components`]).
+    /// Cost: the join, 4 bytes per distinct signature for the union-find, the input order
+    /// of the members and one batched id read for them.
+    pub(super) fn component_clusters(&self) -> Result<Clusters> {
         let n = self.signatures.len();
         let mut uf = UnionFind::new(n);
         let stats = self.join(|a, b, _| uf.union(a, b));
+        let order = self.input_order()?;
         // Members of each root, for roots with at least two documents.
         let mut size = vec![0u32; n];
         for g in 0..n {
@@ -447,7 +455,7 @@ impl NearDupGraph {
             size[r] += self.range(g).len() as u32;
         }
         let mut slot: HashMap<u32, usize> = HashMap::new();
-        let mut members: Vec<Vec<(DocAddress, usize)>> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
         for g in 0..n {
             let r = uf.find(g as u32);
             if size[r as usize] < 2 {
@@ -457,36 +465,90 @@ impl NearDupGraph {
                 members.push(Vec::with_capacity(size[r as usize] as usize));
                 members.len() - 1
             });
-            members[i].extend(self.docs[self.range(g)].iter().map(|&a| (a, g)));
+            members[i].extend(self.range(g));
         }
         drop(size);
-        let all: Vec<DocAddress> = members.iter().flatten().map(|&(a, _)| a).collect();
-        let mut ids = self.read_required_ids(&all)?.into_iter();
-        let mut clusters: Vec<Cluster> = members
-            .into_iter()
-            .map(|m| {
-                let mut members: Vec<ClusterMember> = m
-                    .into_iter()
-                    .map(|(address, g)| ClusterMember {
-                        id: ids.next().unwrap_or_default(),
-                        address,
-                        fingerprint: self.signatures[g].fingerprint,
-                    })
-                    .collect();
-                members.sort_by(|a, b| a.id.cmp(&b.id).then(a.address.cmp(&b.address)));
-                Cluster {
-                    id: members[0].id.clone(),
-                    members,
-                }
-            })
-            .collect();
+        let mut clusters = self.named_clusters(members, &order, |members| {
+            members.sort_by(|a, b| a.id.cmp(&b.id).then(a.address.cmp(&b.address)));
+            // The leader: the member first in input order; the id: the smallest.
+            let leader = (0..members.len())
+                .min_by_key(|&i| (members[i].sequence.unwrap_or(u64::MAX), members[i].address))
+                .unwrap_or(0);
+            (members[0].id.clone(), leader)
+        })?;
         clusters.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(Clusters::new(
             clusters,
             self.docs.len(),
             self.searcher.clone(),
             stats,
+            ClusterMode::Components,
         ))
+    }
+
+    /// Reads the ids of the documents (indexes into `docs`) of each cluster in one batch and
+    /// makes the clusters; `finish` orders a cluster's members and returns its id and the
+    /// index of its leader among them.
+    pub(super) fn named_clusters(
+        &self,
+        members: Vec<Vec<usize>>,
+        order: &[u64],
+        mut finish: impl FnMut(&mut Vec<ClusterMember>) -> (String, usize),
+    ) -> Result<Vec<Cluster>> {
+        let all: Vec<DocAddress> = members.iter().flatten().map(|&d| self.docs[d]).collect();
+        let mut ids = self.read_required_ids(&all)?.into_iter();
+        Ok(members
+            .into_iter()
+            .map(|m| {
+                let mut members: Vec<ClusterMember> = m
+                    .into_iter()
+                    .map(|d| ClusterMember {
+                        id: ids.next().unwrap_or_default(),
+                        address: self.docs[d],
+                        fingerprint: self.signatures[self.group_of_doc(d)].fingerprint,
+                        sequence: (order[d] != u64::MAX).then_some(order[d]),
+                    })
+                    .collect();
+                let (id, leader) = finish(&mut members);
+                Cluster {
+                    id,
+                    members,
+                    leader,
+                }
+            })
+            .collect())
+    }
+
+    /// The signature group of document `d` (an index into `docs`). Cost: a binary search.
+    pub(super) fn group_of_doc(&self, d: usize) -> usize {
+        self.starts.partition_point(|&s| s as usize <= d) - 1
+    }
+
+    /// Every document's place in the input order (indexes into `docs`): its sequence number
+    /// ([`SEQUENCE_FIELD`](crate::schema::SEQUENCE_FIELD)), or `u64::MAX` without one (an
+    /// index made without the field, a document added around the writer): such documents
+    /// come last, by address. Cost: one column read per document. Errors:
+    /// [`Error::Tantivy`](crate::Error::Tantivy) when a segment's column cannot be opened.
+    pub(super) fn input_order(&self) -> Result<Vec<u64>> {
+        let Some(name) = &self.sequence else {
+            return Ok(vec![u64::MAX; self.docs.len()]);
+        };
+        let columns = self
+            .searcher
+            .segment_readers()
+            .iter()
+            .map(|seg| seg.fast_fields().u64(name).ok())
+            .collect::<Vec<_>>();
+        Ok(self
+            .docs
+            .iter()
+            .map(|a| {
+                columns[a.segment_ord as usize]
+                    .as_ref()
+                    .and_then(|c| c.first(a.doc_id))
+                    .unwrap_or(u64::MAX)
+            })
+            .collect())
     }
 }
 

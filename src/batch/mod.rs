@@ -15,8 +15,10 @@
 //! - [`NearDupGraph::for_each_doc_pair`] and [`NearDupGraph::for_each_id_pair`]: every pair of
 //!   documents (duplicates included), expanded, with addresses ([`DocPair`]) or user ids
 //!   ([`IdPair`]);
-//! - [`NearDupGraph::clusters`]: connected components (union-find), with a deterministic id
-//!   (the smallest user id of the cluster), which
+//! - [`NearDupGraph::clusters`]: leader clusters (in input order, a document joins the first
+//!   earlier leader it matches directly, else leads: every member matches its leader), or with
+//!   [`NearDupGraph::clusters_by`] and [`ClusterMode::Components`] connected components
+//!   (union-find, which chain); either has a deterministic id, which
 //!   [`DedupWriter::retag`](crate::DedupWriter::retag) stores in the group field so that
 //!   results can be collapsed exactly afterwards.
 //!
@@ -76,16 +78,17 @@
 //!
 //! let clusters = graph.clusters()?;
 //! assert_eq!(clusters.len(), 1);
-//! assert_eq!(clusters.iter().next().unwrap().id, "a"); // the smallest id names the cluster
+//! assert_eq!(clusters.iter().next().unwrap().id, "a"); // the leader (added first) names it
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
 mod clusters;
 mod graph;
 mod join;
+mod leaders;
 
 pub(crate) use clusters::UnionFind;
-pub use clusters::{Cluster, ClusterMember, Clusters};
+pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
 

@@ -24,7 +24,7 @@
 //! assert!(rule.matches(&a, &a).is_some());
 //! ```
 
-mod chrome;
+pub(crate) mod chrome;
 mod minhash;
 mod pairs;
 mod rule;

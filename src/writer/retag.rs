@@ -59,7 +59,7 @@ impl DedupWriter {
     /// ```
     /// # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
     /// # use tantivy::{doc, Index};
-    /// use tantivy_simhash::batch::NearDupGraph;
+    /// use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
     /// # let config = NearDupConfig::new("id", ["body"]);
     /// # let mut builder = Schema::builder();
@@ -68,13 +68,15 @@ impl DedupWriter {
     /// # config.add_fields(&mut builder);
     /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
     /// let mut writer = index.writer(50_000_000, Policy::Off)?;
-    /// // "b" is within 3 of "a", "c" within 3 of "b" but 5 from "a": one cluster by chaining.
+    /// // "b" is within 3 of "a", "c" within 3 of "b" but 5 from "a": one component by chaining
+    /// // (by leader, the default, "c" would stand alone).
     /// for (name, fp) in [("a", 0b0u64), ("b", 0b111), ("c", 0b1_1111), ("d", !0)] {
     ///     writer.add_document_with_fingerprint(doc!(id => name, body => "text"), Fingerprint(fp))?;
     /// }
     /// writer.commit()?;
     ///
-    /// let clusters = NearDupGraph::new(index.fields(), &index.searcher()?)?.clusters()?;
+    /// let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
+    /// let clusters = graph.clusters_by(ClusterMode::Components)?;
     /// let written = writer.retag(&clusters, |id_value, _address| {
     ///     Ok(doc!(id => id_value, body => "text")) // from the caller's own store
     /// })?;

@@ -2,7 +2,7 @@
 
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
 
 Policy = Literal["tag", "reject", "replace", "off"]
 IdPolicy = Literal["keep", "replace", "report", "off"]
@@ -157,11 +157,13 @@ class Match:
     host: str
 
 class Cluster:
-    """Documents linked by chains of pairs the match rule matches; ``id`` is the smallest
-    member id."""
+    """Near-duplicates. By leader (default): every member matches ``leader`` (the first
+    added), ``id`` is the leader's id, ``members`` in input order. As components: chains of
+    pairs, ``id`` the smallest member id, ``members`` sorted, ``leader`` the first added."""
 
     id: str
     members: List[str]
+    leader: str
     def __len__(self) -> int: ...
 
 class PairIterator(Iterator[Tuple[str, str, int, Optional[float]]]):
@@ -263,8 +265,14 @@ class Index:
         """Every pair the match rule matches, as ``(id_a, id_b, distance, resemblance)``
         (``resemblance`` is ``None`` for a simhash match); ``k`` narrows the simhash branch
         (default: the index's k)."""
-    def clusters(self, k: Optional[int] = None, *, min_size: int = 2) -> List[Cluster]:
-        """Connected components of the pairs of :meth:`pairs`, largest first."""
+    def clusters(
+        self, k: Optional[int] = None, *, min_size: int = 2, mode: str = "leader"
+    ) -> List[Cluster]:
+        """Leader clusters (``mode="components"``: connected components), largest first."""
+    def explain(self, a: str, b: str) -> Dict[str, Any]:
+        """Why documents ``a`` and ``b`` are near-duplicates, or why not (``neardup explain --json``)."""
+    def explain_texts(self, a: str, b: str) -> Dict[str, Any]:
+        """:meth:`explain` for two texts."""
     def mirrors(self, *, host: Optional[str] = None, all: bool = False) -> List[HostPair]:
         """Host pairs that copy each other's pages, best first."""
     def fingerprint_of(self, id: str) -> Optional[int]:
