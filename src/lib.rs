@@ -171,6 +171,7 @@ pub mod lookup;
 pub mod mirrors;
 pub mod query;
 pub mod replay;
+pub mod report;
 pub mod schema;
 pub mod signature;
 pub mod store;

@@ -3,7 +3,7 @@
 
 use super::output::{count, one_line};
 use super::store::{self, Store};
-use super::{CliResult, ClustersArgs, Failure, Out, PairsArgs, Status};
+use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
 use tantivy_simhash::batch::{Cluster, ClusterMode, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
 use tantivy_simhash::signature::PairStats;
@@ -68,42 +68,41 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     let store = store::open(&args.rule.dir)?;
     let graph = graph(&store, args.rule.k)?;
     let mut out = Out::new(args.json);
-    let mut printed = 0usize;
-    let mut total = 0u64;
-    // The graph calls back for every pair; after a write error (a closed pipe) or the limit,
-    // the rest are only counted.
-    let mut failed: Option<Failure> = None;
+    // The join meets pairs in an order that depends on the segments; they are sorted by ids
+    // (byte order of the smaller id, then the other), so that two indexes of the same input
+    // print the same bytes. Cost: the pairs are held (their ids plus ~40 bytes each).
+    let mut pairs: Vec<(String, String, Evidence)> = Vec::new();
     let stats = graph.for_each_id_pair(|pair| {
-        total += 1;
-        if failed.is_some() || (args.limit > 0 && printed >= args.limit) {
-            return;
-        }
         let (a, b) = if pair.a <= pair.b {
             (pair.a, pair.b)
         } else {
             (pair.b, pair.a)
         };
-        let (distance, resemblance) = (pair.evidence.distance(), pair.evidence.resemblance());
-        let written = if out.is_json() {
+        pairs.push((a.to_string(), b.to_string(), pair.evidence));
+    })?;
+    pairs.sort_unstable_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    let total = pairs.len() as u64;
+    let shown = if args.limit > 0 {
+        args.limit.min(pairs.len())
+    } else {
+        pairs.len()
+    };
+    for (a, b, evidence) in &pairs[..shown] {
+        let (distance, resemblance) = (evidence.distance(), evidence.resemblance());
+        if out.is_json() {
             out.json_line(&PairLine {
                 a,
                 b,
                 distance,
-                branch: branch(&pair.evidence),
+                branch: branch(evidence),
                 resemblance,
-            })
+            })?;
         } else {
             let resemblance = resemblance.map_or("-".to_string(), |r| format!("{r:.3}"));
-            out.line(format_args!("{distance}\t{a}\t{b}\t{resemblance}"))
-        };
-        match written {
-            Ok(()) => printed += 1,
-            Err(e) => failed = Some(e),
+            out.line(format_args!("{distance}\t{a}\t{b}\t{resemblance}"))?;
         }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
     }
+    let printed = shown;
     warn_hot_keys(&stats, DEFAULT_MAX_POSTINGS_PER_KEY);
     if !out.is_json() {
         super::eprintln_quiet(&format!(
@@ -200,20 +199,13 @@ fn print_cluster(
     // The leader first (members are sorted by id under components).
     let leader = c.leader().unwrap_or(&c.members[0]);
     let first = store.load_doc(searcher, leader.address)?;
-    out.line(format_args!(
-        "{:>6}  {}  {}",
-        c.len(),
-        c.id,
-        one_line(&first.title, 60)
-    ))?;
+    let line = format!("{:>6}  {}  {}", c.len(), c.id, one_line(&first.title, 60));
+    out.line(line.trim_end())?;
     let others = c.members.iter().filter(|m| m.address != leader.address);
     for m in others.take(members) {
         let shown = store.load_doc(searcher, m.address)?;
-        out.line(format_args!(
-            "          {}  {}",
-            m.id,
-            one_line(&shown.title, 60)
-        ))?;
+        let line = format!("          {}  {}", m.id, one_line(&shown.title, 60));
+        out.line(line.trim_end())?;
     }
     if c.len() > members + 1 {
         out.line(format_args!("          … {} more", c.len() - members - 1))?;

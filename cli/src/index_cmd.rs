@@ -183,6 +183,18 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
             args.memory_mb
         )));
     }
+    // tantivy takes at most 4 GiB less a 1 MB margin per indexing thread (its
+    // MEMORY_BUDGET_NUM_BYTES_MAX, not exported), and uses at most 8 threads.
+    const MAX_MB_PER_THREAD: usize = ((u32::MAX as usize) - 1_000_000) >> 20;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let max_mb = MAX_MB_PER_THREAD * threads;
+    if args.memory_mb > max_mb {
+        return Err(Failure::Usage(format!(
+            "--memory-mb {} is more than tantivy can use here: at most {} MB per indexing \
+             thread and {threads} threads on this machine, so at most {max_mb}",
+            args.memory_mb, MAX_MB_PER_THREAD
+        )));
+    }
     if args.max_line_bytes == 0 {
         return Err(Failure::Usage("--max-line-bytes must be at least 1".into()));
     }
@@ -208,6 +220,16 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
     };
     let mut out = Out::new(args.json);
     let summary = index_files(&store, &args.files, &opts, &mut out)?;
+    if !summary.interrupted && summary.lines == summary.blank {
+        eprintln_quiet(&format!(
+            "note: the input held no document ({}); nothing was indexed",
+            if summary.lines == 0 {
+                "it is empty".to_string()
+            } else {
+                format!("{}, all blank", count(summary.lines, "line", "lines"))
+            }
+        ));
+    }
     if summary.signal == Some(SIGPIPE.1) {
         // index_files said so on stderr; stdout is gone.
         return Ok(Status::Interrupted(summary.signal_status));

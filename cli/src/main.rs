@@ -21,6 +21,7 @@ mod input;
 mod mirrors_cmd;
 mod output;
 mod read_cmds;
+mod report_cmd;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
@@ -77,8 +78,10 @@ enum Command {
     /// The pairs go to stdout, so that `neardup pairs DIR > pairs.tsv` holds nothing else:
     /// `distance<TAB>id<TAB>id<TAB>resemblance` (the simhash distance; the sketches' resemblance
     /// estimate for a pair matched by the resemblance branch, `-` for a simhash match), or JSON
-    /// lines with --json. The count line ("N pairs by the rule (...) among M documents") goes to
-    /// stderr, and is left out with --json.
+    /// lines with --json. Each pair's smaller id (in byte order) comes first, and the pairs are
+    /// sorted by it, then by the other id: the same input gives the same bytes, however it was
+    /// indexed. The count line ("N pairs by the rule (...) among M documents") goes to stderr,
+    /// and is left out with --json.
     Pairs(PairsArgs),
     /// Clusters of near-duplicates, largest first: by leader (default: in input order, each
     /// document joins the first earlier leader it matches, else leads), or connected
@@ -93,6 +96,9 @@ enum Command {
     /// Why two documents (or two texts) are near-duplicates, or why not: every part of the
     /// match rule, the lines left out as site chrome, and a word-level diff.
     Explain(explain_cmd::ExplainArgs),
+    /// A review report: one self-contained HTML file (summary, histograms, clusters largest
+    /// first, each member beside its leader with the differences highlighted and the evidence).
+    Report(report_cmd::ReportArgs),
 }
 
 /// Which hit of a collapsed group `search` shows as its leader, by the order documents were
@@ -440,6 +446,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => read_cmds::stats(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Explain(args) => explain_cmd::run(&args),
+        Command::Report(args) => report_cmd::run(&args),
     };
     match result {
         Ok(Status::Done) => ExitCode::from(EXIT_OK),

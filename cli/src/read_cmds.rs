@@ -234,11 +234,12 @@ fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliRe
     } else {
         format!("  [{}]", shown.host)
     };
-    out.line(format_args!(
+    let line = format!(
         "{rank:>3}. {score:>6.2}  {}  {}{host}",
         shown.id,
         one_line(&shown.title, 60)
-    ))?;
+    );
+    out.line(line.trim_end())?;
     out.line(format_args!("             {}", one_line(&shown.text, 100)))
 }
 
@@ -362,12 +363,13 @@ fn print_similar_hit(hit: &NearDup, shown: &StoredDoc, out: &mut Out) -> CliResu
     } else {
         format!("  [{}]", shown.host)
     };
-    out.line(format_args!(
+    let line = format!(
         "  {:<12} {}  {}{host}",
         evidence_short(hit.evidence),
         hit.id,
         one_line(&shown.title, 60)
-    ))
+    );
+    out.line(line.trim_end())
 }
 
 pub(super) fn stats(args: &StatsArgs) -> CliResult<Status> {
@@ -449,10 +451,13 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
 /// The human form of `stats`: one line per property, then the largest clusters and groups.
 fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     out.line(format_args!("index      {}", stats.index.display()))?;
-    out.line(format_args!(
-        "documents  {} ({} deleted, not yet merged away)",
-        stats.documents, stats.deleted
-    ))?;
+    match stats.deleted {
+        0 => out.line(format_args!("documents  {}", stats.documents))?,
+        deleted => out.line(format_args!(
+            "documents  {} ({deleted} deleted, not yet merged away)",
+            stats.documents
+        ))?,
+    }
     out.line(format_args!(
         "segments   {}, {:.1} MB on disk",
         stats.segments,

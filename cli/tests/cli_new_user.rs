@@ -357,3 +357,119 @@ fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
     let from_stdin = child.wait_with_output().unwrap();
     assert_eq!(ids(&from_stdin), ids(&from_file));
 }
+
+#[test]
+fn pairs_are_in_id_order_whatever_the_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 300);
+    // One segment, then many small ones (a commit every 7 documents, the input reversed).
+    let one = tmp.path().join("one");
+    let many = tmp.path().join("many");
+    let mut reversed: Vec<String> = std::fs::read_to_string(&input)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    reversed.reverse();
+    let input_reversed = tmp.path().join("reversed.jsonl");
+    write_lines(&input_reversed, &reversed);
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&one),
+        "-q",
+        "--dedup",
+        "off",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&[
+        "index",
+        p(&input_reversed),
+        "--index",
+        p(&many),
+        "-q",
+        "--dedup",
+        "off",
+        "--commit-every",
+        "7",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let a = neardup(&["pairs", p(&one)]);
+    let b = neardup(&["pairs", p(&many)]);
+    assert_eq!(code(&a), 0);
+    let lines: Vec<(String, String)> = stdout(&a)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[1].to_string(), f[2].to_string())
+        })
+        .collect();
+    // The oracle: a<i> and b<i> are the only pairs, smaller id first, sorted by ids.
+    let mut expected: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("a{i}"), format!("b{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(lines, expected);
+    assert_eq!(stdout(&a), stdout(&b), "the same input, other segments");
+}
+
+#[test]
+fn messages_say_what_was_found_and_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let dir = tmp.path().join("idx");
+    copies_input(&input, 3);
+    // --memory-mb beyond what tantivy can take is a usage error, before anything is written.
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "--memory-mb",
+        "1000000000",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_stderr_has(&out, "--memory-mb 1000000000 is more than tantivy can use");
+    assert!(!dir.exists());
+    // An empty input says so.
+    let empty = tmp.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = neardup(&["index", p(&empty), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_stderr_has(&out, "the input held no document (it is empty)");
+    // A null id is named as such.
+    let null = tmp.path().join("null.jsonl");
+    std::fs::write(&null, "{\"id\": null, \"text\": \"x y z\"}\n").unwrap();
+    let out = neardup(&["index", p(&null), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert_stderr_has(&out, "the id field `id` is null");
+    // A read command on a file names the file, not a path inside it.
+    let out = neardup(&["stats", p(&input)]);
+    assert_eq!(code(&out), 1);
+    assert_stderr_has(&out, "is a file, not an index");
+    assert!(
+        !stderr(&out).contains(".neardup-creating"),
+        "{}",
+        stderr(&out)
+    );
+    // Lines of documents without a title end without spaces.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for args in [
+        vec!["search", p(&dir), &text(0, 1)],
+        vec!["similar", p(&dir), "--id", "a0"],
+        vec!["clusters", p(&dir)],
+        vec!["stats", p(&dir)],
+    ] {
+        let out = neardup(&args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        for line in stdout(&out).lines() {
+            assert_eq!(line, line.trim_end(), "{args:?}");
+        }
+    }
+    // No deletions: stats does not talk of them.
+    let out = neardup(&["stats", p(&dir)]);
+    assert!(!stdout(&out).contains("deleted"), "{}", stdout(&out));
+}

@@ -507,6 +507,13 @@ fn open_with(
 /// Cost: reads the record and opens the tantivy index (its meta file and segment footers); no
 /// document is read.
 pub fn open(dir: &Path) -> Result<Store> {
+    if dir.is_file() {
+        return Err(Error::Store(format!(
+            "{} is a file, not an index; give the directory that `neardup index --index DIR` \
+             (or Python's Index.create) made",
+            dir.display()
+        )));
+    }
     match inspect_claim(dir)? {
         Claim::Free => {}
         Claim::Busy => return Err(being_created(dir)),
