@@ -116,6 +116,12 @@ pub enum Error {
     #[error("{0}")]
     Store(String),
 
+    /// A request to a [`store`](crate::store) that cannot be answered as asked: a query that
+    /// does not parse, an id no document has. The caller's to change; the message is the whole
+    /// text.
+    #[error("{0}")]
+    Request(String),
+
     /// An error from tantivy.
     #[error("tantivy: {0}")]
     Tantivy(#[from] tantivy::TantivyError),

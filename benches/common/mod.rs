@@ -1,4 +1,4 @@
-//! Benchmark text shared by `benches/fingerprint.rs` and `examples/fingerprint_speed.rs`.
+//! Benchmark text shared by `benches/fingerprint.rs` and `eval/src/bin/fingerprint_speed.rs`.
 //!
 //! Documents come from the evaluation corpora (`natural-en.jsonl.gz`, `natural-zh.jsonl.gz`),
 //! `title + "\n" + text` of each record, concatenated (or cut at a line or word boundary) into

@@ -5,9 +5,7 @@ use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::{
-    Cluster, ClusterMode, Clusters, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY,
-};
+use tantivy_simhash::batch::{Cluster, ClusterMode, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
 use tantivy_simhash::signature::PairStats;
 use tantivy_simhash::Evidence;
 
@@ -160,7 +158,7 @@ pub(crate) fn clusters_in(
     let graph = graph(store, k)?;
     let clusters = graph.clusters_by(mode)?;
     warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
-    let (sorted, total) = largest_clusters(&clusters, min_size, limit);
+    let (sorted, total) = store::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
     if !out.is_json() {
         out.line(format_args!(
@@ -180,21 +178,6 @@ pub(crate) fn clusters_in(
         print_cluster(store, graph.searcher(), c, members, out)?;
     }
     Ok(())
-}
-
-/// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most
-/// `limit` of them (0: all), and how many there are before that cut.
-fn largest_clusters(clusters: &Clusters, min_size: usize, limit: usize) -> (Vec<&Cluster>, usize) {
-    let mut sorted: Vec<_> = clusters
-        .iter()
-        .filter(|c| c.len() >= min_size.max(2))
-        .collect();
-    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
-    let total = sorted.len();
-    if limit > 0 {
-        sorted.truncate(limit);
-    }
-    (sorted, total)
 }
 
 /// One cluster: a JSON line with every member, or its size, id and first title, then up to

@@ -4,9 +4,7 @@
 use super::batch_cmds::clusters_in;
 use super::index_cmd::{index_files, print_summary, IndexOptions};
 use super::mirrors_cmd::mirrors_in;
-use super::read_cmds::{
-    largest_groups, search_in, similar_in, stats_in, Collapse, GroupView, Source,
-};
+use super::read_cmds::{search_in, similar_in, stats_in};
 use super::store::{self, Requested};
 use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
@@ -14,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tantivy::DocAddress;
 use tantivy_simhash::{ClusterMode, Evidence, Policy};
 
-/// The demo corpus: gzip JSONL, built by `cargo run --release --example make_demo`.
+/// The demo corpus: gzip JSONL, built by `cargo run --release -p tantivy-simhash-eval --bin make_demo`.
 const CORPUS: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../demo/corpus.jsonl.gz"
@@ -107,14 +105,7 @@ fn demo_paths(args: &DemoArgs, tmp: &Path) -> CliResult<(PathBuf, PathBuf)> {
 fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> CliResult<()> {
     for query in QUERIES {
         out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
-        search_in(
-            store,
-            query,
-            4,
-            Collapse::NearDuplicates,
-            GroupView::default(),
-            out,
-        )?;
+        search_in(store, query, store::SearchSettings::new(4), out)?;
         out.line("")?;
     }
 
@@ -126,7 +117,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
     let largest = largest_group_leader(store)?;
     if let Some(id) = largest {
         out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(store, Source::Id(&id), None, 10, out)?;
+        similar_in(store, store::SimilarTo::Id(&id), None, 10, out)?;
         out.line("")?;
     }
 
@@ -138,7 +129,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
         )?;
         out.line("the rule's MinHash branch finds them (r = estimated resemblance).")?;
         out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(store, Source::Id(&id), None, 10, out)?;
+        similar_in(store, store::SimilarTo::Id(&id), None, 10, out)?;
         out.line("")?;
     }
 
@@ -157,7 +148,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
 /// The first document of the largest group recorded while indexing.
 fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
     let searcher = store.index.searcher()?;
-    let groups = largest_groups(&searcher, 1)?;
+    let groups = store.largest_groups(&searcher, 1)?;
     Ok(groups.into_iter().next().map(|g| g.group))
 }
 

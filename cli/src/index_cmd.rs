@@ -2,7 +2,7 @@
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::{count, EvidenceJson};
-use super::store::{self, Requested, Store};
+use super::store::{self, IngestCounts, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -96,24 +96,11 @@ pub(crate) struct IndexOptions {
 pub(crate) struct Summary {
     /// Input lines read (blank lines included).
     pub lines: u64,
-    /// Documents stored (tagged and replacing ones included).
-    pub added: u64,
-    /// Stored documents with a near-duplicate already indexed (`tag`).
-    pub tagged: u64,
-    /// Stored documents that replaced near-duplicates (`replace`).
-    pub replacing: u64,
-    /// Documents deleted because a newer near-duplicate replaced them (`replace`).
-    pub replaced: u64,
-    /// Documents not stored: near-duplicates of documents already indexed (`reject`).
-    pub rejected: u64,
+    /// What happened to the documents read (added, tagged, rejected, skipped ids, ...).
+    #[serde(flatten)]
+    pub counts: IngestCounts,
     /// Bad lines skipped (`--skip-bad`).
     pub skipped_bad: u64,
-    /// Documents skipped because their id is already in the index (or was added earlier in the
-    /// input).
-    pub skipped_existing_id: u64,
-    /// Documents skipped because a document of the index replaced their id (`replace`, in an
-    /// earlier run over the same input).
-    pub skipped_replaced_id: u64,
     /// Blank lines (ignored).
     pub blank: u64,
     /// Seconds spent.
@@ -185,29 +172,6 @@ impl<'a> Event<'a> {
                 replaced,
                 evidence: (*evidence).into(),
             }),
-        }
-    }
-}
-
-impl Summary {
-    /// Counts one document's outcome.
-    fn tally(&mut self, outcome: &Outcome) {
-        match outcome {
-            Outcome::Added { .. } => self.added += 1,
-            Outcome::Duplicate { .. } => self.rejected += 1,
-            // A rerun meets the ids a newer near-duplicate replaced: adding them again
-            // would bring the old copy back (and delete the newer one).
-            Outcome::IdTaken { replaced: true, .. } => self.skipped_replaced_id += 1,
-            Outcome::IdTaken { .. } => self.skipped_existing_id += 1,
-            Outcome::Tagged { .. } => {
-                self.added += 1;
-                self.tagged += 1;
-            }
-            Outcome::Replaced { replaced, .. } => {
-                self.added += 1;
-                self.replacing += 1;
-                self.replaced += replaced.len() as u64;
-            }
         }
     }
 }
@@ -619,7 +583,7 @@ impl Run<'_> {
         let (docs, ids): (Vec<TantivyDocument>, Vec<String>) = self.batch.drain(..).unzip();
         let outcomes = self.writer.add_documents(docs)?;
         for (outcome, id) in outcomes.iter().zip(&ids) {
-            self.summary.tally(outcome);
+            self.summary.counts.tally(outcome);
             if !out.is_json() || self.stdout_closed {
                 continue;
             }
@@ -647,7 +611,7 @@ impl Run<'_> {
     }
 
     fn tick(&self) {
-        let docs = self.summary.added + self.summary.rejected;
+        let docs = self.summary.counts.added + self.summary.counts.rejected;
         let secs = self.start.elapsed().as_secs_f64().max(1e-3);
         self.progress
             .set_position(self.consumed.load(Ordering::Relaxed));
@@ -684,8 +648,8 @@ impl Run<'_> {
         let note = match saved {
             Ok(()) => format!(
                 "the {} this run added before it {} committed; {advice}",
-                count(self.summary.added, "document", "documents"),
-                if self.summary.added == 1 {
+                count(self.summary.counts.added, "document", "documents"),
+                if self.summary.counts.added == 1 {
                     "was"
                 } else {
                     "were"
@@ -755,24 +719,24 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
     out.line(summary_headline(store, s))?;
     out.line(format_args!(
         "  added    {:>9}   (policy {}; tagged as near-duplicates: {}, replacing others: {})",
-        s.added, store.record.policy, s.tagged, s.replacing
+        s.counts.added, store.record.policy, s.counts.tagged, s.counts.replacing
     ))?;
     out.line(format_args!(
         "  rejected {:>9}   (near-duplicates of documents already indexed)",
-        s.rejected
+        s.counts.rejected
     ))?;
-    if s.replaced > 0 {
+    if s.counts.replaced > 0 {
         out.line(format_args!(
             "  replaced {:>9}   (older near-duplicates deleted)",
-            s.replaced
+            s.counts.replaced
         ))?;
     }
     out.line(format_args!(
         "  skipped  {:>9}   (bad lines: {}, ids already indexed: {}, ids replaced earlier: {})",
-        s.skipped_bad + s.skipped_existing_id + s.skipped_replaced_id,
+        s.skipped_bad + s.counts.skipped_existing_id + s.counts.skipped_replaced_id,
         s.skipped_bad,
-        s.skipped_existing_id,
-        s.skipped_replaced_id
+        s.counts.skipped_existing_id,
+        s.counts.skipped_replaced_id
     ))?;
     out.line(format_args!(
         "  index now holds {} in {}",
@@ -790,7 +754,7 @@ pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliRes
 
 /// The summary's first line: how many documents, where, how fast, and whether interrupted.
 fn summary_headline(store: &Store, s: &Summary) -> String {
-    let docs = s.added + s.rejected;
+    let docs = s.counts.added + s.counts.rejected;
     format!(
         "{} {} into {} in {:.1} s ({:.0} docs/s){}",
         if s.interrupted {

@@ -396,7 +396,7 @@ impl From<Error> for Failure {
             // The store's own errors keep the command line's two kinds: usage (exit 2) and
             // the directory's problems (exit 1, the message alone).
             Error::Setting(message) => Failure::Usage(message),
-            Error::Store(message) => Failure::Message(message),
+            Error::Store(message) | Error::Request(message) => Failure::Message(message),
             other => Failure::Error(other),
         }
     }

@@ -2,9 +2,9 @@
 //! (`MirrorFinder`).
 
 use super::store::{self, Store};
-use super::{CliResult, Failure, MirrorsArgs, Out, Status};
+use super::{CliResult, MirrorsArgs, Out, Status};
 use tantivy_simhash::mirrors::MirrorStats;
-use tantivy_simhash::{HostPair, MirrorConfig, MirrorFinder};
+use tantivy_simhash::{HostPair, MirrorFinder};
 
 pub(super) fn mirrors(args: &MirrorsArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
@@ -23,22 +23,9 @@ pub(crate) fn mirrors_in(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
-    let report = finder.find_in_index(&store.index, "host")?;
-    let pairs: Vec<HostPair> = match host {
-        Some(h) => {
-            if !report.host_pages.contains_key(h) {
-                return Err(Failure::Message(format!(
-                    "no page of {} has host `{h}` (hosts come from the field mapped with \
-                     --host-field when indexing)",
-                    store.dir.display()
-                )));
-            }
-            report.copies_of(h)
-        }
-        None => report.pairs.clone(),
-    };
-    let mut shown: Vec<&HostPair> = pairs.iter().filter(|p| all || p.is_mirror).collect();
+    let found = store::mirrors(store, host, all)?;
+    let (finder, report) = (&found.finder, &found.report);
+    let mut shown: Vec<&HostPair> = found.pairs.iter().collect();
     let total = shown.len();
     if limit > 0 {
         shown.truncate(limit);
@@ -49,7 +36,7 @@ pub(crate) fn mirrors_in(
         }
         return Ok(());
     }
-    print_header(out, &finder, &report.stats, host, all, total)?;
+    print_header(out, finder, &report.stats, host, all, total)?;
     if total == 0 {
         return Ok(());
     }

@@ -1,18 +1,15 @@
-//! The commands that read an index: `search`, `similar`, `stats`.
+//! The commands that read an index: `search`, `similar`, `stats`. What they find comes from
+//! the library's store ([`store::Search`], [`store::similar`]); here are the flags and the
+//! printing.
 
 use super::output::{count, evidence_short, one_line, EvidenceJson};
-use super::store::{self, Store, StoredDoc};
+use super::store::{
+    self, Collapse, Search, SearchHit, SearchSettings, SimilarTo, Store, StoredDoc,
+};
 use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::Path;
-use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::Order;
-use tantivy_simhash::{
-    Collapsed, CollapsedGroup, CollapsedHit, Fingerprint, GroupBy, NearDup, NearDupCollapse,
-    SEQUENCE_FIELD,
-};
+use tantivy_simhash::{CollapsedHit, NearDup};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
@@ -23,100 +20,29 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     let collapse = match (&args.distinct_field, args.no_collapse) {
         (_, true) => Collapse::Off,
         (None, false) => Collapse::NearDuplicates,
-        (Some(field), false) => Collapse::Field(field),
+        (Some(field), false) => Collapse::Field(field.clone()),
     };
-    let view = GroupView {
-        leader: args.leader,
+    let settings = SearchSettings {
+        limit: args.limit,
+        collapse,
+        leader: args.leader.map(|choice| match choice {
+            LeaderChoice::Newest => store::LeaderChoice::Newest,
+            LeaderChoice::Oldest => store::LeaderChoice::Oldest,
+        }),
         derank: args.derank,
     };
-    search_in(&store, &args.query, args.limit, collapse, view, &mut out)?;
+    search_in(&store, &args.query, settings, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
 
 #[derive(Serialize)]
-struct SearchHit<'a> {
+struct SearchLine<'a> {
     rank: usize,
     score: f32,
     id: &'a str,
     title: &'a str,
     host: &'a str,
-}
-
-/// How `search` folds its hits.
-#[derive(Clone, Copy)]
-pub(crate) enum Collapse<'a> {
-    /// Every matching document.
-    Off,
-    /// One result per group of near-duplicates.
-    NearDuplicates,
-    /// One result per value of a fast field.
-    Field(&'a str),
-}
-
-/// How `search` shows collapsed groups (ignored without collapse: the command line refuses the
-/// combination).
-#[derive(Clone, Copy, Default)]
-pub(crate) struct GroupView {
-    /// Which hit leads a group; `None`: its best-ranked hit.
-    pub(crate) leader: Option<LeaderChoice>,
-    /// One flat list: the leaders, then the groups' other hits in rank order.
-    pub(crate) derank: bool,
-}
-
-/// Prints the best `limit` results for `query`: groups (the best hit of each, with the group's
-/// size) unless `collapse` is off, else single documents.
-pub(crate) fn search_in(
-    store: &Store,
-    query: &str,
-    limit: usize,
-    collapse: Collapse<'_>,
-    view: GroupView,
-    out: &mut Out,
-) -> CliResult<()> {
-    let searcher = store.index.searcher()?;
-    // No query has more hits than the index has documents: a huge --limit must not make
-    // tantivy's top-k allocate for it.
-    let limit = limit.min(
-        usize::try_from(searcher.num_docs())
-            .unwrap_or(usize::MAX)
-            .max(1),
-    );
-    let f = store.fields;
-    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
-    let parsed = parser.parse_query(query).map_err(|e| {
-        Failure::Message(format!(
-            "cannot parse the query `{query}`: {e}; use words, \"phrases\", +must, -not or \
-             title:word"
-        ))
-    })?;
-    let tantivy_searcher = &searcher;
-    if let Some(field) = match collapse {
-        Collapse::Off => None,
-        Collapse::NearDuplicates => Some(None),
-        Collapse::Field(field) => Some(Some(field)),
-    } {
-        return print_collapsed(store, tantivy_searcher, &parsed, limit, field, view, out);
-    }
-    let hits = tantivy_searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
-    if hits.is_empty() && !out.is_json() {
-        out.line(format_args!("no document matches `{query}`"))?;
-    }
-    for (rank, (score, addr)) in hits.into_iter().enumerate() {
-        let shown = store.load_doc(tantivy_searcher, addr)?;
-        if out.is_json() {
-            out.json_line(&SearchHit {
-                rank: rank + 1,
-                score,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-            })?;
-        } else {
-            print_hit(out, rank + 1, score, &shown)?;
-        }
-    }
-    Ok(())
 }
 
 /// A member of a collapsed group: its simhash distance to the leader, and the resemblance
@@ -147,9 +73,6 @@ struct CollapsedLine<'a> {
     members: Vec<GroupMember<'a>>,
 }
 
-/// With `--leader` or `--derank`, the window is this many times `--limit` hits.
-const WIDE_WINDOW: usize = 64;
-
 /// A hit of `search --derank`: a leader, or a hit moved behind the leaders.
 #[derive(Serialize)]
 struct DerankedLine<'a> {
@@ -165,35 +88,69 @@ struct DerankedLine<'a> {
     leader_id: Option<&'a str>,
 }
 
-fn print_collapsed(
+/// Prints the best results for `query` as `settings` fold them: groups (the best hit of each,
+/// with the group's size) unless the collapse is off, else single documents; with `derank`,
+/// the leaders and then the moved hits.
+pub(crate) fn search_in(
     store: &Store,
-    searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
-    limit: usize,
-    distinct_field: Option<&str>,
-    view: GroupView,
+    query: &str,
+    settings: SearchSettings,
     out: &mut Out,
 ) -> CliResult<()> {
-    let results = collapse_hits(store, searcher, query, limit, distinct_field, view)?;
-    if view.derank {
-        return print_deranked(store, searcher, &results, distinct_field, out);
+    let distinct_field = match &settings.collapse {
+        Collapse::Field(field) => Some(field.clone()),
+        _ => None,
+    };
+    let (collapsed, derank) = (settings.collapse != Collapse::Off, settings.derank);
+    let search = Search::new(store, settings)?;
+    let hits = search.run(store, query)?;
+    if hits.is_empty() && !out.is_json() {
+        match collapsed {
+            false => out.line(format_args!("no document matches `{query}`"))?,
+            true => out.line("no document matches")?,
+        }
     }
-    if results.groups().is_empty() && !out.is_json() {
-        out.line("no document matches")?;
-    }
-    for (rank, g) in results.groups().iter().enumerate() {
-        let shown = store.load_doc(searcher, g.leader.address)?;
-        if out.is_json() {
+    for hit in &hits {
+        let d = &hit.doc;
+        if !out.is_json() {
+            print_hit(out, hit.rank, hit.score, d)?;
+            if derank {
+                print_moved(out, hit, distinct_field.as_deref())?;
+            } else if hit.group_size > 1 {
+                print_group_members(out, hit, distinct_field.as_deref())?;
+            }
+            continue;
+        }
+        let (rank, score, id, title, host) = (hit.rank, hit.score, &d.id, &d.title, &d.host);
+        if !collapsed {
+            out.json_line(&SearchLine {
+                rank,
+                score,
+                id,
+                title,
+                host,
+            })?;
+        } else if derank {
+            out.json_line(&DerankedLine {
+                rank,
+                score,
+                id,
+                title,
+                host,
+                moved: hit.moved,
+                leader_id: hit.leader_id.as_deref(),
+            })?;
+        } else {
             out.json_line(&CollapsedLine {
-                rank: rank + 1,
-                score: g.leader.key,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-                group_size: g.count,
-                group_size_exact: g.count_exact,
-                distinct_value: distinct_field.and(g.leader.group.as_deref()),
-                members: g
+                rank,
+                score,
+                id,
+                title,
+                host,
+                group_size: hit.group_size,
+                group_size_exact: hit.group_size_exact,
+                distinct_value: hit.group_value.as_deref(),
+                members: hit
                     .members
                     .iter()
                     .map(|m| GroupMember {
@@ -204,66 +161,15 @@ fn print_collapsed(
                     })
                     .collect(),
             })?;
-            continue;
-        }
-        print_hit(out, rank + 1, g.leader.key, &shown)?;
-        if g.count > 1 {
-            print_group_members(out, g, distinct_field)?;
         }
     }
     Ok(())
 }
 
-/// The query's hits collapsed into groups (near-duplicates, or one per `distinct_field`
-/// value), with the leaders and window `view` asks for.
-fn collapse_hits(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    query: &dyn tantivy::query::Query,
-    limit: usize,
-    distinct_field: Option<&str>,
-    view: GroupView,
-) -> CliResult<Collapsed<f32>> {
-    // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
-    // for a person reading "N near-duplicates".
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = distinct_field {
-        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
-    }
-    if view.leader.is_some() || view.derank {
-        // Leaders are chosen among, and moved hits are, the groups' hits in the window: look at
-        // the widening bound's 64 x limit top hits at once, so that a group's newest copy or
-        // its other hits are not missed because the first groups filled a 3 x limit window.
-        let docs = usize::try_from(searcher.num_docs()).unwrap_or(usize::MAX);
-        collapse = collapse.fetch(limit.saturating_mul(WIDE_WINDOW).min(docs.max(1)));
-    }
-    if let Some(choice) = view.leader {
-        // The sequence field numbers documents in the order they were added.
-        let order = match choice {
-            LeaderChoice::Newest => Order::Desc,
-            LeaderChoice::Oldest => Order::Asc,
-        };
-        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-    }
-    let results = collapse.search(searcher, query).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. }
-            if view.leader.is_some() && field == SEQUENCE_FIELD =>
-        {
-            Failure::Message(format!(
-                "--leader orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild it \
-                 with `neardup index`, or search without --leader"
-            ))
-        }
-        e => e.into(),
-    })?;
-    Ok(results)
-}
-
 /// The line under a group's leader: how many more hits the group has, and the nearest three.
 fn print_group_members(
     out: &mut Out,
-    g: &CollapsedGroup<f32>,
+    g: &SearchHit,
     distinct_field: Option<&str>,
 ) -> CliResult<()> {
     // The members are those of the window of top hits; the count covers every hit. The
@@ -290,15 +196,15 @@ fn print_group_members(
             (None, None) => m.id.clone(),
         })
         .collect();
-    let others = g.count - 1;
+    let others = g.group_size - 1;
     let list = match (listed.is_empty(), others > listed.len()) {
         (true, _) => String::new(),
         (false, true) => format!(": {}, …", listed.join(", ")),
         (false, false) => format!(": {}", listed.join(", ")),
     };
-    let at_least = if g.count_exact { "" } else { "at least " };
+    let at_least = if g.group_size_exact { "" } else { "at least " };
     let plural = if others == 1 { "" } else { "s" };
-    match (distinct_field, g.leader.group.as_deref()) {
+    match (distinct_field, g.group_value.as_deref()) {
         (Some(field), Some(value)) => out.line(format_args!(
             "             + {at_least}{others} more with {field} {value}{list}"
         ))?,
@@ -309,61 +215,17 @@ fn print_group_members(
     Ok(())
 }
 
-/// Prints [`Collapsed::deranked`]: the leaders in group
-/// order, then the groups' other hits in rank order, each with the id of its leader.
-fn print_deranked(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    results: &Collapsed<f32>,
-    distinct_field: Option<&str>,
-    out: &mut Out,
-) -> CliResult<()> {
-    let groups = results.groups();
-    if groups.is_empty() && !out.is_json() {
-        out.line("no document matches")?;
+/// The line under a hit `--derank` moved behind the leaders: whose group it belongs to.
+fn print_moved(out: &mut Out, hit: &SearchHit, distinct_field: Option<&str>) -> CliResult<()> {
+    let Some(leader) = hit.leader_id.as_deref().filter(|_| hit.moved) else {
+        return Ok(());
+    };
+    match distinct_field {
+        Some(field) => out.line(format_args!("             moved: same {field} as {leader}")),
+        None => out.line(format_args!(
+            "             moved: a near-duplicate of {leader}"
+        )),
     }
-    // The leader of each moved hit (one index: an address names one hit).
-    let leader_of: HashMap<tantivy::DocAddress, usize> = groups
-        .iter()
-        .enumerate()
-        .flat_map(|(i, g)| g.members.iter().map(move |m| (m.address, i)))
-        .collect();
-    let mut leader_ids = Vec::with_capacity(groups.len());
-    for g in groups {
-        leader_ids.push(store.load_doc(searcher, g.leader.address)?.id);
-    }
-    let flat: Vec<&CollapsedHit<f32>> = results.deranked();
-    for (position, hit) in flat.iter().enumerate() {
-        let shown = store.load_doc(searcher, hit.address)?;
-        let leader = match position < groups.len() {
-            true => None,
-            false => leader_of.get(&hit.address).map(|&i| leader_ids[i].as_str()),
-        };
-        if out.is_json() {
-            out.json_line(&DerankedLine {
-                rank: position + 1,
-                score: hit.key,
-                id: &shown.id,
-                title: &shown.title,
-                host: &shown.host,
-                moved: position >= groups.len(),
-                leader_id: leader,
-            })?;
-            continue;
-        }
-        print_hit(out, position + 1, hit.key, &shown)?;
-        if let Some(leader) = leader {
-            match distinct_field {
-                Some(field) => {
-                    out.line(format_args!("             moved: same {field} as {leader}"))?
-                }
-                None => out.line(format_args!(
-                    "             moved: a near-duplicate of {leader}"
-                ))?,
-            }
-        }
-    }
-    Ok(())
 }
 
 fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliResult<()> {
@@ -393,14 +255,14 @@ pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
         (None, None) => ("", None),
     };
     let source = match (&args.id, text) {
-        (Some(id), None) => Source::Id(id),
+        (Some(id), None) => SimilarTo::Id(id),
         (None, Some(text)) if text.trim().is_empty() => {
             return Err(Failure::Usage(format!(
                 "{flag} is empty: there is nothing to fingerprint (`neardup index` refuses \
                  such documents too); give the text to compare, or --id"
             )))
         }
-        (None, Some(text)) => Source::Text(text),
+        (None, Some(text)) => SimilarTo::Text(text),
         _ => {
             return Err(Failure::Usage(
                 "give exactly one of --id, --text and --text-file".into(),
@@ -436,12 +298,6 @@ fn read_text_file(path: &Path) -> CliResult<String> {
     })
 }
 
-/// What `similar` looks up.
-pub(crate) enum Source<'a> {
-    Id(&'a str),
-    Text(&'a str),
-}
-
 #[derive(Serialize)]
 struct SimilarHit<'a> {
     id: &'a str,
@@ -452,90 +308,47 @@ struct SimilarHit<'a> {
     host: &'a str,
 }
 
-/// Prints the documents the index's match rule matches with a document or a text, strongest
-/// evidence first (simhash matches nearest first, then resemblance matches most resembling
-/// first); with `k`, simhash-only: the documents within `k` (at most the index's k). For
-/// `--id`, the document itself is left out.
+/// Prints what [`store::similar`] finds: a headline, then one line per near-duplicate.
 pub(crate) fn similar_in(
     store: &Store,
-    source: Source<'_>,
+    source: SimilarTo<'_>,
     k: Option<u32>,
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let within = k.map(|k| store.checked_k(Some(k))).transpose()?;
-    let searcher = store.index.lookups()?;
-    let (signature, own_id) = match source {
-        Source::Id(id) => {
-            let signature = searcher.signature_of_id(id)?.ok_or_else(|| {
-                Failure::Message(format!(
-                    "no document has id `{id}` in {}",
-                    store.dir.display()
-                ))
-            })?;
-            (signature, Some(id))
-        }
-        Source::Text(text) => (store.index.sign(text), None),
-    };
-    let mut hits = match within {
-        Some(k) => searcher.lookup_within(signature.fingerprint, k)?,
-        None => searcher.lookup_signature(&signature)?,
-    };
-    hits.retain(|h| Some(h.id.as_str()) != own_id);
-    if limit > 0 {
-        hits.truncate(limit);
-    }
+    let found = store::similar(store, source, k, limit)?;
     if !out.is_json() {
-        let found = hits.len() as u64;
-        out.line(similar_headline(
-            store,
-            own_id,
-            signature.fingerprint,
-            within,
-            found,
+        let own_id = match source {
+            SimilarTo::Id(id) => Some(id),
+            SimilarTo::Text(_) => None,
+        };
+        let what = match own_id {
+            Some(id) => format!("`{id}`"),
+            None => "the text".to_string(),
+        };
+        let by = match found.within {
+            Some(k) => format!("within simhash distance {k}"),
+            None => format!("by the rule ({})", store.index.rule()),
+        };
+        out.line(format_args!(
+            "{} of {what} (fingerprint {}) {by}{}",
+            count(found.hits.len() as u64, "near-duplicate", "near-duplicates"),
+            found.fingerprint,
+            if own_id.is_some() {
+                ", itself left out"
+            } else {
+                ""
+            }
         ))?;
     }
-    for hit in &hits {
-        print_similar_hit(store, searcher.searcher(), hit, out)?;
+    for (hit, shown) in &found.hits {
+        print_similar_hit(hit, shown, out)?;
     }
     Ok(())
 }
 
-/// What `similar` found: how many near-duplicates of what, by which test.
-fn similar_headline(
-    store: &Store,
-    own_id: Option<&str>,
-    fp: Fingerprint,
-    within: Option<u32>,
-    found: u64,
-) -> String {
-    let what = match own_id {
-        Some(id) => format!("`{id}`"),
-        None => "the text".to_string(),
-    };
-    let by = match within {
-        Some(k) => format!("within simhash distance {k}"),
-        None => format!("by the rule ({})", store.index.rule()),
-    };
-    format!(
-        "{} of {what} (fingerprint {fp}) {by}{}",
-        count(found, "near-duplicate", "near-duplicates"),
-        if own_id.is_some() {
-            ", itself left out"
-        } else {
-            ""
-        }
-    )
-}
-
 /// One near-duplicate: a JSON line, or its evidence, id, title and host.
-fn print_similar_hit(
-    store: &Store,
-    searcher: &tantivy::Searcher,
-    hit: &NearDup,
-    out: &mut Out,
-) -> CliResult<()> {
-    let shown = store.load_doc(searcher, hit.address)?;
+fn print_similar_hit(hit: &NearDup, shown: &StoredDoc, out: &mut Out) -> CliResult<()> {
     if out.is_json() {
         return out.json_line(&SimilarHit {
             id: &hit.id,
@@ -585,7 +398,7 @@ struct Stats<'a> {
     language: &'a str,
     policy: &'a str,
     fields: &'a super::input::FieldMap,
-    largest_groups: Vec<Group>,
+    largest_groups: Vec<store::GroupSize>,
     /// The largest clusters (chains of pairs within k), computed now over the whole index.
     largest_clusters: Vec<ClusterSize>,
 }
@@ -594,12 +407,6 @@ struct Stats<'a> {
 struct ClusterSize {
     cluster: String,
     documents: usize,
-}
-
-#[derive(Serialize)]
-pub(crate) struct Group {
-    pub group: String,
-    pub documents: u64,
 }
 
 /// Prints what the index holds.
@@ -628,7 +435,7 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         language: &store.record.language,
         policy: &store.record.policy,
         fields: &store.record.fields,
-        largest_groups: largest_groups(s, limit)?,
+        largest_groups: store.largest_groups(s, limit)?,
         largest_clusters: largest_clusters(store, &searcher, limit)?,
     };
     if out.is_json() {
@@ -703,68 +510,14 @@ fn largest_clusters(
 ) -> CliResult<Vec<ClusterSize>> {
     let fields = store.index.fields();
     let clusters = tantivy_simhash::batch::NearDupGraph::new(fields, searcher)?.clusters()?;
-    let sizes: Vec<ClusterSize> = clusters
-        .iter()
+    let (largest, _) = store::largest_clusters(&clusters, 2, limit);
+    Ok(largest
+        .into_iter()
         .map(|c| ClusterSize {
             cluster: c.id.clone(),
             documents: c.len(),
         })
-        .collect();
-    Ok(largest_first(sizes, limit, |c| {
-        (c.documents, c.cluster.as_str())
-    }))
-}
-
-/// The `limit` largest groups of the group column (filled under `--dedup tag`), by size, with
-/// at least two live documents.
-pub(crate) fn largest_groups(searcher: &tantivy::Searcher, limit: usize) -> CliResult<Vec<Group>> {
-    let mut sizes: HashMap<String, u64> = HashMap::new();
-    for seg in searcher.segment_readers() {
-        let Some(col) = seg.fast_fields().str("simhash_group")? else {
-            continue;
-        };
-        let mut by_ord: HashMap<u64, u64> = HashMap::new();
-        for doc in 0..seg.max_doc() {
-            if seg.is_deleted(doc) {
-                continue;
-            }
-            if let Some(ord) = col.ords().first(doc) {
-                *by_ord.entry(ord).or_default() += 1;
-            }
-        }
-        let mut name = String::new();
-        for (ord, n) in by_ord {
-            if n == 0 {
-                continue;
-            }
-            name.clear();
-            if col.ord_to_str(ord, &mut name)? {
-                *sizes.entry(name.clone()).or_default() += n;
-            }
-        }
-    }
-    let groups: Vec<Group> = sizes
-        .into_iter()
-        .filter(|&(_, n)| n >= 2)
-        .map(|(group, documents)| Group { group, documents })
-        .collect();
-    Ok(largest_first(groups, limit, |g| {
-        (g.documents as usize, g.group.as_str())
-    }))
-}
-
-/// The `limit` largest of `items` by their `(size, name)`: larger first, ties by name.
-fn largest_first<T>(
-    mut items: Vec<T>,
-    limit: usize,
-    size_and_name: impl Fn(&T) -> (usize, &str),
-) -> Vec<T> {
-    items.sort_by(|a, b| {
-        let ((size_a, name_a), (size_b, name_b)) = (size_and_name(a), size_and_name(b));
-        size_b.cmp(&size_a).then_with(|| name_a.cmp(name_b))
-    });
-    items.truncate(limit);
-    items
+        .collect())
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -1,5 +1,5 @@
 //! End-to-end tests of the `neardup` binary on the fixtures in `tests/fixtures/`
-//! (`sample.jsonl.gz` is made by `examples/make_demo.rs`; the `bad-*.jsonl` files by hand).
+//! (`sample.jsonl.gz` is made by `eval/src/bin/make_demo.rs`; the `bad-*.jsonl` files by hand).
 //! Expected results come from the library's fingerprints by brute force, not from the binary.
 
 mod cli_support;

@@ -10,15 +10,11 @@ use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
-use tantivy::collector::TopDocs;
-use tantivy::query::{Query, QueryParser};
-use tantivy::Order;
 use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
-use tantivy_simhash::store::FieldMap;
-use tantivy_simhash::{
-    Collapsed, CollapsedGroup, GroupBy, HostPair, IdPolicy, MirrorConfig, MirrorFinder,
-    NearDupCollapse, SEQUENCE_FIELD,
+use tantivy_simhash::store::{
+    Collapse, FieldMap, LeaderChoice, Search, SearchHit, SearchSettings, SimilarTo,
 };
+use tantivy_simhash::IdPolicy;
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
@@ -66,58 +62,29 @@ pub(crate) struct Hit {
     leader_id: Option<String>,
 }
 
-impl Hit {
-    /// A hit shown on its own, a group of one: without collapse, or a member `derank` moved
-    /// behind the leaders (`moved`, with its leader's id when known).
-    fn alone(
-        rank: usize,
-        score: f32,
-        shown: tantivy_simhash::store::StoredDoc,
-        moved: bool,
-        leader_id: Option<String>,
-    ) -> Hit {
+impl From<SearchHit> for Hit {
+    fn from(h: SearchHit) -> Hit {
         Hit {
-            rank,
-            score,
-            id: shown.id,
-            title: shown.title,
-            host: shown.host,
-            text: shown.text,
-            group_size: 1,
-            group_size_exact: true,
-            members: Vec::new(),
-            moved,
-            leader_id,
-        }
-    }
-
-    /// The hit that leads group `g` (its near-duplicates in the window as members).
-    fn leader(
-        rank: usize,
-        g: &CollapsedGroup<f32>,
-        shown: tantivy_simhash::store::StoredDoc,
-    ) -> Hit {
-        Hit {
-            rank,
-            score: g.leader.key,
-            id: shown.id,
-            title: shown.title,
-            host: shown.host,
-            text: shown.text,
-            group_size: g.count,
-            group_size_exact: g.count_exact,
-            members: g
+            rank: h.rank,
+            score: h.score,
+            id: h.doc.id,
+            title: h.doc.title,
+            host: h.doc.host,
+            text: h.doc.text,
+            group_size: h.group_size,
+            group_size_exact: h.group_size_exact,
+            members: h
                 .members
-                .iter()
+                .into_iter()
                 .map(|m| Member {
-                    id: m.id.clone(),
+                    id: m.id,
                     score: m.key,
                     distance: m.distance,
                     resemblance: m.resemblance,
                 })
                 .collect(),
-            moved: false,
-            leader_id: None,
+            moved: h.moved,
+            leader_id: h.leader_id,
         }
     }
 }
@@ -194,8 +161,8 @@ impl Cluster {
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Index {
     store: RwLock<Option<Arc<Store>>>,
-    /// The collapses of recent searches, reused so that they keep their columns open.
-    collapses: Collapses,
+    /// The searches of recent settings, reused so that they keep their columns open.
+    searches: Searches,
 }
 
 impl Index {
@@ -212,7 +179,7 @@ impl Index {
     fn wrap(store: Store) -> Index {
         Index {
             store: RwLock::new(Some(Arc::new(store))),
-            collapses: Collapses::default(),
+            searches: Searches::default(),
         }
     }
 }
@@ -373,9 +340,7 @@ impl Index {
         }
         let leader = match leader.as_deref() {
             None => None,
-            // The sequence field numbers documents in the order they were added.
-            Some("newest") => Some(Order::Desc),
-            Some("oldest") => Some(Order::Asc),
+            Some(name) if LeaderChoice::from_name(name).is_some() => LeaderChoice::from_name(name),
             Some(other) => {
                 return Err(PyValueError::new_err(format!(
                     "leader={other:?} is not a leader choice; use \"newest\" (the copy added \
@@ -401,13 +366,18 @@ impl Index {
         }
         let store = self.store()?;
         let query = query.to_string();
-        let view = View {
-            collapse_field: collapse_field.as_deref(),
+        let settings = SearchSettings {
+            limit,
+            collapse: match (collapse, collapse_field) {
+                (false, _) => Collapse::Off,
+                (true, None) => Collapse::NearDuplicates,
+                (true, Some(field)) => Collapse::Field(field),
+            },
             leader,
             derank,
         };
-        let collapses = &self.collapses;
-        Ok(py.detach(|| search(&store, collapses, &query, limit, collapse, view))?)
+        let searches = &self.searches;
+        Ok(py.detach(|| search(&store, searches, &query, settings))?)
     }
 
     /// The documents the index's match rule matches with the document ``id`` (itself left out)
@@ -619,7 +589,7 @@ impl Index {
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *guard = None;
-        self.collapses.clear();
+        self.searches.clear();
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -650,189 +620,68 @@ impl Index {
     }
 }
 
-/// How `search` collapses: by a field or by the rule, which hit leads, grouped or deranked.
-#[derive(Clone, Copy)]
-struct View<'a> {
-    collapse_field: Option<&'a str>,
-    /// The order of the sequence field that picks leaders; `None`: the best-ranked hit.
-    leader: Option<Order>,
-    derank: bool,
-}
-
+/// The results of `query` by the kept search of `settings`.
 fn search(
     store: &Store,
-    collapses: &Collapses,
+    searches: &Searches,
     query: &str,
-    limit: usize,
-    collapse: bool,
-    view: View<'_>,
+    settings: SearchSettings,
 ) -> Result<Vec<Hit>, Failure> {
-    let searcher = store.index.searcher()?;
-    let f = store.fields;
-    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
-    let parsed = parser.parse_query(query).map_err(|e| {
-        Failure::Value(format!(
-            "cannot parse the query `{query}`: {e}; use words, \"phrases\", +must, -not or \
-             title:word"
-        ))
+    let search = searches.get_or_make(settings, |settings| Search::new(store, settings))?;
+    let hits = search.run(store, query).map_err(|e| match e {
+        // A field that cannot group is the caller's argument.
+        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
+        e => e.into(),
     })?;
-    let s = &searcher;
-    let mut hits = Vec::new();
-    if !collapse {
-        let found = s.search(&parsed, &TopDocs::with_limit(limit).order_by_score())?;
-        for (rank, (score, addr)) in found.into_iter().enumerate() {
-            hits.push(Hit::alone(
-                rank + 1,
-                score,
-                store.load_doc(s, addr)?,
-                false,
-                None,
-            ));
-        }
-        return Ok(hits);
-    }
-    let results = collapse_hits(store, collapses, s, &parsed, limit, view)?;
-    for (rank, g) in results.groups().iter().enumerate() {
-        hits.push(Hit::leader(
-            rank + 1,
-            g,
-            store.load_doc(s, g.leader.address)?,
-        ));
-    }
-    if view.derank {
-        // `deranked` lists the leaders (the hits above), then the groups' members in rank
-        // order; a member's leader is found by its address (one index: unique).
-        let leader_of: std::collections::HashMap<tantivy::DocAddress, usize> = results
-            .groups()
-            .iter()
-            .enumerate()
-            .flat_map(|(i, g)| g.members.iter().map(move |m| (m.address, i)))
-            .collect();
-        for (position, m) in results.deranked().into_iter().enumerate().skip(hits.len()) {
-            let shown = store.load_doc(s, m.address)?;
-            let leader_id = leader_of.get(&m.address).map(|&i| hits[i].id.clone());
-            hits.push(Hit::alone(position + 1, m.key, shown, true, leader_id));
-        }
-    }
-    Ok(hits)
+    Ok(hits.into_iter().map(Hit::from).collect())
 }
 
-/// A collapse ready to search: [`NearDupCollapse::search`] of one collapse, kept across
-/// searches.
-type CollapseSearch =
-    dyn Fn(&tantivy::Searcher, &dyn Query) -> tantivy_simhash::Result<Collapsed<f32>> + Send + Sync;
+/// How many search settings an index keeps (the oldest used is dropped beyond).
+const SEARCHES_KEPT: usize = 8;
 
-/// The settings a collapse is made with: searches with equal settings share one collapse.
-#[derive(Clone, PartialEq)]
-struct CollapseKey {
-    limit: usize,
-    collapse_field: Option<String>,
-    leader: Option<Order>,
-    derank: bool,
-}
-
-/// How many collapse settings an index keeps (the oldest used is dropped beyond).
-const COLLAPSES_KEPT: usize = 8;
-
-/// The collapses of an index's recent searches, by their settings. A collapse keeps the
-/// columns it opened in each segment (19 at most; opening them per search costs more than the
-/// fold on many segments) and the segments' id tables, so repeated searches only read values.
+/// The searches of an index's recent settings. A search's collapse keeps the columns it
+/// opened in each segment (19 at most; opening them per search costs more than the fold on
+/// many segments) and the segments' id tables, so repeated searches only read values.
 /// Segments added by later commits are opened on first use, and one no search reads any more
-/// is released after 64 searches of its collapse: results never come from a stale searcher
-/// (each search takes the index's current one).
+/// is released after 64 searches: results never come from a stale searcher (each search takes
+/// the index's current one).
 #[derive(Default)]
-struct Collapses {
-    recent: Mutex<Vec<(CollapseKey, Arc<CollapseSearch>)>>,
+struct Searches {
+    recent: Mutex<Vec<Arc<Search>>>,
 }
 
-impl Collapses {
-    /// The collapse for `key`, made by `make` when none is kept.
+impl Searches {
+    /// The kept search of `settings`, made by `make` when none is kept.
     fn get_or_make(
         &self,
-        key: CollapseKey,
-        make: impl FnOnce() -> Result<Arc<CollapseSearch>, Failure>,
-    ) -> Result<Arc<CollapseSearch>, Failure> {
+        settings: SearchSettings,
+        make: impl FnOnce(SearchSettings) -> tantivy_simhash::Result<Search>,
+    ) -> Result<Arc<Search>, Failure> {
         let mut recent = self
             .recent
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(position) = recent.iter().position(|(k, _)| *k == key) {
+        if let Some(position) = recent.iter().position(|s| *s.settings() == settings) {
             // Most recently used last: the first is the one dropped.
-            let entry = recent.remove(position);
-            let found = Arc::clone(&entry.1);
-            recent.push(entry);
+            let found = recent.remove(position);
+            recent.push(Arc::clone(&found));
             return Ok(found);
         }
-        let made = make()?;
-        if recent.len() >= COLLAPSES_KEPT {
+        let made = Arc::new(make(settings)?);
+        if recent.len() >= SEARCHES_KEPT {
             recent.remove(0);
         }
-        recent.push((key, Arc::clone(&made)));
+        recent.push(Arc::clone(&made));
         Ok(made)
     }
 
-    /// Drops every kept collapse (and the columns they hold open).
+    /// Drops every kept search (and the columns they hold open).
     fn clear(&self) {
         self.recent
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clear();
     }
-}
-
-/// The query's hits collapsed into groups (near-duplicates, or one per field value), with the
-/// leaders and window `view` asks for, by the kept collapse of these settings.
-fn collapse_hits(
-    store: &Store,
-    collapses: &Collapses,
-    searcher: &tantivy::Searcher,
-    query: &dyn Query,
-    limit: usize,
-    view: View<'_>,
-) -> Result<Collapsed<f32>, Failure> {
-    let key = CollapseKey {
-        limit,
-        collapse_field: view.collapse_field.map(str::to_string),
-        leader: view.leader,
-        derank: view.derank,
-    };
-    let collapse = collapses.get_or_make(key, || make_collapse(store, limit, view))?;
-    collapse(searcher, query).map_err(|e| match e {
-        tantivy_simhash::Error::Schema { field, .. } if field == SEQUENCE_FIELD => {
-            Failure::Index(format!(
-                "leader= orders by the order documents were added (the field {SEQUENCE_FIELD}), \
-                 which this index does not have (it was made by an older version); rebuild \
-                 it, or search with leader=None"
-            ))
-        }
-        // A field that cannot group is the caller's argument.
-        e @ tantivy_simhash::Error::Schema { .. } => Failure::Value(e.to_string()),
-        e => e.into(),
-    })
-}
-
-/// The collapse of `view`'s settings for `store`'s index.
-fn make_collapse(
-    store: &Store,
-    limit: usize,
-    view: View<'_>,
-) -> Result<Arc<CollapseSearch>, Failure> {
-    // Exact group sizes, as the command line prints them: a lookup of each leader's keys.
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
-    if let Some(field) = view.collapse_field {
-        collapse = collapse.group_by(GroupBy::Field(field.to_string()))?;
-    }
-    if view.leader.is_some() || view.derank {
-        // Leaders are chosen among, and moved hits are, the groups' hits in the window: the
-        // widening bound's 64 x limit top hits at once, not 3 x limit (as the command line).
-        collapse = collapse.fetch(limit.saturating_mul(64));
-    }
-    if let Some(order) = view.leader {
-        collapse = collapse.leader_order(SEQUENCE_FIELD, order);
-    }
-    Ok(Arc::new(
-        move |searcher: &tantivy::Searcher, query: &dyn Query| collapse.search(searcher, query),
-    ))
 }
 
 fn similar(
@@ -842,44 +691,28 @@ fn similar(
     k: Option<u32>,
     limit: usize,
 ) -> Result<Vec<Match>, Failure> {
-    let within = k.map(|k| store.checked_k(Some(k))).transpose()?;
-    let searcher = store.index.lookups()?;
-    let signature = match (id, text) {
-        (Some(id), None) => searcher.signature_of_id(id)?.ok_or_else(|| {
-            Failure::Value(format!(
-                "no document has id `{id}` in {}",
-                store.dir.display()
-            ))
-        })?,
-        (None, Some(text)) => store.index.sign(text),
+    let to = match (id, text) {
+        (Some(id), None) => SimilarTo::Id(id),
+        (None, Some(text)) => SimilarTo::Text(text),
         _ => {
             return Err(Failure::Value(
                 "give exactly one of id= and text=".to_string(),
             ))
         }
     };
-    let mut found = match within {
-        Some(k) => searcher.lookup_within(signature.fingerprint, k)?,
-        None => searcher.lookup_signature(&signature)?,
-    };
-    found.retain(|h| Some(h.id.as_str()) != id);
-    if limit > 0 {
-        found.truncate(limit);
-    }
-    found
+    let found = tantivy_simhash::store::similar(store, to, k, limit)?;
+    Ok(found
+        .hits
         .into_iter()
-        .map(|h| {
-            let shown = store.load_doc(searcher.searcher(), h.address)?;
-            Ok(Match {
-                id: h.id,
-                distance: h.distance,
-                resemblance: h.evidence.resemblance(),
-                fingerprint: h.fingerprint.0,
-                title: shown.title,
-                host: shown.host,
-            })
+        .map(|(h, shown)| Match {
+            id: h.id,
+            distance: h.distance,
+            resemblance: h.evidence.resemblance(),
+            fingerprint: h.fingerprint.0,
+            title: shown.title,
+            host: shown.host,
         })
-        .collect()
+        .collect())
 }
 
 fn clusters(
@@ -892,8 +725,7 @@ fn clusters(
     let searcher = store.index.searcher()?;
     let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
     let all = graph.clusters_by(mode)?;
-    let mut sorted: Vec<_> = all.iter().filter(|c| c.len() >= min_size.max(2)).collect();
-    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
+    let (sorted, _) = tantivy_simhash::store::largest_clusters(&all, min_size, 0);
     Ok(sorted
         .into_iter()
         .map(|c| Cluster {
@@ -906,23 +738,10 @@ fn clusters(
 
 /// The mirror report's host pairs as JSON lines (the command line's `--json` lines).
 fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Vec<String>, Failure> {
-    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
-    let report = finder.find_in_index(&store.index, "host")?;
-    let pairs: Vec<HostPair> = match host {
-        Some(h) => {
-            if !report.host_pages.contains_key(h) {
-                return Err(Failure::Value(format!(
-                    "no page of {} has host `{h}`",
-                    store.dir.display()
-                )));
-            }
-            report.copies_of(h)
-        }
-        None => report.pairs.clone(),
-    };
-    pairs
+    let found = tantivy_simhash::store::mirrors(store, host, all)?;
+    found
+        .pairs
         .iter()
-        .filter(|p| all || p.is_mirror)
         .map(|p| {
             serde_json::to_string(p)
                 .map_err(|e| Failure::Index(format!("cannot encode a host pair: {e}")))

@@ -49,7 +49,9 @@ impl From<tantivy_simhash::Error> for Failure {
     fn from(e: tantivy_simhash::Error) -> Self {
         match e {
             // The store's own errors: a bad setting is a bad argument, the rest the index's.
-            tantivy_simhash::Error::Setting(m) => Failure::Value(m),
+            tantivy_simhash::Error::Setting(m) | tantivy_simhash::Error::Request(m) => {
+                Failure::Value(m)
+            }
             tantivy_simhash::Error::Store(m) => Failure::Index(m),
             other => Failure::Crate(other),
         }

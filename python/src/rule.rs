@@ -429,8 +429,8 @@ impl Rule {
 
 /// The connected components of the graph whose edges are ``(a[i], b[i])`` (little-endian u64
 /// buffers of equal length): ``(nodes, labels)``, every node met in an edge once (ascending)
-/// and the smallest node of its component. Union-find with path halving and union by size;
-/// memory 16 bytes per node plus the edges. The GIL is released meanwhile.
+/// and the smallest node of its component (the library's ``batch::edge_components``). The GIL
+/// is released meanwhile.
 #[pyfunction]
 pub(crate) fn components<'py>(
     py: Python<'py>,
@@ -440,48 +440,10 @@ pub(crate) fn components<'py>(
     let a = u64s(a, "a")?;
     let b = u64s(b, "b")?;
     same_length(a.len(), b.len(), "a", "b")?;
-    let (nodes, labels) = py.detach(|| {
-        let mut nodes: Vec<u64> = a.iter().chain(&b).copied().collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        let index = |x: u64| nodes.binary_search(&x).unwrap_or(0);
-        let mut parent: Vec<usize> = (0..nodes.len()).collect();
-        let mut size = vec![1u32; nodes.len()];
-        fn find(parent: &mut [usize], mut x: usize) -> usize {
-            while parent[x] != x {
-                parent[x] = parent[parent[x]];
-                x = parent[x];
-            }
-            x
-        }
-        for (&x, &y) in a.iter().zip(&b) {
-            let (rx, ry) = (find(&mut parent, index(x)), find(&mut parent, index(y)));
-            if rx != ry {
-                let (big, small) = if size[rx] >= size[ry] {
-                    (rx, ry)
-                } else {
-                    (ry, rx)
-                };
-                parent[small] = big;
-                size[big] += size[small];
-            }
-        }
-        // The smallest node of each component: nodes ascend, so the first met per root.
-        let mut smallest = vec![u64::MAX; nodes.len()];
-        let mut labels = Vec::with_capacity(nodes.len() * 8);
-        let mut roots = Vec::with_capacity(nodes.len());
-        for (i, &node) in nodes.iter().enumerate() {
-            let r = find(&mut parent, i);
-            if smallest[r] == u64::MAX {
-                smallest[r] = node;
-            }
-            roots.push(r);
-        }
-        for r in roots {
-            labels.extend_from_slice(&smallest[r].to_le_bytes());
-        }
-        (words_to_bytes(&nodes), labels)
-    });
+    let (nodes, labels) = py
+        .detach(|| tantivy_simhash::batch::edge_components(&a, &b))
+        .map_err(Failure::from)?;
+    let (nodes, labels) = (words_to_bytes(&nodes), words_to_bytes(&labels));
     Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
 }
 

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy_simhash::store::FieldMap;
+use tantivy_simhash::store::{outcome_name, FieldMap, IngestCounts};
 use tantivy_simhash::{DedupWriter, IdPolicy, Outcome as LibOutcome, Policy};
 
 /// A document read from a dict.
@@ -174,7 +174,7 @@ impl Outcome {
     fn from_lib(id: String, outcome: LibOutcome) -> Self {
         let fingerprint = outcome.fingerprint().map(|f| f.0);
         let mut o = Outcome {
-            status: "added",
+            status: outcome_name(&outcome),
             id,
             fingerprint,
             of: None,
@@ -184,22 +184,16 @@ impl Outcome {
             replaced: Vec::new(),
         };
         match outcome {
-            LibOutcome::Added { .. } => {}
-            LibOutcome::Duplicate { of, .. } => {
-                o.status = "rejected";
-                o.of = Some(of);
-            }
+            LibOutcome::Added { .. } | LibOutcome::IdTaken { .. } => {}
+            LibOutcome::Duplicate { of, .. } => o.of = Some(of),
             LibOutcome::Tagged { group, of, .. } => {
-                o.status = "tagged";
                 o.group = Some(group);
                 o.of = Some(of);
             }
             LibOutcome::Replaced { replaced, .. } => {
-                o.status = "replaced";
                 o.of = replaced.first().cloned();
                 o.replaced = replaced;
             }
-            LibOutcome::IdTaken { .. } => o.status = "skipped",
         }
         o
     }
@@ -221,9 +215,11 @@ pub(crate) struct Summary {
     replaced: u64,
     /// Documents not stored: near-duplicates of documents already indexed (policy "reject").
     rejected: u64,
-    /// Documents not stored because their id is already in the index, or a document that
-    /// replaced it is (``ids="keep"``).
+    /// Documents not stored because their id is already in the index (``ids="keep"``).
     skipped_existing_id: u64,
+    /// Documents not stored because a newer near-duplicate replaced their id (``policy="replace"``
+    /// in an earlier run over the same input): adding them again would bring the old copy back.
+    skipped_replaced_id: u64,
     /// Bad documents skipped (``skip_bad=True``).
     skipped_bad: u64,
 }
@@ -233,7 +229,7 @@ impl Summary {
     fn __repr__(&self) -> String {
         format!(
             "Summary(documents={}, added={}, tagged={}, replacing={}, replaced={}, rejected={}, \
-             skipped_existing_id={}, skipped_bad={})",
+             skipped_existing_id={}, skipped_replaced_id={}, skipped_bad={})",
             self.documents,
             self.added,
             self.tagged,
@@ -241,27 +237,25 @@ impl Summary {
             self.replaced,
             self.rejected,
             self.skipped_existing_id,
+            self.skipped_replaced_id,
             self.skipped_bad
         )
     }
 }
 
 impl Summary {
-    fn count(&mut self, o: &Outcome) {
-        self.documents += 1;
-        match o.status {
-            "added" => self.added += 1,
-            "tagged" => {
-                self.added += 1;
-                self.tagged += 1;
-            }
-            "replaced" => {
-                self.added += 1;
-                self.replacing += 1;
-                self.replaced += o.replaced.len() as u64;
-            }
-            "rejected" => self.rejected += 1,
-            _ => self.skipped_existing_id += 1,
+    /// The library's counts, with the bad documents skipped.
+    fn new(counts: IngestCounts, skipped_bad: u64) -> Self {
+        Summary {
+            documents: counts.documents(),
+            added: counts.added,
+            tagged: counts.tagged,
+            replacing: counts.replacing,
+            replaced: counts.replaced,
+            rejected: counts.rejected,
+            skipped_existing_id: counts.skipped_existing_id,
+            skipped_replaced_id: counts.skipped_replaced_id,
+            skipped_bad,
         }
     }
 }
@@ -272,7 +266,11 @@ struct WriterState {
 
 impl WriterState {
     /// Adds `docs` in order (fingerprinted in parallel) under the writer's policies.
-    fn add(&mut self, store: &Store, docs: Vec<InputDoc>) -> Result<Vec<Outcome>, Failure> {
+    fn add(
+        &mut self,
+        store: &Store,
+        docs: Vec<InputDoc>,
+    ) -> Result<Vec<(String, LibOutcome)>, Failure> {
         let (batch, ids): (Vec<_>, Vec<_>) = docs
             .into_iter()
             .map(|doc| {
@@ -286,11 +284,7 @@ impl WriterState {
             Ok([d]) => vec![self.writer.add_document(d)?],
             Err(batch) => self.writer.add_documents(batch)?,
         };
-        Ok(ids
-            .into_iter()
-            .zip(added)
-            .map(|(id, outcome)| Outcome::from_lib(id, outcome))
-            .collect())
+        Ok(ids.into_iter().zip(added).collect())
     }
 }
 
@@ -360,7 +354,11 @@ impl Writer {
         .map_err(PyErr::from)
     }
 
-    fn add_batch(&self, py: Python<'_>, docs: Vec<InputDoc>) -> PyResult<Vec<Outcome>> {
+    fn add_batch(
+        &self,
+        py: Python<'_>,
+        docs: Vec<InputDoc>,
+    ) -> PyResult<Vec<(String, LibOutcome)>> {
         self.with_state(py, |state, store| state.add(store, docs))
     }
 }
@@ -471,9 +469,10 @@ impl Writer {
     fn add(&self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         let doc = read_doc(doc, &self.fields)?;
         let mut outcomes = self.add_batch(py, vec![doc])?;
-        outcomes
+        let (id, outcome) = outcomes
             .pop()
-            .ok_or_else(|| Failure::Index("the writer returned no outcome".into()).into())
+            .ok_or_else(|| Failure::Index("the writer returned no outcome".into()))?;
+        Ok(Outcome::from_lib(id, outcome))
     }
 
     /// Adds every document of ``docs`` (any iterable of dicts, or a pyarrow Table or
@@ -497,14 +496,15 @@ impl Writer {
         }
         let total = docs.len().ok();
         let progress = Progress::new(py, progress, total)?;
-        let mut summary = Summary::default();
+        let mut counts = IngestCounts::default();
+        let mut skipped_bad = 0u64;
         let mut batch = Vec::with_capacity(batch_size);
-        let flush = |batch: &mut Vec<InputDoc>, summary: &mut Summary| -> PyResult<()> {
+        let flush = |batch: &mut Vec<InputDoc>, counts: &mut IngestCounts, bad: u64| {
             let n = batch.len() as u64;
-            for o in self.add_batch(py, std::mem::take(batch))? {
-                summary.count(&o);
+            for (_, outcome) in self.add_batch(py, std::mem::take(batch))? {
+                counts.tally(&outcome);
             }
-            progress.update(py, summary.documents + summary.skipped_bad, n, total)
+            progress.update(py, counts.documents() + bad, n, total)
         };
         let result = for_each_row(docs, |row| {
             match read_doc(&row, &self.fields) {
@@ -514,21 +514,21 @@ impl Writer {
                         && (e.is_instance_of::<PyTypeError>(py)
                             || e.is_instance_of::<PyValueError>(py)) =>
                 {
-                    summary.skipped_bad += 1;
+                    skipped_bad += 1;
                 }
                 Err(e) => return Err(e),
             }
             if batch.len() >= batch_size {
-                flush(&mut batch, &mut summary)?;
+                flush(&mut batch, &mut counts, skipped_bad)?;
             }
             Ok(())
         });
         // What was read before a failure is added too, so the error leaves no half batch.
-        let flushed = flush(&mut batch, &mut summary);
+        let flushed = flush(&mut batch, &mut counts, skipped_bad);
         progress.close(py)?;
         result?;
         flushed?;
-        Ok(summary)
+        Ok(Summary::new(counts, skipped_bad))
     }
 
     /// Makes every document added so far durable and visible to searches.

@@ -207,6 +207,12 @@ def test_tag_and_replace_outcomes(corpus, tmp_path):
     for d in docs:
         assert (replace.fingerprint_of(d["id"]) is None) == (d["id"] in gone)
     assert len(replace) == len(docs) - len(gone)
+    # A rerun over the same input skips every id: the replaced ones are counted apart, as
+    # `neardup index` counts them (skipped_replaced_id), not as ids already indexed.
+    with replace.writer(policy="replace") as w:
+        s = w.add_many(docs)
+    assert (s.added, s.skipped_replaced_id) == (0, len(gone))
+    assert s.skipped_existing_id == len(docs) - len(gone)
 
 
 def test_ids_already_indexed_are_skipped_across_commits(tmp_path):

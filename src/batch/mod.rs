@@ -83,12 +83,14 @@
 //! ```
 
 mod clusters;
+mod components;
 mod graph;
 mod join;
 mod leaders;
 
 pub(crate) use clusters::UnionFind;
 pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
+pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
 

@@ -16,6 +16,16 @@
 
 mod claim;
 mod directory;
+mod ingest;
+mod reports;
+mod search;
+
+pub use ingest::{outcome_name, IngestCounts};
+pub use reports::{largest_clusters, mirrors, GroupSize, Mirrors};
+pub use search::{
+    similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
+    WIDE_WINDOW,
+};
 
 use crate::error::{Error, Result};
 use crate::writer::Policy;

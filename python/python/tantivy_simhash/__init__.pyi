@@ -78,6 +78,7 @@ class Summary:
     replaced: int
     rejected: int
     skipped_existing_id: int
+    skipped_replaced_id: int
     skipped_bad: int
 
 class Writer:

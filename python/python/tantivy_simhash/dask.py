@@ -241,10 +241,14 @@ def _verify_partition(part: pd.DataFrame, language: str, cap: int, hot: bytes) -
 # row's signature is attached; then to the partition of their second row, whose signature is
 # local, for the verdict. Rows say where a document's signature is: partition ``row >> 32``.
 
-_BLOCK_META = pd.DataFrame({"key": pd.Series([], dtype=np.uint32), "row": pd.Series([], dtype=np.uint64),
-                            "fingerprint": pd.Series([], dtype=np.uint64)})
-_BAND_META = pd.DataFrame({"key": pd.Series([], dtype=np.uint32), "row": pd.Series([], dtype=np.uint64)})
-_CANDIDATE_META = pd.DataFrame({"row_a": pd.Series([], dtype=np.uint64), "row_b": pd.Series([], dtype=np.uint64)})
+# Every lean shuffle moves packed shards: one row per (source partition, destination partition)
+# holding that destination's records as one packed array, so the bytes through the shuffle are the
+# records' own (a shuffle of one row per record adds Dask's index and partition columns, about 9
+# bytes a record: more than half of a 12-byte band posting).
+_BLOCK = np.dtype([("key", "<u4"), ("row", "<u8"), ("fingerprint", "<u8")])  # 20 bytes
+_BAND = np.dtype([("key", "<u4"), ("row", "<u8")])  # 12 bytes
+_CANDIDATE = np.dtype([("row_a", "<u8"), ("row_b", "<u8")])  # 16 bytes
+_SHARD_META = pd.DataFrame({"part": pd.Series([], dtype=np.int32), "blob": pd.Series([], dtype=object)})
 
 
 def _u32(buf: bytes) -> np.ndarray:
@@ -256,7 +260,34 @@ def _sketch_bytes(sigs: pd.DataFrame, language: str) -> bytes:
     return np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes()
 
 
-def _lean_postings_partition(sigs: pd.DataFrame, language: str, kind: str) -> pd.DataFrame:
+def _shards(records: np.ndarray, dest: np.ndarray) -> pd.DataFrame:
+    """``records`` (a packed record array) as one row per destination partition in ``dest``."""
+    order = np.argsort(dest, kind="stable")
+    records, dest = records[order], dest[order]
+    starts = np.flatnonzero(np.r_[True, dest[1:] != dest[:-1]]) if len(dest) else np.zeros(0, dtype=np.intp)
+    ends = np.r_[starts[1:], len(dest)].astype(np.intp)
+    blobs = [records[a:b].tobytes() for a, b in zip(starts, ends)]
+    return pd.DataFrame({"part": dest[starts].astype(np.int32), "blob": pd.Series(blobs, dtype=object)})
+
+
+def _records(shards: pd.DataFrame, dtype: np.dtype) -> np.ndarray:
+    """The records of the shards a partition received."""
+    blobs = [np.frombuffer(b, dtype=dtype) for b in shards["blob"]]
+    return np.concatenate(blobs) if blobs else np.zeros(0, dtype=dtype)
+
+
+def _key_dest(keys: np.ndarray, n: int) -> np.ndarray:
+    """The group partition of each 32-bit key (a multiplicative hash, so that packed band keys,
+    whose low bits are the band's value, spread evenly)."""
+    mixed = (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+    return (mixed % np.uint64(n)).astype(np.int64)
+
+
+def _row_dest(rows: np.ndarray) -> np.ndarray:
+    return (rows >> np.uint64(_ROW_SHIFT)).astype(np.int64)
+
+
+def _lean_postings_partition(sigs: pd.DataFrame, language: str, kind: str, groups: int) -> pd.DataFrame:
     fps = sigs["fingerprint"].to_numpy(dtype=np.uint64)
     rows = sigs["row"].to_numpy(dtype=np.uint64)
     block_docs, block_keys, band_docs, band_keys = lean_postings(
@@ -264,31 +295,38 @@ def _lean_postings_partition(sigs: pd.DataFrame, language: str, kind: str) -> pd
     )
     if kind == "block":
         at = _u32(block_docs).astype(np.intp)
-        return pd.DataFrame({"key": _u32(block_keys), "row": rows[at], "fingerprint": fps[at]})
-    at = _u32(band_docs).astype(np.intp)
-    return pd.DataFrame({"key": _u32(band_keys), "row": rows[at]})
+        records = np.empty(len(at), dtype=_BLOCK)
+        records["key"], records["row"], records["fingerprint"] = _u32(block_keys), rows[at], fps[at]
+    else:
+        at = _u32(band_docs).astype(np.intp)
+        records = np.empty(len(at), dtype=_BAND)
+        records["key"], records["row"] = _u32(band_keys), rows[at]
+    return _shards(records, _key_dest(records["key"], groups))
 
 
-def _candidate_frame(a: bytes, b: bytes) -> pd.DataFrame:
-    return pd.DataFrame({"row_a": _u64(a), "row_b": _u64(b)})
+def _candidate_shards(a: bytes, b: bytes) -> pd.DataFrame:
+    records = np.empty(len(a) // 8, dtype=_CANDIDATE)
+    records["row_a"], records["row_b"] = _u64(a), _u64(b)
+    return _shards(records, _row_dest(records["row_a"]))
 
 
-def _block_candidates_partition(part: pd.DataFrame, language: str) -> pd.DataFrame:
+def _block_candidates_partition(shards: pd.DataFrame, language: str) -> pd.DataFrame:
+    part = _records(shards, _BLOCK)
     a, b, _largest = lean_block_candidates(
         _rule(language),
-        part["key"].to_numpy(dtype=np.uint32).astype("<u4").tobytes(),
-        part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
-        part["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+        np.ascontiguousarray(part["key"]).tobytes(),
+        np.ascontiguousarray(part["row"]).tobytes(),
+        np.ascontiguousarray(part["fingerprint"]).tobytes(),
     )
-    return _candidate_frame(a, b)
+    return _candidate_shards(a, b)
 
 
-def _band_candidates_partition(part: pd.DataFrame) -> pd.DataFrame:
+def _band_candidates_partition(shards: pd.DataFrame) -> pd.DataFrame:
+    part = _records(shards, _BAND)
     a, b, _largest = lean_band_candidates(
-        part["key"].to_numpy(dtype=np.uint32).astype("<u4").tobytes(),
-        part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
+        np.ascontiguousarray(part["key"]).tobytes(), np.ascontiguousarray(part["row"]).tobytes()
     )
-    return _candidate_frame(a, b)
+    return _candidate_shards(a, b)
 
 
 def _route(frame: dd.DataFrame, column: str, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
@@ -303,47 +341,35 @@ def _local(sigs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return (rows & np.uint64(0xFFFFFFFF)).astype(np.intp)
 
 
-def _attach_partition(cands: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+def _attached_dtype(language: str) -> np.dtype:
+    words = len(_sketch_columns(language))
+    return np.dtype([("row_a", "<u8"), ("row_b", "<u8"), ("fingerprint", "<u8"), ("sketch", "<u8", (words,))])
+
+
+def _attach_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
     """At the partition of the first rows: one candidate per pair, with the first row's
     signature, addressed to the partition of the second row."""
-    cands = cands.drop_duplicates(subset=["row_a", "row_b"])
-    a = cands["row_a"].to_numpy(dtype=np.uint64)
-    b = cands["row_b"].to_numpy(dtype=np.uint64)
-    at = _local(sigs, a)
-    names = _sketch_columns(language)
-    out = {
-        "part": (b >> np.uint64(_ROW_SHIFT)).astype(np.int64),
-        "row_a": a,
-        "row_b": b,
-        "fingerprint": sigs["fingerprint"].to_numpy(dtype=np.uint64)[at],
-    }
-    sketches = sigs[names].to_numpy(dtype=np.uint64)[at]
-    for i, name in enumerate(names):
-        out[name] = sketches[:, i]
-    return pd.DataFrame(out)
+    cands = np.unique(_records(shards, _CANDIDATE))
+    at = _local(sigs, cands["row_a"])
+    records = np.empty(len(cands), dtype=_attached_dtype(language))
+    records["row_a"], records["row_b"] = cands["row_a"], cands["row_b"]
+    records["fingerprint"] = sigs["fingerprint"].to_numpy(dtype=np.uint64)[at]
+    records["sketch"] = sigs[_sketch_columns(language)].to_numpy(dtype=np.uint64)[at]
+    return _shards(records, _row_dest(records["row_b"]))
 
 
-def _attached_meta(language: str) -> pd.DataFrame:
-    meta = {"part": pd.Series([], dtype=np.int64), "row_a": pd.Series([], dtype=np.uint64),
-            "row_b": pd.Series([], dtype=np.uint64), "fingerprint": pd.Series([], dtype=np.uint64)}
-    for name in _sketch_columns(language):
-        meta[name] = pd.Series([], dtype=np.uint64)
-    return pd.DataFrame(meta)
-
-
-def _lean_verify_partition(cands: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
     """At the partition of the second rows: the rule's verdict on each candidate."""
-    names = _sketch_columns(language)
-    b = cands["row_b"].to_numpy(dtype=np.uint64)
-    at = _local(sigs, b)
+    cands = _records(shards, _attached_dtype(language))
+    at = _local(sigs, cands["row_b"])
     columns = lean_verify(
         _rule(language),
-        cands["row_a"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
-        b.astype("<u8").tobytes(),
-        cands["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
-        np.ascontiguousarray(cands[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes(),
+        np.ascontiguousarray(cands["row_a"]).tobytes(),
+        np.ascontiguousarray(cands["row_b"]).tobytes(),
+        np.ascontiguousarray(cands["fingerprint"]).tobytes(),
+        np.ascontiguousarray(cands["sketch"]).tobytes(),
         sigs["fingerprint"].to_numpy(dtype=np.uint64)[at].astype("<u8").tobytes(),
-        np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)[at]).astype("<u8").tobytes(),
+        np.ascontiguousarray(sigs[_sketch_columns(language)].to_numpy(dtype=np.uint64)[at]).astype("<u8").tobytes(),
     )
     return _pair_frame(columns)
 
@@ -351,23 +377,22 @@ def _lean_verify_partition(cands: pd.DataFrame, sigs: pd.DataFrame, language: st
 def _lean_pairs(sigs: dd.DataFrame, language: str, npartitions: Optional[int], shuffle_method: Optional[str]):
     n = sigs.npartitions
     groups = npartitions or n
-    block = sigs.map_partitions(_lean_postings_partition, language, "block", meta=_BLOCK_META)
-    band = sigs.map_partitions(_lean_postings_partition, language, "band", meta=_BAND_META)
-    block = block.shuffle(on="key", npartitions=groups, shuffle_method=shuffle_method)
-    band = band.shuffle(on="key", npartitions=groups, shuffle_method=shuffle_method)
+    block = sigs.map_partitions(_lean_postings_partition, language, "block", groups, meta=_SHARD_META)
+    band = sigs.map_partitions(_lean_postings_partition, language, "band", groups, meta=_SHARD_META)
     cands = dd.concat(
         [
-            block.map_partitions(_block_candidates_partition, language, meta=_CANDIDATE_META),
-            band.map_partitions(_band_candidates_partition, meta=_CANDIDATE_META),
+            _route(block, "part", groups, shuffle_method).map_partitions(
+                _block_candidates_partition, language, meta=_SHARD_META
+            ),
+            _route(band, "part", groups, shuffle_method).map_partitions(_band_candidates_partition, meta=_SHARD_META),
         ]
     )
-    cands = cands.map_partitions(_with_part, "row_a", meta=_CANDIDATE_META.assign(part=np.int64(0))[:0])
-    at_a = _route(cands, "part", n, shuffle_method)
-    attached = at_a.map_partitions(
-        _attach_partition, sigs, language, meta=_attached_meta(language), align_dataframes=False
+    attached = _route(cands, "part", n, shuffle_method).map_partitions(
+        _attach_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
     )
-    at_b = _route(attached, "part", n, shuffle_method)
-    return at_b.map_partitions(_lean_verify_partition, sigs, language, meta=_PAIR_META, align_dataframes=False)
+    return _route(attached, "part", n, shuffle_method).map_partitions(
+        _lean_verify_partition, sigs, language, meta=_PAIR_META, align_dataframes=False
+    )
 
 
 def _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs):
@@ -518,7 +543,7 @@ def _small_star(part: pd.DataFrame) -> pd.DataFrame:
 
 def _star_round(edges: dd.DataFrame, step, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
     both = dd.concat([edges, edges.rename(columns={"u": "v", "v": "u"})[["u", "v"]]])
-    grouped = both.shuffle(on="u", npartitions=npartitions, shuffle_method=shuffle_method)
+    grouped = both.shuffle(on="u", npartitions=npartitions, shuffle_method=shuffle_method, ignore_index=True)
     return _settled(grouped.map_partitions(step, meta=_EDGE_META).persist())
 
 
@@ -563,7 +588,7 @@ def distributed_components(
         after = _digest(edges)
         if after == before:
             labels = edges.map_partitions(_star_labels, meta=_LABEL_META)
-            return labels.shuffle(on="row", npartitions=n, shuffle_method=shuffle_method).map_partitions(
+            return labels.shuffle(on="row", npartitions=n, shuffle_method=shuffle_method, ignore_index=True).map_partitions(
                 lambda p: p.drop_duplicates(subset=["row"]), meta=_LABEL_META
             )
         before = after
@@ -595,7 +620,7 @@ def component_frame(
 
 
 def _with_part(frame: pd.DataFrame, column: str) -> pd.DataFrame:
-    return frame.assign(part=(frame[column].to_numpy(dtype=np.uint64) >> np.uint64(_ROW_SHIFT)).astype(np.int64))
+    return frame.assign(part=(frame[column].to_numpy(dtype=np.uint64) >> np.uint64(_ROW_SHIFT)).astype(np.int32))
 
 
 def _attach_id(part: pd.DataFrame, sigs: pd.DataFrame, row: str, name: str) -> pd.DataFrame:
@@ -674,22 +699,22 @@ def deduplicate(
     )
     n = sigs.npartitions
     id_meta = sigs["id"]._meta
-    labelled = _route(labels.map_partitions(_with_part, "label", meta=_LABEL_META.assign(part=np.int64(0))[:0]),
+    labelled = _route(labels.map_partitions(_with_part, "label", meta=_LABEL_META.assign(part=np.int32(0))[:0]),
                       "part", n, shuffle_method)
     named = labelled.map_partitions(
         _cluster_ids_partition, sigs, align_dataframes=False,
-        meta=pd.DataFrame({"row": pd.Series([], dtype=np.uint64), "cluster": id_meta, "part": pd.Series([], dtype=np.int64)}),
+        meta=pd.DataFrame({"row": pd.Series([], dtype=np.uint64), "cluster": id_meta, "part": pd.Series([], dtype=np.int32)}),
     )
     named = _route(named, "part", n, shuffle_method)
     clusters_out = named.map_partitions(
         _clusters_partition, sigs, align_dataframes=False, meta=pd.DataFrame({"id": id_meta, "cluster": id_meta})
     )
-    by_a = _route(pairs.map_partitions(_with_part, "row_a", meta=_PAIR_META.assign(part=np.int64(0))[:0]),
+    by_a = _route(pairs.map_partitions(_with_part, "row_a", meta=_PAIR_META.assign(part=np.int32(0))[:0]),
                   "part", n, shuffle_method)
     by_b = _route(
         by_a.map_partitions(
             _first_ids_partition, sigs, align_dataframes=False,
-            meta=_PAIR_META.assign(id_a=id_meta, part=pd.Series([], dtype=np.int64))[:0],
+            meta=_PAIR_META.assign(id_a=id_meta, part=pd.Series([], dtype=np.int32))[:0],
         ),
         "part", n, shuffle_method,
     )

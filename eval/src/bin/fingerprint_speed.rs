@@ -1,11 +1,11 @@
 //! Fingerprinting speed next to the analyzer alone, in one run.
 //!
 //! ```text
-//! cargo run --release --example fingerprint_speed -- ../shared/data
-//! cargo run --release --example fingerprint_speed -- ../shared/data --sample 2000 --reps 5
-//! cargo run --release --example fingerprint_speed -- ../shared/data --lang en --only sign  # to profile
-//! cargo run --release --example fingerprint_speed -- ../shared/data --docs records  # per record only
-//! cargo run --release --example fingerprint_speed -- ../shared/data --digest  # no timing
+//! cargo run --release -p tantivy-simhash-eval --bin fingerprint_speed -- ../shared/data
+//! cargo run --release -p tantivy-simhash-eval --bin fingerprint_speed -- ../shared/data --sample 2000 --reps 5
+//! cargo run --release -p tantivy-simhash-eval --bin fingerprint_speed -- ../shared/data --lang en --only sign  # to profile
+//! cargo run --release -p tantivy-simhash-eval --bin fingerprint_speed -- ../shared/data --docs records  # per record only
+//! cargo run --release -p tantivy-simhash-eval --bin fingerprint_speed -- ../shared/data --digest  # no timing
 //! ```
 //!
 //! `--digest` prints, per language, a hash of every document's signature instead of timing
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use tantivy::tokenizer::TokenStream;
 use tantivy_simhash::{MatchRule, Scheme};
 
-#[path = "../benches/common/mod.rs"]
+#[path = "../../../benches/common/mod.rs"]
 mod common;
 use common::{default_data_dir, load, Lang, Packing};
 

@@ -1,8 +1,8 @@
 //! What the match rule's storage costs next to today's simhash-only storage, in one run.
 //!
 //! ```text
-//! cargo run --release --example signature_bench                  # 1,000,000 documents
-//! cargo run --release --example signature_bench -- --docs 100000 --queries 500
+//! cargo run --release -p tantivy-simhash-eval --bin signature_bench                  # 1,000,000 documents
+//! cargo run --release -p tantivy-simhash-eval --bin signature_bench -- --docs 100000 --queries 500
 //! ```
 //!
 //! Builds two in-memory indexes of the same synthetic signatures (random fingerprints and

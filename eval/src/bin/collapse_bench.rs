@@ -2,9 +2,9 @@
 //! `TopDocs` returning `limit` hits, measured in the same run on the same queries.
 //!
 //! ```text
-//! cargo run --release --example collapse_bench -- ../shared/data
-//! cargo run --release --example collapse_bench -- ../shared/data --docs 2000 --queries 50 --runs 1
-//! cargo run --release --example collapse_bench -- ../shared/data --overfetch 4 --segments 32
+//! cargo run --release -p tantivy-simhash-eval --bin collapse_bench -- ../shared/data
+//! cargo run --release -p tantivy-simhash-eval --bin collapse_bench -- ../shared/data --docs 2000 --queries 50 --runs 1
+//! cargo run --release -p tantivy-simhash-eval --bin collapse_bench -- ../shared/data --overfetch 4 --segments 32
 //! ```
 //!
 //! Corpus: `natural-en.jsonl.gz` (title and text indexed with tantivy's default analyzer, id
@@ -40,10 +40,10 @@
 //! `TopDocs(limit) + ids` reads ids as tantivy alone can: per segment, sorted by term ordinal,
 //! one dictionary block decompression per block touched.
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
-#[path = "support/pigeonhole.rs"]
+#[path = "../support/pigeonhole.rs"]
 mod pigeonhole;
 
 use data::{read_jsonl, Res};

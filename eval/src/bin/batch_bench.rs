@@ -1,11 +1,11 @@
 //! All pairs within k over a whole index (issue 5), next to its peers measured in the same run.
 //!
 //! ```text
-//! cargo run --release --example batch_bench -- --docs 1000000
-//! cargo run --release --example batch_bench -- --docs 10000000 --brute-queries 200
-//! cargo run --release --example batch_bench -- --docs 20000          # smoke run
-//! cargo run --release --example batch_bench -- --docs 10000000 --index batch10m-index   # builds it
-//! cargo run --release --example batch_bench -- --docs 10000000 --index batch10m-index   # reuses it
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 1000000
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --brute-queries 200
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 20000          # smoke run
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --index batch10m-index   # builds it
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --index batch10m-index   # reuses it
 //! ```
 //!
 //! With `--index DIR` the index is built in DIR, or reused if DIR holds one (built by an
@@ -30,7 +30,7 @@
 //! resident set (VmHWM), reset before each phase (`/proc/self/clear_refs`), so it includes the
 //! index pages the phase touches.
 
-#[path = "support/pigeonhole.rs"]
+#[path = "../support/pigeonhole.rs"]
 mod pigeonhole;
 
 use pigeonhole::Rng;
@@ -41,7 +41,7 @@ use tantivy::{doc, DocAddress, Index};
 use tantivy_simhash::batch::NearDupGraph;
 use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use data::{load_average, Res};

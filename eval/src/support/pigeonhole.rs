@@ -1,7 +1,7 @@
 //! The peers a tantivy lookup is measured against, on the same fingerprints: an in-memory
 //! pigeonhole table (Manku et al.: one sorted table per key combination) and a brute-force scan.
-//! Shared by `examples/index_bench.rs` and `benches/lookup.rs`; its splitmix64 [`Rng`] also by
-//! `examples/collapse_bench.rs` and `examples/batch_bench.rs`.
+//! Shared by `eval/src/bin/index_bench.rs` and `benches/lookup.rs`; its splitmix64 [`Rng`] also by
+//! `eval/src/bin/collapse_bench.rs` and `eval/src/bin/batch_bench.rs`.
 #![allow(dead_code)]
 
 use tantivy_simhash::{BlockLayout, Fingerprint, Result};

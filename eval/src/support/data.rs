@@ -1,5 +1,5 @@
-//! Reading the evaluation data (`../shared/data`, gzip JSONL) in the example programs, and the
-//! machine facts their reports start with. Included with `#[path = "support/data.rs"] mod data;`.
+//! Reading the evaluation data (`../shared/data`, gzip JSONL) in the evaluation programs, and the
+//! machine facts their reports start with. Included with `#[path = "../support/data.rs"] mod data;`.
 #![allow(dead_code)]
 
 use flate2::read::MultiGzDecoder;

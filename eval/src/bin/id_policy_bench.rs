@@ -1,7 +1,7 @@
 //! What an [`IdPolicy`] costs per document, against [`IdPolicy::Off`] measured in the same run.
 //!
 //! ```text
-//! cargo run --release --example id_policy_bench [-- --base N --docs N --rounds N]
+//! cargo run --release -p tantivy-simhash-eval --bin id_policy_bench [-- --base N --docs N --rounds N]
 //! ```
 //!
 //! Each round builds an index of `--base` committed documents (in a few segments), then times

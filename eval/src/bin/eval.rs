@@ -1,11 +1,11 @@
 //! Quality evaluation of fingerprint schemes and match rules on the evaluation data.
 //!
 //! ```text
-//! cargo run --release --example eval -- ../shared/data            # all matchers and schemes
-//! cargo run --release --example eval -- ../shared/data --schemes none --summary-json summary.json
-//! cargo run --release --example eval -- ../shared/data --matchers none --full   # simhash curves
-//! cargo run --release --example eval -- ../shared/data --schemes default,words --sample 300
-//! cargo run --release --example eval -- ../shared/data --schemes default --lang en --list-random 3
+//! cargo run --release -p tantivy-simhash-eval --bin eval -- ../shared/data            # all matchers and schemes
+//! cargo run --release -p tantivy-simhash-eval --bin eval -- ../shared/data --schemes none --summary-json summary.json
+//! cargo run --release -p tantivy-simhash-eval --bin eval -- ../shared/data --matchers none --full   # simhash curves
+//! cargo run --release -p tantivy-simhash-eval --bin eval -- ../shared/data --schemes default,words --sample 300
+//! cargo run --release -p tantivy-simhash-eval --bin eval -- ../shared/data --schemes default --lang en --list-random 3
 //! ```
 //!
 //! **Matchers** (yes/no rules, side by side on the same pairs): the default [`MatchRule`] and
@@ -37,7 +37,7 @@ use tantivy_simhash::{
 use xxhash_rust::xxh3::xxh3_64;
 
 const KMAX: usize = 10;
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use data::{open_lines, read_jsonl, Res};

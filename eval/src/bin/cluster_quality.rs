@@ -9,12 +9,12 @@
 //! match their leader by the rule (the target is 0).
 //!
 //! ```text
-//! cargo run --release --example cluster_quality -- ../shared/data/natural-en.jsonl.gz
+//! cargo run --release -p tantivy-simhash-eval --bin cluster_quality -- ../shared/data/natural-en.jsonl.gz
 //! python3 tools/licence_corpus.py /tmp/licences.jsonl.gz
-//! cargo run --release --example cluster_quality -- /tmp/licences.jsonl.gz
+//! cargo run --release -p tantivy-simhash-eval --bin cluster_quality -- /tmp/licences.jsonl.gz
 //! ```
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use rayon::prelude::*;

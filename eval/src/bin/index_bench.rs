@@ -1,12 +1,12 @@
 //! Index benchmarks (issue 3, section 5), every figure next to its peer measured in the same run.
 //!
 //! ```text
-//! cargo run --release --example index_bench -- ../shared/data
-//! cargo run --release --example index_bench -- ../shared/data --sizes 100000 --queries 500 --runs 1
-//! cargo run --release --example index_bench -- ../shared/data --skip-lookup     # indexing only
-//! cargo run --release --example index_bench -- ../shared/data --skip-indexing   # lookup only
-//! cargo run --release --example index_bench -- ../shared/data --skip-lookup --sample 5000 --modes plain,stored,off
-//! cargo run --release --example index_bench -- ../shared/data --sizes 1000000 --skip-indexing
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data --sizes 100000 --queries 500 --runs 1
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data --skip-lookup     # indexing only
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data --skip-indexing   # lookup only
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data --skip-lookup --sample 5000 --modes plain,stored,off
+//! cargo run --release -p tantivy-simhash-eval --bin index_bench -- ../shared/data --sizes 1000000 --skip-indexing
 //! ```
 //!
 //! The signatures and the rule's keys live in the segment component's file of each segment
@@ -45,9 +45,9 @@
 //!    every N documents in every mode (default: once at the end), so that the checks also run
 //!    against committed segments.
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
-#[path = "support/pigeonhole.rs"]
+#[path = "../support/pigeonhole.rs"]
 mod pigeonhole;
 
 use data::{load_average, read_jsonl, Res};

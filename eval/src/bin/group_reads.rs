@@ -4,10 +4,10 @@
 //! same run.
 //!
 //! ```text
-//! cargo run --release --example group_reads -- ../shared/data [records]
+//! cargo run --release -p tantivy-simhash-eval --bin group_reads -- ../shared/data [records]
 //! ```
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use data::{read_jsonl, Res};

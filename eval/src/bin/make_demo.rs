@@ -2,8 +2,8 @@
 //! test fixture (`cli/tests/fixtures/sample.jsonl.gz`) from the evaluation data, reproducibly.
 //!
 //! ```text
-//! cargo run --release --example make_demo -- ../shared/data      # writes demo/ and cli/tests/fixtures/
-//! cargo run --release --example make_demo -- ../shared/data --check   # prints the choice only
+//! cargo run --release -p tantivy-simhash-eval --bin make_demo -- ../shared/data      # writes demo/ and cli/tests/fixtures/
+//! cargo run --release -p tantivy-simhash-eval --bin make_demo -- ../shared/data --check   # prints the choice only
 //! ```
 //!
 //! Only permissively licensed documents are taken (MIT, Expat, BSD, ISC, Apache-2.0, PSF-2.0,

@@ -1,8 +1,8 @@
 //! Mirror-site detection on the evaluation web (`mirrors.jsonl.gz`, `mirrors-truth.json`).
 //!
 //! ```text
-//! cargo run --release --example mirrors_eval -- ../shared/data
-//! cargo run --release --example mirrors_eval -- ../shared/data --sample 20   # 20 hosts, CI smoke
+//! cargo run --release -p tantivy-simhash-eval --bin mirrors_eval -- ../shared/data
+//! cargo run --release -p tantivy-simhash-eval --bin mirrors_eval -- ../shared/data --sample 20   # 20 hosts, CI smoke
 //! ```
 //!
 //! Indexes every page into a temporary tantivy index (host, title and text stored), runs
@@ -27,7 +27,7 @@ use tantivy::{doc, Index};
 use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use data::{read_jsonl, Res};

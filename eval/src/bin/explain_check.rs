@@ -11,11 +11,11 @@
 //! from the truth: they are what the sketch estimates, not the truth's shingles.
 //!
 //! ```text
-//! cargo run --release --example explain_check -- ../shared/data --sample 50
+//! cargo run --release -p tantivy-simhash-eval --bin explain_check -- ../shared/data --sample 50
 //! ```
 //! Exits with status 1 when any check fails.
 
-#[path = "support/data.rs"]
+#[path = "../support/data.rs"]
 mod data;
 
 use serde::Deserialize;

@@ -1,0 +1,120 @@
+//! What a store holds, as both front ends report it: the largest clusters of the
+//! near-duplicate graph, the largest groups tagged while indexing, and the mirror hosts.
+
+use super::Store;
+use crate::batch::{Cluster, Clusters};
+use crate::error::{Error, Result};
+use crate::mirrors::{HostPair, MirrorConfig, MirrorFinder, MirrorReport};
+use std::collections::HashMap;
+
+/// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most
+/// `limit` of them (0: all), and how many there are before that cut. Cost: a sort.
+pub fn largest_clusters(
+    clusters: &Clusters,
+    min_size: usize,
+    limit: usize,
+) -> (Vec<&Cluster>, usize) {
+    let mut sorted: Vec<_> = clusters
+        .iter()
+        .filter(|c| c.len() >= min_size.max(2))
+        .collect();
+    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.id.cmp(&b.id)));
+    let total = sorted.len();
+    if limit > 0 {
+        sorted.truncate(limit);
+    }
+    (sorted, total)
+}
+
+/// A group of documents tagged while indexing (`Policy::Tag`): its id and live documents.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GroupSize {
+    /// The group id (the id of its first document).
+    pub group: String,
+    /// Its live documents.
+    pub documents: u64,
+}
+
+impl Store {
+    /// The `limit` largest groups of the index's group column (filled under `Policy::Tag`)
+    /// with at least two live documents, largest first (ties by id); none when the index has
+    /// no group column. Cost: one pass over the column of every segment.
+    pub fn largest_groups(
+        &self,
+        searcher: &tantivy::Searcher,
+        limit: usize,
+    ) -> Result<Vec<GroupSize>> {
+        let Some(field) = self.index.config().group_field() else {
+            return Ok(Vec::new());
+        };
+        let mut sizes: HashMap<String, u64> = HashMap::new();
+        for seg in searcher.segment_readers() {
+            let Some(col) = seg.fast_fields().str(field)? else {
+                continue;
+            };
+            let mut by_ord: HashMap<u64, u64> = HashMap::new();
+            for doc in seg.doc_ids_alive() {
+                if let Some(ord) = col.ords().first(doc) {
+                    *by_ord.entry(ord).or_default() += 1;
+                }
+            }
+            let mut name = String::new();
+            for (ord, n) in by_ord {
+                name.clear();
+                if col.ord_to_str(ord, &mut name)? {
+                    *sizes.entry(name.clone()).or_default() += n;
+                }
+            }
+        }
+        let mut groups: Vec<GroupSize> = sizes
+            .into_iter()
+            .filter(|&(_, n)| n >= 2)
+            .map(|(group, documents)| GroupSize { group, documents })
+            .collect();
+        groups.sort_by(|a, b| {
+            b.documents
+                .cmp(&a.documents)
+                .then_with(|| a.group.cmp(&b.group))
+        });
+        groups.truncate(limit);
+        Ok(groups)
+    }
+}
+
+/// The mirror report of a store and the host pairs asked for.
+pub struct Mirrors {
+    /// The finder that made the report (its thresholds).
+    pub finder: MirrorFinder,
+    /// The whole report.
+    pub report: MirrorReport,
+    /// The mirror pairs, best first (with `all`, every host pair sharing a page), or those of
+    /// the hosts that copy the host asked for.
+    pub pairs: Vec<HostPair>,
+}
+
+/// The host pairs that copy each other's pages (field `host`), best first: every mirror pair,
+/// with `all` every host pair sharing a page, or, with `host`, the hosts that copy it. Cost:
+/// one pass over the index and a pairs join (see [`MirrorFinder::find_in_index`]).
+///
+/// Errors: [`Error::Request`] when no page has `host`; the finder's errors.
+pub fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Mirrors> {
+    let finder = MirrorFinder::new(store.index.scheme().clone(), MirrorConfig::default())?;
+    let report = finder.find_in_index(&store.index, "host")?;
+    let pairs = match host {
+        Some(h) if !report.host_pages.contains_key(h) => {
+            return Err(Error::Request(format!(
+                "no page of {} has host `{h}` (hosts come from the field mapped as the host \
+                 when indexing: --host-field, fields={{\"host\": ...}})",
+                store.dir.display()
+            )))
+        }
+        Some(h) => report.copies_of(h),
+        None => report.pairs.clone(),
+    };
+    let pairs = pairs.into_iter().filter(|p| all || p.is_mirror).collect();
+    Ok(Mirrors {
+        finder,
+        report,
+        pairs,
+    })
+}
