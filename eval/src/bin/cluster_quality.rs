@@ -10,8 +10,8 @@
 //!
 //! ```text
 //! cargo run --release -p tantivy-simhash-eval --bin cluster_quality -- ../shared/data/natural-en.jsonl.gz
-//! python3 tools/licence_corpus.py /tmp/licences.jsonl.gz
-//! cargo run --release -p tantivy-simhash-eval --bin cluster_quality -- /tmp/licences.jsonl.gz
+//! python3 tools/licence_corpus.py licences.jsonl.gz
+//! cargo run --release -p tantivy-simhash-eval --bin cluster_quality -- licences.jsonl.gz
 //! ```
 
 #[path = "../support/data.rs"]
