@@ -523,12 +523,18 @@ impl ComponentFile {
     }
 
     /// The raw words of `doc` (fingerprint, then sketch), if it has a signature.
-    pub(crate) fn raw(&self, doc: DocId) -> Option<&[u8]> {
+    fn raw(&self, doc: DocId) -> Option<&[u8]> {
         if !self.has_signature(doc) {
             return None;
         }
         let at = HEADER_BYTES + doc as usize * self.words * 8;
         self.bytes.as_slice().get(at..at + self.words * 8)
+    }
+
+    /// The words of `doc` (the fingerprint, then the sketch), if it has a signature.
+    pub(crate) fn words(&self, doc: DocId) -> Option<impl Iterator<Item = u64> + '_> {
+        let raw = self.raw(doc)?;
+        Some(raw.chunks_exact(8).map(|c| u64_at(c, 0).unwrap_or(0)))
     }
 
     /// Word `w` of `doc` (0 is the fingerprint); 0 for a document without a signature.
@@ -551,10 +557,9 @@ impl ComponentFile {
 
     /// Reads `doc`'s signature into `out`; `false` when it has none.
     pub(crate) fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
-        let Some(raw) = self.raw(doc) else {
+        let Some(mut words) = self.words(doc) else {
             return false;
         };
-        let mut words = raw.chunks_exact(8).map(|c| u64_at(c, 0).unwrap_or(0));
         out.fingerprint = Fingerprint(words.next().unwrap_or(0));
         out.sketch.words.clear();
         out.sketch.words.extend(words);

@@ -214,14 +214,10 @@ impl SignatureSource for MergeSource<'_> {
         let mut words: Vec<u64> = Vec::new();
         for (reader, file) in &self.sources {
             for doc in reader.doc_ids_alive() {
-                match file.raw(doc) {
-                    Some(raw) => {
+                match file.words(doc) {
+                    Some(read) => {
                         words.clear();
-                        words.extend(raw.chunks_exact(8).map(|c| {
-                            let mut a = [0u8; 8];
-                            a.copy_from_slice(c);
-                            u64::from_le_bytes(a)
-                        }));
+                        words.extend(read);
                         f(new_doc, Some(&words));
                     }
                     None => f(new_doc, None),
