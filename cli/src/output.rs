@@ -4,7 +4,7 @@ use super::{CliResult, Failure};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{self, BufWriter, Write};
-use tantivy_simhash::Evidence;
+use tantivy_simhash::{Evidence, MatchRule};
 
 /// Why two documents match, as JSON output shows it (flattened into the object):
 /// `"by": "simhash"` or `"resemblance"`, the simhash `distance`, and for a resemblance match
@@ -137,4 +137,14 @@ mod tests {
         assert_eq!(count(0u64, "pair", "pairs"), "0 pairs");
         assert_eq!(count(2u32, "pair", "pairs"), "2 pairs");
     }
+}
+
+/// The rule in a few words, for the first line of `similar`, `pairs` and `clusters` (`neardup
+/// stats` prints the whole of it once).
+pub(crate) fn rule_brief(rule: &MatchRule) -> String {
+    format!(
+        "simhash within {}, or resemblance >= {}",
+        rule.layout().max_distance(),
+        rule.spec().min_resemblance
+    )
 }
