@@ -119,6 +119,16 @@ pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The rule in a few words, for the first line of `similar`, `pairs` and `clusters` (`neardup
+/// stats` prints the whole of it once).
+pub(crate) fn rule_brief(rule: &MatchRule) -> String {
+    format!(
+        "simhash within {}, or resemblance >= {}",
+        rule.layout().max_distance(),
+        rule.spec().min_resemblance
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::{count, one_line};
@@ -137,14 +147,4 @@ mod tests {
         assert_eq!(count(0u64, "pair", "pairs"), "0 pairs");
         assert_eq!(count(2u32, "pair", "pairs"), "2 pairs");
     }
-}
-
-/// The rule in a few words, for the first line of `similar`, `pairs` and `clusters` (`neardup
-/// stats` prints the whole of it once).
-pub(crate) fn rule_brief(rule: &MatchRule) -> String {
-    format!(
-        "simhash within {}, or resemblance >= {}",
-        rule.layout().max_distance(),
-        rule.spec().min_resemblance
-    )
 }
