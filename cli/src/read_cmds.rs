@@ -200,8 +200,14 @@ fn print_group_members(
         })
         .collect();
     let others = g.group_size - 1;
+    // The count covers every hit of the query; members beyond the window of top hits are
+    // ranked lower, and are said to be when every member of the window is listed.
+    let beyond = others.saturating_sub(g.members.len());
     let list = match (listed.is_empty(), others > listed.len()) {
         (true, _) => String::new(),
+        (false, true) if listed.len() == g.members.len() => {
+            format!(": {}; {beyond} more ranked lower", listed.join(", "))
+        }
         (false, true) => format!(": {}, …", listed.join(", ")),
         (false, false) => format!(": {}", listed.join(", ")),
     };

@@ -671,3 +671,53 @@ fn a_search_result_shows_the_passage_that_matched() {
     assert!(!long[..100].contains("zanzibarite"));
     assert!(lines[1].contains("zanzibarite"), "{shown}");
 }
+
+/// Issue 28 item 14: when the window of top hits holds fewer members of a group than the group
+/// has hits, the line under its leader says how many more are ranked lower instead of an
+/// ellipsis after a list that looks complete ("+ 2 near-duplicates: x (d=0), …").
+#[test]
+fn a_group_says_how_many_of_its_members_are_ranked_lower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    // c1 and c2 are copies; c3 is c1 with three more words (longer: a lower score for the
+    // same one occurrence of the query); f1, a text of its own, scores between them.
+    let body = format!("zebra {}", text(1, 30));
+    write_lines(
+        &input,
+        &[
+            doc_line("c1", &body),
+            doc_line("c2", &body),
+            doc_line("c3", &format!("{body} {}", text(9, 3))),
+            doc_line("f1", &format!("zebra {}", text(2, 31))),
+        ],
+    );
+    let dir = tmp.path().join("ix");
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "-q",
+        "--dedup",
+        "off",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The ranking the test relies on, by the same binary: c1, c2, f1, c3.
+    let ranked = json_lines(&neardup(&[
+        "search",
+        p(&dir),
+        "zebra",
+        "--no-collapse",
+        "--json",
+    ]));
+    let ids: Vec<&str> = ranked.iter().filter_map(|h| h["id"].as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "f1", "c3"], "{ranked:?}");
+    // One result: a window of 3 hits (c1, c2, f1) holds one member of c1's group of 3.
+    let out = neardup(&["search", p(&dir), "zebra", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(
+        shown.contains("+ 2 near-duplicates: c2 (d=0); 1 more ranked lower"),
+        "{shown}"
+    );
+}
