@@ -132,9 +132,10 @@ fn the_readme_examples_run_as_printed_on_the_demo_index() {
     }
 }
 
-/// The README's Rust block is the part of `examples/quickstart.rs` between its `README: begin` and
-/// `README: end` markers (CI runs the example), up to whitespace: an API change that breaks the
-/// printed code breaks the example, and an edit of one without the other fails here.
+/// The README's Rust block is the `use` lines of `examples/quickstart.rs`, then the part between
+/// its `README: begin` and `README: end` markers (CI runs the example), up to whitespace: an API
+/// change that breaks the printed code breaks the example, and an edit of one without the other
+/// fails here.
 #[test]
 fn the_readme_rust_block_is_the_quickstart_example() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -146,6 +147,7 @@ fn the_readme_rust_block_is_the_quickstart_example() {
         .expect("examples/quickstart.rs marks the README's code");
     let printed = blocks(&readme(), "```rust\n", "rust");
     assert_eq!(printed.len(), 1, "the README prints one Rust block");
+    let uses: String = example.lines().filter(|l| l.starts_with("use ")).collect();
     let squeeze = |s: &str| s.split_whitespace().collect::<String>();
-    assert_eq!(squeeze(&printed[0]), squeeze(region));
+    assert_eq!(squeeze(&printed[0]), squeeze(&format!("{uses}{region}")));
 }
