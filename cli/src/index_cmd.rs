@@ -202,7 +202,8 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         quiet: args.quiet,
     };
     let mut out = Out::new(args.json);
-    let summary = index_files(&store, &args.files, &opts, &mut out)?;
+    let summary = index_files(&store, &args.files, &opts, &mut out)
+        .map_err(|f| failed_write(&args.index, f))?;
     if !summary.interrupted && summary.lines == summary.blank {
         eprintln_quiet(&format!(
             "note: the input held no document ({}); nothing was indexed",
@@ -387,6 +388,44 @@ pub(crate) fn report_closed_stdout(place: Option<String>) {
     eprintln_quiet(&format!(
         "stdout was closed by the program reading it (SIGPIPE, e.g. `| head`): {what}"
     ));
+}
+
+/// A write to the index that failed for want of room (a full disk, a quota, a file size limit),
+/// or tantivy's indexing thread stopped by such a failure: say that the committed documents are
+/// safe and what to do. Other failures pass unchanged.
+fn failed_write(dir: &Path, failure: Failure) -> Failure {
+    use std::io::ErrorKind;
+    let Failure::Error(Error::Tantivy(e)) = &failure else {
+        return failure;
+    };
+    // tantivy passes some I/O errors on as text (a segment component's write, for one), so the
+    // operating system's error number is looked for in the message too.
+    let text = e.to_string();
+    let kind = match e {
+        tantivy::TantivyError::IoError(io) => Some(io.kind()),
+        _ => None,
+    };
+    let thread_stopped = matches!(e, tantivy::TantivyError::ErrorInThread(m)
+        if m.contains("index writer was killed"));
+    let cause = if kind == Some(ErrorKind::StorageFull) || text.contains("(os error 28)") {
+        "the disk is full"
+    } else if kind == Some(ErrorKind::QuotaExceeded) || text.contains("(os error 122)") {
+        "the disk quota is used up"
+    } else if kind == Some(ErrorKind::FileTooLarge) || text.contains("(os error 27)") {
+        "a file reached the size limit (ulimit -f)"
+    } else if thread_stopped {
+        "tantivy's indexing thread stopped, as it does when a write fails (a full disk, a quota, \
+         a file size limit)"
+    } else {
+        return failure;
+    };
+    Failure::Message(format!(
+        "cannot write to {}: {cause} ({e}); the documents of the index's last commit are safe \
+         (a commit is recorded only once all its files are written), those read since were not \
+         added: make room (or raise the limit), then rerun the same command, which skips the \
+         documents already in the index and continues with the rest",
+        dir.display()
+    ))
 }
 
 /// A tantivy index has one writer at a time (a lock file): say who holds it and what to do.

@@ -180,14 +180,16 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
             e.valid_up_to()
         )
     })?;
-    let value: Value = serde_json::from_str(text).map_err(|e| {
-        // serde_json counts lines inside the line; only the column is news here.
-        let full = e.to_string();
-        let what = full
-            .rsplit_once(" at line ")
-            .map_or(full.as_str(), |(w, _)| w);
-        format!("malformed JSON at column {}: {what}", e.column())
-    })?;
+    let value: Value = serde_json::from_str(text)
+        .or_else(|e| parse_with_long_integer_id(text, fields).ok_or(e))
+        .map_err(|e| {
+            // serde_json counts lines inside the line; only the column is news here.
+            let full = e.to_string();
+            let what = full
+                .rsplit_once(" at line ")
+                .map_or(full.as_str(), |(w, _)| w);
+            format!("malformed JSON at column {}: {what}", e.column())
+        })?;
     let Value::Object(obj) = value else {
         return Err(format!("expected a JSON object, found {}", kind_of(&value)));
     };
@@ -199,6 +201,21 @@ pub(crate) fn parse_line(bytes: &[u8], fields: &FieldMap) -> Result<Parsed, Stri
     )
     .map(Parsed::Doc)
     .map_err(|e| e.message)
+}
+
+/// `line` parsed with its id quoted, when the id is an integer too long for serde_json (an f64
+/// overflows from 309 digits) and the line is valid JSON once it is: an integer id is kept as its
+/// decimal text anyway, so `"123..."` and `123...` are the same id.
+fn parse_with_long_integer_id(line: &str, fields: &FieldMap) -> Option<Value> {
+    let number = last_member_text(line, &fields.id)?;
+    let digits = number.strip_prefix('-').unwrap_or(number);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let start = number.as_ptr() as usize - line.as_ptr() as usize;
+    let end = start + number.len();
+    let quoted = format!("{}\"{number}\"{}", &line[..start], &line[end..]);
+    serde_json::from_str(&quoted).ok()
 }
 
 /// The value of `key` in `obj` (parsed from `line`). An integer is its decimal text; an id
@@ -232,9 +249,9 @@ fn integer_id(line: &str, field: &str) -> Result<String, String> {
     ))
 }
 
-/// The raw text of the value of the last member named `name` of the JSON object `json` (which
-/// serde_json has already accepted, so only the structure is followed here). serde_json keeps
-/// the last of duplicate members too.
+/// The raw text of the value of the last member named `name` of the JSON object `json` (only
+/// the structure is followed: on a line that is not valid JSON the answer means nothing, and
+/// callers parse again what they make of it). serde_json keeps the last of duplicate members too.
 fn last_member_text<'a>(json: &'a str, name: &str) -> Option<&'a str> {
     let bytes = json.as_bytes();
     let mut i = skip_ws(bytes, 0);
