@@ -702,7 +702,7 @@ fn a_group_says_how_many_of_its_members_are_ranked_lower() {
         "off",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    // The ranking the test relies on, by the same binary: c1, c2, f1, c3.
+    // The ranking the test relies on, by the same binary: c1 and c2, f1, c3.
     let ranked = json_lines(&neardup(&[
         "search",
         p(&dir),
@@ -710,14 +710,31 @@ fn a_group_says_how_many_of_its_members_are_ranked_lower() {
         "--no-collapse",
         "--json",
     ]));
+    // c1 and c2 tie; which comes first depends on the segment each indexing thread wrote.
     let ids: Vec<&str> = ranked.iter().filter_map(|h| h["id"].as_str()).collect();
-    assert_eq!(ids, ["c1", "c2", "f1", "c3"], "{ranked:?}");
+    let (mut copies, rest) = (ids[..2.min(ids.len())].to_vec(), &ids[2.min(ids.len())..]);
+    copies.sort_unstable();
+    assert_eq!(
+        (copies, rest),
+        (vec!["c1", "c2"], &["f1", "c3"][..]),
+        "{ranked:?}"
+    );
     // One result: a window of 3 hits (c1, c2, f1) holds one member of c1's group of 3.
     let out = neardup(&["search", p(&dir), "zebra", "-n", "1"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let shown = stdout(&out);
+    // The group's leader is the copy listed first; the line under it names the other.
+    let leader = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("1."))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_default();
+    let copy = if leader == "c1" { "c2" } else { "c1" };
     assert!(
-        shown.contains("+ 2 near-duplicates: c2 (d=0); 1 more ranked lower"),
+        ["c1", "c2"].contains(&leader)
+            && shown.contains(&format!(
+                "+ 2 near-duplicates: {copy} (d=0); 1 more ranked lower"
+            )),
         "{shown}"
     );
 }
