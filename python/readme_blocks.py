@@ -1,4 +1,5 @@
-"""The README's Python code blocks and the install command printed beside each.
+"""The Python code blocks of the READMEs (the repository's and the package's) and the install
+command printed beside each.
 
 python/test.sh runs every block as printed in a fresh virtual environment that holds only what the
 block's install command installs (the package's wheel, with the extras that command names), so a
@@ -15,22 +16,26 @@ import pathlib
 import re
 import sys
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+HERE = pathlib.Path(__file__).resolve().parent
+READMES = [HERE.parent / "README.md", HERE / "README.md"]
 INSTALL = re.compile(r'pip install "?\./python(?:\[([a-z,]+)\])?"?')
 BLOCK = re.compile(r"```python\n(.*?)```", flags=re.S)
 
 
 def blocks():
-    text = README.read_text(encoding="utf-8")
     found = []
-    for match in BLOCK.finditer(text):
-        installs = list(INSTALL.finditer(text, 0, match.start()))
-        if not installs:
-            sys.exit(f"README.md: the Python block at offset {match.start()} has no "
-                     "`pip install ./python` before it: print the install command it needs")
-        found.append((installs[-1].group(1) or "", match.group(1)))
-    if not found:
-        sys.exit("README.md holds no ```python block: nothing to check")
+    for readme in READMES:
+        text = readme.read_text(encoding="utf-8")
+        count = 0
+        for match in BLOCK.finditer(text):
+            installs = list(INSTALL.finditer(text, 0, match.start()))
+            if not installs:
+                sys.exit(f"{readme.name}: the Python block at offset {match.start()} has no "
+                         "`pip install ./python` before it: print the install command it needs")
+            found.append((installs[-1].group(1) or "", match.group(1)))
+            count += 1
+        if count == 0:
+            sys.exit(f"{readme} holds no ```python block: nothing to check")
     return found
 
 

@@ -33,8 +33,9 @@ if [ "$status" -eq 5 ]; then
 fi
 [ "$status" -eq 0 ] || exit "$status"
 
-# Every Python block of README.md runs as printed in a fresh virtual environment holding only what
-# the install command printed beside it installs (the same wheel, with that command's extras).
+# Every Python block of the READMEs (README.md, python/README.md) runs as printed in a fresh virtual
+# environment holding only what the install command printed beside it installs (the same wheel,
+# with that command's extras).
 readme_venv="$target/python-readme-venv"
 "$venv/bin/python" python/readme_blocks.py list > "$target/python-readme-blocks"
 while read -r number extras; do
@@ -45,13 +46,13 @@ while read -r number extras; do
     "$venv/bin/python" python/readme_blocks.py write "$number" "$readme_venv/readme_block.py"
     if ! (cd "$readme_venv" && "$readme_venv/bin/python" readme_block.py > /dev/null 2> stderr); then
         cat "$readme_venv/stderr" >&2
-        echo "README.md's Python block $number failed after installing only ${spec##*/}" >&2
+        echo "README Python block $number (python/readme_blocks.py list) failed after installing only ${spec##*/}" >&2
         exit 1
     fi
     # A reader sees what the block prints: no log noise (Dask's shuffles log at WARNING).
     if grep -q "distributed.shuffle" "$readme_venv/stderr"; then
         cat "$readme_venv/stderr" >&2
-        echo "README.md's Python block $number logs Dask shuffle warnings" >&2
+        echo "README Python block $number logs Dask shuffle warnings" >&2
         exit 1
     fi
 done < "$target/python-readme-blocks"
