@@ -93,6 +93,7 @@ pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
+pub use leaders::edge_leaders;
 
 /// The default hot-key bound of [`NearDupGraph`]: a key shared by more distinct signatures
 /// than this compares each only with the next this many (see the [module docs](self)).
