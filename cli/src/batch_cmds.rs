@@ -22,11 +22,12 @@ fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
 /// The rule the graph pairs by, with its narrowed simhash radius.
 fn rule_text(graph: &NearDupGraph) -> String {
     let rule = graph.rule();
+    let brief = super::output::rule_brief(rule);
     if graph.max_distance() == rule.layout().max_distance() {
-        rule.to_string()
+        brief
     } else {
         format!(
-            "{rule}; simhash branch narrowed to distance {}",
+            "{brief}; simhash branch narrowed to distance {}",
             graph.max_distance()
         )
     }
