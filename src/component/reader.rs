@@ -6,11 +6,10 @@
 //! stores; the segment component ([`crate::component`]) writes them, with the rule's keys in
 //! sorted tables, to a file per segment, and every reader here reads that file in place.
 
-use super::minhash::band_from_words;
-use super::{Evidence, MatchRule, MinHashConfig, Signature};
-use crate::component::{open_segment_file, ComponentFile};
+use super::{open_segment_file, ComponentFile};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::signature::{band_from_words, Evidence, MatchRule, MinHashConfig, Signature};
 use std::collections::HashSet;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::schema::{Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument};
@@ -478,16 +477,16 @@ impl SignatureReader {
     /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,
     /// across all segments, `a < b` by address. The signatures of the live documents are read
     /// into memory (8 + sketch bytes each, plus their keys during the join) and joined by
-    /// [`super::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
+    /// [`crate::signature::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
     /// apply. Cost: one signature read per live document, then the join (its memory and time
-    /// are [`super::pairs_in_memory`]'s). Errors: none today; the `Result` leaves room for
+    /// are [`crate::signature::pairs_in_memory`]'s). Errors: none today; the `Result` leaves room for
     /// a streaming join over the tables.
     pub fn for_each_pair(
         &self,
         rule: &MatchRule,
         max_postings_per_key: usize,
         mut f: impl FnMut(DocAddress, DocAddress, Evidence),
-    ) -> Result<super::PairStats> {
+    ) -> Result<crate::signature::PairStats> {
         let mut addresses = Vec::new();
         let mut signatures = Vec::new();
         for (ord, segment_signatures) in self.segments.iter().enumerate() {
@@ -499,7 +498,7 @@ impl SignatureReader {
                 }
             }
         }
-        Ok(super::pairs_in_memory(
+        Ok(crate::signature::pairs_in_memory(
             rule,
             &signatures,
             max_postings_per_key,
