@@ -128,7 +128,7 @@ impl<T: Default> SegmentRegistry<T> {
 
     /// The shared entry of `segment`'s column `field`, made (empty) if no searcher holds one.
     pub(crate) fn entry(&self, segment: SegmentId, field: &str) -> Arc<T> {
-        let mut map = crate::schema::lock(self.entries.get_or_init(Default::default));
+        let mut map = crate::sync::lock(self.entries.get_or_init(Default::default));
         let key = (segment, field.to_string());
         if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
             return found;

@@ -175,6 +175,7 @@ pub mod report;
 pub mod schema;
 pub mod signature;
 pub mod store;
+mod sync;
 #[cfg(test)]
 mod test_rng;
 pub mod writer;
@@ -187,15 +188,15 @@ pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupColl
 pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use error::{Error, Result};
 pub use fingerprint::{
-    register_tokenizer, Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter,
-    HanSegmentation, IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters,
-    SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
+    Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,
+    IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters, SimhashTokenizer, TermWeight,
+    Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
 pub use layout::BlockLayout;
 pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
 pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
 pub use query::NearDupQuery;
-pub use replay::{AnalysisCounts, AnalyzedDocument};
+pub use replay::{register_tokenizer, AnalysisCounts, AnalyzedDocument};
 pub use schema::{
     IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD,
 };

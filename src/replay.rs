@@ -24,13 +24,12 @@
 //! test asserts that nothing is analysed twice.
 
 use crate::fingerprint::{is_han, Scheme, SIMHASH_TOKENIZER_NAME};
-use crate::schema::join_text_values;
-use crate::signature::{Signature, Signer};
+use crate::signature::{Signature, Signer, TokenSink};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tantivy::schema::{Document, Field};
+use tantivy::schema::{Document, Field, Value};
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::TantivyDocument;
 use xxhash_rust::xxh3::xxh3_64;
@@ -66,8 +65,10 @@ impl TokenLog {
             overflow: false,
         }
     }
+}
 
-    pub(crate) fn push(&mut self, token: &str, from: usize, to: usize) {
+impl TokenSink for TokenLog {
+    fn push(&mut self, token: &str, from: usize, to: usize) {
         let start = self.text.len();
         self.text.push_str(token);
         match (
@@ -213,6 +214,71 @@ impl StagedTokens {
                 (text, t.from - value.base, t.to - value.base)
             })
             .collect()
+    }
+}
+
+/// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`](crate::SIMHASH_TOKENIZER_NAME), so text
+/// fields can be indexed with the very analysis that fingerprints them.
+///
+/// The registered tokenizer also replays the tokens [`DedupWriter`](crate::DedupWriter) made
+/// when it signed a document, so a fingerprinted text field indexed with it is analysed once
+/// per document, not twice (this module); any other text (queries, other documents) is
+/// analysed as usual.
+///
+/// Cost: one registration in the index's tokenizer manager (replacing any tokenizer already
+/// registered under that name); cannot fail.
+///
+/// ```
+/// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
+/// use tantivy::Index;
+/// use tantivy_simhash::{register_tokenizer, Scheme, SIMHASH_TOKENIZER_NAME};
+///
+/// let mut builder = Schema::builder();
+/// let indexing = TextFieldIndexing::default().set_tokenizer(SIMHASH_TOKENIZER_NAME);
+/// builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
+/// let index = Index::create_in_ram(builder.build());
+/// register_tokenizer(&index, &Scheme::default());
+/// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
+/// ```
+pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
+    register(index, scheme);
+}
+
+/// The text a document is fingerprinted from: the string values of `fields`, in field order,
+/// joined by line breaks.
+pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
+    let mut text = String::new();
+    join_text_values(doc, fields, &mut text, |_, _| {});
+    text
+}
+
+/// [`document_text`] into `text` (emptied first: a reused buffer), calling
+/// `on_value(field, range)` with where in the text each value went.
+pub(crate) fn join_text_values(
+    doc: &TantivyDocument,
+    fields: &[Field],
+    text: &mut String,
+    mut on_value: impl FnMut(Field, std::ops::Range<usize>),
+) {
+    // Sized at once: a document's text is copied once, not regrown value by value.
+    let values = || {
+        fields
+            .iter()
+            .flat_map(|&f| doc.get_all(f).filter_map(|v| v.as_str()))
+    };
+    text.clear();
+    text.reserve(values().map(|s| s.len() + 1).sum());
+    for &f in fields {
+        for v in doc.get_all(f) {
+            if let Some(s) = v.as_str() {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                let start = text.len();
+                text.push_str(s);
+                on_value(f, start..text.len());
+            }
+        }
     }
 }
 
@@ -452,16 +518,16 @@ fn trailing_han_run_start(value: &str) -> usize {
 }
 
 /// Signs the text fields of `doc` (values joined by line breaks, as
-/// [`document_text`](crate::schema::document_text) does) and stages their tokens for the
+/// [`document_text`] does) and stages their tokens for the
 /// values whose field is in `replay_fields`. One analysis of the text.
 pub(crate) fn sign_and_stage(
     signer: &mut Signer,
+    pool: &Arc<StagingPool>,
     analysis: u64,
     doc: &TantivyDocument,
     text_fields: &[Field],
     replay_fields: &[Field],
 ) -> (Signature, Option<Arc<StagedTokens>>) {
-    let pool = Arc::clone(signer.staging_pool());
     let StagingBuffers {
         mut text,
         token_text,
@@ -493,7 +559,7 @@ pub(crate) fn sign_and_stage(
         &spans,
         log,
         values,
-        &pool,
+        pool,
         &mut |piece, sink| {
             signer.for_each_builtin_token(piece, sink);
         },

@@ -58,12 +58,12 @@ use crate::component::{NearDupComponent, COMPONENT_EXTENSION};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
-use crate::replay::{AnalysisCounts, ReplayCounters};
+use crate::replay::{document_text, AnalysisCounts, ReplayCounters};
 use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy::schema::{Field, FieldType, Schema, SchemaBuilder, Value, FAST, STRING};
+use std::sync::{Arc, Mutex};
+use tantivy::schema::{Field, FieldType, Schema, SchemaBuilder, FAST, STRING};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Directory, Index, IndexReader, SegmentPlugin, TantivyDocument};
 
@@ -1178,48 +1178,4 @@ fn missing_component() -> Error {
     Error::OldFormat(format!(
         "the index holds documents but no near-duplicate segment component          (`{COMPONENT_EXTENSION}` is not among the segment components its meta.json lists)"
     ))
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock cannot leave the protected data half-updated in a way
-    // that matters more than losing the lock altogether: recover the guard.
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The text a document is fingerprinted from: the string values of `fields`, in field order,
-/// joined by line breaks.
-pub(crate) fn document_text(doc: &TantivyDocument, fields: &[Field]) -> String {
-    let mut text = String::new();
-    join_text_values(doc, fields, &mut text, |_, _| {});
-    text
-}
-
-/// [`document_text`] into `text` (emptied first: a reused buffer), calling
-/// `on_value(field, range)` with where in the text each value went.
-pub(crate) fn join_text_values(
-    doc: &TantivyDocument,
-    fields: &[Field],
-    text: &mut String,
-    mut on_value: impl FnMut(Field, std::ops::Range<usize>),
-) {
-    // Sized at once: a document's text is copied once, not regrown value by value.
-    let values = || {
-        fields
-            .iter()
-            .flat_map(|&f| doc.get_all(f).filter_map(|v| v.as_str()))
-    };
-    text.clear();
-    text.reserve(values().map(|s| s.len() + 1).sum());
-    for &f in fields {
-        for v in doc.get_all(f) {
-            if let Some(s) = v.as_str() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                let start = text.len();
-                text.push_str(s);
-                on_value(f, start..text.len());
-            }
-        }
-    }
 }

@@ -4,9 +4,10 @@
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::lookup::NearDupSearcher;
-use crate::replay::{self, AnalyzedDocument, StagedTokens};
-use crate::schema::{document_text, lock, NearDupIndex};
+use crate::replay::{self, document_text, AnalyzedDocument, StagedTokens, StagingPool};
+use crate::schema::NearDupIndex;
 use crate::signature::{Evidence, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
+use crate::sync::lock;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
@@ -235,6 +236,9 @@ pub struct DedupWriter {
     pending: Mutex<Pending>,
     fingerprinters: Mutex<Vec<Fingerprinter>>,
     signers: Mutex<Vec<Signer>>,
+    /// Buffers of the tokens the signers stage for tantivy, back from the documents tantivy
+    /// has indexed ([`crate::replay`]).
+    staging: Arc<StagingPool>,
     payload: String,
     /// The scheme's analysis, as staged tokens name it.
     analysis: u64,
@@ -275,6 +279,7 @@ impl DedupWriter {
             pending: Mutex::new(pending),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
+            staging: Arc::default(),
             payload,
             analysis,
         })
@@ -853,6 +858,7 @@ impl DedupWriter {
     ) -> (Signature, Option<Arc<StagedTokens>>) {
         replay::sign_and_stage(
             signer,
+            &self.staging,
             self.analysis,
             doc,
             &self.index.text_fields,

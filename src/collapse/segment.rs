@@ -115,7 +115,7 @@ impl ColumnCache {
     /// Starts a search: returns its number, and releases the segments no search read for
     /// [`RELEASE_AFTER_SEARCHES`].
     pub(super) fn start_search(&self) -> u64 {
-        let mut state = crate::schema::lock(&self.state);
+        let mut state = crate::sync::lock(&self.state);
         state.searches += 1;
         let now = state.searches;
         state
@@ -133,12 +133,12 @@ impl ColumnCache {
         reader: &SegmentReader,
         names: &ColumnNames,
     ) -> Result<Arc<SegmentColumns>> {
-        if let Some((last, columns)) = crate::schema::lock(&self.state).segments.get_mut(&segment) {
+        if let Some((last, columns)) = crate::sync::lock(&self.state).segments.get_mut(&segment) {
             *last = search.max(*last);
             return Ok(columns.clone());
         }
         let opened = Arc::new(SegmentColumns::open(reader, segment, names)?);
-        let mut state = crate::schema::lock(&self.state);
+        let mut state = crate::sync::lock(&self.state);
         let (last, columns) = state
             .segments
             .entry(segment)
@@ -150,7 +150,7 @@ impl ColumnCache {
     /// How many segments are cached (for tests).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        crate::schema::lock(&self.state).segments.len()
+        crate::sync::lock(&self.state).segments.len()
     }
 }
 

@@ -369,7 +369,7 @@ impl tantivy::Warmer for ComponentWarmer {
             .map(|segment| open_segment_file(segment, &self.rule))
             .collect::<crate::Result<Vec<_>>>()
             .map_err(to_tantivy)?;
-        crate::schema::lock(&self.held).insert(
+        crate::sync::lock(&self.held).insert(
             searcher.generation().generation_id(),
             HeldSegments {
                 _metas: metas,
@@ -382,6 +382,6 @@ impl tantivy::Warmer for ComponentWarmer {
     fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
         let live: std::collections::HashSet<u64> =
             live_generations.iter().map(|g| g.generation_id()).collect();
-        crate::schema::lock(&self.held).retain(|id, _| live.contains(id));
+        crate::sync::lock(&self.held).retain(|id, _| live.contains(id));
     }
 }

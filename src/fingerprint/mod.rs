@@ -655,32 +655,5 @@ impl Hasher for IdentityHasher {
     }
 }
 
-/// Registers the scheme's analysis stage in `index` under [`SIMHASH_TOKENIZER_NAME`], so text
-/// fields can be indexed with the very analysis that fingerprints them.
-///
-/// The registered tokenizer also replays the tokens [`DedupWriter`](crate::DedupWriter) made
-/// when it signed a document, so a fingerprinted text field indexed with it is analysed once
-/// per document, not twice ([`crate::replay`]); any other text (queries, other documents) is
-/// analysed as usual.
-///
-/// Cost: one registration in the index's tokenizer manager (replacing any tokenizer already
-/// registered under that name); cannot fail.
-///
-/// ```
-/// use tantivy::schema::{Schema, TextFieldIndexing, TextOptions};
-/// use tantivy::Index;
-/// use tantivy_simhash::{register_tokenizer, Scheme, SIMHASH_TOKENIZER_NAME};
-///
-/// let mut builder = Schema::builder();
-/// let indexing = TextFieldIndexing::default().set_tokenizer(SIMHASH_TOKENIZER_NAME);
-/// builder.add_text_field("body", TextOptions::default().set_indexing_options(indexing));
-/// let index = Index::create_in_ram(builder.build());
-/// register_tokenizer(&index, &Scheme::default());
-/// assert!(index.tokenizers().get(SIMHASH_TOKENIZER_NAME).is_some());
-/// ```
-pub fn register_tokenizer(index: &tantivy::Index, scheme: &Scheme) {
-    crate::replay::register(index, scheme);
-}
-
 #[cfg(test)]
 mod tests;

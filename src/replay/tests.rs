@@ -1,6 +1,6 @@
 use super::*;
 use crate::fingerprint::{HanSegmentation, Normalization, SimhashTokenizer};
-use crate::schema::document_text;
+use crate::replay::document_text;
 use crate::signature::MatchRule;
 use proptest::prelude::*;
 use tantivy::schema::{Schema, TEXT};
@@ -86,7 +86,7 @@ fn staged_check_with(signer: &mut Signer, han: HanSegmentation, values: &[(bool,
     }
     let fields = [title, body];
     let analysis = analysis_id(&scheme);
-    let (sig, staged) = sign_and_stage(signer, analysis, &doc, &fields, &fields);
+    let (sig, staged) = sign_and_stage(signer, &Arc::default(), analysis, &doc, &fields, &fields);
     // The signature is the one of the joined text: exactly what `Signer::sign` gives.
     assert_eq!(sig, signer.sign(&document_text(&doc, &fields)));
     let (mut tokenizer, counters) = ReplayTokenizer::new(&scheme);
@@ -147,17 +147,12 @@ fn dropped_staged_tokens_return_their_buffers_to_the_signer() {
     let fields = [title, body];
     let mut signer = MatchRule::default().signer(&scheme);
     let analysis = analysis_id(&scheme);
-    let (_, staged) = sign_and_stage(&mut signer, analysis, &doc, &fields, &fields);
+    let staging = Arc::new(StagingPool::default());
+    let (_, staged) = sign_and_stage(&mut signer, &staging, analysis, &doc, &fields, &fields);
     assert!(staged.is_some());
-    assert_eq!(signer.staging_pool().0.lock().unwrap().len(), 0);
+    assert_eq!(staging.0.lock().unwrap().len(), 0);
     drop(staged);
-    let pooled = signer
-        .staging_pool()
-        .0
-        .lock()
-        .unwrap()
-        .pop()
-        .expect("buffers pooled");
+    let pooled = staging.0.lock().unwrap().pop().expect("buffers pooled");
     assert!(pooled.text.is_empty() && pooled.tokens.is_empty() && pooled.values.is_empty());
     assert!(pooled.text.capacity() > 0 && pooled.tokens.capacity() > 0);
     // Full pools and oversized buffers are not kept.
@@ -185,14 +180,35 @@ fn values_without_han_at_their_ends_are_all_replayed() {
     doc.add_text(body, "Second &amp; last");
     let fields = [title, body];
     let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(&scheme),
+        &doc,
+        &fields,
+        &fields,
+    );
     let staged = staged.expect("tokens staged");
     assert_eq!(staged.values.len(), 4);
     // Only the body is indexed with the replaying analyzer: only its values are staged.
-    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &[body]);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(&scheme),
+        &doc,
+        &fields,
+        &[body],
+    );
     assert_eq!(staged.expect("body staged").values.len(), 3);
     // Nothing replayable: nothing staged.
-    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &[]);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(&scheme),
+        &doc,
+        &fields,
+        &[],
+    );
     assert!(staged.is_none());
 }
 
@@ -208,7 +224,14 @@ fn a_han_run_across_values_is_cut_again_within_each() {
     doc.add_text(body, "plain");
     let fields = [title, body];
     let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(&scheme),
+        &doc,
+        &fields,
+        &fields,
+    );
     let staged = staged.expect("staged");
     assert_eq!(staged.values.len(), 3);
     let texts = |v: usize| -> Vec<&str> {
@@ -244,7 +267,14 @@ fn tokens_are_replayed_only_for_the_same_text_and_analysis() {
     doc.add_text(body, "some body text");
     let fields = [title, body];
     let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(&mut signer, analysis_id(&scheme), &doc, &fields, &fields);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(&scheme),
+        &doc,
+        &fields,
+        &fields,
+    );
     let doc = AnalyzedDocument::with_tokens(doc, staged);
     let _ = doc.iter_fields_and_values().count();
 

@@ -39,8 +39,14 @@ pub use shingles::Shingling;
 use crate::fingerprint::{
     Fingerprint, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
 };
-use crate::replay::{StagingPool, TokenLog};
-use std::sync::Arc;
+
+/// Where [`Signer::sign_logging`] records the tokens of the text it signs (text and byte
+/// offsets), for the index layer to hand to tantivy ([`crate::replay`]) without a second
+/// analysis. A trait, so this layer imports nothing from the index layer.
+pub(crate) trait TokenSink {
+    /// One token and its byte offsets in the signed text.
+    fn push(&mut self, token: &str, from: usize, to: usize);
+}
 
 /// The default bound on the candidates read per key (per segment, and in
 /// [`crate::DedupWriter`]'s table of uncommitted documents) by lookups, [`crate::NearDupQuery`]
@@ -85,9 +91,6 @@ pub struct Signer {
     builtin_offsets: bool,
     collector: ShingleCollector,
     bins: minhash::Bins,
-    /// Buffers for the tokens this signer stages for tantivy ([`crate::replay`]), back from
-    /// the documents tantivy has indexed.
-    staging: Arc<StagingPool>,
 }
 
 impl Signer {
@@ -104,7 +107,6 @@ impl Signer {
             ),
             collector: ShingleCollector::default(),
             bins: minhash::Bins::default(),
-            staging: Arc::default(),
         }
     }
 
@@ -125,14 +127,14 @@ impl Signer {
     /// [`Signer::sign`], also recording every token (text and byte offsets in `text`) in `log`,
     /// from the same analysis pass, so tantivy can index them without analysing again
     /// ([`crate::replay`]).
-    pub(crate) fn sign_logging(&mut self, text: &str, log: &mut TokenLog) -> Signature {
+    pub(crate) fn sign_logging(&mut self, text: &str, log: &mut dyn TokenSink) -> Signature {
         self.sign_with_tokens(text, Some(log)).0
     }
 
     fn sign_with_tokens(
         &mut self,
         text: &str,
-        mut log: Option<&mut TokenLog>,
+        mut log: Option<&mut dyn TokenSink>,
     ) -> (Signature, FingerprintKind) {
         // Lines matter only to chrome detection; most texts have no chrome shape and cost one
         // scan for a spaced separator.
@@ -178,11 +180,6 @@ impl Signer {
             },
             details.kind,
         )
-    }
-
-    /// The pool of the buffers this signer stages tokens in.
-    pub(crate) fn staging_pool(&self) -> &Arc<StagingPool> {
-        &self.staging
     }
 
     /// The built-in tokenizer's tokens of `text`, without signing ([`crate::replay`] cuts a
