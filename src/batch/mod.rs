@@ -87,12 +87,15 @@ mod components;
 mod graph;
 mod join;
 mod leaders;
+mod stream;
 
 pub(crate) use clusters::UnionFind;
 pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
+pub(crate) use stream::join as stream_join;
+pub use stream::PairJoin;
 
 /// The default hot-key bound of [`NearDupGraph`]: a key shared by more distinct signatures
 /// than this compares each only with the next this many (see the [module docs](self)).

@@ -210,4 +210,4 @@ impl Signer {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
