@@ -43,7 +43,13 @@
 //!
 //! Limits: everything is in memory on one machine (the signatures, about 170 bytes per live
 //! document, plus about 450 bytes per distinct signature during the join; at most `u32::MAX`
-//! documents); the join runs on one thread. Across machines the same join partitions by key
+//! documents); the join runs on one thread.
+//!
+//! [`PairJoin`] finds the same pairs without holding any signature: a streaming join over the
+//! segment component's sorted key tables, read in place, on all of rayon's threads, with hot
+//! block keys split exactly (Manku's sub-blocks) before the bound applies. `neardup pairs`
+//! uses it; prefer it for all pairs of a large index (memory: a merge step per thread and a
+//! window of pairs). Across machines the same join partitions by key
 //! (each key's bucket is independent): the Python package's `tantivy_simhash.dask` runs it on
 //! Dask (docs/DISTRIBUTED.md).
 //! [`pairs_in_memory`] is the pigeonhole join of plain fingerprints, without the rule.

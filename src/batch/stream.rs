@@ -325,12 +325,24 @@ pub(crate) fn join(
     let mut stats = PairStats::default();
     // A window of tasks at a time: memory is the window's pairs, the order the tasks'.
     let window = 4 * rayon::current_num_threads().max(1);
-    for chunk in tasks.chunks(window) {
-        let found: Vec<Result<Found>> = chunk.par_iter().map(|t| ctx.run(t)).collect();
-        for found in found {
-            let found = found?;
-            stats.add(found.stats);
-            emit(&found);
+    let blocks = rule.layout().num_keys();
+    for position_tasks in tasks.chunk_by(|a, b| a.position == b.position) {
+        let position = position_tasks[0].position;
+        // A band position's bits of every document, read in one sequential pass per segment
+        // (8 bytes a document, one position at a time), so that a run reads them from memory.
+        let bands = if position >= blocks {
+            let band = (position - blocks) as u32;
+            ctx.per_document(|segment, doc| segment.band(doc, rule.minhash(), band))
+        } else {
+            Vec::new()
+        };
+        for chunk in position_tasks.chunks(window) {
+            let found: Vec<Result<Found>> = chunk.par_iter().map(|t| ctx.run(t, &bands)).collect();
+            for found in found {
+                let found = found?;
+                stats.add(found.stats);
+                emit(&found);
+            }
         }
     }
     Ok(stats)
@@ -345,6 +357,10 @@ struct Context<'a> {
     cap: usize,
     /// Bits of each block key position's key in the fingerprint.
     block_masks: Vec<u64>,
+    /// Every document's fingerprint, per segment (0 without a signature): 8 bytes a document,
+    /// read in one sequential pass, so that runs compare fingerprints from memory instead of
+    /// a random read of the file per run member.
+    fingerprints: Vec<Vec<u64>>,
 }
 
 impl<'a> Context<'a> {
@@ -364,14 +380,36 @@ impl<'a> Context<'a> {
                     .fold(0u64, |m, b| m | (1 << b))
             })
             .collect();
-        Context {
+        let mut ctx = Context {
             segments,
             searcher,
             rule,
             max_distance,
             cap: cap.max(1),
             block_masks,
-        }
+            fingerprints: Vec::new(),
+        };
+        ctx.fingerprints = ctx.per_document(|segment, doc| segment.file().word(doc, 0));
+        ctx
+    }
+
+    /// `read(segment, doc)` for every document of every segment, in parallel over segments.
+    fn per_document(&self, read: impl Fn(&SegmentSignatures, u32) -> u64 + Sync) -> Vec<Vec<u64>> {
+        self.segments
+            .par_iter()
+            .map(|segment| {
+                (0..segment.max_doc())
+                    .map(|doc| read(segment, doc))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn fingerprint(&self, row: Row) -> u64 {
+        self.fingerprints[(row >> 32) as usize]
+            .get(row as u32 as usize)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The tasks: per key position, enough low bits of the key value that a residue holds
@@ -412,7 +450,7 @@ impl<'a> Context<'a> {
         tasks
     }
 
-    fn run(&self, task: &Task) -> Result<Found> {
+    fn run(&self, task: &Task, bands: &[Vec<u64>]) -> Result<Found> {
         let mut found = Found::default();
         let mut entries: Vec<(u64, Row)> = Vec::new();
         let mut scratch = Scratch::default();
@@ -449,7 +487,7 @@ impl<'a> Context<'a> {
                 if task.position < self.block_masks.len() {
                     self.block_run(task.position, run, &mut scratch, &mut found);
                 } else {
-                    self.band_run(task.position, run, &mut scratch, &mut found);
+                    self.band_run(task.position, run, bands, &mut scratch, &mut found);
                 }
             }
         }
@@ -464,11 +502,9 @@ impl<'a> Context<'a> {
     /// first shared block key is this one (identical fingerprints under the first position).
     fn block_run(&self, position: usize, run: &[(u64, Row)], s: &mut Scratch, found: &mut Found) {
         s.members.clear();
-        for &(_, row) in run {
-            if let Some(fp) = self.segment(row).fingerprint(row as u32) {
-                s.members.push((fp.0, row));
-            }
-        }
+        // Entries come from the tables, which hold documents with a signature only.
+        s.members
+            .extend(run.iter().map(|&(_, row)| (self.fingerprint(row), row)));
         s.members.sort_unstable();
         // Distinct fingerprints: (fingerprint, start, len) in `members`.
         s.groups.clear();
@@ -569,18 +605,24 @@ impl<'a> Context<'a> {
     /// A run of documents sharing the key of band `position - blocks`: the pairs beyond the
     /// simhash radius whose first shared band is this one and whose resemblance the rule
     /// accepts.
-    fn band_run(&self, position: usize, run: &[(u64, Row)], s: &mut Scratch, found: &mut Found) {
+    fn band_run(
+        &self,
+        position: usize,
+        run: &[(u64, Row)],
+        bands: &[Vec<u64>],
+        s: &mut Scratch,
+        found: &mut Found,
+    ) {
         let band = (position - self.block_masks.len()) as u32;
-        let config = self.rule.minhash();
         // (band bits, fingerprint, row): only documents with equal band bits share the band
         // (the key keeps `key_bits` of them).
         s.band_members.clear();
         for &(_, row) in run {
-            let segment = self.segment(row);
-            if let Some(fp) = segment.fingerprint(row as u32) {
-                let bits = segment.band(row as u32, config, band);
-                s.band_members.push((bits, fp.0, row));
-            }
+            let bits = bands[(row >> 32) as usize]
+                .get(row as u32 as usize)
+                .copied()
+                .unwrap_or(0);
+            s.band_members.push((bits, self.fingerprint(row), row));
         }
         s.band_members.sort_unstable();
         let members = std::mem::take(&mut s.band_members);

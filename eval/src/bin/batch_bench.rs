@@ -656,48 +656,76 @@ fn id_pairs(
     Ok((secs(t), pairs, per_sample))
 }
 
-/// The in-memory floor for the same rule on `threads` threads: the keys of every signature
-/// in memory; per key position a counting sort of (key, row) and the pairs of each run
-/// verified, each pair once (a simhash pair under its first shared block key, another match
-/// under its first shared band key). Signatures are regenerated from the corpus for
-/// verification (as cheap as reading them from memory). Returns seconds and pairs.
+/// The in-memory floor for the same rule on `threads` threads, as an expert writes it with
+/// every signature in memory (materialised before the clock starts): the full bits of every
+/// band (one column per band, 8 bytes a document each), then per key position a counting sort
+/// of (key, row) and the pairs of each run verified, each pair once: a simhash pair under its
+/// first shared block key, a resemblance match under its first shared band (its evidence's).
+/// Returns seconds and pairs.
 fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
     use rayon::prelude::*;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
     let n = corpus.fps.len();
-    let words = rule.minhash().sketch_words();
-    let positions = rule.keys_per_document();
-    let blocks = rule.layout().num_keys();
-    let k = rule.layout().max_distance();
+    let config = rule.minhash();
+    let words = config.sketch_words();
     let layout = rule.layout();
+    let blocks = layout.num_keys();
+    let bands = config.bands as usize;
+    let k = layout.max_distance();
+    let sigs: Vec<Signature> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| corpus.signature(i, words))
+            .collect()
+    });
+    let block_widths: Vec<u32> = (0..blocks)
+        .map(|p| {
+            layout
+                .key_range(p)
+                .map(|r| (r.end() - r.start()).count_ones())
+        })
+        .collect::<tantivy_simhash::Result<_>>()?;
+    let key_mask = (1u64 << config.key_bits) - 1;
     let t = Instant::now();
     let pairs = pool.install(|| {
-        // Keys, row-major: keys[row * positions + p].
-        let keys: Vec<u64> = (0..n)
+        let band_bits: Vec<Vec<u64>> = (0..bands)
             .into_par_iter()
-            .flat_map_iter(|i| {
-                let mut out = Vec::with_capacity(positions);
-                rule.keys_into(&corpus.signature(i, words), &mut out);
-                out.resize(positions, u64::MAX);
-                out
+            .map(|b| {
+                sigs.iter()
+                    .map(|s| s.sketch.band(config, b as u32))
+                    .collect()
             })
             .collect();
-        let key = |row: usize, p: usize| keys[row * positions + p];
-        (0..positions)
+        let fps: Vec<u64> = sigs.iter().map(|s| s.fingerprint.0).collect();
+        (0..blocks + bands)
             .into_par_iter()
             .map(|p| {
-                let width = if p < blocks {
-                    16
+                let (width, keyed): (u32, Vec<u64>) = if p < blocks {
+                    let keys = fps
+                        .iter()
+                        .map(|&fp| layout.key(p, Fingerprint(fp)).unwrap_or(0))
+                        .collect();
+                    (block_widths[p], keys)
                 } else {
-                    rule.minhash().key_bits
+                    // u64::MAX: no band keys (an empty sketch).
+                    let keys = (0..n)
+                        .map(|r| {
+                            if sigs[r].sketch.is_empty() {
+                                u64::MAX
+                            } else {
+                                band_bits[p - blocks][r] & key_mask
+                            }
+                        })
+                        .collect();
+                    (config.key_bits, keys)
                 };
                 let width = width.min(24);
-                let slot = |row: usize| (key(row, p) & ((1 << width) - 1)) as usize;
+                let slot = |row: usize| (keyed[row] & ((1 << width) - 1)) as usize;
                 let mut offsets = vec![0u32; (1 << width) + 1];
                 for row in 0..n {
-                    if key(row, p) != u64::MAX {
+                    if keyed[row] != u64::MAX {
                         offsets[slot(row) + 1] += 1;
                     }
                 }
@@ -707,7 +735,7 @@ fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
                 let mut next = offsets.clone();
                 let mut sorted = vec![0u32; offsets[offsets.len() - 1] as usize];
                 for row in 0..n {
-                    if key(row, p) != u64::MAX {
+                    if keyed[row] != u64::MAX {
                         let s = slot(row);
                         sorted[next[s] as usize] = row as u32;
                         next[s] += 1;
@@ -719,28 +747,25 @@ fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
                     for (x, &a) in run.iter().enumerate() {
                         for &b in &run[x + 1..] {
                             let (a, b) = (a as usize, b as usize);
-                            if key(a, p) != key(b, p) {
-                                continue; // a wider key that shares the slot
+                            if keyed[a] != keyed[b] {
+                                continue; // a key wider than the slot
                             }
-                            let (fa, fb) = (corpus.fps[a], corpus.fps[b]);
+                            let (fa, fb) = (fps[a], fps[b]);
                             let d = (fa ^ fb).count_ones();
                             if p < blocks {
-                                if d <= k
-                                    && layout.first_shared_key(Fingerprint(fa), Fingerprint(fb))
-                                        == Some(p)
-                                {
-                                    found += 1;
-                                }
+                                let first =
+                                    layout.first_shared_key(Fingerprint(fa), Fingerprint(fb));
+                                found += u64::from(d <= k && first == Some(p));
                                 continue;
                             }
-                            let first_band = (blocks..positions).find(|&q| key(a, q) == key(b, q));
-                            if d <= k || first_band != Some(p) {
+                            let band = p - blocks;
+                            if d <= k
+                                || band_bits[band][a] != band_bits[band][b]
+                                || (0..band).any(|q| band_bits[q][a] == band_bits[q][b])
+                            {
                                 continue;
                             }
-                            let (sa, sb) = (corpus.signature(a, words), corpus.signature(b, words));
-                            if rule.matches(&sa, &sb).is_some() {
-                                found += 1;
-                            }
+                            found += u64::from(rule.matches(&sigs[a], &sigs[b]).is_some());
                         }
                     }
                 }
