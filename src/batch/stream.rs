@@ -65,7 +65,7 @@ const MAX_PARTITION_BITS: u32 = 20;
 /// }
 /// writer.commit()?;
 ///
-/// let join = PairJoin::new(index.fields(), index.searcher()?.searcher())?;
+/// let join = PairJoin::new(index.fields(), &index.searcher()?)?;
 /// let mut pairs = Vec::new();
 /// let stats = join.for_each_id_pair(|p| {
 ///     pairs.push((p.a.min(p.b).to_string(), p.a.max(p.b).to_string(), p.evidence.distance()))
