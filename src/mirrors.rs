@@ -77,7 +77,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{is_han, Scheme};
+use crate::fingerprint::{is_han, IdentityHasher, Scheme};
 use crate::layout::BlockLayout;
 use crate::lookup::NearDupSearcher;
 use crate::schema::{document_text, NearDupIndex};
@@ -85,6 +85,7 @@ use crate::signature::{Evidence, MatchRule, RuleSpec, Signature, Signer};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use tantivy::schema::{FieldType, Value};
 use tantivy::tokenizer::TokenStream;
 use tantivy::{DocAddress, TantivyDocument};
@@ -601,14 +602,18 @@ struct ChromeCounts {
     /// Chrome removal is on (`chrome_min_pages >= 2`).
     strip: bool,
     min_pages: u32,
-    line_pages: HashMap<u64, u32>,
-    shingle_pages: HashMap<u64, u32>,
+    line_pages: HashedCounts,
+    shingle_pages: HashedCounts,
 }
+
+/// Counts by a key that is already an xxh3 hash: no second hashing (SipHash over these maps
+/// was a third of the mirror finder's time on natural-en).
+type HashedCounts = HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>;
 
 impl ChromeCounts {
     fn count(lines: &[Vec<Line>], min_pages: u32) -> ChromeCounts {
-        let mut line_pages: HashMap<u64, u32> = HashMap::new();
-        let mut shingle_pages: HashMap<u64, u32> = HashMap::new();
+        let mut line_pages = HashedCounts::default();
+        let mut shingle_pages = HashedCounts::default();
         let strip = min_pages >= 2;
         if strip {
             let mut seen_lines = Vec::new();

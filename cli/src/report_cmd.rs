@@ -6,7 +6,7 @@ use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
-use tantivy_simhash::report::{write_report, ReportOptions};
+use tantivy_simhash::store::ReportCaps;
 
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
@@ -32,30 +32,22 @@ pub(crate) struct ReportArgs {
 pub(crate) fn run(args: &ReportArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
     let started = Instant::now();
-    let searcher = store.index.lookups()?;
-    let options = ReportOptions {
+    let caps = ReportCaps {
         max_clusters_listed: args.max_clusters,
         detailed_clusters: args.detailed,
         members_per_cluster: args.members,
         max_text_bytes: args.max_text_bytes,
-        host_field: Some("host".into()),
-        title: format!("Near-duplicate review of {}", store.dir.display()),
     };
     let to_stdout = args.output.as_os_str() == "-";
-    let mut buffer = Vec::new();
-    let stats = write_report(&store.index, &searcher, &options, &mut buffer)?;
-    if to_stdout {
+    let stats = if to_stdout {
+        let (html, stats) = store.report(caps)?;
         let mut out = std::io::stdout().lock();
-        out.write_all(&buffer).map_err(Failure::from)?;
+        out.write_all(&html).map_err(Failure::from)?;
         out.flush().map_err(Failure::from)?;
+        stats
     } else {
-        std::fs::write(&args.output, &buffer).map_err(|e| {
-            Failure::Message(format!(
-                "cannot write {}: {e}; check the directory exists and is writable",
-                args.output.display()
-            ))
-        })?;
-    }
+        store.write_report_file(&args.output, caps)?
+    };
     super::eprintln_quiet(&format!(
         "{} documents, {} clusters ({} listed, {} with members and texts, {} member pairs \
          explained), {} mirror host pairs: {} bytes{} in {:.2} s",

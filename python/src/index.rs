@@ -491,6 +491,44 @@ impl Index {
         Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
     }
 
+    /// Writes the review report (the ``neardup report`` file) to ``path``: one self-contained
+    /// HTML file with the summary, histograms, the leader clusters largest first (paged,
+    /// filterable) and each carried member beside its leader with the differences
+    /// highlighted and the rule's evidence; mirror host pairs when documents have hosts.
+    /// ``max_clusters``, ``detailed``, ``members`` and ``max_text_bytes`` cap what it carries.
+    /// Returns a dict of what it wrote (``documents``, ``clusters``, ``clusters_listed``,
+    /// ``clusters_detailed``, ``pairs_shown``, ``mirror_pairs``, ``bytes``).
+    #[pyo3(signature = (path, *, max_clusters = 20_000, detailed = 300, members = 20, max_text_bytes = 20_000))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        max_clusters: usize,
+        detailed: usize,
+        members: usize,
+        max_text_bytes: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let store = self.store()?;
+        let caps = tantivy_simhash::store::ReportCaps {
+            max_clusters_listed: max_clusters,
+            detailed_clusters: detailed,
+            members_per_cluster: members,
+            max_text_bytes,
+        };
+        let stats = py
+            .detach(|| store.write_report_file(&path, caps))
+            .map_err(Failure::from)?;
+        let d = PyDict::new(py);
+        d.set_item("documents", stats.documents)?;
+        d.set_item("clusters", stats.clusters)?;
+        d.set_item("clusters_listed", stats.clusters_listed)?;
+        d.set_item("clusters_detailed", stats.clusters_detailed)?;
+        d.set_item("pairs_shown", stats.pairs_shown)?;
+        d.set_item("mirror_pairs", stats.mirror_pairs)?;
+        d.set_item("bytes", stats.bytes)?;
+        Ok(d.into_any().unbind())
+    }
+
     /// :meth:`explain` for two texts, signed with the index's scheme and rule.
     fn explain_texts(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<Py<PyAny>> {
         let store = self.store()?;

@@ -447,6 +447,26 @@ pub(crate) fn components<'py>(
     Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
 }
 
+/// Leader clustering of the graph whose edges are ``(a[i], b[i])`` (little-endian u64 buffers
+/// of equal length), nodes in numeric order as the input order: ``(nodes, labels)``, every
+/// node of a cluster of at least two (ascending) and its leader, the smallest earlier leader
+/// it has an edge to (the library's ``batch::edge_leaders``). The GIL is released meanwhile.
+#[pyfunction]
+pub(crate) fn leaders<'py>(
+    py: Python<'py>,
+    a: &[u8],
+    b: &[u8],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let a = u64s(a, "a")?;
+    let b = u64s(b, "b")?;
+    same_length(a.len(), b.len(), "a", "b")?;
+    let (nodes, labels) = py
+        .detach(|| tantivy_simhash::batch::edge_leaders(&a, &b))
+        .map_err(Failure::from)?;
+    let (nodes, labels) = (words_to_bytes(&nodes), words_to_bytes(&labels));
+    Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
+}
+
 /// Signature columns as buffers, read on demand.
 struct Columns<'a> {
     fps: Vec<u64>,
@@ -614,5 +634,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Signature>()?;
     m.add_class::<Evidence>()?;
     m.add_function(wrap_pyfunction!(components, m)?)?;
+    m.add_function(wrap_pyfunction!(leaders, m)?)?;
     Ok(())
 }

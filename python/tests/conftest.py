@@ -56,6 +56,21 @@ def components(ids, pairs) -> list:
     return sorted(sorted(g) for g in groups.values() if len(g) >= 2)
 
 
+def leader_clusters(ids, pairs) -> list:
+    """Brute-force leader clustering: in the order of ``ids``, each joins the first earlier
+    leader it is paired with, else leads. Returns (leader, members in input order) lists."""
+    paired = {frozenset((a, b)) for a, b, *_ in pairs}
+    leaders = []
+    for i in ids:
+        for leader, members in leaders:
+            if frozenset((leader, i)) in paired:
+                members.append(i)
+                break
+        else:
+            leaders.append((i, [i]))
+    return sorted((leader, members) for leader, members in leaders if len(members) >= 2)
+
+
 @pytest.fixture(scope="session")
 def neardup() -> str:
     """The `neardup` binary: $NEARDUP, else the one `cargo test --release` builds (found up to

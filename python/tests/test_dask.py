@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster
 
-from conftest import CORPUS, components, document_text
+from conftest import CORPUS, components, document_text, leader_clusters
 from tantivy_simhash import Rule
 from tantivy_simhash import dask as tsd
 from tantivy_simhash.dask_bench import synthetic_partition
@@ -112,7 +112,7 @@ def test_the_bounded_pipeline_equals_the_single_machine_join(client, mixed_corpu
 
 def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, mixed_corpus, brute_force, tmp_path):
     ids = mixed_corpus["id"].tolist()
-    summary = tsd.deduplicate(as_dask(mixed_corpus), str(tmp_path), max_postings_per_key=None)
+    summary = tsd.deduplicate(as_dask(mixed_corpus), str(tmp_path), max_postings_per_key=None, mode="components")
     pairs = pq.read_table(tmp_path / "pairs").to_pandas()
     clusters = pq.read_table(tmp_path / "clusters").to_pandas()
 
@@ -138,6 +138,28 @@ def test_deduplicate_writes_the_pairs_and_the_clusters_as_parquet(client, mixed_
     assert summary["pairs"] == len(expected_pairs)
     assert summary["clusters"] == len(groups)
     assert summary["clustered"] == sum(len(g) for g in groups)
+
+
+def test_deduplicate_by_leader_equals_leader_clustering_of_the_brute_force_pairs(client, mixed_corpus, brute_force, tmp_path):
+    """The default mode: in input order each document joins the first earlier leader it is
+    paired with (brute force over the oracle's pairs), else leads; a document alone names
+    itself."""
+    ids = mixed_corpus["id"].tolist()
+    summary = tsd.deduplicate(as_dask(mixed_corpus), str(tmp_path), max_postings_per_key=None)
+    clusters = pq.read_table(tmp_path / "clusters").to_pandas()
+    oracle = leader_clusters(ids, [(ids[i], ids[j]) for i, j in brute_force])
+    expected = {i: i for i in ids}
+    for leader, members in oracle:
+        for member in members:
+            expected[member] = leader
+    assert dict(zip(clusters.id, clusters.cluster)) == expected
+    assert summary["clusters"] == len(oracle) > 100
+    assert summary["clustered"] == sum(len(m) for _, m in oracle)
+    # Leaders do not chain: the largest component is larger than the largest leader cluster.
+    groups = components(ids, [(ids[i], ids[j], 0) for i, j in brute_force])
+    assert max(len(g) for g in groups) > max(len(m) for _, m in oracle)
+    with pytest.raises(ValueError, match="components"):
+        tsd.deduplicate(as_dask(mixed_corpus), str(tmp_path / "x"), mode="chains")
     # Texts without tokens have only their 4 simhash block keys.
     empty = sum(1 for t in mixed_corpus.text if Rule().sign(t).keys.__len__() == 4)
     assert empty >= 2
@@ -155,6 +177,22 @@ def test_bad_input_is_refused_with_the_reason(client, mixed_corpus):
     missing = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["some text", None]}), npartitions=1)
     with pytest.raises(ValueError, match="document 'b' has no 'text' value"):
         tsd.signatures(missing).compute()
+
+
+def test_leaders_equal_a_python_leader_clustering():
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 300, 400, dtype=np.uint64) * np.uint64(1 << 33)
+    b = rng.integers(0, 300, 400, dtype=np.uint64) * np.uint64(1 << 33)
+    from tantivy_simhash import leaders
+
+    nodes, labels = leaders(a.astype("<u8").tobytes(), b.astype("<u8").tobytes())
+    got = dict(zip(np.frombuffer(nodes, "<u8").tolist(), np.frombuffer(labels, "<u8").tolist()))
+    ids = sorted(set(a.tolist()) | set(b.tolist()))
+    oracle = leader_clusters(ids, [(int(x), int(y)) for x, y in zip(a, b) if x != y])
+    assert got == {m: leader for leader, members in oracle for m in members}
+    assert len(oracle) > 10
+    with pytest.raises(ValueError):
+        leaders(b"\0" * 8, b"")
 
 
 def test_components_equal_a_python_union_find():
@@ -181,7 +219,8 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
     from tantivy_simhash import Index
 
     docs = pd.DataFrame({"id": [d["id"] for d in corpus], "text": [document_text(d) for d in corpus]})
-    tsd.deduplicate(dd.from_pandas(docs, npartitions=4, sort=False), str(tmp_path), max_postings_per_key=None)
+    docs = dd.from_pandas(docs, npartitions=4, sort=False)
+    tsd.deduplicate(docs, str(tmp_path), max_postings_per_key=None, mode="components")
     pairs = pq.read_table(tmp_path / "pairs").to_pandas()
     clusters = pq.read_table(tmp_path / "clusters").to_pandas()
     found = {}
@@ -205,6 +244,20 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
         py = {tuple(sorted((a, b))): (d, None if r is None else round(r, 5)) for a, b, d, r in index.pairs()}
         assert found == py
         assert found_clusters == sorted(sorted(c.members) for c in index.clusters(mode="components"))
+
+    # By leader (the default): the index's leader clusters exactly, leader ids and members (the
+    # index's input order is the corpus order, as the rows').
+    tsd.deduplicate(docs, str(tmp_path / "leader"))
+    by_leader = pq.read_table(tmp_path / "leader" / "clusters").to_pandas()
+    groups = {}
+    for i, c in zip(by_leader.id, by_leader.cluster):
+        groups.setdefault(c, []).append(i)
+    position = {d["id"]: n for n, d in enumerate(corpus)}
+    found_leaders = sorted((c, sorted(m, key=position.get)) for c, m in groups.items() if len(m) >= 2)
+    with Index.open(py_index_path) as index:
+        assert found_leaders == sorted((c.leader, c.members) for c in index.clusters())
+    out = run_cli(neardup, "clusters", str(cli_index), "-n", "0", "--json").stdout
+    assert found_leaders == sorted((c["cluster"], c["members"]) for c in json_lines(out))
 
 
 def test_the_lean_shuffle_is_exact_with_other_partition_counts(client, mixed_corpus, brute_force):
@@ -241,14 +294,17 @@ def test_distributed_components_equal_a_python_union_find(client):
 
 
 def test_deduplicate_clusters_on_the_workers_equal_the_client_join(client, mixed_corpus, tmp_path):
-    """``client_max_edges=0`` sends the clusters to the workers: the same Parquet output."""
+    """``client_max_edges=0`` sends the clusters to the workers: the same Parquet output, by
+    leader and as components."""
     docs = as_dask(mixed_corpus)
-    outputs = []
-    for limit, name in ((tsd.DEFAULT_CLIENT_MAX_EDGES, "client"), (0, "workers")):
-        summary = tsd.deduplicate(docs, str(tmp_path / name), client_max_edges=limit)
-        clusters = pq.read_table(tmp_path / name / "clusters").to_pandas()
-        pairs = pq.read_table(tmp_path / name / "pairs").to_pandas()
-        outputs.append((summary["pairs"], summary["clusters"], summary["clustered"],
-                        dict(zip(clusters.id, clusters.cluster)), set(zip(pairs.id_a, pairs.id_b))))
-    assert outputs[0] == outputs[1]
-    assert outputs[0][1] > 100
+    for mode in ("leader", "components"):
+        outputs = []
+        for limit, name in ((tsd.DEFAULT_CLIENT_MAX_EDGES, "client"), (0, "workers")):
+            out = tmp_path / mode / name
+            summary = tsd.deduplicate(docs, str(out), client_max_edges=limit, mode=mode)
+            clusters = pq.read_table(out / "clusters").to_pandas()
+            pairs = pq.read_table(out / "pairs").to_pandas()
+            outputs.append((summary["pairs"], summary["clusters"], summary["clustered"],
+                            dict(zip(clusters.id, clusters.cluster)), set(zip(pairs.id_a, pairs.id_b))))
+        assert outputs[0] == outputs[1]
+        assert outputs[0][1] > 100

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from conftest import brute_force_pairs, components, document_text, popcount
+from conftest import brute_force_pairs, components, document_text, leader_clusters, popcount
 from tantivy_simhash import Index, Scheme
 
 
@@ -31,21 +31,6 @@ def test_pairs_follow_the_match_rule(py_index_path, fingerprints):
                 assert a < b and d == popcount(fingerprints[a] ^ fingerprints[b]) > k
                 assert 0.55 <= r <= 1.0
         assert set(index.pairs()) == set(index.pairs(k=3))
-
-
-def leader_clusters(ids, pairs) -> list:
-    """Brute-force leader clustering: in the order of ``ids``, each joins the first earlier
-    leader it is paired with, else leads. Returns (leader, members in input order) lists."""
-    paired = {frozenset((a, b)) for a, b, *_ in pairs}
-    leaders = []
-    for i in ids:
-        for leader, members in leaders:
-            if frozenset((leader, i)) in paired:
-                members.append(i)
-                break
-        else:
-            leaders.append((i, [i]))
-    return sorted((leader, members) for leader, members in leaders if len(members) >= 2)
 
 
 def test_clusters_by_leader_equal_brute_force(py_index_path, corpus):
@@ -507,3 +492,38 @@ def test_explain_agrees_with_pairs_and_the_cli(py_index_path, corpus, neardup):
         assert texts["verdict"] == {"match": "simhash", "distance": 0}
         with pytest.raises(ValueError, match="nope"):
             index.explain(a, "nope")
+
+
+def test_report_lists_the_leader_clusters_and_their_members(py_index_path, corpus, tmp_path):
+    """``report`` writes one self-contained HTML file whose clusters are those of
+    :meth:`clusters` (ids, sizes, leaders, largest first) and whose carried members are each
+    cluster's first members after the leader, capped as asked."""
+    import json
+    import re
+
+    path = tmp_path / "report.html"
+    with Index.open(py_index_path) as index:
+        clusters = index.clusters()
+        stats = index.report(path, detailed=5, members=3)
+    html = path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and stats["bytes"] == len(html.encode("utf-8"))
+    assert not re.search(r"""(src|href)=["']?https?:""", html), "the report must not load anything"
+    data = json.loads(
+        re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S)
+        .group(1)
+        .replace("<\\/", "</")
+    )
+    assert data["summary"]["documents"] == stats["documents"] == len(corpus)
+    assert stats["clusters"] == len(clusters) > 5
+    assert [(c["id"], c["size"]) for c in data["clusters"]] == [(c.id, len(c)) for c in clusters]
+    assert stats["clusters_detailed"] == len(data["details"]) == 5
+    shown = 0
+    for cluster, detail in zip(clusters, data["details"]):
+        assert detail["leader"]["id"] == cluster.leader == cluster.id
+        followers = [m for m in cluster.members if m != cluster.leader]
+        assert [m["doc"]["id"] for m in detail["members"]] == followers[:3]
+        assert detail["more"] == max(len(followers) - 3, 0)
+        shown += len(detail["members"])
+    assert stats["pairs_shown"] == shown
+    with Index.open(py_index_path) as index, pytest.raises(ValueError, match="cannot write the report"):
+        index.report(tmp_path / "no" / "such" / "report.html")

@@ -15,7 +15,7 @@
 
 use super::clusters::{ClusterMode, Clusters};
 use super::graph::NearDupGraph;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl NearDupGraph {
     /// The clusters of at least two documents, by leader ([`ClusterMode::Leader`], the
@@ -171,5 +171,127 @@ impl NearDupGraph {
             stats,
             ClusterMode::Leader,
         ))
+    }
+}
+
+/// Leader clustering of the graph whose edges are `(a[i], b[i])`, for pairs found elsewhere
+/// (the Python package's Dask pipeline): the nodes' numeric order is the input order, and in
+/// it a node joins the cluster of the smallest earlier leader it has an edge to, otherwise it
+/// leads (as [`NearDupGraph::clusters`] does with documents). Returns `(nodes, labels)`: every
+/// node of a cluster of at least two, ascending, and its leader (a leader is its own label).
+/// A node whose edges all go to later nodes that joined earlier leaders is alone, so left out.
+/// Self-loops are ignored. Cost: a sort of the nodes and one of the edges by their later end
+/// (16 bytes per edge and 12 per node besides the input).
+///
+/// Errors with [`Error::InvalidConfig`] when `a` and `b` differ in length or hold more than
+/// `u32::MAX` distinct nodes.
+///
+/// ```
+/// use tantivy_simhash::batch::edge_leaders;
+/// // A chain 1~2~3: 1 leads {1, 2}; 3 matches only 2, no leader, and is alone.
+/// let (nodes, labels) = edge_leaders(&[1, 2, 7], &[2, 3, 1])?;
+/// assert_eq!(nodes, [1, 2, 7]);
+/// assert_eq!(labels, [1, 1, 1]);
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+pub fn edge_leaders(a: &[u64], b: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+    if a.len() != b.len() {
+        return Err(Error::InvalidConfig(format!(
+            "edge lists of {} and {} ends; expected one end in each per edge",
+            a.len(),
+            b.len()
+        )));
+    }
+    let mut nodes: Vec<u64> = a.iter().chain(b).copied().collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    if u32::try_from(nodes.len()).is_err() {
+        return Err(Error::InvalidConfig(format!(
+            "{} distinct nodes; at most {} fit: split the edges",
+            nodes.len(),
+            u32::MAX
+        )));
+    }
+    // Every end is in `nodes`, so the search finds it; positions fit u32 (checked above).
+    let index = |x: u64| nodes.binary_search(&x).unwrap_or(0) as u32;
+    // Each edge as (later end, earlier end), by position: sorted, the earlier neighbours of
+    // every node come together, after those of every earlier node.
+    let mut earlier: Vec<(u32, u32)> = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x != y)
+        .map(|(&x, &y)| {
+            let (i, j) = (index(x), index(y));
+            (i.max(j), i.min(j))
+        })
+        .collect();
+    earlier.sort_unstable();
+    let mut leader_of: Vec<u32> = (0..nodes.len() as u32).collect();
+    for run in earlier.chunk_by(|x, y| x.0 == y.0) {
+        let node = run[0].0;
+        if let Some(&(_, l)) = run.iter().find(|&&(_, h)| leader_of[h as usize] == h) {
+            leader_of[node as usize] = l;
+        }
+    }
+    let mut size = vec![0u32; nodes.len()];
+    for &l in &leader_of {
+        size[l as usize] += 1;
+    }
+    Ok(nodes
+        .iter()
+        .zip(&leader_of)
+        .filter(|&(_, &l)| size[l as usize] >= 2)
+        .map(|(&n, &l)| (n, nodes[l as usize]))
+        .unzip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Leader clustering by its definition: for each node in order, the earlier nodes that
+    /// lead and share an edge with it; the smallest one, else itself.
+    fn reference(a: &[u64], b: &[u64]) -> BTreeMap<u64, u64> {
+        let nodes: std::collections::BTreeSet<u64> = a.iter().chain(b).copied().collect();
+        let mut leader: BTreeMap<u64, u64> = BTreeMap::new();
+        for &n in &nodes {
+            let l = nodes
+                .iter()
+                .filter(|&&m| m < n && leader[&m] == m)
+                .find(|&&m| {
+                    a.iter()
+                        .zip(b)
+                        .any(|(&x, &y)| (x, y) == (m, n) || (x, y) == (n, m))
+                })
+                .copied()
+                .unwrap_or(n);
+            leader.insert(n, l);
+        }
+        let mut size: BTreeMap<u64, usize> = BTreeMap::new();
+        for &l in leader.values() {
+            *size.entry(l).or_default() += 1;
+        }
+        leader.retain(|_, l| size[l] >= 2);
+        leader
+    }
+
+    #[test]
+    fn leaders_match_the_definition() {
+        let mut rng = crate::test_rng::Rng(5);
+        for _ in 0..300 {
+            let n = 1 + rng.below(30);
+            let edges = rng.below(50) as usize;
+            let a: Vec<u64> = (0..edges).map(|_| rng.below(n) * 1000 + 7).collect();
+            let b: Vec<u64> = (0..edges).map(|_| rng.below(n) * 1000 + 7).collect();
+            let (nodes, labels) = edge_leaders(&a, &b).unwrap();
+            let want = reference(&a, &b);
+            assert_eq!(nodes, want.keys().copied().collect::<Vec<_>>());
+            assert_eq!(labels, want.values().copied().collect::<Vec<_>>());
+        }
+        assert!(matches!(
+            edge_leaders(&[1, 2], &[3]),
+            Err(Error::InvalidConfig(_))
+        ));
     }
 }

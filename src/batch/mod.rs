@@ -100,6 +100,7 @@ pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
+pub use leaders::edge_leaders;
 pub(crate) use stream::join as stream_join;
 pub use stream::PairJoin;
 

@@ -21,7 +21,7 @@ mod reports;
 mod search;
 
 pub use ingest::{outcome_name, IngestCounts};
-pub use reports::{largest_clusters, mirrors, GroupSize, Mirrors};
+pub use reports::{largest_clusters, mirrors, GroupSize, Mirrors, ReportCaps};
 pub use search::{
     similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
     WIDE_WINDOW,

@@ -1,11 +1,14 @@
 //! What a store holds, as both front ends report it: the largest clusters of the
-//! near-duplicate graph, the largest groups tagged while indexing, and the mirror hosts.
+//! near-duplicate graph, the largest groups tagged while indexing, the mirror hosts and the
+//! review report.
 
 use super::Store;
 use crate::batch::{Cluster, Clusters};
 use crate::error::{Error, Result};
 use crate::mirrors::{HostPair, MirrorConfig, MirrorFinder, MirrorReport};
+use crate::report::{write_report, ReportOptions, ReportStats};
 use std::collections::HashMap;
+use std::path::Path;
 
 /// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most
 /// `limit` of them (0: all), and how many there are before that cut. Cost: a sort.
@@ -117,4 +120,63 @@ pub fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Mirrors> 
         report,
         pairs,
     })
+}
+
+/// What a store's review report embeds (see [`ReportOptions`]); the host field and the title
+/// are the store's.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportCaps {
+    /// Clusters listed, largest first.
+    pub max_clusters_listed: usize,
+    /// Clusters whose members and texts the file carries.
+    pub detailed_clusters: usize,
+    /// Members carried per detailed cluster, besides its leader.
+    pub members_per_cluster: usize,
+    /// Bytes of each text carried.
+    pub max_text_bytes: usize,
+}
+
+impl Default for ReportCaps {
+    /// Those of [`ReportOptions::default`].
+    fn default() -> Self {
+        let o = ReportOptions::default();
+        ReportCaps {
+            max_clusters_listed: o.max_clusters_listed,
+            detailed_clusters: o.detailed_clusters,
+            members_per_cluster: o.members_per_cluster,
+            max_text_bytes: o.max_text_bytes,
+        }
+    }
+}
+
+impl Store {
+    /// The review report of the store ([`write_report`], hosts from field `host`), as the
+    /// bytes of one HTML file, and what it holds. Cost and errors: those of [`write_report`].
+    pub fn report(&self, caps: ReportCaps) -> Result<(Vec<u8>, ReportStats)> {
+        let options = ReportOptions {
+            max_clusters_listed: caps.max_clusters_listed,
+            detailed_clusters: caps.detailed_clusters,
+            members_per_cluster: caps.members_per_cluster,
+            max_text_bytes: caps.max_text_bytes,
+            host_field: Some("host".into()),
+            title: format!("Near-duplicate review of {}", self.dir.display()),
+        };
+        let mut html = Vec::new();
+        let stats = write_report(&self.index, &self.index.lookups()?, &options, &mut html)?;
+        Ok((html, stats))
+    }
+
+    /// [`Store::report`] written to the file `path`. Errors: [`Error::Request`] naming the
+    /// file when it cannot be written; those of [`Store::report`].
+    pub fn write_report_file(&self, path: &Path, caps: ReportCaps) -> Result<ReportStats> {
+        let (html, stats) = self.report(caps)?;
+        std::fs::write(path, &html).map_err(|e| {
+            Error::Request(format!(
+                "cannot write the report to {}: {e}; check that its directory exists and is \
+                 writable",
+                path.display()
+            ))
+        })?;
+        Ok(stats)
+    }
 }

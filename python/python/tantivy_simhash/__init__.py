@@ -49,6 +49,7 @@ from ._native import (
     Writer,
     components,
     distance,
+    leaders,
 )
 
 __all__ = [
@@ -68,4 +69,5 @@ __all__ = [
     "Writer",
     "components",
     "distance",
+    "leaders",
 ]

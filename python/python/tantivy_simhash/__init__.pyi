@@ -268,6 +268,16 @@ class Index:
         """Leader clusters (``mode="components"``: connected components), largest first."""
     def explain(self, a: str, b: str) -> Dict[str, Any]:
         """Why documents ``a`` and ``b`` are near-duplicates, or why not (``neardup explain --json``)."""
+    def report(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        max_clusters: int = 20000,
+        detailed: int = 300,
+        members: int = 20,
+        max_text_bytes: int = 20000,
+    ) -> Dict[str, int]:
+        """Writes the review report (one self-contained HTML file) to ``path``."""
     def explain_texts(self, a: str, b: str) -> Dict[str, Any]:
         """:meth:`explain` for two texts."""
     def mirrors(self, *, host: Optional[str] = None, all: bool = False) -> List[HostPair]:
@@ -380,3 +390,9 @@ def components(a: bytes, b: bytes) -> Tuple[bytes, bytes]:
     """Connected components of the edges ``(a[i], b[i])`` (u64 buffers): ``(nodes, labels)``,
     each node once, ascending, and the smallest node of its component. ``ValueError`` when the
     buffers differ in length or are not whole u64s."""
+
+def leaders(a: bytes, b: bytes) -> Tuple[bytes, bytes]:
+    """Leader clusters of the edges ``(a[i], b[i])`` (u64 buffers), the nodes' numeric order
+    being the input order: ``(nodes, labels)``, every node of a cluster of at least two,
+    ascending, and its leader (the smallest earlier leader it has an edge to; a leader is its
+    own label). ``ValueError`` when the buffers differ in length or are not whole u64s."""

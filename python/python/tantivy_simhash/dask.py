@@ -20,10 +20,14 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
    second row, where ``MatchRule::matches`` decides each with both signatures at hand: a
    document's signature crosses the network once per distinct candidate it is the first row
    of, never with its postings;
-5. **clusters**: each partition of pairs is reduced to a spanning forest (union-find in Rust);
-   up to ``client_max_edges`` forest edges the client joins them by union-find, beyond it
-   :func:`distributed_components` (large-star / small-star) does it on the workers; the ids of
-   pairs and cluster leaders are joined by row the same way.
+5. **clusters**: by leader (the default, as the index's ``clusters()``): in input order a
+   document joins the first earlier leader it matches, else leads; up to ``client_max_edges``
+   pairs the client walks them in Rust, beyond it each connected component is walked on a
+   worker. As connected components (``mode="components"``): each partition of pairs is reduced
+   to a spanning forest (union-find in Rust); up to ``client_max_edges`` forest edges the
+   client joins them by union-find, beyond it :func:`distributed_components` (large-star /
+   small-star) does it on the workers. The ids of pairs and cluster leaders are joined by row
+   the same way.
 
 With a hot-key bound (``max_postings_per_key=m``) the pipeline takes the **key-group path**
 instead, which reproduces the bounded single-machine join (``signature::pairs_in_key_group``):
@@ -35,8 +39,8 @@ shared key's postings.
 
 Results (:func:`deduplicate`) are Parquet datasets: ``pairs`` (``id_a, id_b, distance,
 resemblance, band``; ``band`` is -1 when the simhash branch matched) and ``clusters`` (``id,
-cluster``: every document, ``cluster`` the id of the first document of its component in input
-order, a document's own id when it matches nothing).
+cluster``: every document, ``cluster`` the id of its leader, or with ``mode="components"`` of
+the first document of its component in input order; a document's own id when it is alone).
 
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
 postings (224 bytes a document) plus, per distinct candidate pair, 16 bytes to its first row and
@@ -69,7 +73,7 @@ import pandas as pd
 import dask
 import dask.dataframe as dd
 
-from ._native import Rule, components, lean_band_candidates, lean_block_candidates, lean_postings, lean_verify
+from ._native import Rule, components, leaders, lean_band_candidates, lean_block_candidates, lean_postings, lean_verify
 
 __all__ = [
     "DEFAULT_MAX_POSTINGS_PER_KEY",
@@ -80,6 +84,7 @@ __all__ = [
     "cluster_labels",
     "component_frame",
     "distributed_components",
+    "leader_frame",
     "deduplicate",
 ]
 
@@ -619,6 +624,39 @@ def component_frame(
     return distributed_components(forest_edges, npartitions=pairs.npartitions, shuffle_method=shuffle_method)
 
 
+def _leader_partition(part: pd.DataFrame) -> pd.DataFrame:
+    a = part["row_a"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
+    b = part["row_b"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
+    nodes, labels = leaders(a, b)
+    return pd.DataFrame({"row": _u64(nodes), "label": _u64(labels)})
+
+
+def leader_frame(
+    pairs: dd.DataFrame,
+    *,
+    client_max_edges: int = DEFAULT_CLIENT_MAX_EDGES,
+    shuffle_method: Optional[str] = None,
+) -> dd.DataFrame:
+    """The leader clusters of ``pairs`` (:func:`find_pairs`) as a Dask DataFrame ``row,
+    label``: in input order (rows), a document joins the cluster of the first earlier leader it
+    matches directly, otherwise it leads one (the index's ``clusters()``), so every member
+    matches its leader and no chain a~b~c puts c with a. Every row of a cluster of two or more,
+    labelled with its leader's row. When there are at most ``client_max_edges`` pairs the
+    client walks them (16 bytes per pair); beyond, the pairs are grouped by connected component
+    (:func:`component_frame`: a component's leaders depend on its own pairs only) and each
+    partition of components is walked on a worker: one more shuffle of the pairs."""
+    edges = pairs[["row_a", "row_b"]]
+    if int(edges.shape[0].compute()) <= client_max_edges:
+        frame = _leader_partition(edges.compute())
+        return dd.from_pandas(frame, npartitions=max(1, min(pairs.npartitions, len(frame) // 100_000 + 1)), sort=False)
+    labels = component_frame(pairs, client_max_edges=client_max_edges, shuffle_method=shuffle_method)
+    by_component = edges.merge(labels.rename(columns={"row": "row_a", "label": "component"}), on="row_a", how="inner")
+    grouped = by_component.shuffle(
+        on="component", npartitions=pairs.npartitions, shuffle_method=shuffle_method, ignore_index=True
+    )
+    return grouped.map_partitions(_leader_partition, meta=_LABEL_META)
+
+
 def _with_part(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return frame.assign(part=(frame[column].to_numpy(dtype=np.uint64) >> np.uint64(_ROW_SHIFT)).astype(np.int32))
 
@@ -661,21 +699,27 @@ def deduplicate(
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
     client_max_edges: int = DEFAULT_CLIENT_MAX_EDGES,
+    mode: str = "leader",
 ) -> Dict[str, Any]:
     """The whole pipeline: signs ``docs``, finds every matching pair (:func:`find_pairs`), its
-    clusters (:func:`component_frame`), and writes two Parquet datasets under ``out`` (a path or
-    URL Dask can write): ``out/pairs`` (``id_a, id_b, distance, resemblance, band``) and
-    ``out/clusters`` (``id, cluster`` for every document; ``cluster`` is the id of the first
-    document of its component in input order). Returns a summary dict: ``documents``,
-    ``pairs``, ``clustered`` (documents with a pair), ``clusters`` (components of two or more),
+    clusters (``mode="leader"``, the default: :func:`leader_frame`, the index's leader clusters;
+    ``mode="components"``: :func:`component_frame`, connected components), and writes two
+    Parquet datasets under ``out`` (a path or URL Dask can write): ``out/pairs`` (``id_a, id_b,
+    distance, resemblance, band``) and ``out/clusters`` (``id, cluster`` for every document;
+    ``cluster`` is the id of its leader, or of the first document of its component in input
+    order; a document alone is its own). Returns a summary dict: ``documents``, ``pairs``,
+    ``clustered`` (documents in a cluster of two or more), ``clusters`` (clusters of two or more),
     ``hot_keys`` (0 without a bound), ``postings`` (rows shuffled on key),
     ``posting_column_bytes`` (the bytes of their columns) and ``seconds`` (wall time of the
     stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are
-    reported per document either way). ``client_max_edges``: see :func:`component_frame`.
+    reported per document either way). ``client_max_edges``: see :func:`leader_frame` and
+    :func:`component_frame`. Raises ``ValueError`` for another ``mode``.
 
     The signatures and the pairs are persisted on the workers while it runs (24 + 256 bytes
     per document, 28 per pair); the client holds the clusters' forest edges when they are at
     most ``client_max_edges`` (16 bytes each), else nothing of the size of the corpus."""
+    if mode not in ("leader", "components"):
+        raise ValueError(f'mode={mode!r}; expected "leader" or "components"')
     clock = time.perf_counter()
     seconds = {}
 
@@ -692,11 +736,9 @@ def deduplicate(
     )
     pairs = _settled(pairs.persist())
     lap("pairs")
-    # The clusters (a `mode` of clustering other than connected components would plug in here:
-    # anything that maps the pairs to a frame of row -> label row).
-    labels = _settled(
-        component_frame(pairs, client_max_edges=client_max_edges, shuffle_method=shuffle_method).persist()
-    )
+    # The clusters: a frame of row -> label row for every document of a cluster of two or more.
+    cluster_frame = leader_frame if mode == "leader" else component_frame
+    labels = _settled(cluster_frame(pairs, client_max_edges=client_max_edges, shuffle_method=shuffle_method).persist())
     n = sigs.npartitions
     id_meta = sigs["id"]._meta
     labelled = _route(labels.map_partitions(_with_part, "label", meta=_LABEL_META.assign(part=np.int32(0))[:0]),
