@@ -164,8 +164,22 @@ pub(crate) fn clusters_in(
     mode: ClusterMode,
     out: &mut Out,
 ) -> CliResult<()> {
-    let graph = graph(store, k)?;
-    let clusters = graph.clusters_by(mode)?;
+    // Connected components come from the streaming join (no signature gathered); leader
+    // clusters need the input order over the whole graph.
+    let (clusters, rule, max_distance) = match mode {
+        ClusterMode::Components => {
+            let join = pair_join(store, k)?;
+            (join.components()?, join.rule().clone(), join.max_distance())
+        }
+        ClusterMode::Leader => {
+            let graph = graph(store, k)?;
+            (
+                graph.clusters_by(mode)?,
+                graph.rule().clone(),
+                graph.max_distance(),
+            )
+        }
+    };
     warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
     let (sorted, total) = store::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
@@ -178,13 +192,13 @@ pub(crate) fn clusters_in(
                 ClusterMode::Leader => "each matching its leader (the first added) by the rule",
                 ClusterMode::Components => "linked by chains of pairs by the rule",
             },
-            rule_text(graph.rule(), graph.max_distance()),
+            rule_text(&rule, max_distance),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;
     }
     for c in sorted {
-        print_cluster(store, graph.searcher(), c, members, out)?;
+        print_cluster(store, clusters.searcher(), c, members, out)?;
     }
     Ok(())
 }

@@ -896,7 +896,21 @@ fn main() -> Res<()> {
         "in-memory floor (keys in memory, counting sort per key position, {threads} threads): \
          {floor_seconds:.3} s, {floor_pairs} pairs"
     );
-    assert_eq!(floor_pairs, two.pairs, "the join and the floor disagree");
+    // A key cut (a run that splitting does not break, beyond the bound) may lose pairs: the
+    // difference is reported; without one the pairs must be equal.
+    if two.hot_keys == 0 {
+        assert_eq!(floor_pairs, two.pairs, "the join and the floor disagree");
+    } else {
+        assert!(
+            floor_pairs >= two.pairs,
+            "the join found pairs the floor did not"
+        );
+        println!(
+            "{} keys cut: the join missed {} of the floor's pairs",
+            two.hot_keys,
+            floor_pairs - two.pairs
+        );
+    }
 
     let (brute_seconds, brute) = brute_force_rule(&corpus, &rule, &sample);
     let brute_total: u64 = brute.iter().sum();
@@ -907,10 +921,17 @@ fn main() -> Res<()> {
         brute_total,
         per_sample.iter().sum::<u64>()
     );
-    assert_eq!(
-        per_sample, brute,
-        "the join and brute force disagree on the sample"
-    );
+    if two.hot_keys == 0 {
+        assert_eq!(
+            per_sample, brute,
+            "the join and brute force disagree on the sample"
+        );
+    } else {
+        assert!(
+            per_sample.iter().zip(&brute).all(|(j, b)| j <= b),
+            "pairs beyond brute force"
+        );
+    }
 
     if args.graph {
         let mut t = Timings {
