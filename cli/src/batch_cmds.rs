@@ -34,10 +34,11 @@ fn pair_join(store: &Store, k: Option<u32>) -> CliResult<PairJoin> {
 
 /// The rule a join pairs by, with its narrowed simhash radius.
 fn rule_text(rule: &tantivy_simhash::MatchRule, max_distance: u32) -> String {
+    let brief = super::output::rule_brief(rule);
     if max_distance == rule.layout().max_distance() {
-        rule.to_string()
+        brief
     } else {
-        format!("{rule}; simhash branch narrowed to distance {max_distance}")
+        format!("{brief}; simhash branch narrowed to distance {max_distance}")
     }
 }
 

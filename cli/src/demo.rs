@@ -109,8 +109,8 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
         out.line("")?;
     }
 
-    out.line(format_args!("$ neardup stats {shown_dir}"))?;
-    stats_in(store, 5, out)?;
+    out.line(format_args!("$ neardup stats {shown_dir} --clusters"))?;
+    stats_in(store, 5, true, out)?;
     out.line("")?;
 
     // A near-duplicate lookup for the first document of the largest group.

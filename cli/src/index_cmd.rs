@@ -2,7 +2,7 @@
 
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::{count, EvidenceJson};
-use super::store::{self, IngestCounts, Requested, Store};
+use super::store::{self, FrontEnd, Ingest, IngestCounts, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tantivy::TantivyDocument;
-use tantivy_simhash::{DedupWriter, Error, IdPolicy, Outcome, Policy};
+use tantivy_simhash::{Error, IdPolicy, Outcome, Policy};
 
 /// Documents fingerprinted together (in parallel) before they are added in order.
 const BATCH: usize = 256;
@@ -177,24 +176,8 @@ impl<'a> Event<'a> {
 }
 
 pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
-    if args.memory_mb < 15 {
-        return Err(Failure::Usage(format!(
-            "--memory-mb {} is too small: tantivy needs at least 15 MB per indexing thread",
-            args.memory_mb
-        )));
-    }
-    // tantivy takes at most 4 GiB less a 1 MB margin per indexing thread (its
-    // MEMORY_BUDGET_NUM_BYTES_MAX, not exported), and uses at most 8 threads.
-    const MAX_MB_PER_THREAD: usize = ((u32::MAX as usize) - 1_000_000) >> 20;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let max_mb = MAX_MB_PER_THREAD * threads;
-    if args.memory_mb > max_mb {
-        return Err(Failure::Usage(format!(
-            "--memory-mb {} is more than tantivy can use here: at most {} MB per indexing \
-             thread and {threads} threads on this machine, so at most {max_mb}",
-            args.memory_mb, MAX_MB_PER_THREAD
-        )));
-    }
+    // Before anything is created.
+    store::check_memory(FrontEnd::CommandLine, args.memory_mb, None)?;
     if args.max_line_bytes == 0 {
         return Err(Failure::Usage("--max-line-bytes must be at least 1".into()));
     }
@@ -219,7 +202,8 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         quiet: args.quiet,
     };
     let mut out = Out::new(args.json);
-    let summary = index_files(&store, &args.files, &opts, &mut out)?;
+    let summary = index_files(&store, &args.files, &opts, &mut out)
+        .map_err(|f| failed_write(&args.index, f))?;
     if !summary.interrupted && summary.lines == summary.blank {
         eprintln_quiet(&format!(
             "note: the input held no document ({}); nothing was indexed",
@@ -406,6 +390,44 @@ pub(crate) fn report_closed_stdout(place: Option<String>) {
     ));
 }
 
+/// A write to the index that failed for want of room (a full disk, a quota, a file size limit),
+/// or tantivy's indexing thread stopped by such a failure: say that the committed documents are
+/// safe and what to do. Other failures pass unchanged.
+fn failed_write(dir: &Path, failure: Failure) -> Failure {
+    use std::io::ErrorKind;
+    let Failure::Error(Error::Tantivy(e)) = &failure else {
+        return failure;
+    };
+    // tantivy passes some I/O errors on as text (a segment component's write, for one), so the
+    // operating system's error number is looked for in the message too.
+    let text = e.to_string();
+    let kind = match e {
+        tantivy::TantivyError::IoError(io) => Some(io.kind()),
+        _ => None,
+    };
+    let thread_stopped = matches!(e, tantivy::TantivyError::ErrorInThread(m)
+        if m.contains("index writer was killed"));
+    let cause = if kind == Some(ErrorKind::StorageFull) || text.contains("(os error 28)") {
+        "the disk is full"
+    } else if kind == Some(ErrorKind::QuotaExceeded) || text.contains("(os error 122)") {
+        "the disk quota is used up"
+    } else if kind == Some(ErrorKind::FileTooLarge) || text.contains("(os error 27)") {
+        "a file reached the size limit (ulimit -f)"
+    } else if thread_stopped {
+        "tantivy's indexing thread stopped, as it does when a write fails (a full disk, a quota, \
+         a file size limit)"
+    } else {
+        return failure;
+    };
+    Failure::Message(format!(
+        "cannot write to {}: {cause} ({e}); the documents of the index's last commit are safe \
+         (a commit is recorded only once all its files are written), those read since were not \
+         added: make room (or raise the limit), then rerun the same command, which skips the \
+         documents already in the index and continues with the rest",
+        dir.display()
+    ))
+}
+
 /// A tantivy index has one writer at a time (a lock file): say who holds it and what to do.
 fn writer_busy(dir: &Path, e: Error) -> Failure {
     use tantivy::directory::error::LockError;
@@ -504,12 +526,10 @@ fn spawn_reader(
     rx
 }
 
-struct Run<'a> {
-    store: &'a Store,
-    writer: DedupWriter,
-    batch: Vec<(TantivyDocument, String)>,
+struct Run {
+    ingest: Ingest,
+    batch: Vec<InputDoc>,
     summary: Summary,
-    since_commit: u64,
     commit_every: u64,
     progress: ProgressBar,
     consumed: Arc<AtomicU64>,
@@ -519,30 +539,32 @@ struct Run<'a> {
     stdout_closed: bool,
 }
 
-impl<'a> Run<'a> {
+impl Run {
     /// Opens the writer and starts the thread that reads and parses `files`.
     fn start(
-        store: &'a Store,
+        store: &Store,
         files: &[PathBuf],
         opts: &IndexOptions,
         start: Instant,
-    ) -> CliResult<(Run<'a>, Receiver<ReadMsg>)> {
+    ) -> CliResult<(Run, Receiver<ReadMsg>)> {
         let policy = store.record.policy();
         // Ids already indexed (or replaced by a near-duplicate in an earlier run) are skipped,
         // so a rerun over the same input adds only what is new.
-        let writer = store
-            .index
-            .writer(opts.memory_mb << 20, policy)
-            .map_err(|e| writer_busy(&store.dir, e))?
-            .with_id_policy(IdPolicy::KeepFirst);
+        let ingest = store
+            .ingest(
+                FrontEnd::CommandLine,
+                opts.memory_mb,
+                None,
+                policy,
+                IdPolicy::KeepFirst,
+            )
+            .map_err(|e| writer_busy(&store.dir, e))?;
         let progress = progress_bar(input_bytes(files), opts.quiet);
         let consumed = Arc::new(AtomicU64::new(0));
         let run = Run {
-            store,
-            writer,
+            ingest,
             batch: Vec::with_capacity(BATCH),
             summary: Summary::default(),
-            since_commit: 0,
             commit_every: opts.commit_every,
             progress,
             consumed: consumed.clone(),
@@ -559,16 +581,12 @@ impl<'a> Run<'a> {
     }
 }
 
-impl Run<'_> {
+impl Run {
     fn push(&mut self, doc: InputDoc, out: &mut Out) -> CliResult<()> {
-        let d = self
-            .store
-            .fields
-            .document(&doc.id, &doc.title, &doc.text, &doc.host);
-        self.batch.push((d, doc.id));
+        self.batch.push(doc);
         if self.batch.len() >= BATCH {
             self.flush(out)?;
-            if self.commit_every > 0 && self.since_commit >= self.commit_every {
+            if self.commit_every > 0 && self.ingest.since_commit() >= self.commit_every {
                 self.commit()?;
             }
         }
@@ -580,10 +598,9 @@ impl Run<'_> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let (docs, ids): (Vec<TantivyDocument>, Vec<String>) = self.batch.drain(..).unzip();
-        let outcomes = self.writer.add_documents(docs)?;
-        for (outcome, id) in outcomes.iter().zip(&ids) {
-            self.summary.counts.tally(outcome);
+        let outcomes = self.ingest.add(std::mem::take(&mut self.batch))?;
+        self.summary.counts = self.ingest.counts();
+        for (id, outcome) in &outcomes {
             if !out.is_json() || self.stdout_closed {
                 continue;
             }
@@ -595,19 +612,12 @@ impl Run<'_> {
                 }
             }
         }
-        let skipped = outcomes
-            .iter()
-            .filter(|o| matches!(o, Outcome::IdTaken { .. }))
-            .count();
-        self.since_commit += (ids.len() - skipped) as u64;
         self.tick();
         Ok(())
     }
 
     fn commit(&mut self) -> CliResult<()> {
-        self.writer.commit()?;
-        self.since_commit = 0;
-        Ok(())
+        Ok(self.ingest.commit()?)
     }
 
     fn tick(&self) {
@@ -644,7 +654,7 @@ impl Run<'_> {
         self.progress.finish_and_clear();
         let saved = self
             .flush_quietly()
-            .and_then(|()| self.writer.commit().map(|_| ()).map_err(Failure::from));
+            .and_then(|()| self.ingest.commit().map_err(Failure::from));
         let note = match saved {
             Ok(()) => format!(
                 "the {} this run added before it {} committed; {advice}",

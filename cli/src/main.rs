@@ -347,9 +347,14 @@ struct MirrorsArgs {
 struct StatsArgs {
     /// The index directory.
     dir: PathBuf,
-    /// How many of the largest clusters (and groups) to list.
+    /// How many of the largest groups (and, with --clusters, clusters) to list.
     #[arg(long, short = 'n', default_value_t = 5)]
     limit: usize,
+    /// Also list the largest clusters by the rule: this joins every document with every other
+    /// (what `neardup clusters` does), so it takes as long as `clusters`; without it `stats` reads
+    /// only the index's metadata and its group column.
+    #[arg(long)]
+    clusters: bool,
     /// One JSON object on stdout.
     #[arg(long)]
     json: bool,

@@ -25,6 +25,15 @@ pub(crate) fn mirrors_in(
 ) -> CliResult<()> {
     let found = store::mirrors(store, host, all)?;
     let (finder, report) = (&found.finder, &found.report);
+    if report.stats.hosts == 0 {
+        // Without hosts there is nothing to compare: say where hosts come from.
+        super::eprintln_quiet(&format!(
+            "no document of the index has a host (the input field `{}`): mirrors compares the \
+             pages of different hosts; index the input with --host-field NAME, the JSON field \
+             that holds each page's host or site",
+            store.record.fields.host
+        ));
+    }
     let mut shown: Vec<&HostPair> = found.pairs.iter().collect();
     let total = shown.len();
     if limit > 0 {

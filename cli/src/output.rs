@@ -4,7 +4,7 @@ use super::{CliResult, Failure};
 use serde::Serialize;
 use std::fmt::Display;
 use std::io::{self, BufWriter, Write};
-use tantivy_simhash::Evidence;
+use tantivy_simhash::{Evidence, MatchRule};
 
 /// Why two documents match, as JSON output shows it (flattened into the object):
 /// `"by": "simhash"` or `"resemblance"`, the simhash `distance`, and for a resemblance match
@@ -117,6 +117,16 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
 pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     let n = n.into();
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The rule in a few words, for the first line of `similar`, `pairs` and `clusters` (`neardup
+/// stats` prints the whole of it once).
+pub(crate) fn rule_brief(rule: &MatchRule) -> String {
+    format!(
+        "simhash within {}, or resemblance >= {}",
+        rule.layout().max_distance(),
+        rule.spec().min_resemblance
+    )
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use super::store::{
 use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
 use std::path::Path;
+use tantivy::query::QueryParser;
+use tantivy::snippet::SnippetGenerator;
 use tantivy_simhash::{CollapsedHit, NearDup};
 
 pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
@@ -104,6 +106,7 @@ pub(crate) fn search_in(
     let (collapsed, derank) = (settings.collapse != Collapse::Off, settings.derank);
     let search = Search::new(store, settings)?;
     let hits = search.run(store, query)?;
+    let passages = passage_finder(store, query);
     if hits.is_empty() && !out.is_json() {
         match collapsed {
             false => out.line(format_args!("no document matches `{query}`"))?,
@@ -113,7 +116,7 @@ pub(crate) fn search_in(
     for hit in &hits {
         let d = &hit.doc;
         if !out.is_json() {
-            print_hit(out, hit.rank, hit.score, d)?;
+            print_hit(out, hit.rank, hit.score, d, passages.as_ref())?;
             if derank {
                 print_moved(out, hit, distinct_field.as_deref())?;
             } else if hit.group_size > 1 {
@@ -197,8 +200,14 @@ fn print_group_members(
         })
         .collect();
     let others = g.group_size - 1;
+    // The count covers every hit of the query; members beyond the window of top hits are
+    // ranked lower, and are said to be when every member of the window is listed.
+    let beyond = others.saturating_sub(g.members.len());
     let list = match (listed.is_empty(), others > listed.len()) {
         (true, _) => String::new(),
+        (false, true) if listed.len() == g.members.len() => {
+            format!(": {}; {beyond} more ranked lower", listed.join(", "))
+        }
         (false, true) => format!(": {}, …", listed.join(", ")),
         (false, false) => format!(": {}", listed.join(", ")),
     };
@@ -228,7 +237,29 @@ fn print_moved(out: &mut Out, hit: &SearchHit, distinct_field: Option<&str>) -> 
     }
 }
 
-fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliResult<()> {
+/// What finds the passage of a text that matched `query` (tantivy's `SnippetGenerator` over
+/// the text field, as `Search` parses the query); `None` when there is none to find (the query
+/// was parsed by the search already, so a failure here only loses the passages).
+fn passage_finder(store: &Store, query: &str) -> Option<SnippetGenerator> {
+    let searcher = store.index.searcher().ok()?;
+    let f = store.fields;
+    let parser = QueryParser::for_index(store.index.index(), vec![f.title, f.text]);
+    let parsed = parser.parse_query(query).ok()?;
+    let mut finder = SnippetGenerator::create(&searcher, &*parsed, f.text).ok()?;
+    finder.set_max_num_chars(PASSAGE_CHARS);
+    Some(finder)
+}
+
+/// The characters of a hit's text line.
+const PASSAGE_CHARS: usize = 100;
+
+fn print_hit(
+    out: &mut Out,
+    rank: usize,
+    score: f32,
+    shown: &StoredDoc,
+    passages: Option<&SnippetGenerator>,
+) -> CliResult<()> {
     let host = if shown.host.is_empty() {
         String::new()
     } else {
@@ -240,7 +271,26 @@ fn print_hit(out: &mut Out, rank: usize, score: f32, shown: &StoredDoc) -> CliRe
         one_line(&shown.title, 60)
     );
     out.line(line.trim_end())?;
-    out.line(format_args!("             {}", one_line(&shown.text, 100)))
+    // The text's beginning when it holds a word of the query (or only the title matched),
+    // else the passage that matched best, marked as cut when it does not start the text.
+    let matches = |text: &str| {
+        passages
+            .map(|p| p.snippet(text))
+            .filter(|s| !s.highlighted().is_empty())
+    };
+    let head: String = shown.text.chars().take(PASSAGE_CHARS).collect();
+    let passage = match matches(&head) {
+        Some(_) => None,
+        None => matches(&shown.text),
+    };
+    let line = match &passage {
+        Some(p) if shown.text.find(p.fragment()).is_some_and(|at| at > 0) => {
+            format!("…{}", one_line(p.fragment(), PASSAGE_CHARS - 1))
+        }
+        Some(p) => one_line(p.fragment(), PASSAGE_CHARS),
+        None => one_line(&shown.text, PASSAGE_CHARS),
+    };
+    out.line(format_args!("             {line}"))
 }
 
 pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
@@ -328,7 +378,10 @@ pub(crate) fn similar_in(
         };
         let by = match found.within {
             Some(k) => format!("within simhash distance {k}"),
-            None => format!("by the rule ({})", store.index.rule()),
+            None => format!(
+                "by the rule ({})",
+                super::output::rule_brief(store.index.rule())
+            ),
         };
         out.line(format_args!(
             "{} of {what} (fingerprint {}) {by}{}",
@@ -375,7 +428,7 @@ fn print_similar_hit(hit: &NearDup, shown: &StoredDoc, out: &mut Out) -> CliResu
 pub(super) fn stats(args: &StatsArgs) -> CliResult<Status> {
     let store = store::open(&args.dir)?;
     let mut out = Out::new(args.json);
-    stats_in(&store, args.limit, &mut out)?;
+    stats_in(&store, args.limit, args.clusters, &mut out)?;
     out.flush()?;
     Ok(Status::Done)
 }
@@ -390,17 +443,19 @@ struct Stats<'a> {
     scheme: &'a str,
     layout: String,
     k: u32,
-    keys_per_document: usize,
+    /// The layout's simhash block keys per document (part of the rule's keys).
+    block_keys_per_document: usize,
     /// The match rule every command applies (the index's; fixed when it was created).
     rule: String,
     /// The rule's keys per document (the layout's block keys and the MinHash band keys).
-    rule_keys_per_document: usize,
+    keys_per_document: usize,
     language: &'a str,
     policy: &'a str,
     fields: &'a super::input::FieldMap,
     largest_groups: Vec<store::GroupSize>,
-    /// The largest clusters (chains of pairs within k), computed now over the whole index.
-    largest_clusters: Vec<ClusterSize>,
+    /// With `--clusters`: the largest clusters by the rule, computed now over the whole index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    largest_clusters: Option<Vec<ClusterSize>>,
 }
 
 #[derive(Serialize)]
@@ -409,8 +464,14 @@ struct ClusterSize {
     documents: usize,
 }
 
-/// Prints what the index holds.
-pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<()> {
+/// Prints what the index holds. Cost: the index's metadata and one pass over the group column,
+/// unless `clusters` asks for the largest clusters, which runs the all-pairs join.
+pub(crate) fn stats_in(
+    store: &Store,
+    limit: usize,
+    clusters: bool,
+    out: &mut Out,
+) -> CliResult<()> {
     let searcher = store.index.searcher()?;
     let s = &searcher;
     let documents = s.num_docs();
@@ -429,14 +490,18 @@ pub(crate) fn stats_in(store: &Store, limit: usize, out: &mut Out) -> CliResult<
         scheme: store.index.scheme().id(),
         layout: layout.id(),
         k: layout.max_distance(),
-        keys_per_document: layout.num_keys(),
+        block_keys_per_document: layout.num_keys(),
         rule: store.index.rule().to_string(),
-        rule_keys_per_document: store.index.rule().keys_per_document(),
+        keys_per_document: store.index.rule().keys_per_document(),
         language: &store.record.language,
         policy: &store.record.policy,
         fields: &store.record.fields,
         largest_groups: store.largest_groups(s, limit)?,
-        largest_clusters: largest_clusters(store, &searcher, limit)?,
+        largest_clusters: if clusters {
+            Some(largest_clusters(store, &searcher, limit)?)
+        } else {
+            None
+        },
     };
     if out.is_json() {
         return out.json_line(&stats);
@@ -462,12 +527,12 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     out.line(format_args!("scheme     {}", stats.scheme))?;
     out.line(format_args!(
         "layout     {} (the rule's simhash part: {} block keys; every pair within distance {} shares one)",
-        stats.layout, stats.keys_per_document, stats.k
+        stats.layout, stats.block_keys_per_document, stats.k
     ))?;
     out.line(format_args!("rule       {}", stats.rule))?;
     out.line(format_args!(
         "keys       {} per document, in sorted tables in each segment",
-        stats.rule_keys_per_document,
+        stats.keys_per_document,
     ))?;
     out.line(format_args!(
         "language   {}; last dedup policy {}",
@@ -478,15 +543,17 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
         "fields     id <- {}, text <- {}, title <- {}, host <- {} (JSON fields of the last run)",
         f.id, f.text, f.title, f.host
     ))?;
-    out.line(format_args!(
-        "largest clusters by the rule (neardup clusters {} for their members):",
-        stats.index.display()
-    ))?;
-    if stats.largest_clusters.is_empty() {
-        out.line("  none: the rule matches no two documents")?;
-    }
-    for c in &stats.largest_clusters {
-        out.line(format_args!("  {:>6}  {}", c.documents, c.cluster))?;
+    if let Some(largest) = &stats.largest_clusters {
+        out.line(format_args!(
+            "largest clusters by the rule (neardup clusters {} for their members):",
+            stats.index.display()
+        ))?;
+        if largest.is_empty() {
+            out.line("  none: the rule matches no two documents")?;
+        }
+        for c in largest {
+            out.line(format_args!("  {:>6}  {}", c.documents, c.cluster))?;
+        }
     }
     if stats.largest_groups.is_empty() {
         out.line(

@@ -473,3 +473,268 @@ fn messages_say_what_was_found_and_what_to_do() {
     let out = neardup(&["stats", p(&dir)]);
     assert!(!stdout(&out).contains("deleted"), "{}", stdout(&out));
 }
+
+/// Issue 28 item 13: `stats` reads the index's metadata and its group column only; the largest
+/// clusters (the all-pairs join) come with `--clusters` and are then those `clusters` lists.
+/// Item 14: the keys per document are named once (the rule's), the layout's block keys apart.
+#[test]
+fn stats_lists_clusters_only_when_asked_and_names_the_keys_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 6);
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let stats = json_lines(&neardup(&["stats", p(&dir), "--json"]))[0].clone();
+    assert!(stats.get("largest_clusters").is_none(), "{stats}");
+    assert!(stats.get("rule_keys_per_document").is_none(), "{stats}");
+    assert_eq!(stats["keys_per_document"], 16, "{stats}");
+    assert_eq!(stats["block_keys_per_document"], 4, "{stats}");
+    // Groups recorded while indexing are still listed: a<i> and b<i> each.
+    assert_eq!(stats["largest_groups"].as_array().map(Vec::len), Some(5));
+    let human = stdout(&neardup(&["stats", p(&dir)]));
+    assert!(!human.contains("clusters by the rule"), "{human}");
+
+    // --clusters: the sizes and ids `clusters` gives, largest first.
+    let out = neardup(&["stats", p(&dir), "--json", "--clusters", "-n", "3"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let listed = json_lines(&out)[0]["largest_clusters"].clone();
+    let clusters = json_lines(&neardup(&["clusters", p(&dir), "--json", "-n", "3"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(3), "{listed}");
+    assert_eq!(clusters.len(), 3);
+    for (l, c) in listed.as_array().unwrap().iter().zip(&clusters) {
+        assert_eq!(
+            (&l["cluster"], &l["documents"]),
+            (&c["cluster"], &c["size"])
+        );
+        assert_eq!(l["documents"], 2, "{l}");
+    }
+    let human = stdout(&neardup(&["stats", p(&dir), "--clusters"]));
+    assert!(human.contains("clusters by the rule"), "{human}");
+}
+
+/// Issue 28 item 14: the first line of `similar`, `clusters` and `pairs` names the rule in a few
+/// words (`stats` prints all of it) instead of repeating its 200-character description.
+#[test]
+fn result_headers_name_the_rule_briefly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 2);
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let brief = "(simhash within 3, or resemblance >= 0.55)";
+    let similar = stdout(&neardup(&["similar", p(&dir), "--id", "a0"]));
+    let clusters = stdout(&neardup(&["clusters", p(&dir)]));
+    let pairs = stderr(&neardup(&["pairs", p(&dir)]));
+    for header in [
+        similar.lines().next(),
+        clusters.lines().next(),
+        pairs.lines().next(),
+    ] {
+        let header = header.expect("a first line");
+        assert!(header.contains(brief), "{header}");
+        assert!(!header.contains("MinHash bands"), "{header}");
+    }
+    let stats = stdout(&neardup(&["stats", p(&dir)]));
+    assert!(stats.contains("MinHash bands"), "{stats}");
+}
+
+/// Issue 28 item 14: `mirrors` on an index whose documents have no host says where hosts come
+/// from instead of only "0 pages on 0 hosts".
+#[test]
+fn mirrors_without_hosts_points_to_the_host_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 2);
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for args in [vec!["mirrors", p(&dir)], vec!["mirrors", p(&dir), "--json"]] {
+        let out = neardup(&args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        assert_stderr_has(
+            &out,
+            "no document of the index has a host (the input field `host`)",
+        );
+        assert_stderr_has(&out, "--host-field NAME");
+    }
+}
+
+/// Issue 28 item 12: an integer id of any length is an id (the README's promise), also beyond
+/// the 308 digits an f64 holds, where serde_json gives up ("number out of range"); it is the same
+/// id as its digits in a string.
+#[test]
+fn an_integer_id_of_hundreds_of_digits_is_an_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let digits: String = (0..400).map(|i| char::from(b'1' + (i % 9) as u8)).collect();
+    let input = tmp.path().join("long.jsonl");
+    std::fs::write(
+        &input,
+        format!("{{\"id\": {digits}, \"text\": \"{}\"}}\n", text(7, 30)),
+    )
+    .unwrap();
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_lines(&out).pop().unwrap()["added"], 1);
+    let out = neardup(&["similar", p(&dir), "--text", &text(7, 30), "--json"]);
+    assert_eq!(
+        json_lines(&out)[0]["id"],
+        digits.as_str(),
+        "{}",
+        stdout(&out)
+    );
+    // The same digits as a string: the id is taken, so a rerun adds nothing.
+    let quoted = tmp.path().join("quoted.jsonl");
+    std::fs::write(
+        &quoted,
+        format!("{{\"id\": \"{digits}\", \"text\": \"other\"}}\n"),
+    )
+    .unwrap();
+    let out = neardup(&["index", p(&quoted), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(json_lines(&out).pop().unwrap()["skipped_existing_id"], 1);
+    assert_eq!(documents(&dir), 1);
+    // Another number out of range is still named as malformed JSON.
+    let bad = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        format!(
+            "{{\"id\": 1, \"text\": \"x\", \"n\": 1{}}}\n",
+            "0".repeat(400)
+        ),
+    )
+    .unwrap();
+    let out = neardup(&["index", p(&bad), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 1);
+    assert_stderr_has(&out, "number out of range");
+}
+
+/// Issue 28 item 12: a write that fails for want of room says that the committed documents are
+/// safe and what to do, and the rerun it advises completes the input. A file size limit stands
+/// in for a full disk (SIGXFSZ ignored, so the write fails with EFBIG as a full disk fails with
+/// ENOSPC; an ignored signal stays ignored across exec).
+#[cfg(unix)]
+#[test]
+fn a_write_without_room_keeps_the_committed_documents_and_says_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    copies_input(&input, 400);
+    let dir = tmp.path().join("ix");
+    let bin = env!("CARGO_BIN_EXE_neardup");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 64; exec '{bin}' index '{}' --index '{}' -q --commit-every 200",
+        input.display(),
+        dir.display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the documents of the index's last commit are safe"),
+        "{err}"
+    );
+    assert!(err.contains("rerun the same command"), "{err}");
+    let committed = documents(&dir);
+    assert!(committed < 800, "{committed}");
+    // The advised rerun, with room, completes the input exactly once.
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(documents(&dir), 800);
+    assert_eq!(
+        json_lines(&out).pop().unwrap()["skipped_existing_id"].as_u64(),
+        Some(committed)
+    );
+}
+
+/// Issue 28 item 14: a search result shows the passage of its text that matched the query, not
+/// the text's first characters.
+#[test]
+fn a_search_result_shows_the_passage_that_matched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    let long = format!("{} zanzibarite {}", text(3, 60), text(4, 10));
+    write_lines(
+        &input,
+        &[doc_line("far", &long), doc_line("other", &text(5, 30))],
+    );
+    let dir = tmp.path().join("ix");
+    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neardup(&["search", p(&dir), "zanzibarite"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!(lines[0].contains("far"), "{shown}");
+    assert!(!long[..100].contains("zanzibarite"));
+    assert!(lines[1].contains("zanzibarite"), "{shown}");
+}
+
+/// Issue 28 item 14: when the window of top hits holds fewer members of a group than the group
+/// has hits, the line under its leader says how many more are ranked lower instead of an
+/// ellipsis after a list that looks complete ("+ 2 near-duplicates: x (d=0), …").
+#[test]
+fn a_group_says_how_many_of_its_members_are_ranked_lower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("docs.jsonl");
+    // c1 and c2 are copies; c3 is c1 with three more words (longer: a lower score for the
+    // same one occurrence of the query); f1, a text of its own, scores between them.
+    let body = format!("zebra {}", text(1, 30));
+    write_lines(
+        &input,
+        &[
+            doc_line("c1", &body),
+            doc_line("c2", &body),
+            doc_line("c3", &format!("{body} {}", text(9, 3))),
+            doc_line("f1", &format!("zebra {}", text(2, 31))),
+        ],
+    );
+    let dir = tmp.path().join("ix");
+    let out = neardup(&[
+        "index",
+        p(&input),
+        "--index",
+        p(&dir),
+        "-q",
+        "--dedup",
+        "off",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The ranking the test relies on, by the same binary: c1 and c2, f1, c3.
+    let ranked = json_lines(&neardup(&[
+        "search",
+        p(&dir),
+        "zebra",
+        "--no-collapse",
+        "--json",
+    ]));
+    // c1 and c2 tie; which comes first depends on the segment each indexing thread wrote.
+    let ids: Vec<&str> = ranked.iter().filter_map(|h| h["id"].as_str()).collect();
+    let (mut copies, rest) = (ids[..2.min(ids.len())].to_vec(), &ids[2.min(ids.len())..]);
+    copies.sort_unstable();
+    assert_eq!(
+        (copies, rest),
+        (vec!["c1", "c2"], &["f1", "c3"][..]),
+        "{ranked:?}"
+    );
+    // One result: a window of 3 hits (c1, c2, f1) holds one member of c1's group of 3.
+    let out = neardup(&["search", p(&dir), "zebra", "-n", "1"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    // The group's leader is the copy listed first; the line under it names the other.
+    let leader = shown
+        .lines()
+        .find(|l| l.trim_start().starts_with("1."))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .unwrap_or_default();
+    let copy = if leader == "c1" { "c2" } else { "c1" };
+    assert!(
+        ["c1", "c2"].contains(&leader)
+            && shown.contains(&format!(
+                "+ 2 near-duplicates: {copy} (d=0); 1 more ranked lower"
+            )),
+        "{shown}"
+    );
+}

@@ -90,7 +90,7 @@ fn the_readme_examples_run_as_printed_on_the_demo_index() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = readme();
-    let section = "## The `neardup` command line";
+    let section = "## On the command line: `neardup`";
 
     // The samples first, on the demo index as the demo leaves it.
     let samples = blocks(&text, section, "text");
@@ -130,4 +130,24 @@ fn the_readme_examples_run_as_printed_on_the_demo_index() {
         assert!(!err.contains("error"), "{command}: {err}");
         assert!(!out.stdout.is_empty(), "{command} printed nothing");
     }
+}
+
+/// The README's Rust block is the `use` lines of `examples/quickstart.rs`, then the part between
+/// its `README: begin` and `README: end` markers (CI runs the example), up to whitespace: an API
+/// change that breaks the printed code breaks the example, and an edit of one without the other
+/// fails here.
+#[test]
+fn the_readme_rust_block_is_the_quickstart_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let example = std::fs::read_to_string(root.join("examples/quickstart.rs")).unwrap();
+    let region = example
+        .split("// README: begin")
+        .nth(1)
+        .and_then(|rest| rest.split("// README: end").next())
+        .expect("examples/quickstart.rs marks the README's code");
+    let printed = blocks(&readme(), "```rust\n", "rust");
+    assert_eq!(printed.len(), 1, "the README prints one Rust block");
+    let uses: String = example.lines().filter(|l| l.starts_with("use ")).collect();
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    assert_eq!(squeeze(&printed[0]), squeeze(&format!("{uses}{region}")));
 }

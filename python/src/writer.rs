@@ -8,16 +8,10 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy_simhash::store::{outcome_name, FieldMap, IngestCounts};
-use tantivy_simhash::{DedupWriter, IdPolicy, Outcome as LibOutcome, Policy};
-
-/// A document read from a dict.
-pub(crate) struct InputDoc {
-    id: String,
-    title: String,
-    text: String,
-    host: String,
-}
+use tantivy_simhash::store::{
+    outcome_name, FieldMap, FieldValue, FrontEnd, Ingest, IngestCounts, InputDoc,
+};
+use tantivy_simhash::{IdPolicy, Outcome as LibOutcome, Policy};
 
 fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
@@ -27,98 +21,75 @@ fn type_name(value: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "an unknown type".into())
 }
 
-/// The value of `key` in a dict or any mapping (`None` when missing or None).
+/// The value of `key` in a dict or any mapping (`None` when missing).
 fn get<'py>(doc: &Bound<'py, PyAny>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let value = if let Ok(dict) = doc.cast::<PyDict>() {
-        dict.get_item(key)?
-    } else if let Ok(mapping) = doc.cast::<PyMapping>() {
-        match mapping.get_item(key) {
-            Ok(v) => Some(v),
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyError>(doc.py()) => None,
-            Err(e) => return Err(e),
-        }
+    if let Ok(dict) = doc.cast::<PyDict>() {
+        return dict.get_item(key);
+    }
+    match doc.cast::<PyMapping>()?.get_item(key) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyError>(doc.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The value of `key` in the application layer's terms: a str, an int (not a bool) as its
+/// decimal text, or the name of another type.
+fn field_value(doc: &Bound<'_, PyAny>, key: &str) -> PyResult<FieldValue> {
+    let Some(v) = get(doc, key)? else {
+        return Ok(FieldValue::Absent);
+    };
+    Ok(if v.is_none() {
+        FieldValue::Null
+    } else if let Ok(s) = v.cast::<PyString>() {
+        FieldValue::Str(s.to_cow()?.into_owned())
+    } else if v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>()
+    {
+        FieldValue::Integer(v.str()?.to_cow()?.into_owned())
     } else {
+        FieldValue::Other(type_name(&v))
+    })
+}
+
+/// Reads a document the way the command line reads a JSON line ([`InputDoc::from_record`]):
+/// a wrong type raises `TypeError`, a missing or bad value `ValueError`.
+pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<InputDoc> {
+    if doc.cast::<PyDict>().is_err() && doc.cast::<PyMapping>().is_err() {
         return Err(PyTypeError::new_err(format!(
             "a document must be a dict (or another mapping) with the keys id and text, found {}",
             type_name(doc)
         )));
-    };
-    Ok(value.filter(|v| !v.is_none()))
-}
-
-fn optional_str(doc: &Bound<'_, PyAny>, key: &str, id: &str) -> PyResult<String> {
-    match get(doc, key)? {
-        None => Ok(String::new()),
-        Some(v) => match v.cast::<PyString>() {
-            Ok(s) => Ok(s.to_cow()?.into_owned()),
-            Err(_) => Err(PyTypeError::new_err(format!(
-                "document `{id}`: `{key}` is {}; expected a str",
-                type_name(&v)
-            ))),
+    }
+    // A mapping whose lookup raises: the first such error, raised after the check.
+    let mut raised: Option<PyErr> = None;
+    let checked = InputDoc::from_record(
+        fields,
+        FrontEnd::Python,
+        |key| {
+            field_value(doc, key).unwrap_or_else(|e| {
+                raised.get_or_insert(e);
+                FieldValue::Absent
+            })
         },
+        || {
+            let keys = doc.call_method0("keys").and_then(|k| {
+                k.try_iter()?
+                    .map(|key| key.and_then(|key| Ok(key.str()?.to_cow()?.into_owned())))
+                    .collect::<PyResult<Vec<String>>>()
+            });
+            keys.unwrap_or_default()
+        },
+    );
+    if let Some(e) = raised {
+        return Err(e);
     }
-}
-
-/// Reads a document the way the command line reads a JSON line: the id is a non-empty str or
-/// an int; the text a str; title and host optional strs; text or title must hold something.
-pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<InputDoc> {
-    let id = read_id(doc, &fields.id)?;
-    let text = read_text(doc, &fields.text, &id)?;
-    let title = optional_str(doc, &fields.title, &id)?;
-    let host = optional_str(doc, &fields.host, &id)?;
-    if text.trim().is_empty() && title.trim().is_empty() {
-        return Err(PyValueError::new_err(format!(
-            "document `{id}` has an empty text and no title: nothing to fingerprint"
-        )));
-    }
-    Ok(InputDoc {
-        id,
-        title,
-        text,
-        host,
-    })
-}
-
-/// The id under `key`: a non-empty str, or an int's decimal text (not a bool).
-fn read_id(doc: &Bound<'_, PyAny>, key: &str) -> PyResult<String> {
-    let Some(v) = get(doc, key)? else {
-        return Err(PyValueError::new_err(format!(
-            "the document has no `{key}`; every document needs an id (a str or an int)"
-        )));
-    };
-    if let Ok(s) = v.cast::<PyString>() {
-        let s = s.to_cow()?;
-        if s.trim().is_empty() {
-            return Err(PyValueError::new_err(format!(
-                "the document's `{key}` is empty"
-            )));
+    checked.map_err(|e| {
+        if e.wrong_type {
+            PyTypeError::new_err(e.message)
+        } else {
+            PyValueError::new_err(e.message)
         }
-        Ok(s.to_string())
-    } else if v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>()
-    {
-        Ok(v.str()?.to_cow()?.into_owned())
-    } else {
-        Err(PyTypeError::new_err(format!(
-            "the document's `{key}` is {}; expected a str or an int",
-            type_name(&v)
-        )))
-    }
-}
-
-/// The text of document `id` under `key`: a str, which every document needs.
-fn read_text(doc: &Bound<'_, PyAny>, key: &str, id: &str) -> PyResult<String> {
-    let Some(v) = get(doc, key)? else {
-        return Err(PyValueError::new_err(format!(
-            "document `{id}` has no `{key}`"
-        )));
-    };
-    match v.cast::<PyString>() {
-        Ok(s) => Ok(s.to_cow()?.into_owned()),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "document `{id}`: `{key}` is {}; expected a str",
-            type_name(&v)
-        ))),
-    }
+    })
 }
 
 /// What happened to a document given to ``Writer.add``.
@@ -260,34 +231,6 @@ impl Summary {
     }
 }
 
-struct WriterState {
-    writer: DedupWriter,
-}
-
-impl WriterState {
-    /// Adds `docs` in order (fingerprinted in parallel) under the writer's policies.
-    fn add(
-        &mut self,
-        store: &Store,
-        docs: Vec<InputDoc>,
-    ) -> Result<Vec<(String, LibOutcome)>, Failure> {
-        let (batch, ids): (Vec<_>, Vec<_>) = docs
-            .into_iter()
-            .map(|doc| {
-                let d = store
-                    .fields
-                    .document(&doc.id, &doc.title, &doc.text, &doc.host);
-                (d, doc.id)
-            })
-            .unzip();
-        let added = match <[_; 1]>::try_from(batch) {
-            Ok([d]) => vec![self.writer.add_document(d)?],
-            Err(batch) => self.writer.add_documents(batch)?,
-        };
-        Ok(ids.into_iter().zip(added).collect())
-    }
-}
-
 /// Adds documents to an index under a dedup policy; made by ``Index.writer``.
 ///
 /// Use it as a context manager: the ``with`` block commits when it ends normally and rolls back
@@ -299,7 +242,7 @@ pub(crate) struct Writer {
     policy: String,
     id_policy: IdPolicy,
     fields: FieldMap,
-    state: Mutex<Option<WriterState>>,
+    state: Mutex<Option<Ingest>>,
 }
 
 impl Writer {
@@ -312,29 +255,17 @@ impl Writer {
         memory_mb: usize,
         threads: Option<usize>,
     ) -> Result<Writer, Failure> {
-        if memory_mb < 15 {
-            return Err(Failure::Value(format!(
-                "memory_mb={memory_mb} is too small: tantivy needs at least 15 MB per indexing \
-                 thread"
-            )));
-        }
-        let budget = memory_mb << 20;
-        let writer = match threads {
-            Some(0) => return Err(Failure::Value("threads must be at least 1".into())),
-            Some(n) => store.index.writer_with_num_threads(n, budget, policy)?,
-            None => store.index.writer(budget, policy)?,
-        }
-        .with_id_policy(id_policy);
+        let ingest = store.ingest(FrontEnd::Python, memory_mb, threads, policy, id_policy)?;
         Ok(Writer {
             store,
             policy: policy_name.to_string(),
             id_policy,
             fields,
-            state: Mutex::new(Some(WriterState { writer })),
+            state: Mutex::new(Some(ingest)),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<WriterState>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Ingest>> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -344,12 +275,12 @@ impl Writer {
     fn with_state<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut WriterState, &Store) -> Result<T, Failure> + Send,
+        f: impl FnOnce(&mut Ingest) -> Result<T, Failure> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut guard = self.lock();
-            let state = guard.as_mut().ok_or_else(closed)?;
-            f(state, &self.store)
+            let ingest = guard.as_mut().ok_or_else(closed)?;
+            f(ingest)
         })
         .map_err(PyErr::from)
     }
@@ -359,7 +290,11 @@ impl Writer {
         py: Python<'_>,
         docs: Vec<InputDoc>,
     ) -> PyResult<Vec<(String, LibOutcome)>> {
-        self.with_state(py, |state, store| state.add(store, docs))
+        self.with_state(py, |ingest| Ok(ingest.add(docs)?))
+    }
+
+    fn counts(&self, py: Python<'_>) -> PyResult<IngestCounts> {
+        self.with_state(py, |ingest| Ok(ingest.counts()))
     }
 }
 
@@ -496,15 +431,15 @@ impl Writer {
         }
         let total = docs.len().ok();
         let progress = Progress::new(py, progress, total)?;
-        let mut counts = IngestCounts::default();
+        let before = self.counts(py)?;
+        let mut done = 0u64;
         let mut skipped_bad = 0u64;
         let mut batch = Vec::with_capacity(batch_size);
-        let flush = |batch: &mut Vec<InputDoc>, counts: &mut IngestCounts, bad: u64| {
+        let mut flush = |batch: &mut Vec<InputDoc>, bad: u64| {
             let n = batch.len() as u64;
-            for (_, outcome) in self.add_batch(py, std::mem::take(batch))? {
-                counts.tally(&outcome);
-            }
-            progress.update(py, counts.documents() + bad, n, total)
+            self.add_batch(py, std::mem::take(batch))?;
+            done += n;
+            progress.update(py, done + bad, n, total)
         };
         let result = for_each_row(docs, |row| {
             match read_doc(&row, &self.fields) {
@@ -519,28 +454,29 @@ impl Writer {
                 Err(e) => return Err(e),
             }
             if batch.len() >= batch_size {
-                flush(&mut batch, &mut counts, skipped_bad)?;
+                flush(&mut batch, skipped_bad)?;
             }
             Ok(())
         });
         // What was read before a failure is added too, so the error leaves no half batch.
-        let flushed = flush(&mut batch, &mut counts, skipped_bad);
+        let flushed = flush(&mut batch, skipped_bad);
         progress.close(py)?;
         result?;
         flushed?;
+        let counts = self.counts(py)?.since(&before);
         Ok(Summary::new(counts, skipped_bad))
     }
 
     /// Makes every document added so far durable and visible to searches.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_state(py, |state, _| Ok(state.writer.commit().map(|_| ())?))?;
+        self.with_state(py, |ingest| Ok(ingest.commit()?))?;
         self.store.remember(&self.policy, &self.fields)?;
         Ok(())
     }
 
     /// Discards every document added since the last commit.
     fn rollback(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_state(py, |state, _| Ok(state.writer.rollback().map(|_| ())?))
+        self.with_state(py, |ingest| Ok(ingest.rollback()?))
     }
 
     /// Closes the writer without committing (uncommitted documents are lost, as with
@@ -568,7 +504,7 @@ impl Writer {
     /// (``ids="replace"``).
     #[getter]
     fn ids_replaced(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_state(py, |state, _| Ok(state.writer.ids_replaced()))
+        self.with_state(py, |ingest| Ok(ingest.writer().ids_replaced()))
     }
 
     /// Whether the writer is closed.

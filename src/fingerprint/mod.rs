@@ -21,8 +21,14 @@
 
 mod accumulate;
 mod analysis;
+mod features;
+mod fingerprinter;
 
 use accumulate::{flush, FeatureCounts, Weighting};
+
+pub use features::{Features, IdfTable, TermWeight};
+use fingerprinter::Analysis;
+pub use fingerprinter::Fingerprinter;
 
 pub(crate) use analysis::is_han;
 pub use analysis::{
@@ -117,149 +123,6 @@ pub struct FingerprintDetails {
     pub features: usize,
 }
 
-/// Which features a text contributes, and their relative weights. A weight of 0 turns a kind off.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Features {
-    /// Weight of single words (tokens).
-    pub words: f32,
-    /// Length of word shingles (2 = pairs of consecutive tokens); 0 or 1 turns them off.
-    pub shingle_len: u8,
-    /// Weight of word shingles.
-    pub shingles: f32,
-    /// Length of character n-grams over the normalised token sequence; 0 turns them off.
-    pub char_ngram_len: u8,
-    /// Weight of character n-grams.
-    pub char_ngrams: f32,
-}
-
-impl Features {
-    /// Single words only.
-    pub fn words() -> Self {
-        Features {
-            words: 1.0,
-            shingle_len: 0,
-            shingles: 0.0,
-            char_ngram_len: 0,
-            char_ngrams: 0.0,
-        }
-    }
-
-    /// Words and word shingles of length `len`, with the given shingle weight.
-    pub fn words_and_shingles(len: u8, weight: f32) -> Self {
-        Features {
-            shingle_len: len,
-            shingles: weight,
-            ..Features::words()
-        }
-    }
-
-    /// Character n-grams only.
-    pub fn char_ngrams(len: u8) -> Self {
-        Features {
-            words: 0.0,
-            shingle_len: 0,
-            shingles: 0.0,
-            char_ngram_len: len,
-            char_ngrams: 1.0,
-        }
-    }
-
-    fn uses_shingles(&self) -> bool {
-        self.shingle_len >= 2 && self.shingles > 0.0
-    }
-
-    fn uses_char_ngrams(&self) -> bool {
-        self.char_ngram_len >= 1 && self.char_ngrams > 0.0
-    }
-
-    fn id(&self) -> String {
-        let mut parts = Vec::new();
-        if self.words > 0.0 {
-            parts.push(format!("w{}", self.words));
-        }
-        if self.uses_shingles() {
-            parts.push(format!("s{}x{}", self.shingle_len, self.shingles));
-        }
-        if self.uses_char_ngrams() {
-            parts.push(format!("c{}x{}", self.char_ngram_len, self.char_ngrams));
-        }
-        parts.join("+")
-    }
-}
-
-/// How the occurrences of a feature turn into its weight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-pub enum TermWeight {
-    /// Every distinct feature weighs 1, however often it occurs.
-    Binary,
-    /// `1 + ln(tf)`: a repeated line cannot dominate, but repetition still counts.
-    #[default]
-    Sublinear,
-}
-
-/// A static inverse document frequency table for words, such as jieba's `idf.txt`.
-///
-/// Static on purpose: a fingerprint must not change when other documents arrive, so the table
-/// comes from a fixed corpus, never from the index being built. Words not in the table get
-/// the table's median IDF. The weight of a word is multiplied by `idf / median`.
-#[derive(Clone, Debug)]
-pub struct IdfTable {
-    idf: HashMap<u64, f32, BuildHasherDefault<IdentityHasher>>,
-    median: f32,
-    digest: u64,
-    seed: u64,
-}
-
-impl IdfTable {
-    /// Reads lines of `word idf` (whitespace-separated), jieba's format. Words go through the
-    /// same normalisation as text (NFKC, case folding, Traditional to Simplified); lines with
-    /// fewer than two fields are skipped.
-    ///
-    /// Cost: one pass over the input, one hash of each word and one map entry per line.
-    /// Errors: [`Error::Io`] when reading fails, [`Error::Input`] (with the line number) when an
-    /// idf is not a number, [`Error::InvalidConfig`] when no line holds a `word idf` pair.
-    pub fn from_reader(reader: impl BufRead, seed: u64) -> Result<Self> {
-        let norm = Normalization::default();
-        let mut idf = HashMap::default();
-        let mut values = Vec::new();
-        let mut digest = 0u64;
-        for (n, line) in reader.lines().enumerate() {
-            let line = line?;
-            let mut parts = line.split_whitespace();
-            let (Some(word), Some(value)) = (parts.next(), parts.next()) else {
-                continue;
-            };
-            let value: f32 = value.parse().map_err(|_| Error::Input {
-                path: "idf table".into(),
-                line: n as u64 + 1,
-                message: format!("`{value}` is not a number; expected lines of `word idf`"),
-            })?;
-            let word = norm.apply(word);
-            let h = xxh3_64_with_seed(word.as_bytes(), seed ^ WORD_TAG);
-            idf.insert(h, value);
-            values.push(value);
-            digest = digest.rotate_left(5) ^ h ^ u64::from(value.to_bits());
-        }
-        if values.is_empty() {
-            return Err(Error::InvalidConfig(
-                "the IDF table is empty; expected lines of `word idf`".into(),
-            ));
-        }
-        let mid = values.len() / 2;
-        values.select_nth_unstable_by(mid, f32::total_cmp);
-        Ok(IdfTable {
-            idf,
-            median: values[mid].max(f32::MIN_POSITIVE),
-            digest,
-            seed,
-        })
-    }
-
-    fn factor(&self, word_hash: u64) -> f32 {
-        self.idf.get(&word_hash).copied().unwrap_or(self.median) / self.median
-    }
-}
-
 /// How text is split into tokens.
 #[derive(Clone)]
 pub enum Tokenization {
@@ -305,23 +168,23 @@ pub const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
 /// ```
 #[derive(Clone, Debug)]
 pub struct Scheme {
-    inner: Arc<SchemeInner>,
+    pub(super) inner: Arc<SchemeInner>,
 }
 
 #[derive(Debug)]
-struct SchemeInner {
-    normalization: Normalization,
-    tokenization: Tokenization,
-    features: Features,
-    weight: TermWeight,
-    idf: Option<IdfTable>,
-    stopword_weight: f32,
+pub(super) struct SchemeInner {
+    pub(super) normalization: Normalization,
+    pub(super) tokenization: Tokenization,
+    pub(super) features: Features,
+    pub(super) weight: TermWeight,
+    pub(super) idf: Option<IdfTable>,
+    pub(super) stopword_weight: f32,
     /// Seeded hashes of the stop words (NLTK English and Chinese lists), when damped.
-    stopwords: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
-    short_line: u32,
-    seed: u64,
-    min_features: usize,
-    id: String,
+    pub(super) stopwords: HashSet<u64, BuildHasherDefault<IdentityHasher>>,
+    pub(super) short_line: u32,
+    pub(super) seed: u64,
+    pub(super) min_features: usize,
+    pub(super) id: String,
 }
 
 /// Builds a [`Scheme`]; every setting starts at the default scheme's value.
@@ -767,342 +630,12 @@ impl Scheme {
     }
 }
 
-/// Computes fingerprints for one [`Scheme`], reusing its buffers. Not `Sync`: one per thread
-/// (for example with rayon's `map_init`).
-pub struct Fingerprinter {
-    scheme: Scheme,
-    analysis: Analysis,
-    token_hashes: Vec<u64>,
-    /// Per token, its occurrence weight in units of 1/`unit` (short-line damping).
-    token_lines: Vec<u32>,
-    line_tokens: Vec<u32>,
-    token_text: String,
-    counts: FeatureCounts,
-    acc: [i64; 64],
-    /// How words, word shingles and character n-grams weigh under the scheme.
-    weightings: [Weighting; 3],
-}
-
-/// How a [`Fingerprinter`] reads tokens.
-enum Analysis {
-    /// The built-in tokenizer, read token by token without building tokens.
-    Builtin(Box<SimhashTokenizer>),
-    /// A user analyzer, through its token stream.
-    Analyzer(TextAnalyzer),
-}
-
-/// Receives each token, its seeded hash, the 0-based line it starts on and its byte offsets in
-/// the text (`from..to`). A type parameter rather than `dyn`: the sink is inlined into the
-/// per-token loop.
-pub(crate) trait TokenSink: FnMut(&str, u64, u32, usize, usize) {}
-impl<F: FnMut(&str, u64, u32, usize, usize)> TokenSink for F {}
-
-/// No sink.
-pub(crate) type NoSink = fn(&str, u64, u32, usize, usize);
-
 const WORD_TAG: u64 = 0x5744_0000_0000_0001;
 const SHINGLE_TAG: u64 = 0x5348_0000_0000_0000;
 const CHAR_TAG: u64 = 0x4348_0000_0000_0000;
 const EXACT_TAG: u64 = 0x4558_0000_0000_0000;
 /// Weights are accumulated as fixed point, so the sum does not depend on the order of features.
 const WEIGHT_SCALE: f32 = (1u32 << 16) as f32;
-
-impl Fingerprinter {
-    /// Calls `sink(token, from, to)` for every token of `text` as the built-in tokenizer cuts
-    /// it, without fingerprinting; `false` (and no call) for a user analyzer.
-    pub(crate) fn for_each_builtin_token(
-        &mut self,
-        text: &str,
-        sink: &mut dyn FnMut(&str, usize, usize),
-    ) -> bool {
-        match &mut self.analysis {
-            Analysis::Builtin(tokenizer) => {
-                tokenizer.for_each_token(text, sink);
-                true
-            }
-            Analysis::Analyzer(_) => false,
-        }
-    }
-
-    /// The seeded hash of every token of the last text, in order (what a
-    /// [`fingerprint_with_tokens`](Self::fingerprint_with_tokens) sink was given).
-    pub(crate) fn token_hashes(&self) -> &[u64] {
-        &self.token_hashes
-    }
-
-    /// The scheme this fingerprinter follows.
-    pub fn scheme(&self) -> &Scheme {
-        &self.scheme
-    }
-
-    /// The fingerprint of `text`. Cost: one analysis of the text with the fingerprinter's
-    /// reused buffers (measured at 0.88-0.93x the analyzer's own speed in English, ~117-119
-    /// MB/s, 0.92-1.04x in Chinese, ~25-27 MB/s; docs/PERFORMANCE.md, section Fingerprinting).
-    /// Never panics, whatever the input.
-    pub fn fingerprint(&mut self, text: &str) -> Fingerprint {
-        self.fingerprint_details(text).fingerprint
-    }
-
-    /// The fingerprint of `text` with how it was made. Cost as
-    /// [`fingerprint`](Self::fingerprint); never panics, whatever the input.
-    pub fn fingerprint_details(&mut self, text: &str) -> FingerprintDetails {
-        self.fingerprint_with_tokens::<NoSink>(text, None, false)
-    }
-
-    /// [`Fingerprinter::fingerprint_details`], also giving every token to `sink` with its hash
-    /// and the 0-based line it starts on, in the same analysis pass (signatures use it: one
-    /// analysis per document). Lines are counted only when `sink_lines` (or the scheme damps
-    /// short lines); otherwise the sink sees line 0.
-    ///
-    /// Cost: one analysis of `text`, one xxh3 hash per token, a feature table of about twice
-    /// the token count (reused) and 64 counters per distinct feature kind. Never panics.
-    pub(crate) fn fingerprint_with_tokens<S: TokenSink>(
-        &mut self,
-        text: &str,
-        sink: Option<S>,
-        sink_lines: bool,
-    ) -> FingerprintDetails {
-        let inner = Arc::clone(&self.scheme.inner);
-        self.analyse(&inner, text, sink, sink_lines);
-        let tokens = self.token_hashes.len();
-        self.occurrence_weights(inner.short_line);
-        self.acc = [0; 64];
-        let mut distinct = 0;
-        if inner.features.words > 0.0 {
-            distinct += self.add_words(&inner);
-        }
-        if inner.features.uses_shingles() {
-            distinct += self.add_word_shingles(&inner);
-        }
-        if inner.features.uses_char_ngrams() {
-            distinct += self.add_char_ngrams(&inner);
-        }
-        self.details(&inner, tokens, distinct)
-    }
-
-    /// The analysis pass: every token's seeded hash into `token_hashes`, its line into
-    /// `token_lines` when the scheme damps short lines, the tokens' text into `token_text` when
-    /// character n-grams need it; each token also goes to `sink`.
-    fn analyse<S: TokenSink>(
-        &mut self,
-        inner: &SchemeInner,
-        text: &str,
-        mut sink: Option<S>,
-        sink_lines: bool,
-    ) {
-        self.token_hashes.clear();
-        self.token_lines.clear();
-        self.line_tokens.clear();
-        self.token_text.clear();
-        let (seed, damp) = (inner.seed, inner.short_line);
-        let want_text = inner.features.uses_char_ngrams();
-        let normalized;
-        let input: &str = match &inner.tokenization {
-            Tokenization::Builtin { .. } => text,
-            Tokenization::Analyzer { .. } => {
-                normalized = inner.normalization.apply(text);
-                &normalized
-            }
-        };
-        let Fingerprinter {
-            analysis,
-            token_hashes,
-            token_lines,
-            token_text,
-            ..
-        } = self;
-        let mut prev_han = false;
-        let count_lines = damp > 0 || (sink_lines && sink.is_some());
-        let mut lines = LineCounter::default();
-        let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
-            let line = if count_lines {
-                lines.line_at(input, offset_from)
-            } else {
-                0
-            };
-            if damp > 0 {
-                token_lines.push(line);
-            }
-            let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
-            token_hashes.push(hash);
-            if let Some(sink) = sink.as_mut() {
-                sink(t, hash, line, offset_from, offset_to);
-            }
-            if want_text {
-                let han = t.chars().next().is_some_and(is_han);
-                // Han tokens join without a space, like the text they came from.
-                let joins = han && prev_han;
-                if !token_text.is_empty() && !joins {
-                    token_text.push(' ');
-                }
-                token_text.push_str(t);
-                prev_han = han;
-            }
-        };
-        match analysis {
-            Analysis::Builtin(tokenizer) => {
-                tokenizer.for_each_token(input, &mut |t, from, to| on_token(t, from, to));
-            }
-            Analysis::Analyzer(analyzer) => {
-                let mut stream = analyzer.token_stream(input);
-                while stream.advance() {
-                    let token = stream.token();
-                    on_token(&token.text, token.offset_from, token.offset_to);
-                }
-            }
-        }
-    }
-
-    /// Turns each token's line (in `token_lines`) into its occurrence weight in units of
-    /// 1/`damp` (the unit of the scheme's [`Weighting`]s): a token on a line of `n < damp`
-    /// tokens weighs `n / damp`.
-    fn occurrence_weights(&mut self, damp: u32) {
-        if damp > 0 {
-            for &l in &self.token_lines {
-                let l = l as usize;
-                if self.line_tokens.len() <= l {
-                    self.line_tokens.resize(l + 1, 0);
-                }
-                self.line_tokens[l] += 1;
-            }
-            for l in self.token_lines.iter_mut() {
-                *l = self.line_tokens[*l as usize].min(damp);
-            }
-        }
-    }
-
-    /// The occurrence weight of token `i` (1 when the scheme does not damp short lines).
-    fn occurrence(&self, i: usize) -> u32 {
-        self.token_lines.get(i).copied().unwrap_or(1)
-    }
-
-    /// Words as features: counts them, adds them to the counters; returns how many are
-    /// distinct.
-    fn add_words(&mut self, inner: &SchemeInner) -> usize {
-        self.counts.clear(self.token_hashes.len());
-        if self.token_lines.is_empty() {
-            for &h in &self.token_hashes {
-                self.counts.add(h, 1);
-            }
-        } else {
-            for (&h, &occurrence) in self.token_hashes.iter().zip(&self.token_lines) {
-                self.counts.add(h, occurrence);
-            }
-        }
-        flush(&self.counts, &mut self.acc, &self.weightings[0], |h| {
-            let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
-            // The set is empty unless stop words are damped (a look-up per feature).
-            if !inner.stopwords.is_empty() && inner.stopwords.contains(&h) {
-                f *= inner.stopword_weight;
-            }
-            f
-        });
-        self.counts.len()
-    }
-
-    /// Word shingles as features (a shingle weighs as its least weighted word; one made only
-    /// of stop words is damped like them); returns how many are distinct.
-    fn add_word_shingles(&mut self, inner: &SchemeInner) -> usize {
-        let n = usize::from(inner.features.shingle_len);
-        self.counts.clear(self.token_hashes.len());
-        let mut buf = [0u8; 64];
-        let mut all_stop: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
-        for (start, w) in self.token_hashes.windows(n).enumerate() {
-            for (i, h) in w.iter().enumerate() {
-                buf[i * 8..i * 8 + 8].copy_from_slice(&h.to_le_bytes());
-            }
-            let h = xxh3_64_with_seed(&buf[..n * 8], inner.seed ^ SHINGLE_TAG ^ n as u64);
-            let occ = (start..start + n)
-                .map(|i| self.occurrence(i))
-                .min()
-                .unwrap_or(1);
-            self.counts.add(h, occ);
-            if !inner.stopwords.is_empty() && w.iter().all(|t| inner.stopwords.contains(t)) {
-                all_stop.insert(h);
-            }
-        }
-        flush(&self.counts, &mut self.acc, &self.weightings[1], |h| {
-            if all_stop.contains(&h) {
-                inner.stopword_weight
-            } else {
-                1.0
-            }
-        });
-        self.counts.len()
-    }
-
-    /// Character n-grams of the normalised token text as features; returns how many are
-    /// distinct.
-    fn add_char_ngrams(&mut self, inner: &SchemeInner) -> usize {
-        let n = usize::from(inner.features.char_ngram_len);
-        self.counts.clear(self.token_text.len());
-        let starts: Vec<usize> = self
-            .token_text
-            .char_indices()
-            .map(|(i, _)| i)
-            .chain(std::iter::once(self.token_text.len()))
-            .collect();
-        for w in starts.windows(n + 1) {
-            let gram = &self.token_text[w[0]..w[n]];
-            let h = xxh3_64_with_seed(gram.as_bytes(), inner.seed ^ CHAR_TAG ^ n as u64);
-            self.counts.add(h, 1);
-        }
-        flush(&self.counts, &mut self.acc, &self.weightings[2], |_| 1.0);
-        self.counts.len()
-    }
-
-    /// The simhash of the counters, or the exact-hash fallback below the scheme's
-    /// `min_features` distinct features.
-    fn details(&self, inner: &SchemeInner, tokens: usize, distinct: usize) -> FingerprintDetails {
-        if distinct < inner.min_features {
-            let mut bytes = Vec::with_capacity(tokens * 8);
-            for h in &self.token_hashes {
-                bytes.extend_from_slice(&h.to_le_bytes());
-            }
-            return FingerprintDetails {
-                fingerprint: Fingerprint(xxh3_64_with_seed(&bytes, inner.seed ^ EXACT_TAG)),
-                kind: FingerprintKind::Exact,
-                tokens,
-                features: distinct,
-            };
-        }
-        let mut fp = 0u64;
-        for (i, &v) in self.acc.iter().enumerate() {
-            if v > 0 {
-                fp |= 1 << i;
-            }
-        }
-        FingerprintDetails {
-            fingerprint: Fingerprint(fp),
-            kind: FingerprintKind::Simhash,
-            tokens,
-            features: distinct,
-        }
-    }
-}
-
-/// The 0-based line of byte offsets asked in order: each newline is counted once.
-#[derive(Default)]
-struct LineCounter {
-    line: u32,
-    scanned: usize,
-}
-
-impl LineCounter {
-    #[inline]
-    fn line_at(&mut self, text: &str, at: usize) -> u32 {
-        let at = at.min(text.len());
-        if at > self.scanned {
-            let newlines = text.as_bytes()[self.scanned..at]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
-            self.line = self.line.saturating_add(newlines as u32);
-            self.scanned = at;
-        }
-        self.line
-    }
-}
 
 /// Feature keys are already xxh3 hashes: hashing them again would only cost time.
 #[derive(Default, Clone, Copy, Debug)]

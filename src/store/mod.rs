@@ -20,7 +20,9 @@ mod ingest;
 mod reports;
 mod search;
 
-pub use ingest::{outcome_name, IngestCounts};
+pub use ingest::{
+    check_memory, outcome_name, BadRecord, FieldValue, FrontEnd, Ingest, IngestCounts, InputDoc,
+};
 pub use reports::{largest_clusters, mirrors, GroupSize, Mirrors, ReportCaps};
 pub use search::{
     similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,

@@ -55,19 +55,30 @@ impl Store {
             let Some(col) = seg.fast_fields().str(field)? else {
                 continue;
             };
-            let mut by_ord: HashMap<u64, u64> = HashMap::new();
+            // Counted by term ordinal, then the names of the groups read in one pass over the
+            // dictionary: an ordinal looked up alone decompresses a dictionary block each time
+            // (~13 us), seconds per million groups (`neardup stats` reads this).
+            let mut by_ord = vec![0u64; col.dictionary().num_terms()];
             for doc in seg.doc_ids_alive() {
-                if let Some(ord) = col.ords().first(doc) {
-                    *by_ord.entry(ord).or_default() += 1;
+                if let Some(n) = col
+                    .ords()
+                    .first(doc)
+                    .and_then(|o| by_ord.get_mut(o as usize))
+                {
+                    *n += 1;
                 }
             }
-            let mut name = String::new();
-            for (ord, n) in by_ord {
-                name.clear();
-                if col.ord_to_str(ord, &mut name)? {
-                    *sizes.entry(name.clone()).or_default() += n;
+            let ords: Vec<u64> = (0..by_ord.len() as u64)
+                .filter(|&o| by_ord[o as usize] > 0)
+                .collect();
+            let mut counts = ords.iter().map(|&o| by_ord[o as usize]);
+            col.dictionary().sorted_ords_to_term_cb(&ords, |name| {
+                if let Some(n) = counts.next() {
+                    *sizes
+                        .entry(String::from_utf8_lossy(name).into_owned())
+                        .or_default() += n;
                 }
-            }
+            })?;
         }
         let mut groups: Vec<GroupSize> = sizes
             .into_iter()
