@@ -8,12 +8,12 @@
 //! document within `k` bits.
 
 use crate::columns::for_each_posting;
+use crate::component::reader::SignatureReader;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::ids::StrColumns;
 use crate::layout::check_distance;
 use crate::schema::{lock, NearDupFields, NearDupIndex, SEQUENCE_FIELD};
-use crate::signature::store::SignatureReader;
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
 use tantivy::columnar::Column;

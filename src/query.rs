@@ -56,12 +56,12 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
 use crate::lookup::{NearDup, NearDupSearcher};
 use crate::schema::{NearDupFields, NearDupIndex};
-use crate::signature::store::SegmentSignatures;
 use crate::signature::{MatchRule, Signature, Sketch, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
 use tantivy::query::doc_predicate_query::{

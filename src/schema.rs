@@ -53,12 +53,12 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
+use crate::component::reader::{ResolvedSignatureFields, SignatureFields};
 use crate::component::{NearDupComponent, COMPONENT_EXTENSION};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, IdfTable, Scheme, SchemeParameters, SIMHASH_TOKENIZER_NAME};
 use crate::layout::BlockLayout;
 use crate::replay::{AnalysisCounts, ReplayCounters};
-use crate::signature::store::{ResolvedSignatureFields, SignatureFields};
 use crate::signature::{MatchRule, RuleSpec, Signature};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -84,10 +84,14 @@ pub const SEQUENCE_FIELD: &str = "simhash_seq";
 pub const REPLACED_FIELD: &str = "simhash_replaced";
 
 /// The format tag of the record (file and commit payload).
-/// Version 2: documents carry signatures (sketch fields and the rule's keys).
-const RECORD_FORMAT: &str = "tantivy-simhash/3";
+/// Version 4: signatures in the segment component; band keys hashed from full bin values.
+const RECORD_FORMAT: &str = "tantivy-simhash/4";
 /// Formats this version refuses, with a message to rebuild.
-const OLD_RECORD_FORMATS: [&str; 2] = ["tantivy-simhash/1", "tantivy-simhash/2"];
+const OLD_RECORD_FORMATS: [&str; 3] = [
+    "tantivy-simhash/1",
+    "tantivy-simhash/2",
+    "tantivy-simhash/3",
+];
 
 /// How an index uses fingerprints: the scheme, the layout and the field names.
 ///
@@ -569,12 +573,15 @@ fn key_storage(key_postings: bool) -> &'static str {
 fn refuse_old_format(format: &str) -> Result<()> {
     if OLD_RECORD_FORMATS.contains(&format) {
         return Err(Error::OldFormat(format!(
-            "the index records format `{format}` (signatures in {}), this version reads \
-             `{RECORD_FORMAT}` (signatures and key tables in a segment component)",
+            "the index records format `{format}` ({}), this version reads `{RECORD_FORMAT}` \
+             (signatures and key tables in a segment component, band keys hashed from the \
+             MinHash bins' full values)",
             if format.ends_with("/1") {
-                "no field"
+                "no signatures"
+            } else if format.ends_with("/2") {
+                "signatures in fast columns"
             } else {
-                "fast columns"
+                "band keys read from 8-bit sketch bins"
             }
         )));
     }

@@ -387,7 +387,7 @@ fn use_index(dir: &Path, texts: &[String]) -> Result<(), Error> {
         s.lookup(sig.fingerprint)?;
     }
     for reader in s.searcher().segment_readers() {
-        tantivy_simhash::signature::store::SegmentSignatures::open(reader, index.rule())?
+        tantivy_simhash::component::reader::SegmentSignatures::open(reader, index.rule())?
             .verify_checksum()?;
     }
     Ok(())

@@ -24,49 +24,56 @@ const VERSIONS: usize = 15;
 /// Bins of the sketch each version changes in its predecessor's own part.
 const EDITS: usize = 10;
 
-/// Packs 8-bit bins into a sketch of `rule`'s MinHash configuration.
-fn sketch_of(rule: &MatchRule, bins: &[u8]) -> Sketch {
-    let mut sketch = Sketch::empty(rule.minhash());
+/// A sketch of `rule`'s MinHash configuration from its band keys and its 4-bit bins (the
+/// layout `Sketch` documents: the packed keys, then the packed bins).
+fn sketch_of(rule: &MatchRule, bands: &[u64], bins: &[u8]) -> Sketch {
+    let m = rule.minhash();
+    let mut sketch = Sketch::empty(m);
+    let width = m.key_bits as usize;
+    for (i, &key) in bands.iter().enumerate() {
+        let at = i * width;
+        sketch.words[at / 64] |= key << (at % 64);
+        if at % 64 + width > 64 {
+            sketch.words[at / 64 + 1] |= key >> (64 - at % 64);
+        }
+    }
+    let first = m.band_words();
     for (i, &b) in bins.iter().enumerate() {
-        sketch.words[i / 8] |= u64::from(b) << (8 * (i % 8));
+        sketch.words[first + i / 16] |= u64::from(b & 15) << (4 * (i % 16));
     }
     sketch
 }
 
 /// `VERSIONS` versions of `CHAINS` documents, version by version (chain 0 to 39, then their
-/// next versions): every document's band 0 is the same template; its other bands' bins are
-/// its own (random); the bins past the bands are its chain's, with `EDITS` of them changed
-/// from the previous version. Fingerprints are random (no simhash matches).
+/// next versions): every document's band 0 key is the same template; its other band keys are
+/// its own (random); its bins are its chain's, with `EDITS` of them changed from the previous
+/// version. Fingerprints are random (no simhash matches).
 fn corpus(rule: &MatchRule) -> Vec<(String, Signature)> {
     let m = rule.minhash();
     assert_eq!(
-        (m.slots, m.bits, m.rows),
-        (256, 8, 3),
+        (m.slots, m.bits, m.key_bits),
+        (256, 4, 20),
         "the corpus assumes the default sketch"
     );
-    let banded = (m.bands * m.rows) as usize;
     let mut rng = Rng(0xc0de);
-    let byte = |rng: &mut Rng| (rng.below(255) + 1) as u8;
+    let nibble = |rng: &mut Rng| (rng.below(15) + 1) as u8;
     let mut chains: Vec<Vec<u8>> = (0..CHAINS)
-        .map(|_| (0..256).map(|_| byte(&mut rng)).collect())
+        .map(|_| (0..256).map(|_| nibble(&mut rng)).collect())
         .collect();
     let mut docs = Vec::new();
     for version in 0..VERSIONS {
         for (c, own) in chains.iter_mut().enumerate() {
             if version > 0 {
                 for _ in 0..EDITS {
-                    let at = banded + rng.below((256 - banded) as u64) as usize;
-                    own[at] = byte(&mut rng);
+                    let at = rng.below(256) as usize;
+                    own[at] = nibble(&mut rng);
                 }
             }
-            let mut bins = own.clone();
-            bins[..m.rows as usize].fill(7);
-            for b in &mut bins[m.rows as usize..banded] {
-                *b = byte(&mut rng);
-            }
+            let mut bands = vec![7u64];
+            bands.extend((1..m.bands).map(|_| rng.below(1 << 20)));
             let signature = Signature {
                 fingerprint: Fingerprint(rng.next_u64()),
-                sketch: sketch_of(rule, &bins),
+                sketch: sketch_of(rule, &bands, own),
             };
             docs.push((format!("c{c}v{version}"), signature));
         }

@@ -119,9 +119,13 @@ fn an_index_of_the_previous_format_is_refused_with_a_rebuild_message() {
     // The record file's name, as the schema module documents it.
     let path = std::path::Path::new(".tantivy-simhash.json");
     let record = String::from_utf8(dir.atomic_read(path).unwrap()).unwrap();
-    assert!(record.contains("tantivy-simhash/3"), "{record}");
-    for old in ["tantivy-simhash/1", "tantivy-simhash/2"] {
-        let rewritten = record.replace("tantivy-simhash/3", old);
+    assert!(record.contains("tantivy-simhash/4"), "{record}");
+    for old in [
+        "tantivy-simhash/1",
+        "tantivy-simhash/2",
+        "tantivy-simhash/3",
+    ] {
+        let rewritten = record.replace("tantivy-simhash/4", old);
         dir.atomic_write(path, rewritten.as_bytes()).unwrap();
         let err = tantivy_simhash::NearDupIndex::open_recorded(tantivy_index.clone())
             .unwrap_err()

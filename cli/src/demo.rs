@@ -2,7 +2,8 @@
 //! `demo/README.md` for where each document comes from and its licence).
 
 use super::batch_cmds::clusters_in;
-use super::index_cmd::{index_files, print_summary, IndexOptions};
+use super::index_cmd::{index_files, IndexOptions};
+use super::index_summary::print_summary;
 use super::mirrors_cmd::mirrors_in;
 use super::read_cmds::{search_in, similar_in, stats_in};
 use super::store::{self, Requested};

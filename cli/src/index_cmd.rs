@@ -1,15 +1,17 @@
 //! `neardup index`: JSONL files into an index, through [`DedupWriter`].
 
+use super::index_summary::print_summary;
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::{count, EvidenceJson};
+use super::signals::{catch_interrupts, stop_signal, SIGPIPE};
 use super::store::{self, FrontEnd, Ingest, IngestCounts, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tantivy_simhash::{Error, IdPolicy, Outcome, Policy};
 
@@ -17,69 +19,6 @@ use tantivy_simhash::{Error, IdPolicy, Outcome, Policy};
 const BATCH: usize = 256;
 /// Bad lines reported one by one under `--skip-bad`; the rest are only counted.
 const MAX_REPORTED_BAD: u64 = 20;
-
-/// The signal that asked the run to stop (0: none yet).
-static STOP_SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
-
-/// The signals that stop `neardup index` cleanly: what was read is committed, then the process
-/// exits with 128 + the signal's number. SIGTERM is how containers, systemd and job schedulers
-/// stop a program, SIGHUP how a closed terminal does: they must not lose more than Ctrl-C.
-#[cfg(unix)]
-const STOP_SIGNALS: [(i32, &str); 3] = [
-    (signal_hook::consts::SIGINT, "SIGINT"),
-    (signal_hook::consts::SIGTERM, "SIGTERM"),
-    (signal_hook::consts::SIGHUP, "SIGHUP"),
-];
-#[cfg(not(unix))]
-const STOP_SIGNALS: [(i32, &str); 1] = [(2, "SIGINT")];
-
-/// Catches the stop signals from now on: the indexing loop sees the flag, commits and stops.
-fn catch_interrupts() {
-    STOP_SIGNAL.get_or_init(|| {
-        let flag = Arc::new(AtomicUsize::new(0));
-        if let Err(e) = register_stop_signals(&flag) {
-            eprintln_quiet(&format!(
-                "warning: cannot catch Ctrl-C or SIGTERM ({e}); a stop signal will lose the \
-                 documents read since the last commit"
-            ));
-        }
-        flag
-    });
-}
-
-#[cfg(unix)]
-fn register_stop_signals(flag: &Arc<AtomicUsize>) -> std::io::Result<()> {
-    for (signal, _) in STOP_SIGNALS {
-        // The handler only stores the number (async-signal-safe); a later signal overwrites it.
-        let number = usize::try_from(signal).unwrap_or(0);
-        signal_hook::flag::register_usize(signal, flag.clone(), number)?;
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn register_stop_signals(flag: &Arc<AtomicUsize>) -> std::io::Result<()> {
-    let flag = flag.clone();
-    ctrlc::set_handler(move || flag.store(2, Ordering::SeqCst)).map_err(std::io::Error::other)
-}
-
-/// A closed stdout (EPIPE; Rust ignores the signal itself) stops `index` like a stop signal:
-/// what was read is committed, and the exit status is 128 + 13, as a shell reports a process
-/// killed by SIGPIPE.
-pub(crate) const SIGPIPE: (u8, &str) = (13, "SIGPIPE");
-
-/// The stop signal received, if any: its number and name.
-fn stop_signal() -> Option<(u8, &'static str)> {
-    let number = STOP_SIGNAL.get()?.load(Ordering::SeqCst);
-    if number == 0 {
-        return None;
-    }
-    let name = STOP_SIGNALS
-        .iter()
-        .find(|(n, _)| usize::try_from(*n).ok() == Some(number))
-        .map_or("a signal", |(_, name)| *name);
-    Some((u8::try_from(number).unwrap_or(0), name))
-}
 
 /// How an indexing run behaves.
 pub(crate) struct IndexOptions {
@@ -708,78 +647,4 @@ fn progress_bar(total: Option<u64>, quiet: bool) -> ProgressBar {
     }
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
-}
-
-/// Prints the summary: a JSON line in JSON mode, a small table otherwise.
-pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliResult<()> {
-    if out.is_json() {
-        #[derive(Serialize)]
-        struct Line<'a> {
-            event: &'static str,
-            index: &'a Path,
-            #[serde(flatten)]
-            summary: &'a Summary,
-        }
-        return out.json_line(&Line {
-            event: "summary",
-            index: &store.dir,
-            summary: s,
-        });
-    }
-    out.line(summary_headline(store, s))?;
-    out.line(format_args!(
-        "  added    {:>9}   (policy {}; tagged as near-duplicates: {}, replacing others: {})",
-        s.counts.added, store.record.policy, s.counts.tagged, s.counts.replacing
-    ))?;
-    out.line(format_args!(
-        "  rejected {:>9}   (near-duplicates of documents already indexed)",
-        s.counts.rejected
-    ))?;
-    if s.counts.replaced > 0 {
-        out.line(format_args!(
-            "  replaced {:>9}   (older near-duplicates deleted)",
-            s.counts.replaced
-        ))?;
-    }
-    out.line(format_args!(
-        "  skipped  {:>9}   (bad lines: {}, ids already indexed: {}, ids replaced earlier: {})",
-        s.skipped_bad + s.counts.skipped_existing_id + s.counts.skipped_replaced_id,
-        s.skipped_bad,
-        s.counts.skipped_existing_id,
-        s.counts.skipped_replaced_id
-    ))?;
-    out.line(format_args!(
-        "  index now holds {} in {}",
-        count(s.index_documents, "document", "documents"),
-        count(s.index_segments as u64, "segment", "segments")
-    ))?;
-    if s.skipped_bad > 0 {
-        out.line(format_args!(
-            "  {} skipped (exit status 3)",
-            count(s.skipped_bad, "bad line was", "bad lines were")
-        ))?;
-    }
-    Ok(())
-}
-
-/// The summary's first line: how many documents, where, how fast, and whether interrupted.
-fn summary_headline(store: &Store, s: &Summary) -> String {
-    let docs = s.counts.added + s.counts.rejected;
-    format!(
-        "{} {} into {} in {:.1} s ({:.0} docs/s){}",
-        if s.interrupted {
-            "interrupted after"
-        } else {
-            "indexed"
-        },
-        count(docs, "document", "documents"),
-        store.dir.display(),
-        s.seconds,
-        docs as f64 / s.seconds.max(1e-3),
-        if s.interrupted {
-            "; what was read was committed"
-        } else {
-            ""
-        },
-    )
 }

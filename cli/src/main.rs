@@ -17,11 +17,13 @@ mod batch_cmds;
 mod demo;
 mod explain_cmd;
 mod index_cmd;
+mod index_summary;
 mod input;
 mod mirrors_cmd;
 mod output;
 mod read_cmds;
 mod report_cmd;
+mod signals;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;

@@ -1,6 +1,7 @@
 //! `Index`: an on-disk index, opened or created from Python, and its read operations
 //! (search, similar, pairs, clusters, mirrors) over the library's public API.
 
+use crate::results::{Cluster, Hit, Match, Member};
 use crate::store::{self, Store};
 use crate::writer::Writer;
 use crate::{Failure, Scheme};
@@ -11,145 +12,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
-use tantivy_simhash::store::{
-    Collapse, FieldMap, LeaderChoice, Search, SearchHit, SearchSettings, SimilarTo,
-};
+use tantivy_simhash::store::{Collapse, FieldMap, LeaderChoice, Search, SearchSettings, SimilarTo};
 use tantivy_simhash::IdPolicy;
-
-/// A near-duplicate folded into a search result.
-#[pyclass(module = "tantivy_simhash", frozen, get_all)]
-#[derive(Clone)]
-pub(crate) struct Member {
-    id: String,
-    score: f32,
-    /// The simhash distance to the result's document (None when a fingerprint is missing).
-    distance: Option<u32>,
-    /// The resemblance estimate with the result's document when the match rule's resemblance
-    /// branch folded it (None for a fold within the simhash distance).
-    resemblance: Option<f32>,
-}
-
-#[pymethods]
-impl Member {
-    fn __repr__(&self) -> String {
-        format!(
-            "Member(id={:?}, score={}, distance={:?}, resemblance={:?})",
-            self.id, self.score, self.distance, self.resemblance
-        )
-    }
-}
-
-/// A search result: a document and, when collapsed, the near-duplicates folded into it.
-#[pyclass(module = "tantivy_simhash", frozen, get_all)]
-#[derive(Clone)]
-pub(crate) struct Hit {
-    rank: usize,
-    score: f32,
-    id: String,
-    title: String,
-    host: String,
-    text: String,
-    /// The document and its near-duplicates among the matching documents (1 without collapse).
-    group_size: usize,
-    /// Whether ``group_size`` counts every matching document (else: at least).
-    group_size_exact: bool,
-    /// The near-duplicates found among the top hits, in rank order.
-    members: Vec<Member>,
-    /// With ``derank``: whether the hit was moved behind the leaders (False for a leader, and
-    /// without ``derank``).
-    moved: bool,
-    /// With ``derank``, for a moved hit: the id of its group's leader.
-    leader_id: Option<String>,
-}
-
-impl From<SearchHit> for Hit {
-    fn from(h: SearchHit) -> Hit {
-        Hit {
-            rank: h.rank,
-            score: h.score,
-            id: h.doc.id,
-            title: h.doc.title,
-            host: h.doc.host,
-            text: h.doc.text,
-            group_size: h.group_size,
-            group_size_exact: h.group_size_exact,
-            members: h
-                .members
-                .into_iter()
-                .map(|m| Member {
-                    id: m.id,
-                    score: m.key,
-                    distance: m.distance,
-                    resemblance: m.resemblance,
-                })
-                .collect(),
-            moved: h.moved,
-            leader_id: h.leader_id,
-        }
-    }
-}
-
-#[pymethods]
-impl Hit {
-    fn __repr__(&self) -> String {
-        format!(
-            "Hit(rank={}, score={:.3}, id={:?}, title={:?}, group_size={}, moved={})",
-            self.rank,
-            self.score,
-            self.id,
-            self.title,
-            self.group_size,
-            if self.moved { "True" } else { "False" }
-        )
-    }
-}
-
-/// A near-duplicate found by ``Index.similar``.
-#[pyclass(module = "tantivy_simhash", frozen, get_all)]
-#[derive(Clone)]
-pub(crate) struct Match {
-    id: String,
-    distance: u32,
-    resemblance: Option<f32>,
-    fingerprint: u64,
-    title: String,
-    host: String,
-}
-
-#[pymethods]
-impl Match {
-    fn __repr__(&self) -> String {
-        format!(
-            "Match(id={:?}, distance={}, title={:?})",
-            self.id, self.distance, self.title
-        )
-    }
-}
-
-/// A cluster of near-duplicates. By leader (the default): ``leader`` is the first added, every
-/// member matches it, ``id`` is its id and ``members`` are in input order (the leader first).
-/// As connected components: documents linked by chains of pairs; ``id`` is the smallest member
-/// id, ``members`` are sorted and ``leader`` is the member added first.
-#[pyclass(module = "tantivy_simhash", frozen, get_all)]
-#[derive(Clone)]
-pub(crate) struct Cluster {
-    id: String,
-    /// Member ids.
-    members: Vec<String>,
-    /// The member added first.
-    leader: String,
-}
-
-#[pymethods]
-impl Cluster {
-    fn __len__(&self) -> usize {
-        self.members.len()
-    }
-
-    fn __repr__(&self) -> String {
-        format!("Cluster(id={:?}, size={})", self.id, self.members.len())
-    }
-}
 
 /// An index directory in the format of the ``neardup`` command line: documents with an id, a
 /// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.

@@ -18,7 +18,7 @@ use crate::rule::Rule;
 use crate::Failure;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use tantivy_simhash::{Evidence, Fingerprint, Signature, Sketch};
+use tantivy_simhash::{Evidence, Fingerprint, MinHashConfig, Signature, Sketch};
 
 /// A 64-bit key folded to 32 bits (the finaliser of splitmix64, then the high half).
 fn fold32(key: u64) -> u32 {
@@ -79,7 +79,7 @@ pub(crate) fn lean_postings<'py>(
     }
     let out = py.detach(|| {
         let config = rule.minhash();
-        let value_bits = config.rows * config.bits;
+        let value_bits = config.key_bits;
         let nbits = band_bits(config.bands);
         let layout = rule.layout();
         let (mut block_docs, mut block_keys, mut band_docs, mut band_keys) =
@@ -250,14 +250,14 @@ pub(crate) fn lean_verify<'py>(
                 words: sketch.chunks_exact(8).map(le_u64).collect(),
             },
         };
-        let bits = rule.minhash().bits;
+        let minhash = rule.minhash();
         for i in 0..ra.len() {
             let sa = signature(fa[i], &a_sketches[i * width..(i + 1) * width]);
             let sb = signature(fb[i], &b_sketches[i * width..(i + 1) * width]);
             let Some(e) = rule.matches(&sa, &sb) else {
                 continue;
             };
-            let (distance, resemblance, band) = evidence(e, &sa, &sb, bits);
+            let (distance, resemblance, band) = evidence(e, &sa, &sb, minhash);
             out[0].extend_from_slice(&ra[i].to_le_bytes());
             out[1].extend_from_slice(&rb[i].to_le_bytes());
             out[2].extend_from_slice(&distance.to_le_bytes());
@@ -271,9 +271,9 @@ pub(crate) fn lean_verify<'py>(
 
 /// Distance, resemblance estimate (for both kinds) and band (-1 for simhash): what the
 /// single-machine join reports for a pair.
-fn evidence(e: Evidence, a: &Signature, b: &Signature, bits: u32) -> (u32, f32, i32) {
+fn evidence(e: Evidence, a: &Signature, b: &Signature, minhash: &MinHashConfig) -> (u32, f32, i32) {
     match e {
-        Evidence::Simhash { distance } => (distance, a.sketch.resemblance(&b.sketch, bits), -1),
+        Evidence::Simhash { distance } => (distance, a.sketch.resemblance(&b.sketch, minhash), -1),
         Evidence::Resemblance {
             band,
             resemblance,

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 mod index;
 mod lean;
+mod results;
 mod rule;
 mod store;
 mod writer;

@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use tantivy_simhash::signature::{pairs_in_key_group, pairs_in_memory, PairStats};
 use tantivy_simhash::{
-    Evidence as RustEvidence, Fingerprint, MatchRule, Signature as RustSignature, Signer, Sketch,
+    Evidence as RustEvidence, Fingerprint, MatchRule, MinHashConfig, Signature as RustSignature,
+    Signer, Sketch,
 };
 
 /// A document's signature under a :class:`Rule`: its simhash fingerprint, its MinHash sketch
@@ -88,7 +89,7 @@ impl Evidence {
 
 /// The product's definition of a near-duplicate, with the scheme that signs texts for it:
 /// two documents match when their simhash fingerprints are within 3 bits, or when they share one
-/// of 12 MinHash bands and their 256-bin x 8-bit sketches estimate a resemblance of at least
+/// of 12 MinHash bands and their 256-bin x 4-bit sketches estimate a resemblance of at least
 /// 0.55. ``language`` takes :class:`Scheme`'s values.
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Rule {
@@ -207,7 +208,7 @@ impl Rule {
         Ok(self
             .rule
             .matches(&a.signature, &b.signature)
-            .map(|e| evidence(e, &a.signature, &b.signature, self.rule.minhash().bits)))
+            .map(|e| evidence(e, &a.signature, &b.signature, self.rule.minhash())))
     }
 
     /// Signs every text of ``texts`` (an iterable of str) on this thread with the GIL released.
@@ -326,7 +327,7 @@ impl Rule {
         same_length(keys.len(), rows.len(), "keys", "rows")?;
         let hot: HashSet<u64> = u64s(hot_keys, "hot_keys")?.into_iter().collect();
         let cap = cap_of(max_postings_per_key);
-        let bits = self.rule.minhash().bits;
+        let bits = self.rule.minhash();
         let result = py.detach(|| -> Result<(PairBuffers, PairStats), Failure> {
             let mut out = PairBuffers::default();
             let mut stats = PairStats::default();
@@ -376,7 +377,7 @@ impl Rule {
     ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
         let sigs = self.signatures(fingerprints, sketches)?;
         let cap = cap_of(max_postings_per_key);
-        let bits = self.rule.minhash().bits;
+        let bits = self.rule.minhash();
         let (out, stats) = py.detach(|| {
             let mut out = PairBuffers::default();
             let stats = pairs_in_memory(&self.rule, &sigs, cap, |i, j, e| {
@@ -515,7 +516,7 @@ impl PairBuffers {
         e: RustEvidence,
         sa: &RustSignature,
         sb: &RustSignature,
-        bits: u32,
+        bits: &MinHashConfig,
     ) {
         let ev = evidence(e, sa, sb, bits);
         self.a.extend_from_slice(&a.to_le_bytes());
@@ -538,7 +539,12 @@ impl PairBuffers {
     }
 }
 
-fn evidence(e: RustEvidence, a: &RustSignature, b: &RustSignature, bits: u32) -> Evidence {
+fn evidence(
+    e: RustEvidence,
+    a: &RustSignature,
+    b: &RustSignature,
+    bits: &MinHashConfig,
+) -> Evidence {
     match e {
         RustEvidence::Simhash { distance } => Evidence {
             kind: "simhash",

@@ -24,7 +24,7 @@ def test_signatures_one_at_a_time_equal_the_batch_and_the_scheme(texts):
     assert np.frombuffer(fps, "<u8").tolist() == [s.fingerprint for s in sigs]
     assert [scheme.fingerprint(t) for t in texts] == [s.fingerprint for s in sigs]
     width = rule.sketch_bytes
-    assert width == 256 and len(sketches) == width * len(texts)
+    assert width == 160 and len(sketches) == width * len(texts)
     assert [sketches[i * width : (i + 1) * width] for i in range(len(texts))] == [s.sketch for s in sigs]
     docs, keys = rule.postings(fps, sketches)
     docs, keys = np.frombuffer(docs, "<u4"), np.frombuffer(keys, "<u8")

@@ -24,10 +24,10 @@
 use super::clusters::{Cluster, ClusterMember, ClusterMode, Clusters, UnionFind};
 use super::{DocPair, IdPair, ID_BATCH_PAIRS};
 use crate::columns::{field_name, read_strs};
+use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::schema::NearDupFields;
-use crate::signature::store::SegmentSignatures;
 use crate::signature::{Evidence, MatchRule, PairStats, Signature};
 use rayon::prelude::*;
 use tantivy::columnar::StrColumn;
@@ -174,10 +174,10 @@ impl PairJoin {
     }
 
     /// Calls `f` once for every pair of live documents the rule matches, `a < b` by address,
-    /// in the order of the [type docs](Self). Cost: per key position a read of every table
-    /// entry and a sort of a few hundred at a time; per run of a shared key, a fingerprint read
-    /// per document (a band key: and the band's word), comparisons of distinct fingerprints,
-    /// and a whole signature read only for the candidates that share the band; on all of
+    /// in the order of the [type docs](Self). Cost: one sequential read of every fingerprint
+    /// (held, 8 bytes a document); per key position a read of every table entry and a sort of
+    /// a few hundred at a time; per run of a shared key, comparisons of distinct fingerprints,
+    /// and a whole signature read only for the candidates that share a band; on all of
     /// rayon's threads. Returns what the join did ([`PairStats::hot_keys`] > 0: a pair sharing
     /// only cut keys may be missing). Errors: [`Error::DamagedFile`] when a table is
     /// inconsistent.
@@ -465,19 +465,9 @@ pub(crate) fn join(
     let mut stats = PairStats::default();
     // A window of tasks at a time: memory is the window's pairs, the order the tasks'.
     let window = 4 * rayon::current_num_threads().max(1);
-    let blocks = rule.layout().num_keys();
     for position_tasks in tasks.chunk_by(|a, b| a.position == b.position) {
-        let position = position_tasks[0].position;
-        // A band position's bits of every document, read in one sequential pass per segment
-        // (8 bytes a document, one position at a time), so that a run reads them from memory.
-        let bands = if position >= blocks {
-            let band = (position - blocks) as u32;
-            ctx.per_document(|segment, doc| segment.band(doc, rule.minhash(), band))
-        } else {
-            Vec::new()
-        };
         for chunk in position_tasks.chunks(window) {
-            let found: Vec<Result<Found>> = chunk.par_iter().map(|t| ctx.run(t, &bands)).collect();
+            let found: Vec<Result<Found>> = chunk.par_iter().map(|t| ctx.run(t)).collect();
             for found in found {
                 let found = found?;
                 stats.add(found.stats);
@@ -590,7 +580,7 @@ impl<'a> Context<'a> {
         tasks
     }
 
-    fn run(&self, task: &Task, bands: &[Vec<u64>]) -> Result<Found> {
+    fn run(&self, task: &Task) -> Result<Found> {
         let mut found = Found::default();
         let mut entries: Vec<(u64, Row)> = Vec::new();
         let mut scratch = Scratch::default();
@@ -627,7 +617,7 @@ impl<'a> Context<'a> {
                 if task.position < self.block_masks.len() {
                     self.block_run(task.position, run, &mut scratch, &mut found);
                 } else {
-                    self.band_run(task.position, run, bands, &mut scratch, &mut found);
+                    self.band_run(task.position, run, &mut scratch, &mut found);
                 }
             }
         }
@@ -745,24 +735,13 @@ impl<'a> Context<'a> {
     /// A run of documents sharing the key of band `position - blocks`: the pairs beyond the
     /// simhash radius whose first shared band is this one and whose resemblance the rule
     /// accepts.
-    fn band_run(
-        &self,
-        position: usize,
-        run: &[(u64, Row)],
-        bands: &[Vec<u64>],
-        s: &mut Scratch,
-        found: &mut Found,
-    ) {
+    fn band_run(&self, position: usize, run: &[(u64, Row)], s: &mut Scratch, found: &mut Found) {
         let band = (position - self.block_masks.len()) as u32;
-        // (band bits, fingerprint, row): only documents with equal band bits share the band
-        // (the key keeps `key_bits` of them).
+        // (band key, fingerprint, row): a band's key is what `Sketch::band` compares, so the
+        // run's documents share the band.
         s.band_members.clear();
-        for &(_, row) in run {
-            let bits = bands[(row >> 32) as usize]
-                .get(row as u32 as usize)
-                .copied()
-                .unwrap_or(0);
-            s.band_members.push((bits, self.fingerprint(row), row));
+        for &(value, row) in run {
+            s.band_members.push((value, self.fingerprint(row), row));
         }
         s.band_members.sort_unstable();
         let members = std::mem::take(&mut s.band_members);
@@ -842,7 +821,7 @@ struct Scratch {
     groups: Vec<(u64, u32, u32)>,
     /// Where a group's rows are in the task's output, once placed.
     placed: Vec<Option<(u32, u32)>>,
-    /// A band run's documents: (band bits, fingerprint, row), sorted.
+    /// A band run's documents: (band key, fingerprint, row), sorted.
     band_members: Vec<(u64, u64, Row)>,
     /// Signatures of a shared band's members, read when first compared.
     signatures: Vec<Option<Signature>>,
@@ -882,7 +861,7 @@ fn split_bits(bits: u64, parts: u32) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::store::SignatureReader;
+    use crate::component::reader::SignatureReader;
     use crate::signature::tests::signature_index;
     use crate::signature::Sketch;
     use crate::test_rng::Rng;

@@ -13,9 +13,9 @@
 
 use super::collector::ColumnNames;
 use super::field::{SegmentValues, ValueKind};
+use crate::component::reader::SegmentSignatures;
 use crate::error::Result;
 use crate::ids::{read_segment_strs, segment_ids, SegmentIds};
-use crate::signature::store::SegmentSignatures;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::StrColumn;

@@ -6,8 +6,8 @@
 //! signatures      max_doc x words u64: the fingerprint, then the sketch words (doc id order)
 //! present         ceil(max_doc / 64) u64: bit d set when document d has a signature
 //! families        per key position of the rule: a bucket directory ((1 << bucket_bits) + 1
-//!                 u32) and the entries (`suffix << doc_bits | doc`, 4 or 8 bytes), sorted,
-//!                 so that one key's documents are one run in doc id order
+//!                 u32) and the entries (`suffix << doc_bits | doc`, 3, 4 or 8 bytes),
+//!                 sorted, so that one key's documents are one run in doc id order
 //! directory       per family 16 B: bucket_bits, suffix_bits, doc_bits, entry bytes, entries
 //! checksum        xxh3-64 of everything before it
 //! ```
@@ -29,7 +29,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 pub(crate) const MAGIC: [u8; 8] = *b"TSNDSEG1";
 /// Bumped whenever the layout changes; an older file is refused with a message to rebuild.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 pub(crate) const HEADER_BYTES: usize = 64;
 const DESCRIPTOR_BYTES: usize = 16;
 
@@ -50,7 +50,7 @@ pub(crate) struct Plan {
     pub(crate) suffix_bits: u32,
     /// Bits of the doc id in each entry.
     pub(crate) doc_bits: u32,
-    /// 4 or 8.
+    /// 3, 4 or 8.
     pub(crate) entry_bytes: u32,
 }
 
@@ -67,20 +67,23 @@ fn low_mask(bits: u32) -> u64 {
 }
 
 impl Plan {
-    /// Parameters for key values of `width` bits among `max_doc` documents: about two entries
-    /// per bucket (a key costs the directory read and a short search), 4-byte entries when
-    /// the suffix and the doc id fit in 32 bits, else 8-byte ones.
+    /// Parameters for key values of `width` bits among `max_doc` documents: about eight to
+    /// sixteen entries per bucket (a key costs the directory read and a search within one or
+    /// two cache lines; the directory stays under half a byte per document and position), and
+    /// the narrowest entries (3, 4, else 8 bytes) that the suffix and the doc id fit, widening
+    /// the directory for them up to 8 buckets per document.
     pub(crate) fn new(width: u32, max_doc: u32) -> Plan {
         let width = width.min(48);
         let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
-        let target = bits_for(max_doc).saturating_sub(1).min(width).min(26);
-        // Fit 4-byte entries by widening the directory, up to 8 buckets per document.
-        let least = (width + doc_bits).saturating_sub(32);
+        let target = bits_for(max_doc).saturating_sub(4).min(width).min(26);
         let max_bucket_bits = bits_for(max_doc.saturating_mul(8)).clamp(16, 26);
-        let (bucket_bits, entry_bytes) = if least <= max_bucket_bits {
-            (target.max(least).min(width), 4)
-        } else {
-            (target, 8)
+        let fitting = [3u32, 4].into_iter().find_map(|bytes| {
+            let least = (width + doc_bits).saturating_sub(bytes * 8);
+            (least <= max_bucket_bits && least <= width).then_some((least, bytes))
+        });
+        let (bucket_bits, entry_bytes) = match fitting {
+            Some((least, bytes)) => (target.max(least).min(width), bytes),
+            None => (target, 8),
         };
         Plan {
             bucket_bits,
@@ -162,9 +165,7 @@ pub(crate) fn write(
             *bit |= 1 << (doc % 64);
         }
         load(words, &mut signature);
-        keys.clear();
-        rule.keys_into(&signature, &mut keys);
-        for (count, _) in counts.iter_mut().zip(&keys) {
+        for count in counts.iter_mut().take(rule.key_count(&signature)) {
             *count += 1;
         }
     })?;
@@ -289,12 +290,9 @@ fn write_family<W: Write>(w: &mut Hashed<W>, plan: Plan, filed: &mut [(u32, u64)
     for s in &starts {
         bytes.extend_from_slice(&s.to_le_bytes());
     }
+    let width = plan.entry_bytes as usize;
     for e in &entries {
-        if plan.entry_bytes == 4 {
-            bytes.extend_from_slice(&(*e as u32).to_le_bytes());
-        } else {
-            bytes.extend_from_slice(&e.to_le_bytes());
-        }
+        bytes.extend_from_slice(&e.to_le_bytes()[..width]);
     }
     w.put(&bytes)?;
     Ok(())
@@ -450,7 +448,7 @@ impl ComponentFile {
             let len = u64_at(data, d + 4).unwrap_or(u64::MAX);
             if plan.bucket_bits > 26
                 || plan.doc_bits > 32
-                || !matches!(plan.entry_bytes, 4 | 8)
+                || !matches!(plan.entry_bytes, 3 | 4 | 8)
                 || plan.suffix_bits + plan.doc_bits > plan.entry_bytes * 8
                 || len > u64::from(max_doc)
             {
@@ -654,12 +652,14 @@ impl ComponentFile {
             let entries = data
                 .get(family.entries + start * width..family.entries + end * width)
                 .ok_or_else(damaged)?;
-            for chunk in entries.chunks_exact(width) {
-                let entry = if width == 4 {
-                    u32_at(chunk, 0).map_or(0, u64::from)
-                } else {
-                    u64_at(chunk, 0).unwrap_or(0)
-                };
+            let run = KeyRun {
+                entries,
+                width,
+                doc_mask,
+                max_doc: self.max_doc,
+            };
+            for i in 0..run.len() {
+                let entry = run.entry(i);
                 let value = ((entry >> plan.doc_bits) << plan.bucket_bits) | bucket as u64;
                 if filter && value & wanted != residue {
                     continue;
@@ -717,10 +717,12 @@ impl<'a> KeyRun<'a> {
 
     fn entry(&self, i: usize) -> u64 {
         let at = i * self.width;
-        if self.width == 4 {
-            u32_at(self.entries, at).map_or(0, u64::from)
-        } else {
-            u64_at(self.entries, at).unwrap_or(0)
+        match self.width {
+            4 => u32_at(self.entries, at).map_or(0, u64::from),
+            8 => u64_at(self.entries, at).unwrap_or(0),
+            _ => self.entries.get(at..at + 3).map_or(0, |b| {
+                u64::from(b[0]) | u64::from(b[1]) << 8 | u64::from(b[2]) << 16
+            }),
         }
     }
 

@@ -199,8 +199,8 @@ impl Explanation {
                 .filter(|&i| a.sketch.band(config, i) == b.sketch.band(config, i))
                 .collect()
         };
-        let estimate = a.sketch.resemblance(&b.sketch, config.bits);
-        let (agree, bins) = a.sketch.agreeing_bins(&b.sketch, config.bits);
+        let estimate = a.sketch.resemblance(&b.sketch, config);
+        let (agree, bins) = a.sketch.agreeing_bins(&b.sketch, config);
         let verdict = rule.matches(a, b);
         let simhash_matched = distance <= k;
         let vote_ok = spec.band_max_distance.is_none_or(|k2| distance <= k2);

@@ -239,7 +239,7 @@ pub fn write_report(
     let leaders = graph.clusters()?;
     let components = graph.clusters_by(ClusterMode::Components)?;
     let rule = index.rule();
-    let bits = rule.minhash().bits;
+    let minhash = *rule.minhash();
 
     // Pairs: estimated resemblance of every matching document pair, and for Replace the
     // latest sequence number each document is matched by.
@@ -261,7 +261,7 @@ pub fn write_report(
         let r =
             p.a.signature
                 .sketch
-                .resemblance(&p.b.signature.sketch, bits);
+                .resemblance(&p.b.signature.sketch, &minhash);
         let n = (p.a.docs.len() * p.b.docs.len()) as u64;
         resemblance_bins[((r * 10.0) as usize).min(9)] += n;
         pairs += n;

@@ -6,13 +6,21 @@
 //! filled and two documents agree in a bin with probability equal to their resemblance
 //! (Jaccard of shingle sets).
 //!
-//! - **Sketch**: the low `bits` bits of every bin, packed. Equal low bits happen with
-//!   probability `J + (1 - J) / 2^bits`; [`Sketch::resemblance`] undoes that bias.
-//! - **Band keys**: the first `bands * rows` bins are cut into `bands` bands of `rows`
-//!   consecutive bins; a band's key is its `rows * bits` sketch bits. Two documents share band
-//!   `i` with probability about `J^rows`, so at least one band with `1 - (1 - J^rows)^bands`.
-//!   Because a band is read from the sketch, whether two documents share a band is decided by
-//!   their sketches alone: every consumer can evaluate the rule from stored columns.
+//! A [`Sketch`] is two parts, packed into 64-bit words:
+//! - **Band keys** (the first [`MinHashConfig::band_words`] words): the first `bands * rows`
+//!   bins are cut into `bands` bands of `rows` consecutive bins; a band's key is a hash of its
+//!   bins' **full 32-bit values**, of which `key_bits` bits are kept. Two documents share band
+//!   `i` with probability about `J^rows` (plus `2^-key_bits` by chance), so at least one band
+//!   with `1 - (1 - J^rows)^bands`. The keys are taken at signing time, so the bins below can
+//!   be as narrow as the estimate allows without changing which pairs share a band.
+//! - **Bins** (the other [`MinHashConfig::bin_words`] words): the low `bits` bits of every
+//!   bin (b-bit minwise hashing, Li and König, WWW 2010). Equal low bits happen with
+//!   probability `J + (1 - J) / 2^bits`; [`Sketch::resemblance`] undoes that bias. The default,
+//!   256 bins of 4 bits, estimates as well as 256 bins of 8 bits did in half the bytes
+//!   (docs/QUALITY.md measures the curve).
+//!
+//! Whether two documents share a band is decided by their sketches alone: every consumer can
+//! evaluate the rule from stored signatures.
 
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
@@ -28,20 +36,24 @@ pub struct MinHashConfig {
     pub rows: u32,
     /// Bits per bin in the sketch: 1, 2, 4, 8 or 16.
     pub bits: u32,
-    /// Bits of a band kept in its key (16 to `rows * bits`, at most 48). Fewer bits mean fewer
-    /// distinct terms (a smaller term dictionary, faster indexing) and more chance candidates
-    /// per lookup (`bands * docs / 2^key_bits`); whether two documents share a band is still
-    /// decided on all `rows * bits` bits, so the rule does not change.
+    /// Bits of a band's key (16 to 32): the low bits of a hash of the band's full bin values.
+    /// Two documents share a band when their keys are equal; unrelated documents do so by
+    /// chance with probability `2^-key_bits` per band (the resemblance check then rejects
+    /// them), and a lookup meets `bands * docs / 2^key_bits` such chance candidates.
     pub key_bits: u32,
 }
 
 impl Default for MinHashConfig {
     fn default() -> Self {
         MinHashConfig {
+            // 256 bins of 4 bits (128 bytes) kept the quality figures of 256 bins of 8 bits
+            // (256 bytes) on the public sets, where 512 bins of 2 bits lost cross-script recall
+            // (0.78 against 0.82): short documents leave most of 512 bins to densification,
+            // so more, narrower bins are not more samples (docs/QUALITY.md, "Sketch width").
             slots: 256,
             bands: 12,
             rows: 3,
-            bits: 8,
+            bits: 4,
             // 12 x 1M / 2^20 = ~11 chance candidates per lookup at 1M documents; 24 bits would
             // make ~12 M distinct terms there, 16 bits ~180 chance candidates.
             key_bits: 20,
@@ -52,7 +64,7 @@ impl Default for MinHashConfig {
 impl MinHashConfig {
     pub(crate) fn id(&self) -> String {
         format!(
-            "oph{};bands{}x{};b{};key{}",
+            "oph{};bands{}x{}h;b{};key{}",
             self.slots, self.bands, self.rows, self.bits, self.key_bits
         )
     }
@@ -72,19 +84,15 @@ impl MinHashConfig {
                 self.slots
             ));
         }
-        let key_bits = self.rows * self.bits;
-        if !(24..=48).contains(&key_bits) {
+        if !(16..=32).contains(&self.key_bits) {
             return Err(format!(
-                "a band key of {} rows x {} bits has {key_bits} bits; expected 24 to 48 \
-                 (fewer collide by chance, more do not fit a key)",
-                self.rows, self.bits
-            ));
-        }
-        if !(16..=key_bits).contains(&self.key_bits) {
-            return Err(format!(
-                "band key bits = {}; expected 16 to rows x bits = {key_bits}",
+                "band key bits = {}; expected 16 to 32 (fewer collide by chance, more do not \
+                 fit a table entry)",
                 self.key_bits
             ));
+        }
+        if self.rows == 0 {
+            return Err("0 rows per band; expected at least 1".into());
         }
         if self.bands == 0 || self.bands * self.rows > self.slots {
             return Err(format!(
@@ -101,8 +109,18 @@ impl MinHashConfig {
         Ok(())
     }
 
-    /// Sketch size in 64-bit words.
+    /// Sketch size in 64-bit words: the band keys, then the bins.
     pub fn sketch_words(&self) -> usize {
+        self.band_words() + self.bin_words()
+    }
+
+    /// Words of packed band keys (`bands * key_bits` bits) at the start of a sketch.
+    pub fn band_words(&self) -> usize {
+        (self.bands * self.key_bits).div_ceil(64) as usize
+    }
+
+    /// Words of packed `bits`-bit bins after the band keys.
+    pub fn bin_words(&self) -> usize {
         (self.slots * self.bits / 64) as usize
     }
 
@@ -114,6 +132,7 @@ impl MinHashConfig {
 
 const EMPTY: u32 = u32::MAX;
 const VALUE_SEED: u64 = 0x6f70_6820_7365_6564;
+const BAND_SEED: u64 = 0x6261_6e64_206b_6579;
 
 #[inline]
 fn mix(mut x: u64) -> u64 {
@@ -320,9 +339,10 @@ fn densify_reference(bins: &mut [u32]) {
     }
 }
 
-/// A b-bit MinHash sketch: the low `bits` bits of every bin, packed into 64-bit words, bin 0 in
-/// the lowest bits of word 0. All zero for a document without tokens (a real sketch is all zero
-/// with probability 2^-(slots x bits)).
+/// A MinHash sketch: the band keys, then the low `bits` bits of every bin, packed into 64-bit
+/// words (band 0 in the lowest bits of word 0, bin 0 in the lowest bits of the first bin word;
+/// the module's documentation gives the layout). All zero for a document without tokens (a real
+/// sketch is all zero with probability 2^-(slots x bits)).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Sketch {
     /// The packed words ([`MinHashConfig::sketch_words`] of them).
@@ -340,13 +360,24 @@ impl Sketch {
 
     pub(crate) fn from_bins(config: &MinHashConfig, bins: &[u32]) -> Sketch {
         let mut words = vec![0u64; config.sketch_words()];
+        let (keys, rest) = words.split_at_mut(config.band_words());
+        for band in 0..config.bands {
+            let at = (band * config.rows) as usize;
+            let values = bins.get(at..at + config.rows as usize).unwrap_or(&[]);
+            put_field(
+                keys,
+                band as usize,
+                config.key_bits,
+                band_hash(band, values),
+            );
+        }
         // The width known at compile time: each word's bins pack in a fixed, unrolled loop.
         match config.bits {
-            1 => pack::<1>(bins, &mut words),
-            2 => pack::<2>(bins, &mut words),
-            4 => pack::<4>(bins, &mut words),
-            8 => pack::<8>(bins, &mut words),
-            _ => pack::<16>(bins, &mut words),
+            1 => pack::<1>(bins, rest),
+            2 => pack::<2>(bins, rest),
+            4 => pack::<4>(bins, rest),
+            8 => pack::<8>(bins, rest),
+            _ => pack::<16>(bins, rest),
         }
         Sketch { words }
     }
@@ -356,8 +387,8 @@ impl Sketch {
         self.words.iter().all(|&w| w == 0)
     }
 
-    /// The `rows * bits` bits of band `band` (bins `band * rows ..`). Cost: reads one or two
-    /// words; no allocation.
+    /// The key of band `band` (`key_bits` bits of the hash of bins `band * rows ..`). Cost:
+    /// reads one or two words; no allocation.
     pub fn band(&self, config: &MinHashConfig, band: u32) -> u64 {
         band_of(&self.words, config, band)
     }
@@ -373,18 +404,22 @@ impl Sketch {
 
     /// Bins whose low bits agree, and all bins (`(0, 0)` when the sketches differ in length or
     /// are empty). Cost: a few bit operations per sketch word; no allocation.
-    pub fn agreeing_bins(&self, other: &Sketch, bits: u32) -> (u32, u32) {
-        agreeing_bins_of(&self.words, &other.words, bits)
+    pub fn agreeing_bins(&self, other: &Sketch, config: &MinHashConfig) -> (u32, u32) {
+        agreeing_bins_of(
+            bin_words(&self.words, config),
+            bin_words(&other.words, config),
+            config.bits,
+        )
     }
 
     /// The estimated resemblance (Jaccard of shingle sets), corrected for chance agreement of
     /// `bits`-bit values and clamped to 0..=1; 0 when either sketch is empty. Cost: one pass
-    /// over the words (32 for the default sketch), no allocation.
-    pub fn resemblance(&self, other: &Sketch, bits: u32) -> f32 {
+    /// over the bin words (16 for the default sketch), no allocation.
+    pub fn resemblance(&self, other: &Sketch, config: &MinHashConfig) -> f32 {
         if self.is_empty() || other.is_empty() {
             return 0.0;
         }
-        resemblance_of(&self.words, &other.words, bits)
+        resemblance_of(&self.words, &other.words, config)
     }
 }
 
@@ -393,15 +428,14 @@ pub(crate) fn band_of(words: &[u64], config: &MinHashConfig, band: u32) -> u64 {
     band_from_words(config, band, |w| words.get(w).copied().unwrap_or(0))
 }
 
-/// The `rows * bits` bits of band `band`, reading sketch word `w` through `word(w)` (only the
-/// one or two words that hold the band): the packed words in memory or a document's sketch
-/// columns.
+/// The key of band `band`, reading sketch word `w` through `word(w)` (only the one or two words
+/// that hold it): the packed words in memory or a document's stored words.
 pub(crate) fn band_from_words(
     config: &MinHashConfig,
     band: u32,
     word: impl Fn(usize) -> u64,
 ) -> u64 {
-    let width = (config.rows * config.bits) as usize;
+    let width = config.key_bits as usize;
     let at = band as usize * width;
     let mut v = 0u64;
     let mut done = 0usize;
@@ -413,6 +447,37 @@ pub(crate) fn band_from_words(
         done += take;
     }
     v
+}
+
+/// The key of a band from its bins' full values: `key_bits` of a hash seeded by the band.
+fn band_hash(band: u32, values: &[u32]) -> u64 {
+    values
+        .iter()
+        .fold(mix(u64::from(band) ^ BAND_SEED), |h, &v| {
+            mix(h ^ u64::from(v))
+        })
+}
+
+/// Writes the low `width` bits of `value` as field `index` of `width`-bit fields packed from
+/// bit 0 of `words[0]` (a field may span two words).
+fn put_field(words: &mut [u64], index: usize, width: u32, value: u64) {
+    let width = width as usize;
+    let value = value & low_mask(width);
+    let at = index * width;
+    let (w, off) = (at / 64, at % 64);
+    if let Some(word) = words.get_mut(w) {
+        *word |= value << off;
+    }
+    if off + width > 64 {
+        if let Some(word) = words.get_mut(w + 1) {
+            *word |= value >> (64 - off);
+        }
+    }
+}
+
+/// The bin words of a sketch's words (after the band keys); empty when there are too few.
+fn bin_words<'a>(words: &'a [u64], config: &MinHashConfig) -> &'a [u64] {
+    words.get(config.band_words()..).unwrap_or(&[])
 }
 
 /// [`Sketch::agreeing_bins`] of two sketches' packed words.
@@ -437,10 +502,11 @@ pub(crate) fn agreeing_bins_of(a: &[u64], b: &[u64], bits: u32) -> (u32, u32) {
     (total - differing, total)
 }
 
-/// [`Sketch::resemblance`] of two sketches' packed words, both known not to be empty (the
-/// caller knows it, so the words are not scanned for it).
-pub(crate) fn resemblance_of(a: &[u64], b: &[u64], bits: u32) -> f32 {
-    let (agree, total) = agreeing_bins_of(a, b, bits);
+/// [`Sketch::resemblance`] of two sketches' packed words (band keys and bins), both known not
+/// to be empty (the caller knows it, so the words are not scanned for it).
+pub(crate) fn resemblance_of(a: &[u64], b: &[u64], config: &MinHashConfig) -> f32 {
+    let bits = config.bits;
+    let (agree, total) = agreeing_bins_of(bin_words(a, config), bin_words(b, config), bits);
     if total == 0 {
         return 0.0;
     }
@@ -508,10 +574,17 @@ mod tests {
             let config = MinHashConfig { slots: 1024, bits, ..MinHashConfig::default() };
             let sketch = Sketch::from_bins(&config, &values);
             prop_assert_eq!(sketch.words.len(), config.sketch_words());
+            let bins = &sketch.words[config.band_words()..];
             for (i, &v) in values.iter().enumerate() {
                 let at = i * bits as usize;
-                let read = (sketch.words[at / 64] >> (at % 64)) & low_mask(bits as usize);
+                let read = (bins[at / 64] >> (at % 64)) & low_mask(bits as usize);
                 prop_assert_eq!(read, u64::from(v) & low_mask(bits as usize), "bin {}", i);
+            }
+            for band in 0..config.bands {
+                let at = (band * config.rows) as usize;
+                let expected = band_hash(band, &values[at..at + config.rows as usize])
+                    & low_mask(config.key_bits as usize);
+                prop_assert_eq!(sketch.band(&config, band), expected, "band {}", band);
             }
         }
     }

@@ -8,11 +8,11 @@
 //! - simhash block keys ([`crate::BlockLayout`]): pairs within `k`;
 //! - MinHash band keys: pairs that share a band, verified by the sketch's resemblance estimate.
 //!
-//! | part | bytes per document (default) |
+//! | part | bytes per document (default), in the segment component |
 //! |---|---|
-//! | fingerprint (fast field) | 8 |
-//! | sketch, 256 bins x 8 bits (fast fields) | 256 |
-//! | keys: 4 simhash block + 12 band keys (postings) | 16 postings (~1-2 B each) |
+//! | fingerprint | 8 |
+//! | sketch: 12 band keys of 20 bits, 256 bins x 4 bits | 32 + 128 |
+//! | tables: 4 simhash block keys + 12 band keys | 16 entries of 3 B, and a directory |
 //!
 //! ```
 //! use tantivy_simhash::{MatchRule, Scheme};
@@ -29,8 +29,8 @@ mod minhash;
 mod pairs;
 mod rule;
 mod shingles;
-pub mod store;
 
+pub(crate) use minhash::band_from_words;
 pub use minhash::{MinHashConfig, Sketch};
 pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairStats};
 pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};

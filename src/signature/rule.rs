@@ -37,8 +37,8 @@ impl Default for RuleSpec {
             shingling: Shingling::default(),
             minhash: MinHashConfig::default(),
             // 0.5 is where the truth's convention starts to call a pair a false positive; the
-            // 256-bin estimate has a standard deviation of ~0.031 there, so the threshold sits
-            // 1.6 deviations above it (docs/QUALITY.md shows the curve).
+            // estimate of 256 bins of 4 bits has a standard deviation of ~0.033 there, so the
+            // threshold sits 1.5 deviations above it (docs/QUALITY.md shows the curve).
             min_resemblance: 0.55,
             band_max_distance: None,
         }
@@ -240,6 +240,18 @@ impl MatchRule {
         }
     }
 
+    /// How many keys [`keys_into`](Self::keys_into) appends for `signature`, without computing
+    /// them: the block keys, and the band keys unless the sketch is empty. Cost: a scan of the
+    /// sketch words for a non-zero one (usually the first).
+    pub fn key_count(&self, signature: &Signature) -> usize {
+        let bands = if signature.sketch.is_empty() {
+            0
+        } else {
+            self.spec.minhash.bands as usize
+        };
+        self.spec.layout.num_keys() + bands
+    }
+
     /// The keys of `signature`. Cost: as [`keys_into`](Self::keys_into), plus one vector;
     /// reuse a buffer with `keys_into` in loops.
     pub fn keys(&self, signature: &Signature) -> Vec<u64> {
@@ -304,7 +316,7 @@ impl MatchRule {
         if self.spec.band_max_distance.is_some_and(|k| distance > k) {
             return None;
         }
-        let resemblance = super::minhash::resemblance_of(a, b, self.spec.minhash.bits);
+        let resemblance = super::minhash::resemblance_of(a, b, &self.spec.minhash);
         (resemblance >= self.spec.min_resemblance).then_some(Evidence::Resemblance {
             band,
             resemblance,
@@ -350,13 +362,13 @@ impl fmt::Display for MatchRule {
         let s = &self.spec;
         write!(
             f,
-            "simhash within {}, or shares one of {} MinHash bands ({} rows of {} bits) and the \
-             {}-bin sketch estimates resemblance >= {}",
+            "simhash within {}, or shares one of {} MinHash bands ({} bins each) and the \
+             {}-bin sketch of {} bits estimates resemblance >= {}",
             s.layout.max_distance(),
             s.minhash.bands,
             s.minhash.rows,
-            s.minhash.bits,
             s.minhash.slots,
+            s.minhash.bits,
             s.min_resemblance
         )?;
         if s.shingling.chrome {

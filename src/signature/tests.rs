@@ -121,17 +121,19 @@ proptest! {
     fn agreeing_bins_counts_equal_bins(a in proptest::collection::vec(any::<u64>(), 1..300),
                                        b in proptest::collection::vec(any::<u64>(), 1..300),
                                        bits in prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(16)]) {
-        let config = MinHashConfig { slots: 128, bands: 4, rows: 32 / bits, bits, key_bits: 32 };
+        let config = MinHashConfig { slots: 128, bands: 4, rows: 3, bits, key_bits: 32 };
         let (mut ba, mut bb) = (Vec::new(), Vec::new());
         one_permutation(&config, &a, &mut ba);
         one_permutation(&config, &b, &mut bb);
         let (sa, sb) = (Sketch::from_bins(&config, &ba), Sketch::from_bins(&config, &bb));
         let mask = (1u32 << bits) - 1;
         let naive = ba.iter().zip(&bb).filter(|(x, y)| *x & mask == *y & mask).count() as u32;
-        prop_assert_eq!(sa.agreeing_bins(&sb, bits), (naive, 128));
+        prop_assert_eq!(sa.agreeing_bins(&sb, &config), (naive, 128));
+        // Band keys are hashes of the bins' full values (32 bits kept: a chance collision is
+        // 2^-32 per band).
         for band in 0..config.bands {
             let r = (band * config.rows) as usize..((band + 1) * config.rows) as usize;
-            let equal = ba[r.clone()].iter().zip(&bb[r]).all(|(x, y)| x & mask == y & mask);
+            let equal = ba[r.clone()] == bb[r];
             prop_assert_eq!(sa.band(&config, band) == sb.band(&config, band), equal);
         }
     }
@@ -154,7 +156,8 @@ fn sketch_estimates_the_resemblance() {
         let (mut ba, mut bb) = (Vec::new(), Vec::new());
         one_permutation(&config, &base, &mut ba);
         one_permutation(&config, &b, &mut bb);
-        let est = Sketch::from_bins(&config, &ba).resemblance(&Sketch::from_bins(&config, &bb), 8);
+        let est =
+            Sketch::from_bins(&config, &ba).resemblance(&Sketch::from_bins(&config, &bb), &config);
         let truth = shared as f32 / (4000 - shared) as f32;
         // Four standard deviations of a 128-bin estimate at worst.
         assert!((est - truth).abs() < 0.18, "J = {truth}, estimated {est}");
@@ -183,10 +186,12 @@ fn empty_documents_have_no_band_keys_and_match_only_by_simhash() {
     let empty = signer.sign("  ... !!! ");
     assert!(empty.sketch.is_empty());
     assert_eq!(rule.keys(&empty).len(), rule.layout().num_keys());
+    assert_eq!(rule.key_count(&empty), rule.layout().num_keys());
     let also_empty = signer.sign("");
     assert!(rule.matches(&empty, &also_empty).is_some());
     let text = signer.sign("a real sentence with several words in it");
     assert!(!text.sketch.is_empty());
+    assert_eq!(rule.key_count(&text), rule.keys(&text).len());
     assert!(rule.matches(&empty, &text).is_none());
 }
 
@@ -233,7 +238,7 @@ fn invalid_rules_are_refused_with_the_reason() {
                     bands: 16,
                     rows: 2,
                     bits: 8,
-                    key_bits: 16,
+                    key_bits: 40,
                 },
                 ..RuleSpec::default()
             },
@@ -312,7 +317,7 @@ fn the_test_corpus_has_matches_of_both_kinds() {
 /// Lookups through the index (several segments, deletes) find exactly what brute force finds.
 #[test]
 fn index_lookup_equals_brute_force_across_segments_and_deletes() {
-    use super::store::SignatureReader;
+    use crate::component::reader::SignatureReader;
 
     for (seed, rule) in [(3u64, MatchRule::default()), (4, rules().remove(1))] {
         let texts = corpus(seed, 150);
@@ -518,10 +523,10 @@ pub(crate) fn signature_index(
     delete: impl Fn(usize) -> bool,
 ) -> (
     tantivy::Index,
-    super::store::ResolvedSignatureFields,
+    crate::component::reader::ResolvedSignatureFields,
     BTreeSet<usize>,
 ) {
-    use super::store::SignatureFields;
+    use crate::component::reader::SignatureFields;
     use tantivy::indexer::NoMergePolicy;
     use tantivy::schema::{Schema, FAST, INDEXED};
     use tantivy::{Index, IndexWriter, TantivyDocument, Term};

@@ -3,9 +3,9 @@
 use super::DedupWriter;
 use crate::batch::Clusters;
 use crate::columns::{field_name, read_strs};
+use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
 use crate::lookup::NearDupSearcher;
-use crate::signature::store::SegmentSignatures;
 use tantivy::columnar::StrColumn;
 use tantivy::schema::{Field, Value};
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};

@@ -1545,15 +1545,24 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
         ));
     }
     // Variants of the rule: shingle width, chrome, bins and bands, threshold. The default is
-    // width 3, chrome by shape, no short-line filter, 12 bands x 3 rows x 8 bits of 256 bins,
-    // t = 0.55; each variant changes one thing (rule-128bins is the previous default,
-    // rule-no-chrome the one before it).
-    let variants: Vec<(String, MatchRule)> = vec![
-        ("rule-t0.45".into(), rule(3, 0, 12, 3, 8, 256, 0.45)),
-        ("rule-t0.5".into(), rule(3, 0, 12, 3, 8, 256, 0.5)),
-        ("rule-t0.6".into(), rule(3, 0, 12, 3, 8, 256, 0.6)),
-        ("rule-t0.65".into(), rule(3, 0, 12, 3, 8, 256, 0.65)),
-        ("rule-chrome-line8".into(), rule(3, 8, 12, 3, 8, 256, 0.55)),
+    // width 3, chrome by shape, no short-line filter, 12 bands x 3 bins (keys hashed from the
+    // bins' full values) and a sketch of 512 bins of 2 bits, t = 0.55; each variant changes one
+    // thing. `rule-sketch-SLOTSxBITS` is the sketch-width curve (docs/QUALITY.md, "Sketch
+    // width"); `rule-sketch-256x8` is the previous default's sketch, rule-no-chrome the rule
+    // before chrome.
+    let (slots, bits) = (
+        MinHashConfig::default().slots,
+        MinHashConfig::default().bits,
+    );
+    let mut variants: Vec<(String, MatchRule)> = vec![
+        ("rule-t0.45".into(), rule(3, 0, 12, 3, bits, slots, 0.45)),
+        ("rule-t0.5".into(), rule(3, 0, 12, 3, bits, slots, 0.5)),
+        ("rule-t0.6".into(), rule(3, 0, 12, 3, bits, slots, 0.6)),
+        ("rule-t0.65".into(), rule(3, 0, 12, 3, bits, slots, 0.65)),
+        (
+            "rule-chrome-line8".into(),
+            rule(3, 8, 12, 3, bits, slots, 0.55),
+        ),
         ("rule-no-chrome".into(), {
             let mut spec = MatchRule::default().spec().clone();
             spec.shingling.chrome = false;
@@ -1562,14 +1571,35 @@ fn matchers() -> Vec<(String, AnyMatcher)> {
                 std::process::exit(2)
             })
         }),
-        ("rule-width2-t0.65".into(), rule(2, 0, 12, 3, 8, 256, 0.65)),
-        ("rule-128bins".into(), rule(3, 0, 12, 3, 8, 128, 0.55)),
-        ("rule-128bins-t0.5".into(), rule(3, 0, 12, 3, 8, 128, 0.5)),
-        ("rule-128bins-t0.45".into(), rule(3, 0, 12, 3, 8, 128, 0.45)),
-        ("rule-8bands-3rows".into(), rule(3, 0, 8, 3, 8, 256, 0.55)),
-        ("rule-16bands-4rows".into(), rule(3, 0, 16, 4, 8, 256, 0.55)),
-        ("rule-4bit-16x8rows".into(), rule(3, 0, 16, 8, 4, 128, 0.55)),
+        (
+            "rule-width2-t0.65".into(),
+            rule(2, 0, 12, 3, bits, slots, 0.65),
+        ),
+        (
+            "rule-8bands-3rows".into(),
+            rule(3, 0, 8, 3, bits, slots, 0.55),
+        ),
+        (
+            "rule-16bands-4rows".into(),
+            rule(3, 0, 16, 4, bits, slots, 0.55),
+        ),
     ];
+    for (sketch_slots, sketch_bits) in [
+        (128, 8),
+        (256, 8),
+        (256, 4),
+        (256, 2),
+        (384, 2),
+        (512, 2),
+        (768, 2),
+        (512, 1),
+        (1024, 1),
+    ] {
+        variants.push((
+            format!("rule-sketch-{sketch_slots}x{sketch_bits}"),
+            rule(3, 0, 12, 3, sketch_bits, sketch_slots, 0.55),
+        ));
+    }
     for (n, r) in variants {
         out.push((
             n,

@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 use tantivy::schema::{IndexRecordOption, NumericOptions, Schema, FAST};
 use tantivy::{DocSet, Index, IndexWriter, TantivyDocument, Term, TERMINATED};
-use tantivy_simhash::signature::store::{
+use tantivy_simhash::component::reader::{
     ResolvedSignatureFields, SignatureFields, SignatureReader,
 };
 use tantivy_simhash::{BlockLayout, Fingerprint, MatchRule, Signature, Sketch};

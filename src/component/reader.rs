@@ -6,11 +6,10 @@
 //! stores; the segment component ([`crate::component`]) writes them, with the rule's keys in
 //! sorted tables, to a file per segment, and every reader here reads that file in place.
 
-use super::minhash::band_from_words;
-use super::{Evidence, MatchRule, MinHashConfig, Signature};
-use crate::component::{open_segment_file, ComponentFile};
+use super::{open_segment_file, ComponentFile};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::signature::{band_from_words, Evidence, MatchRule, MinHashConfig, Signature};
 use std::collections::HashSet;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::schema::{Field, FieldType, NumericOptions, Schema, SchemaBuilder, TantivyDocument};
@@ -497,7 +496,7 @@ impl SignatureReader {
         rule: &MatchRule,
         max_postings_per_key: usize,
         mut f: impl FnMut(DocAddress, DocAddress, Evidence),
-    ) -> Result<super::PairStats> {
+    ) -> Result<crate::signature::PairStats> {
         crate::batch::stream_join(
             &self.segments,
             &self.searcher,
