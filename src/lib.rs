@@ -203,4 +203,7 @@ pub use signature::{
     Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
     DEFAULT_MAX_POSTINGS_PER_KEY,
 };
+/// The tantivy this crate is built on (its `Index`, `Searcher`, `Collector` and `Query` are in
+/// this crate's signatures): use it through this path to get the same version.
+pub use tantivy;
 pub use writer::{DedupWriter, GroupsWritten, IdPolicy, Outcome, Policy, MAX_ID_BYTES};
