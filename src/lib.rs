@@ -182,7 +182,7 @@ pub mod writer;
 
 pub use batch::{
     pairs_in_memory, Cluster, ClusterMember, ClusterMode, Clusters, DocPair, GroupPair, IdPair,
-    NearDupGraph, SignatureGroup,
+    NearDupGraph, PairJoin, SignatureGroup,
 };
 pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
 pub use component::{NearDupComponent, COMPONENT_EXTENSION};

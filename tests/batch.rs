@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
-use tantivy_simhash::batch::{pairs_in_memory, ClusterMode, NearDupGraph};
+use tantivy_simhash::batch::{pairs_in_memory, ClusterMode, Clusters, NearDupGraph, PairJoin};
 use tantivy_simhash::{
     BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
     Policy, Signature, Sketch,
@@ -160,6 +160,13 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
     assert!(truth.iter().any(|p| p.2 == 0) && truth.iter().any(|p| p.2 == k));
     // Every pair once, with ids (no dedup in the comparison: duplicates would fail it).
     assert_eq!(graph_id_pairs(&graph), truth);
+    // The streaming join over the key tables, at every layout, and its components.
+    let join = PairJoin::new(searcher.fields(), searcher.searcher()).unwrap();
+    assert_eq!(join_id_pairs(&join), truth);
+    same_clusters(
+        &join.components().unwrap(),
+        &graph.clusters_by(ClusterMode::Components).unwrap(),
+    );
 
     // The same through addresses, and through groups + group pairs.
     let mut by_addr = Vec::new();
@@ -535,6 +542,46 @@ fn brute_rule_pairs(
 }
 
 /// The graph's pairs as ((i, j), evidence) over documents named `d{i}`.
+fn join_id_pairs(join: &PairJoin) -> Vec<(String, String, u32)> {
+    let mut out = Vec::new();
+    let stats = join
+        .for_each_id_pair(|p| {
+            assert!(matches!(p.evidence, Evidence::Simhash { .. }), "{p:?}");
+            out.push(ordered(p.a, p.b, p.evidence.distance()))
+        })
+        .unwrap();
+    assert_eq!(stats.pairs, out.len() as u64);
+    assert_eq!(stats.hot_keys, 0);
+    out.sort();
+    out
+}
+
+/// The same clusters, members, leaders and counts.
+fn same_clusters(a: &Clusters, b: &Clusters) {
+    assert_eq!(a.len(), b.len());
+    assert_eq!(a.num_docs(), b.num_docs());
+    for (x, y) in a.iter().zip(b.iter()) {
+        assert_eq!(x.id, y.id);
+        assert_eq!(x.members, y.members, "cluster {}", x.id);
+        assert_eq!(x.leader, y.leader, "cluster {}", x.id);
+    }
+}
+
+/// The pairs of the streaming join by position numbers (ids `d<i>`), each once.
+fn join_rule_pairs(join: &PairJoin) -> BTreeMap<(usize, usize), Evidence> {
+    let num = |id: &str| -> usize { id[1..].parse().unwrap() };
+    let mut out = BTreeMap::new();
+    let mut calls = 0;
+    join.for_each_id_pair(|p| {
+        calls += 1;
+        let (a, b) = (num(p.a), num(p.b));
+        out.insert((a.min(b), a.max(b)), p.evidence);
+    })
+    .unwrap();
+    assert_eq!(calls, out.len(), "a pair reported twice");
+    out
+}
+
 fn rule_pairs(graph: &NearDupGraph) -> BTreeMap<(usize, usize), Evidence> {
     let num = |id: &str| -> usize { id[1..].parse().unwrap() };
     let mut out = BTreeMap::new();
@@ -621,6 +668,10 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
     let resemblance = oracle.len() - simhash;
     assert!(simhash > 0 && resemblance > 0, "{simhash} / {resemblance}");
     assert_eq!(rule_pairs(&graph), oracle);
+    assert_eq!(
+        join_rule_pairs(&PairJoin::new(fields, &searcher).unwrap()),
+        oracle
+    );
 
     // Narrowing the simhash branch keeps the resemblance branch: the oracle is
     // `matches_within`.
@@ -634,6 +685,8 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
         .collect();
     assert!(oracle_narrow.len() < oracle.len());
     assert_eq!(rule_pairs(&narrow), oracle_narrow);
+    let narrow_join = PairJoin::with_max_distance(fields, &searcher, 1).unwrap();
+    assert_eq!(join_rule_pairs(&narrow_join), oracle_narrow);
 
     let clusters = graph.clusters_by(ClusterMode::Components).unwrap();
     let got: BTreeSet<Vec<String>> = clusters
@@ -654,6 +707,13 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
         .collect();
     assert_eq!(got, want);
     assert_eq!(clusters.join_stats().hot_keys, 0);
+    same_clusters(
+        &PairJoin::new(fields, &searcher)
+            .unwrap()
+            .components()
+            .unwrap(),
+        &clusters,
+    );
 }
 
 /// `n` signatures behind one hot simhash block key (the same low 16 bits: a template) with
@@ -761,6 +821,24 @@ fn check_hot_key(n: usize, bound: usize) {
     assert_eq!(cold, n / 20);
     assert!(found.len() >= cold);
     assert!(!missed.is_empty());
+    // The streaming join splits the hot block key by Manku's sub-blocks: every pair, no key
+    // cut, and still far from quadratic work.
+    let join = PairJoin::new(t.index.fields(), &t.index.searcher().unwrap())
+        .unwrap()
+        .max_postings_per_key(bound);
+    let mut streamed = BTreeSet::new();
+    let join_stats = join
+        .for_each_id_pair(|p| {
+            let (a, b): (usize, usize) = (p.a[1..].parse().unwrap(), p.b[1..].parse().unwrap());
+            assert!(streamed.insert((a.min(b), a.max(b))), "pair reported twice");
+        })
+        .unwrap();
+    assert_eq!(streamed, oracle);
+    assert_eq!(join_stats.hot_keys, 0, "{join_stats:?}");
+    assert!(
+        join_stats.comparisons < (n as u64 * n as u64) / 20,
+        "{join_stats:?}"
+    );
     eprintln!(
         "hot key of {n} documents, bound {bound}: {} of {} pairs found ({} missed, all sharing \
          only the hot key); {} comparisons ({:.0} per document)",

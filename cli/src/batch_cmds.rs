@@ -5,7 +5,9 @@ use super::output::{count, one_line};
 use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::{Cluster, ClusterMode, NearDupGraph, DEFAULT_MAX_POSTINGS_PER_KEY};
+use tantivy_simhash::batch::{
+    Cluster, ClusterMode, NearDupGraph, PairJoin, DEFAULT_MAX_POSTINGS_PER_KEY,
+};
 use tantivy_simhash::signature::PairStats;
 use tantivy_simhash::Evidence;
 
@@ -19,17 +21,24 @@ fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     )?)
 }
 
-/// The rule the graph pairs by, with its narrowed simhash radius.
-fn rule_text(graph: &NearDupGraph) -> String {
-    let rule = graph.rule();
+/// The streaming join of every pair (no signature gathered in memory).
+fn pair_join(store: &Store, k: Option<u32>) -> CliResult<PairJoin> {
+    let k = store.checked_k(k)?;
+    let searcher = store.index.searcher()?;
+    Ok(PairJoin::with_max_distance(
+        store.index.fields(),
+        &searcher,
+        k,
+    )?)
+}
+
+/// The rule a join pairs by, with its narrowed simhash radius.
+fn rule_text(rule: &tantivy_simhash::MatchRule, max_distance: u32) -> String {
     let brief = super::output::rule_brief(rule);
-    if graph.max_distance() == rule.layout().max_distance() {
+    if max_distance == rule.layout().max_distance() {
         brief
     } else {
-        format!(
-            "{brief}; simhash branch narrowed to distance {}",
-            graph.max_distance()
-        )
+        format!("{brief}; simhash branch narrowed to distance {max_distance}")
     }
 }
 
@@ -67,13 +76,13 @@ pub(crate) fn warn_hot_keys(stats: &PairStats, bound: usize) {
 
 pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     let store = store::open(&args.rule.dir)?;
-    let graph = graph(&store, args.rule.k)?;
+    let join = pair_join(&store, args.rule.k)?;
     let mut out = Out::new(args.json);
     // The join meets pairs in an order that depends on the segments; they are sorted by ids
     // (byte order of the smaller id, then the other), so that two indexes of the same input
     // print the same bytes. Cost: the pairs are held (their ids plus ~40 bytes each).
     let mut pairs: Vec<(String, String, Evidence)> = Vec::new();
-    let stats = graph.for_each_id_pair(|pair| {
+    let stats = join.for_each_id_pair(|pair| {
         let (a, b) = if pair.a <= pair.b {
             (pair.a, pair.b)
         } else {
@@ -109,8 +118,8 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
         super::eprintln_quiet(&format!(
             "{} by the rule ({}) among {}{}",
             count(total, "pair", "pairs"),
-            rule_text(&graph),
-            count(graph.num_docs() as u64, "document", "documents"),
+            rule_text(join.rule(), join.max_distance()),
+            count(join.num_docs() as u64, "document", "documents"),
             if printed < total as usize {
                 format!(" ({printed} printed)")
             } else {
@@ -156,8 +165,22 @@ pub(crate) fn clusters_in(
     mode: ClusterMode,
     out: &mut Out,
 ) -> CliResult<()> {
-    let graph = graph(store, k)?;
-    let clusters = graph.clusters_by(mode)?;
+    // Connected components come from the streaming join (no signature gathered); leader
+    // clusters need the input order over the whole graph.
+    let (clusters, rule, max_distance) = match mode {
+        ClusterMode::Components => {
+            let join = pair_join(store, k)?;
+            (join.components()?, join.rule().clone(), join.max_distance())
+        }
+        ClusterMode::Leader => {
+            let graph = graph(store, k)?;
+            (
+                graph.clusters_by(mode)?,
+                graph.rule().clone(),
+                graph.max_distance(),
+            )
+        }
+    };
     warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
     let (sorted, total) = store::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
@@ -170,13 +193,13 @@ pub(crate) fn clusters_in(
                 ClusterMode::Leader => "each matching its leader (the first added) by the rule",
                 ClusterMode::Components => "linked by chains of pairs by the rule",
             },
-            rule_text(&graph),
+            rule_text(&rule, max_distance),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;
     }
     for c in sorted {
-        print_cluster(store, graph.searcher(), c, members, out)?;
+        print_cluster(store, clusters.searcher(), c, members, out)?;
     }
     Ok(())
 }

@@ -43,7 +43,13 @@
 //!
 //! Limits: everything is in memory on one machine (the signatures, about 170 bytes per live
 //! document, plus about 450 bytes per distinct signature during the join; at most `u32::MAX`
-//! documents); the join runs on one thread. Across machines the same join partitions by key
+//! documents); the join runs on one thread.
+//!
+//! [`PairJoin`] finds the same pairs without holding any signature: a streaming join over the
+//! segment component's sorted key tables, read in place, on all of rayon's threads, with hot
+//! block keys split exactly (Manku's sub-blocks) before the bound applies. `neardup pairs`
+//! uses it; prefer it for all pairs of a large index (memory: a merge step per thread and a
+//! window of pairs). Across machines the same join partitions by key
 //! (each key's bucket is independent): the Python package's `tantivy_simhash.dask` runs it on
 //! Dask (docs/DISTRIBUTED.md).
 //! [`pairs_in_memory`] is the pigeonhole join of plain fingerprints, without the rule.
@@ -87,6 +93,7 @@ mod components;
 mod graph;
 mod join;
 mod leaders;
+mod stream;
 
 pub(crate) use clusters::UnionFind;
 pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
@@ -94,6 +101,8 @@ pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use join::pairs_in_memory;
 pub use leaders::edge_leaders;
+pub(crate) use stream::join as stream_join;
+pub use stream::PairJoin;
 
 /// The default hot-key bound of [`NearDupGraph`]: a key shared by more distinct signatures
 /// than this compares each only with the next this many (see the [module docs](self)).

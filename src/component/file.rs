@@ -608,6 +608,82 @@ impl ComponentFile {
     }
 }
 
+impl ComponentFile {
+    /// Entries of key position `position`'s table (deleted documents included).
+    pub(crate) fn table_len(&self, position: usize) -> usize {
+        self.families.get(position).map_or(0, |f| f.len)
+    }
+
+    /// Calls `f(value, doc)` for every entry of key position `position`'s table whose key
+    /// value (the key without its position's tag, 48 bits) has its low `bits` bits equal to
+    /// `residue`, in no particular order (deleted documents included). The streaming join
+    /// partitions each table by these low bits: over all residues every entry is visited once,
+    /// and one residue reads only the buckets that can hold it. The one place that decodes
+    /// tables for batch jobs: a change of the table format re-implements this body. Errors:
+    /// [`Error::DamagedFile`] when the bucket directory is inconsistent.
+    pub(crate) fn for_each_table_entry(
+        &self,
+        position: usize,
+        bits: u32,
+        residue: u64,
+        mut f: impl FnMut(u64, DocId),
+    ) -> Result<()> {
+        let Some(family) = self.families.get(position) else {
+            return Ok(());
+        };
+        let plan = family.plan;
+        let data = self.bytes.as_slice();
+        let width = plan.entry_bytes as usize;
+        let doc_mask = low_mask(plan.doc_bits);
+        let wanted = low_mask(bits);
+        if residue & !wanted != 0 {
+            return Ok(());
+        }
+        let mut visit = |bucket: usize, filter: bool| -> Result<()> {
+            let damaged = || Error::DamagedFile {
+                file: self.name.clone(),
+                problem: format!("table {position}'s bucket {bucket} is out of bounds"),
+            };
+            let start = u32_at(data, family.starts + bucket * 4).ok_or_else(damaged)? as usize;
+            let end = u32_at(data, family.starts + bucket * 4 + 4).ok_or_else(damaged)? as usize;
+            if start > end || end > family.len {
+                return Err(damaged());
+            }
+            let entries = data
+                .get(family.entries + start * width..family.entries + end * width)
+                .ok_or_else(damaged)?;
+            let run = KeyRun {
+                entries,
+                width,
+                doc_mask,
+                max_doc: self.max_doc,
+            };
+            for i in 0..run.len() {
+                let entry = run.entry(i);
+                let value = ((entry >> plan.doc_bits) << plan.bucket_bits) | bucket as u64;
+                if filter && value & wanted != residue {
+                    continue;
+                }
+                f(value, (entry & doc_mask) as DocId);
+            }
+            Ok(())
+        };
+        if bits <= plan.bucket_bits {
+            // The buckets whose low `bits` bits are the residue.
+            let step = 1usize << bits;
+            let mut bucket = residue as usize;
+            while bucket < plan.buckets() {
+                visit(bucket, false)?;
+                bucket += step;
+            }
+        } else {
+            // One bucket holds the residue among others: filtered.
+            visit((residue & low_mask(plan.bucket_bits)) as usize, true)?;
+        }
+        Ok(())
+    }
+}
+
 /// The first index in `0..n` where `pred` turns false (`pred` true then false).
 fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, n);

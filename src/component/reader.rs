@@ -164,6 +164,11 @@ impl SegmentSignatures {
         })
     }
 
+    /// The component file (the streaming join reads its tables).
+    pub(crate) fn file(&self) -> &ComponentFile {
+        &self.file
+    }
+
     /// Reads the signature of `doc` into `out` (reusing its sketch buffer); `false` when the
     /// document has no signature. Cost: one contiguous read; allocates only if `out`'s sketch
     /// must grow.
@@ -368,6 +373,12 @@ impl SignatureReader {
         Ok(false)
     }
 
+    /// Every segment's signatures, in segment order.
+    #[cfg(test)]
+    pub(crate) fn segments(&self) -> &[SegmentSignatures] {
+        &self.segments
+    }
+
     /// The signatures of segment `ord`.
     pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
         self.segments.get(ord as usize)
@@ -475,35 +486,25 @@ impl SignatureReader {
     }
 
     /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,
-    /// across all segments, `a < b` by address. The signatures of the live documents are read
-    /// into memory (8 + sketch bytes each, plus their keys during the join) and joined by
-    /// [`crate::signature::pairs_in_memory`], whose `max_postings_per_key` bound and its cost in recall
-    /// apply. Cost: one signature read per live document, then the join (its memory and time
-    /// are [`crate::signature::pairs_in_memory`]'s). Errors: none today; the `Result` leaves room for
-    /// a streaming join over the tables.
+    /// across all segments, `a < b` by address: the streaming join of the segments' key
+    /// tables ([`PairJoin`](crate::batch::PairJoin) gives its order, cost and hot-key
+    /// handling; `max_postings_per_key` bounds a run that splitting does not break). Memory:
+    /// a few hundred table entries per thread and the pairs of a window of tasks; no
+    /// signature is gathered. Errors: [`Error::DamagedFile`] when a table is inconsistent.
     pub fn for_each_pair(
         &self,
         rule: &MatchRule,
         max_postings_per_key: usize,
         mut f: impl FnMut(DocAddress, DocAddress, Evidence),
     ) -> Result<crate::signature::PairStats> {
-        let mut addresses = Vec::new();
-        let mut signatures = Vec::new();
-        for (ord, segment_signatures) in self.segments.iter().enumerate() {
-            let segment = self.searcher.segment_reader(ord as u32);
-            for doc in segment.doc_ids_alive() {
-                if let Some(sig) = segment_signatures.get(doc) {
-                    addresses.push(DocAddress::new(ord as u32, doc));
-                    signatures.push(sig);
-                }
-            }
-        }
-        Ok(crate::signature::pairs_in_memory(
+        crate::batch::stream_join(
+            &self.segments,
+            &self.searcher,
             rule,
-            &signatures,
+            rule.layout().max_distance(),
             max_postings_per_key,
-            |i, j, e| f(addresses[i], addresses[j], e),
-        ))
+            |found| found.for_each_pair(&mut f),
+        )
     }
 }
 

@@ -1,45 +1,56 @@
-//! All pairs within k over a whole index (issue 5), next to its peers measured in the same run.
+//! All pairs by the match rule over a whole index (issues 5 and 25), next to an in-memory floor
+//! measured in the same run.
 //!
 //! ```text
 //! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 1000000
-//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --brute-queries 200
 //! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 20000          # smoke run
 //! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --index batch10m-index   # builds it
 //! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 10000000 --index batch10m-index   # reuses it
+//! cargo run --release -p tantivy-simhash-eval --bin batch_bench -- --docs 1000000 --graph  # also NearDupGraph and its peers
 //! ```
 //!
 //! With `--index DIR` the index is built in DIR, or reused if DIR holds one (built by an
-//! earlier run with the same `--docs`): the second run measures the batch job's memory in a
-//! process that never held an index writer.
+//! earlier run with the same `--docs`): the second run measures the batch job in a process
+//! that never held an index writer.
 //!
-//! Corpus: `--docs` fingerprints, uniformly random except for planted near-duplicates (5% of
-//! the documents are a neighbour at distance 1..=3 of an earlier one) and three hot
-//! exact-duplicate groups (0.1%, 0.03% and 0.01% of the documents). Indexed on disk (mmap) with
-//! an id, the fingerprint and the keys only (no text), in `--segments` commits without merges.
+//! Corpus: `--docs` signatures (fingerprint and MinHash sketch). Fingerprints are uniformly
+//! random except for planted near-duplicates (5% of the documents are a neighbour at distance
+//! 1..=3 of an earlier one, with its sketch a few words apart), resemblance neighbours (1%: a
+//! random fingerprint, an earlier document's sketch with a few words changed, so they share
+//! every band and match only by the resemblance branch) and three hot exact-duplicate groups
+//! (0.1%, 0.03% and 0.01% of the documents). Sketches are random words, derived from a seed
+//! per document so the corpus costs 16 bytes a document in this process. Indexed on disk
+//! (mmap) with an id and the signature only (no text), in `--segments` commits without merges.
 //!
-//! Measured, each separately: building the index; `NearDupGraph::new` (gathering the
-//! signature columns); the join by the match rule (`for_each_group_pair`, pairs of distinct
-//! signatures, plus the duplicate groups) in a pool of 1 thread and of all threads; every
-//! document pair expanded with ids
-//! (`for_each_id_pair`); clusters. Peers: two in-memory pigeonhole self-joins of the same
-//! fingerprints (one thread, no grouping of duplicates; per combination a counting sort of the
-//! fingerprints by block, the floor and the ratios' base, or a sort of (key, row) pairs through
-//! the public `BlockLayout` API), comparisons within equal keys, a brute-force scan (all threads, on `--brute-queries`
-//! sampled documents, extrapolated to N^2/2 comparisons), and one id read per document
-//! (`NearDupSearcher::id_of`) instead of batched reads. Peak memory is the process's peak
-//! resident set (VmHWM), reset before each phase (`/proc/self/clear_refs`), so it includes the
-//! index pages the phase touches.
+//! Measured: the streaming join (`PairJoin::for_each_doc_pair`, on 2 threads and on 1) with the
+//! peak of the process's anonymous memory during it (sampled every few milliseconds; the
+//! memory-mapped index is not anonymous memory), every pair with ids, and the floor: what an
+//! expert writes in memory for the same rule (the 16 keys of every signature in memory, per
+//! key position a counting sort of (key, row), the pairs of each run verified with the rule,
+//! each pair once under its first shared key of its branch) on 2 threads. The pairs must equal
+//! the floor's, and, on `--brute-queries` sampled documents, a brute-force scan with
+//! `MatchRule::matches`. The last line is a summary for machines:
+//! `all-pairs: docs=N seconds=S floor_ratio=R peak_bytes_per_doc=B`.
+//!
+//! With `--graph`, also `NearDupGraph` (gathering, its join, ids, clusters) and the
+//! fingerprint-only peers (in-memory pigeonhole self-joins, brute force within k) of issue 5,
+//! checked against the join's simhash-branch pairs.
 
 #[path = "../support/pigeonhole.rs"]
 mod pigeonhole;
 
 use pigeonhole::Rng;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STRING};
 use tantivy::{doc, DocAddress, Index};
-use tantivy_simhash::batch::NearDupGraph;
-use tantivy_simhash::{BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, Policy};
+use tantivy_simhash::batch::{NearDupGraph, PairJoin};
+use tantivy_simhash::signature::{Signature, Sketch};
+use tantivy_simhash::{
+    BlockLayout, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex, Policy,
+};
 
 #[path = "../support/data.rs"]
 mod data;
@@ -51,6 +62,7 @@ struct Args {
     index: Option<std::path::PathBuf>,
     segments: usize,
     brute_queries: usize,
+    graph: bool,
 }
 
 fn parse_args() -> Res<Args> {
@@ -58,7 +70,8 @@ fn parse_args() -> Res<Args> {
         docs: 1_000_000,
         index: None,
         segments: 8,
-        brute_queries: 1_000,
+        brute_queries: 20,
+        graph: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -68,9 +81,10 @@ fn parse_args() -> Res<Args> {
             "--index" => args.index = Some(value("--index")?.into()),
             "--segments" => args.segments = value("--segments")?.parse::<usize>()?.max(1),
             "--brute-queries" => args.brute_queries = value("--brute-queries")?.parse()?,
+            "--graph" => args.graph = true,
             s => {
                 return Err(format!(
-                    "unknown option {s} (--docs, --segments, --brute-queries, --index)"
+                    "unknown option {s} (--docs, --segments, --brute-queries, --index, --graph)"
                 )
                 .into())
             }
@@ -79,23 +93,69 @@ fn parse_args() -> Res<Args> {
     Ok(args)
 }
 
-fn corpus(n: usize, seed: u64) -> Vec<u64> {
+/// The documents: fingerprints and where each sketch comes from.
+struct Corpus {
+    fps: Vec<u64>,
+    /// Per document: the seed of its sketch's words, and of the few words it changes (0: none).
+    sketches: Vec<(u32, u32)>,
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Corpus {
+    fn signature(&self, i: usize, words: usize) -> Signature {
+        let (base, edit) = self.sketches[i];
+        let mut sketch: Vec<u64> = (0..words as u64)
+            .map(|w| splitmix(u64::from(base) << 8 | w))
+            .collect();
+        if edit != 0 {
+            // Three words beyond the band words (the first five) change: the bands stay.
+            for e in 0..3u64 {
+                let r = splitmix(u64::from(edit) << 8 | (100 + e));
+                let w = 5 + (r % (words as u64 - 5)) as usize;
+                sketch[w] = splitmix(r);
+            }
+        }
+        Signature {
+            fingerprint: Fingerprint(self.fps[i]),
+            sketch: Sketch { words: sketch },
+        }
+    }
+}
+
+fn corpus(n: usize, seed: u64) -> Corpus {
     let mut rng = Rng(seed);
     let hot: Vec<(u64, usize)> = [1000, 3333, 10_000]
         .iter()
         .map(|&per| (rng.next_u64(), (n / per).max(2)))
         .collect();
-    let mut out = Vec::with_capacity(n);
+    let mut out: Vec<(u64, (u32, u32))> = Vec::with_capacity(n);
+    let mut next_seed = 1u32;
+    let mut fresh = || {
+        next_seed += 1;
+        next_seed
+    };
     for &(fp, count) in &hot {
-        out.extend(std::iter::repeat_n(fp, count.min(n / 4)));
+        let s = fresh();
+        out.extend(std::iter::repeat_n((fp, (s, 0)), count.min(n / 4)));
     }
     while out.len() < n {
-        if out.len() > 10 && rng.below(100) < 5 {
-            let base = out[rng.below(out.len() as u64) as usize];
-            let d = 1 + rng.below(3) as u32;
-            out.push(rng.flip(base, d));
+        let roll = rng.below(100);
+        if out.len() > 10 && roll < 6 {
+            let (base, (s, _)) = out[rng.below(out.len() as u64) as usize];
+            if roll < 5 {
+                let d = 1 + rng.below(3) as u32;
+                out.push((rng.flip(base, d), (s, fresh())));
+            } else {
+                out.push((rng.next_u64(), (s, fresh())));
+            }
         } else {
-            out.push(rng.next_u64());
+            out.push((rng.next_u64(), (fresh(), 0)));
         }
     }
     out.truncate(n);
@@ -104,7 +164,10 @@ fn corpus(n: usize, seed: u64) -> Vec<u64> {
         let j = rng.below(i as u64 + 1) as usize;
         out.swap(i, j);
     }
-    out
+    Corpus {
+        fps: out.iter().map(|x| x.0).collect(),
+        sketches: out.iter().map(|x| x.1).collect(),
+    }
 }
 
 fn read_status(key: &str) -> Option<u64> {
@@ -222,10 +285,10 @@ fn secs(t: Instant) -> f64 {
 /// build seconds (0 when reused).
 fn open_or_build_index(
     args: &Args,
-    fps: &[u64],
+    corpus: &Corpus,
     threads: usize,
 ) -> Res<(tempfile::TempDir, NearDupIndex, f64)> {
-    let n = fps.len();
+    let n = corpus.fps.len();
     let tmp = tempfile::tempdir()?;
     let dir = args
         .index
@@ -250,8 +313,12 @@ fn open_or_build_index(
         w.index_writer_mut()
             .set_merge_policy(Box::new(NoMergePolicy));
         let per_segment = n.div_ceil(args.segments);
-        for (i, &fp) in fps.iter().enumerate() {
-            w.add_document_with_fingerprint(doc!(id => format!("d{i:08}")), Fingerprint(fp))?;
+        let words = index.rule().minhash().sketch_words();
+        for i in 0..n {
+            w.add_document_with_signature(
+                doc!(id => format!("d{i:08}")),
+                corpus.signature(i, words),
+            )?;
             if (i + 1) % per_segment == 0 || i + 1 == n {
                 w.commit()?;
             }
@@ -475,6 +542,257 @@ fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupSea
     Ok(())
 }
 
+/// The peak of the process's anonymous memory (not the memory-mapped index) while it runs:
+/// a thread samples `RssAnon` every 2 ms.
+struct AnonPeak {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AnonPeak {
+    fn start() -> AnonPeak {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(read_status("RssAnon:").unwrap_or(0)));
+        let (s, p) = (stop.clone(), peak.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                if let Some(kb) = read_status("RssAnon:") {
+                    p.fetch_max(kb, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        });
+        AnonPeak {
+            stop,
+            peak,
+            thread: Some(thread),
+        }
+    }
+
+    /// The peak in bytes.
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.load(Ordering::Relaxed) * 1024
+    }
+}
+
+fn anon_bytes() -> u64 {
+    read_status("RssAnon:").unwrap_or(0) * 1024
+}
+
+/// What the streaming join found: pairs, those by the simhash branch, and its stats.
+struct Streamed {
+    seconds: f64,
+    pairs: u64,
+    simhash_pairs: u64,
+    hot_keys: u64,
+    /// Peak anonymous memory above the memory before the join, bytes.
+    peak_bytes: u64,
+}
+
+/// The streaming join (`PairJoin::for_each_doc_pair`) in a pool of `threads` threads.
+fn streaming_join(
+    searcher: &tantivy::Searcher,
+    index: &NearDupIndex,
+    threads: usize,
+) -> Res<Streamed> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    let before = anon_bytes();
+    let sampler = AnonPeak::start();
+    let t = Instant::now();
+    let (pairs, simhash_pairs, stats) = pool.install(|| -> tantivy_simhash::Result<_> {
+        let join = PairJoin::new(index.fields(), searcher)?;
+        let (mut pairs, mut simhash_pairs) = (0u64, 0u64);
+        let stats = join.for_each_doc_pair(|p| {
+            pairs += 1;
+            simhash_pairs += u64::from(matches!(p.evidence, Evidence::Simhash { .. }));
+        })?;
+        Ok((pairs, simhash_pairs, stats))
+    })?;
+    let seconds = secs(t);
+    let peak = sampler.finish();
+    Ok(Streamed {
+        seconds,
+        pairs,
+        simhash_pairs,
+        hot_keys: stats.hot_keys,
+        peak_bytes: peak.saturating_sub(before),
+    })
+}
+
+/// Every pair with ids (`PairJoin::for_each_id_pair`): seconds, pairs, and the pairs of each
+/// document of `sample` (corpus indexes), for the brute-force check.
+fn id_pairs(
+    searcher: &tantivy::Searcher,
+    index: &NearDupIndex,
+    threads: usize,
+    sample: &[usize],
+) -> Res<(f64, u64, Vec<u64>)> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    let mut per_sample = vec![0u64; sample.len()];
+    let t = Instant::now();
+    let pairs = pool.install(|| -> tantivy_simhash::Result<u64> {
+        let join = PairJoin::new(index.fields(), searcher)?;
+        let mut pairs = 0u64;
+        join.for_each_id_pair(|p| {
+            pairs += 1;
+            for id in [p.a, p.b] {
+                let i: usize = id[1..].parse().unwrap_or(usize::MAX);
+                if let Ok(at) = sample.binary_search(&i) {
+                    per_sample[at] += 1;
+                }
+            }
+        })?;
+        Ok(pairs)
+    })?;
+    Ok((secs(t), pairs, per_sample))
+}
+
+/// The in-memory floor for the same rule on `threads` threads, as an expert writes it with
+/// every signature in memory (materialised before the clock starts): the full bits of every
+/// band (one column per band, 8 bytes a document each), then per key position a counting sort
+/// of (key, row) and the pairs of each run verified, each pair once: a simhash pair under its
+/// first shared block key, a resemblance match under its first shared band (its evidence's).
+/// Returns seconds and pairs.
+fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    let n = corpus.fps.len();
+    let config = rule.minhash();
+    let words = config.sketch_words();
+    let layout = rule.layout();
+    let blocks = layout.num_keys();
+    let bands = config.bands as usize;
+    let k = layout.max_distance();
+    let sigs: Vec<Signature> = pool.install(|| {
+        (0..n)
+            .into_par_iter()
+            .map(|i| corpus.signature(i, words))
+            .collect()
+    });
+    let block_widths: Vec<u32> = (0..blocks)
+        .map(|p| {
+            layout
+                .key_range(p)
+                .map(|r| (r.end() - r.start()).count_ones())
+        })
+        .collect::<tantivy_simhash::Result<_>>()?;
+    let key_mask = (1u64 << config.key_bits) - 1;
+    let t = Instant::now();
+    let pairs = pool.install(|| {
+        let band_bits: Vec<Vec<u64>> = (0..bands)
+            .into_par_iter()
+            .map(|b| {
+                sigs.iter()
+                    .map(|s| s.sketch.band(config, b as u32))
+                    .collect()
+            })
+            .collect();
+        let fps: Vec<u64> = sigs.iter().map(|s| s.fingerprint.0).collect();
+        (0..blocks + bands)
+            .into_par_iter()
+            .map(|p| {
+                let (width, keyed): (u32, Vec<u64>) = if p < blocks {
+                    let keys = fps
+                        .iter()
+                        .map(|&fp| layout.key(p, Fingerprint(fp)).unwrap_or(0))
+                        .collect();
+                    (block_widths[p], keys)
+                } else {
+                    // u64::MAX: no band keys (an empty sketch).
+                    let keys = (0..n)
+                        .map(|r| {
+                            if sigs[r].sketch.is_empty() {
+                                u64::MAX
+                            } else {
+                                band_bits[p - blocks][r] & key_mask
+                            }
+                        })
+                        .collect();
+                    (config.key_bits, keys)
+                };
+                let width = width.min(24);
+                let slot = |row: usize| (keyed[row] & ((1 << width) - 1)) as usize;
+                let mut offsets = vec![0u32; (1 << width) + 1];
+                for row in 0..n {
+                    if keyed[row] != u64::MAX {
+                        offsets[slot(row) + 1] += 1;
+                    }
+                }
+                for i in 1..offsets.len() {
+                    offsets[i] += offsets[i - 1];
+                }
+                let mut next = offsets.clone();
+                let mut sorted = vec![0u32; offsets[offsets.len() - 1] as usize];
+                for row in 0..n {
+                    if keyed[row] != u64::MAX {
+                        let s = slot(row);
+                        sorted[next[s] as usize] = row as u32;
+                        next[s] += 1;
+                    }
+                }
+                let mut found = 0u64;
+                for w in offsets.windows(2) {
+                    let run = &sorted[w[0] as usize..w[1] as usize];
+                    for (x, &a) in run.iter().enumerate() {
+                        for &b in &run[x + 1..] {
+                            let (a, b) = (a as usize, b as usize);
+                            if keyed[a] != keyed[b] {
+                                continue; // a key wider than the slot
+                            }
+                            let (fa, fb) = (fps[a], fps[b]);
+                            let d = (fa ^ fb).count_ones();
+                            if p < blocks {
+                                let first =
+                                    layout.first_shared_key(Fingerprint(fa), Fingerprint(fb));
+                                found += u64::from(d <= k && first == Some(p));
+                                continue;
+                            }
+                            let band = p - blocks;
+                            if d <= k
+                                || band_bits[band][a] != band_bits[band][b]
+                                || (0..band).any(|q| band_bits[q][a] == band_bits[q][b])
+                            {
+                                continue;
+                            }
+                            found += u64::from(rule.matches(&sigs[a], &sigs[b]).is_some());
+                        }
+                    }
+                }
+                found
+            })
+            .sum::<u64>()
+    });
+    Ok((secs(t), pairs))
+}
+
+/// Brute force with `MatchRule::matches` for the documents `sample` against all: their pairs.
+fn brute_force_rule(corpus: &Corpus, rule: &MatchRule, sample: &[usize]) -> (f64, Vec<u64>) {
+    use rayon::prelude::*;
+    let words = rule.minhash().sketch_words();
+    let t = Instant::now();
+    let counts = sample
+        .par_iter()
+        .map(|&q| {
+            let a = corpus.signature(q, words);
+            (0..corpus.fps.len())
+                .filter(|&j| j != q && rule.matches(&a, &corpus.signature(j, words)).is_some())
+                .count() as u64
+        })
+        .collect();
+    (secs(t), counts)
+}
+
 fn print_summary(n: usize, threads: usize, t: &Timings, batch_peak: f64, rss0: f64) {
     let Timings {
         build,
@@ -529,35 +847,139 @@ fn main() -> Res<()> {
     let n = args.docs;
     let layout = BlockLayout::default();
     let k = layout.max_distance();
-    let threads = rayon::current_num_threads();
+    let threads = rayon::current_num_threads().min(2);
     println!(
-        "# batch_bench: N = {n}, layout {} (k = {k}), {} segments, {threads} threads, load average {}",
+        "# batch_bench: N = {n}, layout {} (k = {k}) and MinHash bands, {} segments, {threads} \
+         threads, load average {}",
         layout.id(),
         args.segments,
         load_average()
     );
-    let fps = corpus(n, 42);
-
-    let (_tmp, index, build) = open_or_build_index(&args, &fps, threads)?;
-    let mut t = Timings {
-        build,
-        gather: 0.0,
-        join1: 0.0,
-        join_n: 0.0,
-        ids_time: 0.0,
-        clusters_time: 0.0,
-        ph: 0.0,
-        naive: 0.0,
-        brute: 0.0,
-    };
-
+    let corpus = corpus(n, 42);
+    let (_tmp, index, build) = open_or_build_index(&args, &corpus, threads)?;
+    let rule = index.rule().clone();
     let searcher = index.lookups()?;
-    let (graph, total_pairs, batch_peak, rss0) = batch_job(&searcher, &fps, threads, &mut t)?;
+    let tantivy_searcher = searcher.searcher().clone();
 
-    pigeonhole_peers(&fps, &layout, k, total_pairs, &mut t)?;
-    t.brute = brute_force(&fps, k, args.brute_queries, threads);
-    compare_id_reads(&graph, &searcher)?;
+    let two = streaming_join(&tantivy_searcher, &index, threads)?;
+    println!(
+        "streaming join (PairJoin::for_each_doc_pair, {threads} threads): {:.3} s, {} pairs \
+         ({} by the simhash branch), {} keys cut; peak anonymous memory {:.0} MB above the \
+         {:.0} MB before it ({:.0} B/doc)",
+        two.seconds,
+        two.pairs,
+        two.simhash_pairs,
+        two.hot_keys,
+        two.peak_bytes as f64 / 1e6,
+        anon_bytes() as f64 / 1e6,
+        two.peak_bytes as f64 / n as f64
+    );
+    let one = streaming_join(&tantivy_searcher, &index, 1)?;
+    println!(
+        "streaming join, 1 thread: {:.3} s ({:.2}x the {threads}-thread time)",
+        one.seconds,
+        one.seconds / two.seconds
+    );
+    assert_eq!(one.pairs, two.pairs, "the join depends on the threads");
 
-    print_summary(n, threads, &t, batch_peak, rss0);
+    let step = (n / args.brute_queries.max(1)).max(1);
+    let sample: Vec<usize> = (0..n).step_by(step).take(args.brute_queries).collect();
+    let (ids_seconds, id_pairs, per_sample) =
+        id_pairs(&tantivy_searcher, &index, threads, &sample)?;
+    println!(
+        "every pair with ids (PairJoin::for_each_id_pair): {ids_seconds:.3} s, {id_pairs} pairs"
+    );
+    assert_eq!(id_pairs, two.pairs);
+
+    let (floor_seconds, floor_pairs) = floor(&corpus, &rule, threads)?;
+    println!(
+        "in-memory floor (keys in memory, counting sort per key position, {threads} threads): \
+         {floor_seconds:.3} s, {floor_pairs} pairs"
+    );
+    // A key cut (a run that splitting does not break, beyond the bound) may lose pairs: the
+    // difference is reported; without one the pairs must be equal.
+    if two.hot_keys == 0 {
+        assert_eq!(floor_pairs, two.pairs, "the join and the floor disagree");
+    } else {
+        assert!(
+            floor_pairs >= two.pairs,
+            "the join found pairs the floor did not"
+        );
+        println!(
+            "{} keys cut: the join missed {} of the floor's pairs",
+            two.hot_keys,
+            floor_pairs - two.pairs
+        );
+    }
+
+    let (brute_seconds, brute) = brute_force_rule(&corpus, &rule, &sample);
+    let brute_total: u64 = brute.iter().sum();
+    println!(
+        "brute force with MatchRule::matches on {} sampled documents: {brute_seconds:.3} s, {} \
+         pairs, the join's pairs of the same documents: {}",
+        sample.len(),
+        brute_total,
+        per_sample.iter().sum::<u64>()
+    );
+    if two.hot_keys == 0 {
+        assert_eq!(
+            per_sample, brute,
+            "the join and brute force disagree on the sample"
+        );
+    } else {
+        assert!(
+            per_sample.iter().zip(&brute).all(|(j, b)| j <= b),
+            "pairs beyond brute force"
+        );
+    }
+
+    if args.graph {
+        let mut t = Timings {
+            build,
+            gather: 0.0,
+            join1: 0.0,
+            join_n: 0.0,
+            ids_time: 0.0,
+            clusters_time: 0.0,
+            ph: 0.0,
+            naive: 0.0,
+            brute: 0.0,
+        };
+        let (graph, total_pairs, batch_peak, rss0) =
+            batch_job(&searcher, &corpus.fps, threads, &mut t)?;
+        assert_eq!(
+            total_pairs, two.pairs,
+            "NearDupGraph and the streaming join disagree"
+        );
+        pigeonhole_peers(&corpus.fps, &layout, k, two.simhash_pairs, &mut t)?;
+        t.brute = brute_force(&corpus.fps, k, args.brute_queries, threads);
+        compare_id_reads(&graph, &searcher)?;
+        print_summary(n, threads, &t, batch_peak, rss0);
+    }
+
+    println!("\n## summary, N = {n}, {threads} threads (build {build:.1} s, not part of the job)");
+    println!("| step | seconds | ratio to the floor |");
+    println!("|---|---|---|");
+    println!(
+        "| streaming join, {threads} threads | {:.3} | {:.2} |",
+        two.seconds,
+        two.seconds / floor_seconds
+    );
+    println!(
+        "| streaming join, 1 thread | {:.3} | {:.2} |",
+        one.seconds,
+        one.seconds / floor_seconds
+    );
+    println!(
+        "| every pair with ids, {threads} threads | {ids_seconds:.3} | {:.2} |",
+        ids_seconds / floor_seconds
+    );
+    println!("| in-memory floor, {threads} threads | {floor_seconds:.3} | 1 |");
+    println!(
+        "all-pairs: docs={n} seconds={:.3} floor_ratio={:.2} peak_bytes_per_doc={:.0}",
+        two.seconds,
+        two.seconds / floor_seconds,
+        two.peak_bytes as f64 / n as f64
+    );
     Ok(())
 }
