@@ -724,8 +724,8 @@ fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
                 let width = width.min(24);
                 let slot = |row: usize| (keyed[row] & ((1 << width) - 1)) as usize;
                 let mut offsets = vec![0u32; (1 << width) + 1];
-                for row in 0..n {
-                    if keyed[row] != u64::MAX {
+                for (row, &key) in keyed.iter().enumerate().take(n) {
+                    if key != u64::MAX {
                         offsets[slot(row) + 1] += 1;
                     }
                 }
@@ -734,8 +734,8 @@ fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
                 }
                 let mut next = offsets.clone();
                 let mut sorted = vec![0u32; offsets[offsets.len() - 1] as usize];
-                for row in 0..n {
-                    if keyed[row] != u64::MAX {
+                for (row, &key) in keyed.iter().enumerate().take(n) {
+                    if key != u64::MAX {
                         let s = slot(row);
                         sorted[next[s] as usize] = row as u32;
                         next[s] += 1;
