@@ -19,6 +19,24 @@ use crate::error::{Error, Result};
 /// # Ok::<(), tantivy_simhash::Error>(())
 /// ```
 pub fn edge_components(a: &[u64], b: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+    let nodes = distinct_nodes(a, b)?;
+    // Every end is in `nodes`, so the search finds it; positions fit u32 (checked above).
+    let index = |x: u64| nodes.binary_search(&x).unwrap_or(0) as u32;
+    let mut uf = UnionFind::new(nodes.len());
+    for (&x, &y) in a.iter().zip(b) {
+        uf.union(index(x), index(y));
+    }
+    // A union keeps the smaller root, so each root is its component's smallest position, and
+    // nodes ascend: the root's node is the smallest node.
+    let labels = (0..nodes.len() as u32)
+        .map(|i| nodes[uf.find(i) as usize])
+        .collect();
+    Ok((nodes, labels))
+}
+
+/// The distinct ends of the edges `a[i] - b[i]`, sorted: a node's position is its index in the
+/// edge functions. Errors when the lists differ in length or the nodes do not fit `u32`.
+pub(super) fn distinct_nodes(a: &[u64], b: &[u64]) -> Result<Vec<u64>> {
     if a.len() != b.len() {
         return Err(Error::InvalidConfig(format!(
             "edge lists of {} and {} ends; expected one end in each per edge",
@@ -36,18 +54,7 @@ pub fn edge_components(a: &[u64], b: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
             u32::MAX
         )));
     }
-    // Every end is in `nodes`, so the search finds it; positions fit u32 (checked above).
-    let index = |x: u64| nodes.binary_search(&x).unwrap_or(0) as u32;
-    let mut uf = UnionFind::new(nodes.len());
-    for (&x, &y) in a.iter().zip(b) {
-        uf.union(index(x), index(y));
-    }
-    // A union keeps the smaller root, so each root is its component's smallest position, and
-    // nodes ascend: the root's node is the smallest node.
-    let labels = (0..nodes.len() as u32)
-        .map(|i| nodes[uf.find(i) as usize])
-        .collect();
-    Ok((nodes, labels))
+    Ok(nodes)
 }
 
 #[cfg(test)]

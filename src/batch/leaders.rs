@@ -15,7 +15,7 @@
 
 use super::clusters::{ClusterMode, Clusters};
 use super::graph::NearDupGraph;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl NearDupGraph {
     /// The clusters of at least two documents, by leader ([`ClusterMode::Leader`], the
@@ -183,7 +183,7 @@ impl NearDupGraph {
 /// Self-loops are ignored. Cost: a sort of the nodes and one of the edges by their later end
 /// (16 bytes per edge and 12 per node besides the input).
 ///
-/// Errors with [`Error::InvalidConfig`] when `a` and `b` differ in length or hold more than
+/// Errors with [`Error::InvalidConfig`](crate::Error::InvalidConfig) when `a` and `b` differ in length or hold more than
 /// `u32::MAX` distinct nodes.
 ///
 /// ```
@@ -195,23 +195,7 @@ impl NearDupGraph {
 /// # Ok::<(), tantivy_simhash::Error>(())
 /// ```
 pub fn edge_leaders(a: &[u64], b: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
-    if a.len() != b.len() {
-        return Err(Error::InvalidConfig(format!(
-            "edge lists of {} and {} ends; expected one end in each per edge",
-            a.len(),
-            b.len()
-        )));
-    }
-    let mut nodes: Vec<u64> = a.iter().chain(b).copied().collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    if u32::try_from(nodes.len()).is_err() {
-        return Err(Error::InvalidConfig(format!(
-            "{} distinct nodes; at most {} fit: split the edges",
-            nodes.len(),
-            u32::MAX
-        )));
-    }
+    let nodes = super::components::distinct_nodes(a, b)?;
     // Every end is in `nodes`, so the search finds it; positions fit u32 (checked above).
     let index = |x: u64| nodes.binary_search(&x).unwrap_or(0) as u32;
     // Each edge as (later end, earlier end), by position: sorted, the earlier neighbours of
@@ -248,6 +232,7 @@ pub fn edge_leaders(a: &[u64], b: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use std::collections::BTreeMap;
 
     /// Leader clustering by its definition: for each node in order, the earlier nodes that

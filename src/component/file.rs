@@ -564,20 +564,10 @@ impl ComponentFile {
         true
     }
 
-    /// The documents under `key` at key position `position`, in doc id order (deleted ones
-    /// included). Errors when the table is inconsistent (a damaged file).
-    pub(crate) fn run(&self, position: usize, key: u64) -> Result<KeyRun<'_>> {
-        let Some(family) = self.families.get(position) else {
-            return Ok(KeyRun::EMPTY);
-        };
-        let plan = family.plan;
+    /// The entries of bucket `bucket` of table `position` (`family`), bounds-checked: a
+    /// damaged directory is an error naming the file.
+    fn bucket(&self, position: usize, family: &FamilyView, bucket: usize) -> Result<KeyRun<'_>> {
         let data = self.bytes.as_slice();
-        let value = key & VALUE_MASK;
-        let bucket = (value & low_mask(plan.bucket_bits)) as usize;
-        let suffix = value >> plan.bucket_bits;
-        if suffix >> plan.suffix_bits != 0 {
-            return Ok(KeyRun::EMPTY);
-        }
         let damaged = || Error::DamagedFile {
             file: self.name.clone(),
             problem: format!("table {position}'s bucket {bucket} is out of bounds"),
@@ -587,16 +577,34 @@ impl ComponentFile {
         if start > end || end > family.len {
             return Err(damaged());
         }
-        let width = plan.entry_bytes as usize;
+        let width = family.plan.entry_bytes as usize;
         let entries = data
             .get(family.entries + start * width..family.entries + end * width)
             .ok_or_else(damaged)?;
-        let mut run = KeyRun {
+        Ok(KeyRun {
             entries,
             width,
-            doc_mask: low_mask(plan.doc_bits),
+            doc_mask: low_mask(family.plan.doc_bits),
             max_doc: self.max_doc,
+        })
+    }
+
+    /// The documents under `key` at key position `position`, in doc id order (deleted ones
+    /// included). Errors when the table is inconsistent (a damaged file).
+    pub(crate) fn run(&self, position: usize, key: u64) -> Result<KeyRun<'_>> {
+        let Some(family) = self.families.get(position) else {
+            return Ok(KeyRun::EMPTY);
         };
+        let plan = family.plan;
+        let value = key & VALUE_MASK;
+        let bucket = (value & low_mask(plan.bucket_bits)) as usize;
+        let suffix = value >> plan.bucket_bits;
+        if suffix >> plan.suffix_bits != 0 {
+            return Ok(KeyRun::EMPTY);
+        }
+        let mut run = self.bucket(position, family, bucket)?;
+        let width = plan.entry_bytes as usize;
+        let entries = run.entries;
         if plan.suffix_bits > 0 {
             let shift = plan.doc_bits;
             let n = run.len();
@@ -632,32 +640,13 @@ impl ComponentFile {
             return Ok(());
         };
         let plan = family.plan;
-        let data = self.bytes.as_slice();
-        let width = plan.entry_bytes as usize;
         let doc_mask = low_mask(plan.doc_bits);
         let wanted = low_mask(bits);
         if residue & !wanted != 0 {
             return Ok(());
         }
         let mut visit = |bucket: usize, filter: bool| -> Result<()> {
-            let damaged = || Error::DamagedFile {
-                file: self.name.clone(),
-                problem: format!("table {position}'s bucket {bucket} is out of bounds"),
-            };
-            let start = u32_at(data, family.starts + bucket * 4).ok_or_else(damaged)? as usize;
-            let end = u32_at(data, family.starts + bucket * 4 + 4).ok_or_else(damaged)? as usize;
-            if start > end || end > family.len {
-                return Err(damaged());
-            }
-            let entries = data
-                .get(family.entries + start * width..family.entries + end * width)
-                .ok_or_else(damaged)?;
-            let run = KeyRun {
-                entries,
-                width,
-                doc_mask,
-                max_doc: self.max_doc,
-            };
+            let run = self.bucket(position, family, bucket)?;
             for i in 0..run.len() {
                 let entry = run.entry(i);
                 let value = ((entry >> plan.doc_bits) << plan.bucket_bits) | bucket as u64;
