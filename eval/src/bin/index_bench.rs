@@ -206,9 +206,27 @@ fn first_lookup(dir: &Path, q: Fingerprint) -> Res<()> {
 /// Indexes `fps` in 8 commits (no merges) in a temporary directory, and drops the writer and
 /// the index (for a fresh handle); returns the directory.
 fn build_lookup_index(fps: &[u64]) -> Res<tempfile::TempDir> {
-    let n = fps.len();
+    build_in_eight_commits(fps, lookup_config(), "fingerprints", |w, doc, &fp| {
+        w.add_document_with_fingerprint(doc, Fingerprint(fp))
+            .map(|_| ())
+    })
+}
+
+/// Indexes `items` under `config`, one document each (an id and what `add` gives it), in 8
+/// commits without merges in a temporary directory; drops the writer and the index, so the
+/// next handle is fresh, and returns the directory.
+fn build_in_eight_commits<T>(
+    items: &[T],
+    config: NearDupConfig,
+    what: &str,
+    mut add: impl FnMut(
+        &mut tantivy_simhash::DedupWriter,
+        TantivyDocument,
+        &T,
+    ) -> tantivy_simhash::Result<()>,
+) -> Res<tempfile::TempDir> {
+    let n = items.len();
     let dir = tempfile::tempdir()?;
-    let config = lookup_config();
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
     config.add_fields(&mut builder);
@@ -218,19 +236,17 @@ fn build_lookup_index(fps: &[u64]) -> Res<tempfile::TempDir> {
     w.index_writer_mut()
         .set_merge_policy(Box::new(NoMergePolicy));
     let per_segment = n.div_ceil(8);
-    for (i, &fp) in fps.iter().enumerate() {
-        w.add_document_with_fingerprint(doc!(id => format!("d{i:07}")), Fingerprint(fp))?;
+    for (i, item) in items.iter().enumerate() {
+        add(&mut w, doc!(id => format!("d{i:07}")), item)?;
         if (i + 1) % per_segment == 0 || i + 1 == n {
             w.commit()?;
         }
     }
     println!(
-        "indexed {n} fingerprints (Policy::Off, 1 thread, 8 commits) in {:.2} s",
+        "indexed {n} {what} (Policy::Off, 1 thread, 8 commits) in {:.2} s",
         t.elapsed().as_secs_f64()
     );
-
     // The writer holds a searcher of the segments: drop it for the fresh handle.
-    w.commit()?;
     drop(w);
     drop(index);
     Ok(dir)
@@ -341,32 +357,10 @@ fn rule_signatures(
 /// Indexes `sigs` in 8 commits (no merges) in a temporary directory, and drops the writer and
 /// the index (for a fresh handle); returns the directory.
 fn build_rule_index(sigs: &[Signature], rule: &MatchRule) -> Res<tempfile::TempDir> {
-    let n = sigs.len();
-    let dir = tempfile::tempdir()?;
     let config = lookup_config().with_rule(rule.clone());
-    let mut builder = Schema::builder();
-    let id = builder.add_text_field("id", STRING | FAST);
-    config.add_fields(&mut builder);
-    let index = NearDupIndex::create(Index::create_in_dir(dir.path(), builder.build())?, config)?;
-    let t = Instant::now();
-    let mut w = index.writer_with_num_threads(1, 200_000_000, Policy::Off)?;
-    w.index_writer_mut()
-        .set_merge_policy(Box::new(NoMergePolicy));
-    let per_segment = n.div_ceil(8);
-    for (i, sig) in sigs.iter().enumerate() {
-        w.add_document_with_signature(doc!(id => format!("d{i:07}")), sig.clone())?;
-        if (i + 1) % per_segment == 0 || i + 1 == n {
-            w.commit()?;
-        }
-    }
-    println!(
-        "indexed {n} signatures (Policy::Off, 1 thread, 8 commits) in {:.2} s",
-        t.elapsed().as_secs_f64()
-    );
-    // The writer holds a searcher of the segments: drop it for the fresh handle.
-    drop(w);
-    drop(index);
-    Ok(dir)
+    build_in_eight_commits(sigs, config, "signatures", |w, doc, sig| {
+        w.add_document_with_signature(doc, sig.clone()).map(|_| ())
+    })
 }
 
 type RuleMethod<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
