@@ -438,14 +438,7 @@ pub(crate) fn components<'py>(
     a: &[u8],
     b: &[u8],
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let a = u64s(a, "a")?;
-    let b = u64s(b, "b")?;
-    same_length(a.len(), b.len(), "a", "b")?;
-    let (nodes, labels) = py
-        .detach(|| tantivy_simhash::batch::edge_components(&a, &b))
-        .map_err(Failure::from)?;
-    let (nodes, labels) = (words_to_bytes(&nodes), words_to_bytes(&labels));
-    Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
+    edge_labels(py, a, b, tantivy_simhash::batch::edge_components)
 }
 
 /// Leader clustering of the graph whose edges are ``(a[i], b[i])`` (little-endian u64 buffers
@@ -458,12 +451,24 @@ pub(crate) fn leaders<'py>(
     a: &[u8],
     b: &[u8],
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    edge_labels(py, a, b, tantivy_simhash::batch::edge_leaders)
+}
+
+/// A library function from edge lists to `(nodes, labels)`.
+type EdgeLabelling = fn(&[u64], &[u64]) -> tantivy_simhash::Result<(Vec<u64>, Vec<u64>)>;
+
+/// `label` (a library function of edge lists) over the edges in `a` and `b` (little-endian
+/// u64 buffers of equal length), with the GIL released: ``(nodes, labels)`` as bytes.
+fn edge_labels<'py>(
+    py: Python<'py>,
+    a: &[u8],
+    b: &[u8],
+    label: EdgeLabelling,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let a = u64s(a, "a")?;
     let b = u64s(b, "b")?;
     same_length(a.len(), b.len(), "a", "b")?;
-    let (nodes, labels) = py
-        .detach(|| tantivy_simhash::batch::edge_leaders(&a, &b))
-        .map_err(Failure::from)?;
+    let (nodes, labels) = py.detach(|| label(&a, &b)).map_err(Failure::from)?;
     let (nodes, labels) = (words_to_bytes(&nodes), words_to_bytes(&labels));
     Ok((PyBytes::new(py, &nodes), PyBytes::new(py, &labels)))
 }
