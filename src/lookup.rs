@@ -33,13 +33,14 @@ impl NearDupIndex {
     pub fn searcher(&self) -> Result<Searcher> {
         let mut guard = lock(&self.reader);
         if let Some(reader) = guard.as_ref() {
-            reader.reload()?;
+            crate::component::reload_fresh(|| reader.reload())?;
             return Ok(reader.searcher());
         }
-        let reader: IndexReader = self
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
+        let reader: IndexReader = crate::component::reload_fresh(|| {
+            self.reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+        })?;
         let searcher = reader.searcher();
         *guard = Some(reader);
         Ok(searcher)

@@ -259,10 +259,12 @@ impl DedupWriter {
         if policy == Policy::Tag {
             index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
-        let reader: IndexReader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
+        let reader: IndexReader = crate::component::reload_fresh(|| {
+            index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+        })?;
         let searcher = NearDupLookup::new(index.fields, &reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
@@ -791,7 +793,7 @@ impl DedupWriter {
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
-        self.reader.reload()?;
+        crate::component::reload_fresh(|| self.reader.reload())?;
         self.searcher = NearDupLookup::new(self.index.fields, &self.reader.searcher())?;
         let pending = self
             .pending
