@@ -320,7 +320,7 @@ fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
         doc_line("other", &text(8, 400_000)),
     ];
     write_lines(&input, &lines);
-    let out = index_quietly(&input, &dir, &[]);
+    index_quietly(&input, &dir, &[]);
     // The oracle: the document's own lookup (itself left out, so one match: its copy).
     let by_id = neardup(&["similar", p(&dir), "--id", "long", "--json"]);
     let ids = |out: &std::process::Output| -> Vec<String> {
