@@ -2,11 +2,11 @@
 //! what the fold needs (signatures, tied ids, tags), and folding hits into groups by the
 //! match rule.
 
-use super::collector::ColumnNames;
 use super::field::GroupBy;
-use super::result::Settings;
-use super::segment::{ColumnCache, GroupValues, SegmentColumns};
-use super::{CollapsedGroup, CollapsedHit, RankKey};
+use super::rank::RankKey;
+use super::result::{rank_order, Settings};
+use super::result::{CollapsedGroup, CollapsedHit};
+use super::segment::{ColumnCache, ColumnNames, GroupValues, SegmentColumns};
 use crate::error::Result;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::cmp::Ordering;
@@ -35,20 +35,6 @@ pub(super) fn check_rank_order<K: RankKey>(
             ranked[i + 1].0
         ))),
     }
-}
-
-/// Ranks two hits: key, then fingerprint, then user id, then shard and address.
-pub(super) fn rank_order<K: RankKey>(
-    a: &CollapsedHit<K>,
-    b: &CollapsedHit<K>,
-    order: Order,
-) -> Ordering {
-    a.key
-        .rank_cmp(&b.key, order)
-        .then_with(|| a.fingerprint.cmp(&b.fingerprint))
-        .then_with(|| a.id.cmp(&b.id))
-        .then_with(|| a.shard.cmp(&b.shard))
-        .then_with(|| a.address.cmp(&b.address))
 }
 
 /// With `hits` sorted best first: when there are at least `fetch`, keeps only those ranked
