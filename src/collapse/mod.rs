@@ -131,10 +131,7 @@ mod result;
 mod segment;
 mod window;
 
-pub use collector::{
-    CollapseSegmentCollector, CollapseSegmentFruit, NearDupCollapse, DEFAULT_MAX_OVERFETCH,
-    DEFAULT_MAX_POSTINGS_PER_KEY, DEFAULT_OVERFETCH,
-};
+pub use collector::{CollapseSegmentCollector, CollapseSegmentFruit, NearDupCollapse};
 pub use field::GroupBy;
 pub use merge::ShardStatistics;
 pub use rank::RankKey;
