@@ -50,7 +50,7 @@ use tantivy::Searcher;
 /// Entries of one residue (one merge step) the planner aims at.
 const ENTRIES_PER_RESIDUE: u64 = 64;
 /// Residues per task (a unit of parallel work).
-const RESIDUES_PER_TASK: u64 = 1024;
+const RESIDUES_PER_TASK: u64 = 256;
 /// The widest partition of a table (2^20 residues).
 const MAX_PARTITION_BITS: u32 = 20;
 
@@ -76,19 +76,57 @@ pub(crate) fn join(
     let ctx = Context::new(segments, searcher, rule, max_distance, max_postings_per_key);
     let tasks = ctx.plan();
     let mut stats = PairStats::default();
-    // A window of tasks at a time: memory is the window's pairs, the order the tasks'.
-    let window = 4 * rayon::current_num_threads().max(1);
-    for position_tasks in tasks.chunk_by(|a, b| a.position == b.position) {
-        for chunk in position_tasks.chunks(window) {
-            let found: Vec<Result<Found>> = chunk.par_iter().map(|t| ctx.run(t)).collect();
-            for found in found {
-                let found = found?;
-                stats.add(found.stats);
-                emit(&found);
+    // Tasks run on the pool while this thread emits their pairs in task order: no barrier
+    // between batches of tasks (a slow task holds back only the emission), and emitting (ids,
+    // output) overlaps the join. Memory: the pairs of at most `ahead` tasks.
+    let ahead = 8 * rayon::current_num_threads().max(1);
+    let (sender, receiver) = std::sync::mpsc::channel::<(usize, Result<Found>)>();
+    let mut failed: Option<crate::Error> = None;
+    rayon::in_place_scope(|scope| {
+        let (mut spawned, mut emitted) = (0usize, 0usize);
+        let mut ready: std::collections::BTreeMap<usize, Result<Found>> = Default::default();
+        while emitted < spawned || (spawned < tasks.len() && failed.is_none()) {
+            while spawned < tasks.len() && spawned - emitted < ahead && failed.is_none() {
+                let (task, ctx, sender) = (&tasks[spawned], &ctx, sender.clone());
+                let at = spawned;
+                scope.spawn(move |_| {
+                    // The receiver outlives the scope: a send cannot fail.
+                    let _ = sender.send((at, ctx.run(task)));
+                });
+                spawned += 1;
+            }
+            if let Some(found) = ready.remove(&emitted) {
+                emitted += 1;
+                match found {
+                    Ok(found) if failed.is_none() => {
+                        stats.add(found.stats);
+                        emit(&found);
+                    }
+                    Ok(_) => {}
+                    Err(e) => failed = failed.take().or(Some(e)),
+                }
+                continue;
+            }
+            let next = match receiver.try_recv() {
+                Ok(next) => Some(next),
+                // A pool thread runs a task itself while it waits; another thread blocks.
+                Err(_) => match rayon::yield_now() {
+                    Some(rayon::Yield::Executed) => None,
+                    Some(rayon::Yield::Idle) => receiver
+                        .recv_timeout(std::time::Duration::from_millis(1))
+                        .ok(),
+                    None => receiver.recv().ok(),
+                },
+            };
+            if let Some((at, found)) = next {
+                ready.insert(at, found);
             }
         }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(stats),
     }
-    Ok(stats)
 }
 
 /// What every task reads.

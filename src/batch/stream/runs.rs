@@ -147,6 +147,28 @@ impl Context<'_> {
         }
         s.placed.clear();
         s.placed.resize(n, None);
+        if n > self.cap.saturating_add(1) {
+            // A family that keeps its earlier bands, met here with a few other documents (chance
+            // collisions of this band's key): its pairs are reported under the earlier band, so
+            // only pairs with one of the others are compared, at most `cap` others x the run.
+            let (j, value, holders) =
+                most_shared_earlier_band(&s.earlier, band as usize, &mut s.values);
+            if holders >= 2 && n - holders <= self.cap {
+                let width = band as usize;
+                let holds = |earlier: &[u64], c: usize| earlier[c * width + j] == value;
+                for a in 0..n {
+                    if holds(&s.earlier, a) {
+                        continue;
+                    }
+                    for b in 0..n {
+                        if b != a && (holds(&s.earlier, b) || b > a) {
+                            self.compare_bands(band, a.min(b), a.max(b), s, found);
+                        }
+                    }
+                }
+                return;
+            }
+        }
         let cut = visit_run(n, self.cap, |a, b| self.compare_bands(band, a, b, s, found));
         found.stats.hot_keys += u64::from(cut);
     }
@@ -230,6 +252,27 @@ impl Context<'_> {
     }
 }
 
+/// The earlier band `j` (of `width` per class in `earlier`), its value and how many classes
+/// hold it, for the value held by the most classes (the first such band on a tie).
+fn most_shared_earlier_band(
+    earlier: &[u64],
+    width: usize,
+    values: &mut Vec<u64>,
+) -> (usize, u64, usize) {
+    let mut best = (0, 0, 0);
+    for j in 0..width {
+        values.clear();
+        values.extend(earlier.iter().skip(j).step_by(width));
+        values.sort_unstable();
+        for same in values.chunk_by(|x, y| x == y) {
+            if same.len() > best.2 {
+                best = (j, same[0], same.len());
+            }
+        }
+    }
+    best
+}
+
 /// What comparing one pair of a run cost and found, for [`visit_run`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Outcome {
@@ -302,6 +345,8 @@ pub(super) struct Scratch {
     class_signatures: Vec<Option<Signature>>,
     /// The bands before the run's of each class (`band` values a class).
     earlier: Vec<u64>,
+    /// Scratch values of one earlier band.
+    values: Vec<u64>,
 }
 
 /// The rows of group `g` of a block run in `found`, copied there when first needed.

@@ -2,13 +2,13 @@
 
 use super::runs::{split_bits, visit_run, Outcome};
 use super::*;
-use crate::signature::{Evidence, Signature};
-use tantivy::DocAddress;
 use crate::component::reader::SignatureReader;
 use crate::signature::tests::signature_index;
 use crate::signature::Sketch;
+use crate::signature::{Evidence, Signature};
 use crate::test_rng::Rng;
 use std::collections::BTreeMap;
+use tantivy::DocAddress;
 
 /// Signatures around random bases: simhash neighbours (1-3 bits flipped), resemblance
 /// neighbours (far fingerprint, a few sketch words changed), band-sharing strangers (far
@@ -224,6 +224,51 @@ fn streaming_join_joins_a_dense_hot_band_exactly() {
     assert_eq!(as_map(&bounded), oracle);
     let (one_thread, _) = joined(&index, &rule, 3, 8, 1);
     assert_eq!(one_thread, bounded);
+}
+
+/// A family that keeps every band (more classes than the bound, all resemblance neighbours)
+/// met under its later bands with a few strangers that share those bands' keys but not the
+/// first band's (one a resemblance neighbour of the family, the others not): exact, no key
+/// cut, although a later band's run is mostly pairs reported under the first band.
+#[test]
+fn streaming_join_joins_a_family_with_strangers_on_later_bands_exactly() {
+    let rule = MatchRule::default();
+    let mut rng = Rng(11);
+    let words = rule.minhash().sketch_words();
+    let template: Vec<u64> = (0..words).map(|_| rng.next()).collect();
+    let mut sigs: Vec<Signature> = Vec::new();
+    for _ in 0..60 {
+        let mut w = template.clone();
+        w[words - 1] = rng.next();
+        sigs.push(Signature {
+            fingerprint: Fingerprint(rng.next()),
+            sketch: Sketch { words: w },
+        });
+    }
+    for stranger in 0..5 {
+        let mut w: Vec<u64> = if stranger == 0 {
+            template.clone()
+        } else {
+            (0..words).map(|_| rng.next()).collect()
+        };
+        w[..5].copy_from_slice(&template[..5]);
+        w[0] ^= 1; // band 0's key differs; bands 1.. are the family's
+        sigs.push(Signature {
+            fingerprint: Fingerprint(rng.next()),
+            sketch: Sketch { words: w },
+        });
+    }
+    let (index, _, deleted) = signature_index(&rule, &sigs, 20, |_| false);
+    let oracle = brute(&rule, &sigs, &deleted, 3);
+    // The first stranger matches every family member under band 1.
+    let under_band_1 = oracle
+        .values()
+        .filter(|e| matches!(e, Evidence::Resemblance { band: 1, .. }))
+        .count();
+    assert_eq!(under_band_1, 60);
+    let (bounded, stats) = joined(&index, &rule, 3, 8, 2);
+    assert_eq!(stats.hot_keys, 0);
+    assert_eq!(as_map(&bounded), oracle);
 }
 
 /// A dense long run: every pair once; a sparse one: each member with the next `cap` only,
