@@ -43,7 +43,7 @@
 //! ```
 
 mod file;
-pub mod reader;
+pub(crate) mod reader;
 
 pub(crate) use file::ComponentFile;
 
@@ -335,6 +335,33 @@ pub(crate) struct ComponentWarmer {
     held: std::sync::Mutex<std::collections::HashMap<u64, HeldSegments>>,
 }
 
+/// How a warm fails when a segment was merged away, and its component file collected, between
+/// tantivy opening a new searcher's segments and the warmer opening their component files:
+/// that searcher is stale, and reloading again makes a fresh one ([`reload_fresh`]).
+const STALE_SEARCHER: &str = "a segment of the new searcher was merged away while it was opened";
+
+/// Whether `segment` is no longer among the index's committed segments.
+fn merged_away(index: &tantivy::Index, segment: &SegmentReader) -> tantivy::Result<bool> {
+    let id = segment.segment_id();
+    Ok(!index
+        .searchable_segment_metas()?
+        .iter()
+        .any(|m| m.id() == id))
+}
+
+/// Runs `open` (a reader's construction or reload) again while it fails only because a merge
+/// raced it (see [`STALE_SEARCHER`]); a few attempts suffice, since each race needs a merge to
+/// end inside the few microseconds between tantivy opening the segments and warming them.
+pub(crate) fn reload_fresh<T>(mut open: impl FnMut() -> tantivy::Result<T>) -> tantivy::Result<T> {
+    for _ in 0..16 {
+        match open() {
+            Err(TantivyError::InternalError(msg)) if msg.starts_with(STALE_SEARCHER) => continue,
+            done => return done,
+        }
+    }
+    open()
+}
+
 /// What one searcher generation holds.
 struct HeldSegments {
     _metas: Vec<tantivy::index::SegmentMeta>,
@@ -352,23 +379,26 @@ impl ComponentWarmer {
 
 impl tantivy::Warmer for ComponentWarmer {
     fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
-        let ids: std::collections::HashSet<tantivy::index::SegmentId> = searcher
-            .segment_readers()
-            .iter()
-            .map(SegmentReader::segment_id)
-            .collect();
+        let index = searcher.index();
+        // A tracked meta per segment keeps its files from garbage collection, whether or not the
+        // segment is still part of the index (a merge may have replaced it already).
         let metas: Vec<_> = searcher
-            .index()
-            .searchable_segment_metas()?
-            .into_iter()
-            .filter(|m| ids.contains(&m.id()))
-            .collect();
-        let files = searcher
             .segment_readers()
             .iter()
-            .map(|segment| open_segment_file(segment, &self.rule))
-            .collect::<crate::Result<Vec<_>>>()
-            .map_err(to_tantivy)?;
+            .map(|segment| index.new_segment_meta(segment.segment_id(), segment.max_doc()))
+            .collect();
+        let mut files = Vec::with_capacity(metas.len());
+        for segment in searcher.segment_readers() {
+            match open_segment_file(segment, &self.rule) {
+                Ok(file) => files.push(file),
+                Err(Error::OldFormat(msg)) if merged_away(index, segment)? => {
+                    return Err(TantivyError::InternalError(format!(
+                        "{STALE_SEARCHER} ({msg})"
+                    )))
+                }
+                Err(other) => return Err(to_tantivy(other)),
+            }
+        }
         crate::sync::lock(&self.held).insert(
             searcher.generation().generation_id(),
             HeldSegments {
@@ -383,5 +413,97 @@ impl tantivy::Warmer for ComponentWarmer {
         let live: std::collections::HashSet<u64> =
             live_generations.iter().map(|g| g.generation_id()).collect();
         crate::sync::lock(&self.held).retain(|id, _| live.contains(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::tests::signature_index;
+    use crate::signature::{Signature, Sketch};
+    use crate::Fingerprint;
+    use tantivy::Warmer;
+
+    fn signatures(rule: &MatchRule, n: u64) -> Vec<Signature> {
+        (0..n)
+            .map(|i| Signature {
+                fingerprint: Fingerprint(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                sketch: Sketch {
+                    words: vec![i; rule.minhash().sketch_words()],
+                },
+            })
+            .collect()
+    }
+
+    /// Merges every segment of `index` and collects the files no meta holds.
+    fn merge_all_and_collect(index: &tantivy::Index) {
+        let ids = index.searchable_segment_ids().unwrap();
+        assert!(ids.len() >= 4);
+        let mut writer: tantivy::IndexWriter =
+            index.writer_with_num_threads(1, 20_000_000).unwrap();
+        writer.merge(&ids).wait().unwrap();
+        writer.garbage_collect_files().wait().unwrap();
+    }
+
+    /// The race behind a once-seen "has no near-duplicate file": a searcher opened before a
+    /// merge whose source segments' files were collected before the warmer ran. The warm must
+    /// fail as stale (so `reload_fresh` retries), never as an old-format index.
+    #[test]
+    fn a_merge_racing_the_warmer_makes_a_stale_searcher() {
+        let rule = MatchRule::default();
+        let (index, _fields, _) = signature_index(&rule, &signatures(&rule, 40), 10, |_| false);
+        // tantivy's plain reader holds no meta of its segments: as if not yet warmed.
+        let stale = index.reader().unwrap().searcher();
+        merge_all_and_collect(&index);
+        let warmer = ComponentWarmer::new(rule.clone());
+        let err = warmer.warm(&stale).unwrap_err();
+        assert!(
+            matches!(&err, TantivyError::InternalError(m) if m.starts_with(STALE_SEARCHER)),
+            "{err}"
+        );
+        warmer.warm(&index.reader().unwrap().searcher()).unwrap();
+    }
+
+    /// A warmed searcher keeps the component files of segments merged away after it was made.
+    #[test]
+    fn a_warmed_searcher_keeps_the_files_of_merged_segments() {
+        let rule = MatchRule::default();
+        let sigs = signatures(&rule, 40);
+        let (index, _fields, _) = signature_index(&rule, &sigs, 10, |_| false);
+        let warmer = ComponentWarmer::new(rule.clone());
+        let warmed = index.reader().unwrap().searcher();
+        warmer.warm(&warmed).unwrap();
+        merge_all_and_collect(&index);
+        let mut seen = 0;
+        for segment in warmed.segment_readers() {
+            let file = open_segment_file(segment, &rule).unwrap();
+            for doc in 0..segment.max_doc() {
+                let fp = file.fingerprint(doc).unwrap();
+                assert!(sigs.iter().any(|s| s.fingerprint == fp));
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, sigs.len());
+    }
+
+    #[test]
+    fn reload_fresh_retries_only_a_stale_searcher() {
+        let mut calls = 0;
+        let got = reload_fresh(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(TantivyError::InternalError(format!("{STALE_SEARCHER} (x)")))
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(got.unwrap(), 3);
+        let mut calls = 0;
+        let got: tantivy::Result<()> = reload_fresh(|| {
+            calls += 1;
+            Err(TantivyError::InternalError("another failure".into()))
+        });
+        assert!(got.is_err());
+        assert_eq!(calls, 1);
     }
 }

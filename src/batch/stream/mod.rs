@@ -10,7 +10,7 @@
 //! - a pair within the simhash radius under its **first shared block key** (pigeonhole: it has
 //!   one), identical fingerprints under the first key position;
 //! - any other match under the key of the **first band its sketches share** (the band that
-//!   [`Evidence::Resemblance`] names).
+//!   [`Evidence::Resemblance`](crate::Evidence::Resemblance) names).
 //!
 //! **Hot keys.** A block key's run of more than `max_postings_per_key` distinct fingerprints
 //! is split further, as Manku et al.'s tables do: within a run sharing one key, a pair within
@@ -24,7 +24,7 @@
 //! `max_postings_per_key` first; when at least a quarter of those comparisons match (a family
 //! of near-duplicates, whose pairs are the output anyway) it compares the rest too, exactly;
 //! otherwise (a template shared by unrelated documents) it stops there: counted in
-//! [`PairStats::hot_keys`], a last resort.
+//! [`PairStats::hot_keys`](crate::PairStats::hot_keys), a last resort.
 //!
 //! Files: [`pair_join`] (the public type), [`found`] (a task's pairs, compactly), [`runs`]
 //! (the comparisons within one key's run).
@@ -64,7 +64,7 @@ struct Task {
 
 /// The join (see the [module docs](self)) over `segments` (those of `searcher`, in order):
 /// `emit` gets each task's pairs, tasks in order. Returns the stats, `pairs` counting
-/// document pairs. Errors: [`Error::DamagedFile`] when a table is inconsistent.
+/// document pairs. Errors: [`Error::DamagedFile`](crate::Error::DamagedFile) when a table is inconsistent.
 pub(crate) fn join(
     segments: &[SegmentSignatures],
     searcher: &Searcher,

@@ -14,7 +14,7 @@ use tantivy::columnar::StrColumn;
 use tantivy::{DocAddress, Searcher};
 
 /// Every pair of a searcher's live documents that the index's match rule matches, streamed
-/// from the segments' key tables (see the [module docs](super)), with user ids or addresses.
+/// from the segments' sorted key tables, with user ids or addresses.
 ///
 /// Unlike [`NearDupGraph`](crate::batch::NearDupGraph) it holds no signature: memory is one merge step
 /// per thread, the pairs of a window of tasks, and what the caller keeps. The output order is
@@ -25,7 +25,7 @@ use tantivy::{DocAddress, Searcher};
 /// ```
 /// use tantivy::schema::{Schema, FAST, STORED, STRING};
 /// use tantivy::{doc, Index};
-/// use tantivy_simhash::batch::PairJoin;
+/// use tantivy_simhash::PairJoin;
 /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
 ///
 /// let config = NearDupConfig::new("id", Vec::<String>::new());
@@ -107,16 +107,23 @@ impl PairJoin {
             searcher: searcher.clone(),
             rule: rule.clone(),
             max_distance,
-            max_postings_per_key: crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY,
+            max_postings_per_key: crate::batch::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
             segments,
             ids,
             sequence,
         })
     }
 
-    /// The hot-key bound (see the [module docs](super)); default
-    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`](crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY), `usize::MAX`
-    /// exact (and quadratic on a run that splitting does not break).
+    /// The hot-key bound (default
+    /// [`DEFAULT_JOIN_MAX_POSTINGS_PER_KEY`](crate::batch::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
+    /// `usize::MAX`: exact, and quadratic on any run). A block key's run of more distinct
+    /// fingerprints is split by Manku's sub-blocks (exact). A sub-block run or a band key's
+    /// run still longer compares each member with the next `max_postings_per_key`, then the
+    /// rest too when a quarter of those comparisons matched (a family of near-duplicates:
+    /// exact, its work proportional to the pairs reported); otherwise it stops there (a
+    /// template shared by unrelated documents), counted in
+    /// [`PairStats::hot_keys`](crate::PairStats::hot_keys): a pair sharing only such keys may
+    /// be missing.
     pub fn max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
         self.max_postings_per_key = max_postings_per_key.max(1);
         self
@@ -211,7 +218,7 @@ impl PairJoin {
             .collect();
         let total: u64 = self.segments.iter().map(|s| u64::from(s.max_doc())).sum();
         if u32::try_from(total).is_err() {
-            return Err(crate::batch::join::too_many(total as usize));
+            return Err(crate::batch::too_many(total as usize));
         }
         let row = |a: DocAddress| (bases[a.segment_ord as usize] + u64::from(a.doc_id)) as u32;
         let mut uf = UnionFind::new(total as usize);
