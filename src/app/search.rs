@@ -308,7 +308,7 @@ fn alone(rank: usize, score: f32, doc: StoredDoc, address: DocAddress) -> Search
     }
 }
 
-/// What [`similar`] looks up.
+/// What [`similar()`] looks up.
 #[derive(Clone, Copy, Debug)]
 pub enum SimilarTo<'a> {
     /// The document with this id (left out of the results).
@@ -317,7 +317,7 @@ pub enum SimilarTo<'a> {
     Text(&'a str),
 }
 
-/// The near-duplicates [`similar`] found.
+/// The near-duplicates [`similar()`] found.
 #[derive(Clone, Debug)]
 pub struct Similar {
     /// The fingerprint looked up.

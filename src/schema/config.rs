@@ -67,8 +67,8 @@ impl NearDupConfig {
 
     /// Kept so that code written for earlier versions fails with a message rather than a
     /// compile error: the rule's keys now always live in the segment component's sorted tables
-    /// ([`crate::component`]). `true` makes [`NearDupIndex::create`] and
-    /// [`NearDupIndex::open`] fail with [`Error::InvalidConfig`]; `false` changes nothing.
+    /// (the segment component, [`NearDupComponent`](crate::NearDupComponent)). `true` makes [`NearDupIndex::create`](crate::NearDupIndex::create) and
+    /// [`NearDupIndex::open`](crate::NearDupIndex::open) fail with [`Error::InvalidConfig`]; `false` changes nothing.
     pub fn with_key_postings(mut self, key_postings: bool) -> Self {
         self.key_postings = Some(key_postings);
         self
@@ -79,10 +79,10 @@ impl NearDupConfig {
         false
     }
 
-    /// The tantivy segment plugin ([`crate::component`]) an index of this configuration needs
+    /// The tantivy segment plugin (the segment component, [`NearDupComponent`](crate::NearDupComponent)) an index of this configuration needs
     /// registered: pass it to `tantivy::IndexBuilder::register_plugin` when creating an index
     /// yourself, or to `Index::register_plugin` after `Index::open` before writing.
-    /// [`NearDupIndex::create`] and [`NearDupIndex::open`] register it themselves. Cost: a copy
+    /// [`NearDupIndex::create`](crate::NearDupIndex::create) and [`NearDupIndex::open`](crate::NearDupIndex::open) register it themselves. Cost: a copy
     /// of the rule. Errors: [`Error::InvalidConfig`] when the rule's parameters are unusable.
     pub fn segment_component(&self) -> Result<Arc<dyn SegmentPlugin>> {
         Ok(Arc::new(self.component()?))
@@ -112,7 +112,7 @@ impl NearDupConfig {
     }
 
     /// Uses `rule` to match documents (its layout becomes the layout). The writer stores every
-    /// document's [`Signature`] (fingerprint, sketch, the rule's keys), and
+    /// document's [`Signature`](crate::Signature) (fingerprint, sketch, the rule's keys), and
     /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature) finds
     /// the documents the rule matches.
     pub fn with_rule(mut self, rule: MatchRule) -> Self {
@@ -212,9 +212,9 @@ impl NearDupConfig {
 
     /// A schema with this configuration's fields: the id field as `STRING | FAST | STORED`, each
     /// text field as `TEXT | STORED` (tantivy's default analyzer for search; stored, so that
-    /// [`NearDupIndex::explain_ids`] and [`MirrorFinder::find_in_index`](crate::MirrorFinder::find_in_index)
+    /// [`NearDupIndex::explain_ids`](crate::NearDupIndex::explain_ids) and [`MirrorFinder::find_in_index`](crate::MirrorFinder::find_in_index)
     /// can read the text back), and the near-duplicate fields of [`add_fields`](Self::add_fields).
-    /// [`NearDupIndex::create_in_ram`] and [`NearDupIndex::create_in_dir`] use it. For other
+    /// [`NearDupIndex::create_in_ram`](crate::NearDupIndex::create_in_ram) and [`NearDupIndex::create_in_dir`](crate::NearDupIndex::create_in_dir) use it. For other
     /// options (more fields, another analyzer, text not stored), build the schema yourself and
     /// call `add_fields`.
     ///

@@ -12,12 +12,12 @@ use tantivy::schema::{Field, FieldType, Schema};
 /// The handle every feature takes: the resolved fields of a near-duplicate index and its match
 /// rule. Small and `Copy` (about 64 bytes), so collectors, queries and lookups hold it by value.
 ///
-/// Get it from [`NearDupIndex::fields`]. It holds everything reading an index needs (which
+/// Get it from [`NearDupIndex::fields`](crate::NearDupIndex::fields). It holds everything reading an index needs (which
 /// columns and postings to open, the rule that decides a match, the layout of its keys); the
 /// [`Scheme`] is not in it: a scheme may hold a user analyzer and an IDF table, which cannot be
 /// `Copy`, and only turning text into a fingerprint needs it (the entry points that take text,
 /// such as [`NearDupQuery::from_text`](crate::NearDupQuery::from_text), take the
-/// [`NearDupIndex`]). The rule is kept for the life of the process (one copy per distinct rule,
+/// [`NearDupIndex`](crate::NearDupIndex)). The rule is kept for the life of the process (one copy per distinct rule,
 /// a few hundred bytes), which is what makes the handle `Copy`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NearDupFields {

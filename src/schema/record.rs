@@ -12,7 +12,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Directory, Index};
 
 /// The name of the file that records the scheme and layout of an index. Internal: the record is
-/// read and written through [`IndexRecord`] and [`NearDupIndex::set_application_data`].
+/// read and written through [`IndexRecord`] and [`NearDupIndex::set_application_data`](crate::NearDupIndex::set_application_data).
 pub(crate) const RECORD_FILE: &str = ".tantivy-simhash.json";
 
 /// The format tag of the record (file and commit payload).
@@ -28,9 +28,9 @@ pub(super) const OLD_RECORD_FORMATS: [&str; 3] = [
 
 /// What an index records about how it was built: the scheme and layout (their ids, to check,
 /// and their parameters, to rebuild them), the field names, and data an application stores
-/// beside them ([`NearDupIndex::set_application_data`]).
+/// beside them ([`NearDupIndex::set_application_data`](crate::NearDupIndex::set_application_data)).
 ///
-/// It lives in a small file (`.tantivy-simhash.json` in the index directory) written by [`NearDupIndex::create`] and in the
+/// It lives in a small file (`.tantivy-simhash.json` in the index directory) written by [`NearDupIndex::create`](crate::NearDupIndex::create) and in the
 /// payload of every commit made through [`DedupWriter::commit`](crate::DedupWriter::commit).
 ///
 /// ```
@@ -95,7 +95,7 @@ pub(super) struct RecordedSettings {
 
 impl IndexRecord {
     /// Reads the record of `index`: the record file, else the last commit's payload; `None`
-    /// when the index has neither (it was not built by [`NearDupIndex::create`]).
+    /// when the index has neither (it was not built by [`NearDupIndex::create`](crate::NearDupIndex::create)).
     ///
     /// Errors: [`Error::Json`] when the file is damaged; [`Error::RecordConflict`] when the file
     /// and the payload disagree (one of them was rewritten); I/O errors. Cost: one small file
@@ -149,7 +149,7 @@ impl IndexRecord {
         self.key_postings
     }
 
-    /// What the application stored with [`NearDupIndex::set_application_data`].
+    /// What the application stored with [`NearDupIndex::set_application_data`](crate::NearDupIndex::set_application_data).
     pub fn application(&self) -> Option<&serde_json::Value> {
         self.application.as_ref()
     }
@@ -158,7 +158,7 @@ impl IndexRecord {
     /// scheme that used a user analyzer or an IDF table (see [`SchemeParameters::to_builder`]).
     ///
     /// Errors: [`Error::InvalidConfig`] when the record has no parameters (written by an older
-    /// release: open with [`NearDupIndex::open`] and the configuration), when an analyzer or
+    /// release: open with [`NearDupIndex::open`](crate::NearDupIndex::open) and the configuration), when an analyzer or
     /// table is missing, or when the rebuilt scheme's id differs from the recorded one.
     pub fn config(
         &self,
