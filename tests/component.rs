@@ -330,7 +330,7 @@ fn fingerprint_only_segments_store_no_sketch_and_merge_like_a_rebuild() {
     let mut signer = rule.signer(t.index.scheme());
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
     let empty = tantivy_simhash::Sketch::empty(rule.minhash());
-    let fingerprint_only = |i: usize| i % 3 != 0;
+    let fingerprint_only = |i: usize| !i.is_multiple_of(3);
     let mut writer = t
         .index
         .writer_with_num_threads(1, 30_000_000, Policy::Off)
@@ -362,13 +362,13 @@ fn fingerprint_only_segments_store_no_sketch_and_merge_like_a_rebuild() {
     writer.commit().unwrap();
     let s = t.index.lookups().unwrap();
     assert_eq!(s.searcher().segment_readers().len(), 2);
-    for i in 0..sigs.len() {
+    for (i, sig) in sigs.iter().enumerate() {
         let got = s.signature_of_id(&format!("d{i}")).unwrap().unwrap();
-        assert_eq!(got.fingerprint, sigs[i].fingerprint);
+        assert_eq!(got.fingerprint, sig.fingerprint);
         let want = if fingerprint_only(i) {
             &empty
         } else {
-            &sigs[i].sketch
+            &sig.sketch
         };
         assert_eq!(&got.sketch, want, "d{i}");
     }
