@@ -354,7 +354,7 @@ impl SignatureReader {
     /// Touches the first bytes every segment's probe of `keys` reads, in one tight loop: the
     /// segments x keys cache misses then overlap (measured: lookup p50 at 1M documents in 8
     /// segments, docs/COMPONENT.md "Measured"), where the probes one by one wait for each.
-    fn touch_runs(&self, keys: &[u64]) {
+    pub(crate) fn touch_runs(&self, keys: &[u64]) {
         let mut sum = 0u8;
         for segment in &self.segments {
             for (position, &key) in keys.iter().enumerate() {
