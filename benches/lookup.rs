@@ -28,7 +28,7 @@ use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STRING};
 use tantivy::{doc, Index};
 use tantivy_simhash::{
-    BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupQuery, NearDupSearcher, Policy,
+    BlockLayout, Fingerprint, NearDupConfig, NearDupIndex, NearDupLookup, NearDupQuery, Policy,
 };
 
 fn docs() -> usize {
@@ -39,7 +39,7 @@ fn docs() -> usize {
 }
 
 /// An index of `fps` in `segments` segments.
-fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupSearcher {
+fn build(dir: &std::path::Path, fps: &[u64], segments: usize) -> NearDupLookup {
     let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST);
@@ -155,7 +155,7 @@ fn bench_lookup(c: &mut Criterion) {
         });
         group.bench_with_input(id("lookup_fresh_searcher"), &s, |b, s| {
             timed(b, &means, &row("lookup_fresh_searcher"), || {
-                let fresh = NearDupSearcher::new(s.fields(), s.searcher()).unwrap();
+                let fresh = NearDupLookup::new(s.fields(), s.searcher()).unwrap();
                 fresh.lookup_addresses(next(), k).unwrap().len()
             })
         });

@@ -9,7 +9,7 @@ use flate2::read::MultiGzDecoder;
 use std::io::{BufRead, BufReader};
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::batch::NearDupGraph;
+use tantivy_simhash::NearDupGraph;
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 
 #[derive(serde::Deserialize)]

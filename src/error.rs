@@ -104,19 +104,19 @@ pub enum Error {
         message: String,
     },
 
-    /// A setting given to a [`store`](crate::store) is invalid (an unknown language, a `k` no
+    /// A setting given to a [`store`](crate::app) is invalid (an unknown language, a `k` no
     /// layout supports): the caller's mistake, to fix in what was asked. The message is the
     /// whole text.
     #[error("{0}")]
     Setting(String),
 
-    /// A [`store`](crate::store)'s directory or record cannot be used as asked (not such an
+    /// A [`store`](crate::app)'s directory or record cannot be used as asked (not such an
     /// index, being created by another process, a fixed setting asked to change, a damaged
     /// record). The message is the whole text.
     #[error("{0}")]
     Store(String),
 
-    /// A request to a [`store`](crate::store) that cannot be answered as asked: a query that
+    /// A request to a [`store`](crate::app) that cannot be answered as asked: a query that
     /// does not parse, an id no document has. The caller's to change; the message is the whole
     /// text.
     #[error("{0}")]

@@ -11,7 +11,7 @@
 //! - A [`MatchRule`] decides what is a near-duplicate: simhash within `k`, or a shared MinHash
 //!   band and enough estimated resemblance (the [`Signature`] holds both); every feature below
 //!   judges by the index's rule.
-//! - [`mirrors`] finds hosts that copy each other's pages ([`MirrorFinder`]), with the site
+//! - [`MirrorFinder`] finds hosts that copy each other's pages, with the site
 //!   chrome removed so shared templates do not count.
 //!
 //! ## Fingerprints
@@ -54,7 +54,7 @@
 //! Every feature takes the index's [`NearDupFields`] (a small `Copy` handle: the resolved
 //! fields and the match rule, from [`NearDupIndex::fields`]) and searches tantivy's own
 //! [`Searcher`](tantivy::Searcher) ([`NearDupIndex::searcher`] gives one over the last
-//! commit); lookups keep each segment's columns open in a [`NearDupSearcher`] made from both.
+//! commit); lookups keep each segment's columns open in a [`NearDupLookup`] made from both.
 //! The setup lines are hidden; each example runs.
 //!
 //! **1. Add the fields to a schema.** [`NearDupConfig::add_fields`] adds the fingerprint, its
@@ -157,52 +157,71 @@
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
-pub mod batch;
-pub mod collapse;
+/// The application layer the `neardup` command line and the Python package share: indexes in a
+/// directory with a fixed schema and recorded settings, input records and their validation,
+/// ingest, search with collapse, similar, reports. A library user needs none of it.
+pub mod app;
+mod batch;
+mod collapse;
 mod columns;
-pub mod component;
+mod component;
 mod error;
-pub mod explain;
-pub mod fingerprint;
-mod ids;
-pub mod layout;
-pub mod lookup;
-pub mod mirrors;
-pub mod query;
-pub mod replay;
-pub mod report;
-pub mod schema;
-pub mod signature;
-pub mod store;
+mod explain;
+mod fingerprint;
+mod id_table;
+mod layout;
+mod lookup;
+mod mirrors;
+mod query;
+mod replay;
+mod report;
+mod schema;
+mod signature;
 mod sync;
 #[cfg(test)]
 mod test_rng;
-pub mod writer;
+mod writer;
 
+// Every public item has one path: here (or `app::` for the front ends' layer); the modules
+// above are private, as in tantivy's `collector/mod.rs`.
 pub use batch::{
-    pairs_in_memory, Cluster, ClusterMember, ClusterMode, Clusters, DocPair, GroupPair, IdPair,
-    NearDupGraph, PairJoin, SignatureGroup,
+    edge_components, edge_leaders, Cluster, ClusterMember, ClusterMode, Clusters, DocPair,
+    GroupPair, IdPair, NearDupGraph, PairJoin, SignatureGroup, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
 };
-pub use collapse::{Collapsed, CollapsedGroup, CollapsedHit, GroupBy, NearDupCollapse, RankKey};
+pub use collapse::{
+    CollapseSegmentCollector, CollapseSegmentFruit, Collapsed, CollapsedGroup, CollapsedHit,
+    GroupBy, NearDupCollapse, RankKey, ShardStatistics,
+};
+pub use component::reader::{
+    ResolvedSignatureFields, SegmentSignatures, SignatureFields, SignatureMatch, SignatureReader,
+};
 pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use error::{Error, Result};
+pub use explain::{
+    word_resemblance, Alignment, Branch, ChromeLine, Explanation, MinHashPart, Run, RunKind,
+    ShingleResemblance, SimhashPart, ALIGNMENT_DEADLINE, MIN_MOVED_WORDS,
+};
 pub use fingerprint::{
     Features, Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, HanSegmentation,
-    IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters, SimhashTokenizer, TermWeight,
-    Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
+    IdfTable, Normalization, Scheme, SchemeBuilder, SchemeParameters, SimhashTokenStream,
+    SimhashTokenizer, TermWeight, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
 };
 pub use layout::BlockLayout;
-pub use lookup::{FingerprintMatch, NearDup, NearDupSearcher};
-pub use mirrors::{HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, PagePair};
+pub use lookup::{FingerprintMatch, NearDup, NearDupLookup};
+pub use mirrors::{
+    HostPage, HostPair, MirrorConfig, MirrorFinder, MirrorReport, MirrorStats, PagePair,
+};
 pub use query::NearDupQuery;
 pub use replay::{register_tokenizer, AnalysisCounts, AnalyzedDocument};
+pub use report::{write_report, ReportOptions, ReportStats};
 pub use schema::{
     IndexRecord, NearDupConfig, NearDupFields, NearDupIndex, REPLACED_FIELD, SEQUENCE_FIELD,
 };
 pub use signature::{
-    Evidence, MatchRule, MinHashConfig, RuleSpec, Shingling, Signature, Signer, Sketch,
-    DEFAULT_MAX_POSTINGS_PER_KEY,
+    distinct_signatures, pairs_in_key_group, pairs_in_memory, Evidence, MatchRule, MinHashConfig,
+    PairStats, RuleSpec, Shingling, Signature, Signer, Sketch, DEFAULT_MAX_POSTINGS_PER_KEY,
 };
 /// The tantivy this crate is built on (its `Index`, `Searcher`, `Collector` and `Query` are in
 /// this crate's signatures): use it through this path to get the same version.

@@ -1,17 +1,17 @@
-//! Lookups: [`NearDupSearcher`] finds the live documents that the index's
+//! Lookups: [`NearDupLookup`] finds the live documents that the index's
 //! [`MatchRule`](crate::MatchRule) matches with a text, a stored document or a signature
-//! ([`NearDupIndex::lookup_text`], [`lookup_id`](NearDupSearcher::lookup_id),
-//! [`lookup_signature`](NearDupSearcher::lookup_signature)), through each segment's sorted key
+//! ([`NearDupIndex::lookup_text`], [`lookup_id`](NearDupLookup::lookup_id),
+//! [`lookup_signature`](NearDupLookup::lookup_signature)), through each segment's sorted key
 //! tables, read in place from the segment component's file ([`crate::component`]). A bare
-//! fingerprint has no sketch, so [`lookup`](NearDupSearcher::lookup) and
-//! [`lookup_within`](NearDupSearcher::lookup_within) are the simhash-only alternative: every
+//! fingerprint has no sketch, so [`lookup`](NearDupLookup::lookup) and
+//! [`lookup_within`](NearDupLookup::lookup_within) are the simhash-only alternative: every
 //! document within `k` bits.
 
 use crate::columns::for_each_posting;
 use crate::component::reader::SignatureReader;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::ids::StrColumns;
+use crate::id_table::StrColumns;
 use crate::layout::check_distance;
 use crate::schema::{NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
@@ -23,7 +23,7 @@ use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, Term};
 impl NearDupIndex {
     /// tantivy's [`Searcher`] over the last commit, from a reader this index keeps (manual
     /// reload: each call reloads it, so the result reflects every commit made so far). Every
-    /// search-side feature takes it: [`NearDupSearcher::new`] for lookups,
+    /// search-side feature takes it: [`NearDupLookup::new`] for lookups,
     /// [`NearDupCollapse::search`](crate::NearDupCollapse::search),
     /// [`NearDupGraph::new`](crate::NearDupGraph::new),
     /// [`NearDupQuery::from_id`](crate::NearDupQuery::from_id).
@@ -61,17 +61,17 @@ impl NearDupIndex {
             .warmers(vec![Arc::downgrade(&warmer)])
     }
 
-    /// A [`NearDupSearcher`] over [`searcher`](Self::searcher): lookups on the last commit.
+    /// A [`NearDupLookup`] over [`searcher`](Self::searcher): lookups on the last commit.
     /// Cost: a reload and opening each segment's columns; keep it for many lookups.
-    /// Errors: those of [`searcher`](Self::searcher) and [`NearDupSearcher::new`].
-    pub fn lookups(&self) -> Result<NearDupSearcher> {
-        NearDupSearcher::new(self.fields, &self.searcher()?)
+    /// Errors: those of [`searcher`](Self::searcher) and [`NearDupLookup::new`].
+    pub fn lookups(&self) -> Result<NearDupLookup> {
+        NearDupLookup::new(self.fields, &self.searcher()?)
     }
 
     /// The documents of the last commit that the index's rule matches with `text` (signed with
     /// the index's scheme and rule: [`sign`](Self::sign)), strongest evidence first: see
-    /// [`NearDupSearcher::lookup_signature`]. Cost: [`lookups`](Self::lookups), one analysis
-    /// and the lookup; for many texts keep a [`NearDupSearcher`] and a
+    /// [`NearDupLookup::lookup_signature`]. Cost: [`lookups`](Self::lookups), one analysis
+    /// and the lookup; for many texts keep a [`NearDupLookup`] and a
     /// [`Signer`](crate::Signer). Errors: those of [`lookups`](Self::lookups) and of the
     /// lookup.
     pub fn lookup_text(&self, text: &str) -> Result<Vec<NearDup>> {
@@ -88,7 +88,7 @@ pub struct NearDup {
     pub distance: u32,
     /// Why it matches: [`Evidence::Simhash`] within the layout's `k`, or
     /// [`Evidence::Resemblance`] with the sketches' resemblance estimate. Simhash-only lookups
-    /// ([`NearDupSearcher::lookup_within`]) always give [`Evidence::Simhash`].
+    /// ([`NearDupLookup::lookup_within`]) always give [`Evidence::Simhash`].
     pub evidence: Evidence,
     /// The document's fingerprint.
     pub fingerprint: Fingerprint,
@@ -96,7 +96,7 @@ pub struct NearDup {
     pub address: DocAddress,
 }
 
-/// A document [`NearDupSearcher::for_each_match`] found.
+/// A document [`NearDupLookup::for_each_match`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FingerprintMatch {
     /// Where the document is in the searcher.
@@ -107,8 +107,9 @@ pub struct FingerprintMatch {
     pub fingerprint: Fingerprint,
 }
 
-/// One segment's columns, opened once per searcher.
-struct SegmentColumns {
+/// One segment's sequence column and the id and replaced-id postings a lookup reads, opened
+/// once per searcher.
+struct SegmentIdColumns {
     sequences: Option<Column<u64>>,
     replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
     ids_index: Arc<tantivy::InvertedIndexReader>,
@@ -117,12 +118,12 @@ struct SegmentColumns {
 /// Lookups over a tantivy [`Searcher`]: each segment's fingerprint, id and signature columns
 /// and key postings opened once, so a lookup reads only postings and column values. Make one per
 /// reload and reuse it.
-pub struct NearDupSearcher {
+pub struct NearDupLookup {
     fields: NearDupFields,
     searcher: Searcher,
-    segments: Vec<SegmentColumns>,
+    segments: Vec<SegmentIdColumns>,
     /// The id, group ([`Policy::Tag`](crate::Policy::Tag)) and replaced-id columns, read through
-    /// the process's string tables ([`crate::ids`]).
+    /// the process's string tables ([`crate::id_table`]).
     ids: StrColumns,
     groups: StrColumns,
     replaced: StrColumns,
@@ -130,7 +131,7 @@ pub struct NearDupSearcher {
     max_postings_per_key: usize,
 }
 
-impl NearDupSearcher {
+impl NearDupLookup {
     /// Opens the columns of every segment of `searcher` (a clone of it is kept, so its segments
     /// stay readable while this lives).
     ///
@@ -142,7 +143,7 @@ impl NearDupSearcher {
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
-            segments.push(SegmentColumns {
+            segments.push(SegmentIdColumns {
                 sequences: match fields.sequence {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
                     None => None,
@@ -158,7 +159,7 @@ impl NearDupSearcher {
         let ids = StrColumns::open(searcher, Some(fields.id))?;
         let groups = StrColumns::open(searcher, fields.group)?;
         let replaced = StrColumns::open(searcher, fields.replaced)?;
-        Ok(NearDupSearcher {
+        Ok(NearDupLookup {
             fields,
             searcher: searcher.clone(),
             segments,
@@ -308,7 +309,7 @@ impl NearDupSearcher {
     /// Like [`lookup_within`](Self::lookup_within) without reading ids: `(address, distance)`,
     /// nearest first (ties by address). Reading an id decompresses a block of the id column's
     /// dictionary (zstd, tens to hundreds of microseconds); this skips it, for callers that
-    /// need only addresses, counts or a few ids ([`NearDupSearcher::id_of`]). Errors as
+    /// need only addresses, counts or a few ids ([`NearDupLookup::id_of`]). Errors as
     /// [`lookup_within`](Self::lookup_within).
     pub fn lookup_addresses(
         &self,

@@ -60,7 +60,7 @@ use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
-use crate::lookup::{NearDup, NearDupSearcher};
+use crate::lookup::{NearDup, NearDupLookup};
 use crate::schema::{NearDupFields, NearDupIndex};
 use crate::signature::{MatchRule, Signature, Sketch, DEFAULT_MAX_POSTINGS_PER_KEY};
 use std::sync::Arc;
@@ -149,12 +149,12 @@ impl NearDupQuery {
 
     /// The documents the rule matches with the live document of `searcher` with id `id`
     /// (which matches itself), by its stored signature. Cost: opening each segment's columns
-    /// ([`NearDupSearcher::new`]), then one term look-up per segment.
+    /// ([`NearDupLookup::new`]), then one term look-up per segment.
     ///
     /// Errors with [`Error::Document`] when no live document has that id; tantivy errors
     /// reading the postings.
     pub fn from_id(fields: NearDupFields, searcher: &Searcher, id: &str) -> Result<Self> {
-        let lookups = NearDupSearcher::new(fields, searcher)?;
+        let lookups = NearDupLookup::new(fields, searcher)?;
         let signature = lookups.signature_of_id(id)?.ok_or_else(|| {
             Error::Document(format!("no live document has id `{id}` in this searcher"))
         })?;
@@ -199,14 +199,14 @@ impl NearDupQuery {
     }
 
     /// The matches with ids and evidence, strongest first (ties by id), the same documents as
-    /// running the query, through [`NearDupSearcher`] (with this query's bound on hot keys).
+    /// running the query, through [`NearDupLookup`] (with this query's bound on hot keys).
     /// Cost: opening each segment's columns, then the lookup (which reads the id of every
-    /// match); keep a [`NearDupSearcher`] for many lookups on one searcher. Errors: those of
-    /// [`NearDupSearcher::new`] (a searcher of an index without these fields) and those of
-    /// [`NearDupSearcher::lookup_signature`] ([`Error::Tantivy`] / [`Error::Io`] when reading
+    /// match); keep a [`NearDupLookup`] for many lookups on one searcher. Errors: those of
+    /// [`NearDupLookup::new`] (a searcher of an index without these fields) and those of
+    /// [`NearDupLookup::lookup_signature`] ([`Error::Tantivy`] / [`Error::Io`] when reading
     /// postings, columns or ids fails).
     pub fn search(&self, searcher: &Searcher) -> Result<Vec<NearDup>> {
-        let lookups = NearDupSearcher::new(self.shared.fields, searcher)?
+        let lookups = NearDupLookup::new(self.shared.fields, searcher)?
             .with_max_postings_per_key(self.max_postings_per_key);
         match self.test {
             Test::Rule => lookups.lookup_signature(&self.shared.signature),

@@ -27,7 +27,7 @@
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 //! use tantivy::{doc, Index};
-//! use tantivy_simhash::{NearDupConfig, NearDupIndex, NearDupSearcher, Outcome, Policy};
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex, NearDupLookup, Outcome, Policy};
 //!
 //! let config = NearDupConfig::new("id", ["body"]);
 //! let mut builder = Schema::builder();
@@ -46,7 +46,7 @@
 //! assert_eq!(again.evidence().map(|e| e.distance()), Some(0));
 //! writer.commit()?;
 //!
-//! let searcher = NearDupSearcher::new(index.fields(), &index.searcher()?)?;
+//! let searcher = NearDupLookup::new(index.fields(), &index.searcher()?)?;
 //! // Formatting-only changes give the same fingerprint:
 //! let hits = searcher.lookup(index.scheme().fingerprint(&text.to_uppercase()))?;
 //! assert_eq!(hits[0].id, "a");
@@ -79,7 +79,7 @@ pub const SEQUENCE_FIELD: &str = "simhash_seq";
 
 /// The field [`NearDupConfig::add_fields`] adds for the ids a document replaced under
 /// [`Policy::Replace`](crate::Policy::Replace) (directly, or through the documents it replaced), a multi-valued
-/// `STRING | FAST` field: [`NearDupSearcher::is_replaced`](crate::NearDupSearcher::is_replaced) reads it, so a rerun over the same
+/// `STRING | FAST` field: [`NearDupLookup::is_replaced`](crate::NearDupLookup::is_replaced) reads it, so a rerun over the same
 /// input can skip the ids that were replaced. Indexes made without it do not record them.
 pub const REPLACED_FIELD: &str = "simhash_replaced";
 
@@ -182,7 +182,7 @@ impl NearDupConfig {
 
     /// Uses `rule` to match documents (its layout becomes the layout). The writer stores every
     /// document's [`Signature`] (fingerprint, sketch, the rule's keys), and
-    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature) finds
+    /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature) finds
     /// the documents the rule matches.
     pub fn with_rule(mut self, rule: MatchRule) -> Self {
         self.layout = rule.layout().clone();
@@ -932,7 +932,7 @@ impl NearDupIndex {
 
     /// The signature of `text` under the index's scheme and rule (fingerprint and sketch, one
     /// analysis), to look up with
-    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature). Cost:
+    /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature). Cost:
     /// making a [`Signer`](crate::Signer) (keep one with [`MatchRule::signer`] for many texts)
     /// and one analysis.
     pub fn sign(&self, text: &str) -> Signature {

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Fingerprinter};
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use crate::replay::{self, document_text, AnalyzedDocument, StagedTokens, StagingPool};
 use crate::schema::NearDupIndex;
 use crate::signature::{Evidence, Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
 use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
 
-mod ids;
+mod id_policy;
 mod pending;
 
 /// The longest id a [`DedupWriter`] accepts, in UTF-8 bytes: tantivy drops a longer term from
@@ -22,8 +22,8 @@ mod pending;
 pub const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
 
 mod retag;
-pub use ids::IdPolicy;
-use ids::{CommittedId, Taken};
+pub use id_policy::IdPolicy;
+use id_policy::{CommittedId, Taken};
 use pending::{replaced_and_carried, Chain, Found, Pending, PendingDoc, Wanted};
 pub use retag::GroupsWritten;
 
@@ -87,7 +87,7 @@ pub enum Policy {
     /// Add it and delete every near-duplicate (by id): the newer document replaces the older.
     /// It records the ids it replaced (with those its victims had replaced) in
     /// [`REPLACED_FIELD`](crate::schema::REPLACED_FIELD), so a rerun over the same input can skip them
-    /// ([`NearDupSearcher::is_replaced`]) instead of bringing the old copies back. The
+    /// ([`NearDupLookup::is_replaced`]) instead of bringing the old copies back. The
     /// near-duplicates are every live document the rule matches, committed or not, so the
     /// same documents are kept whether and where commits fall, as long as no key has more
     /// live holders than [`DedupWriter::max_postings_per_key`] (replaced ones do not count;
@@ -232,7 +232,7 @@ pub struct DedupWriter {
     reader: IndexReader,
     /// The index as of the last commit (replaced only by `commit`, which takes `&mut self`, so
     /// it is read outside the lock).
-    searcher: NearDupSearcher,
+    searcher: NearDupLookup,
     pending: Mutex<Pending>,
     fingerprinters: Mutex<Vec<Fingerprinter>>,
     signers: Mutex<Vec<Signer>>,
@@ -265,7 +265,7 @@ impl DedupWriter {
                 .reload_policy(ReloadPolicy::Manual)
                 .try_into()
         })?;
-        let searcher = NearDupSearcher::new(index.fields, &reader.searcher())?;
+        let searcher = NearDupLookup::new(index.fields, &reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
@@ -794,7 +794,7 @@ impl DedupWriter {
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
         crate::component::reload_fresh(|| self.reader.reload())?;
-        self.searcher = NearDupSearcher::new(self.index.fields, &self.reader.searcher())?;
+        self.searcher = NearDupLookup::new(self.index.fields, &self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()

@@ -6,16 +6,15 @@
 mod common;
 
 use common::{edited_texts_under_chrome, flip_bits, ram_index, Rng};
-use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index, Term};
-use tantivy_simhash::batch::{pairs_in_memory, ClusterMode, Clusters, NearDupGraph, PairJoin};
 use tantivy_simhash::{
     BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
     Policy, Signature, Sketch,
 };
+use tantivy_simhash::{ClusterMode, Clusters, NearDupGraph, PairJoin};
 
 /// Fingerprints with structure: seeds with neighbours at 0..=k+1 bits, exact-duplicate groups
 /// (one large), and random ones.
@@ -268,46 +267,6 @@ fn empty_index_has_no_pairs() {
         .clusters_by(ClusterMode::Components)
         .unwrap()
         .is_empty());
-}
-
-fn brute_in_memory(fps: &[Fingerprint], k: u32) -> Vec<(u32, u32, u32)> {
-    let mut out = Vec::new();
-    for i in 0..fps.len() {
-        for j in i + 1..fps.len() {
-            let d = fps[i].distance(fps[j]);
-            if d <= k {
-                out.push((i as u32, j as u32, d));
-            }
-        }
-    }
-    out
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-    #[test]
-    fn in_memory_kernel_matches_brute_force(seed in any::<u64>(), n in 1usize..400, k in 0u32..=6) {
-        let layout = BlockLayout::for_distance(k).unwrap();
-        let fps = corpus(n, k, seed);
-        let mut got = Vec::new();
-        pairs_in_memory(&fps, &layout, k, |i, j, d| got.push((i, j, d))).unwrap();
-        got.sort_unstable();
-        prop_assert_eq!(got, brute_in_memory(&fps, k));
-        if k > 0 {
-            // A smaller distance than the layout's.
-            let mut got = Vec::new();
-            pairs_in_memory(&fps, &layout, k - 1, |i, j, d| got.push((i, j, d))).unwrap();
-            got.sort_unstable();
-            prop_assert_eq!(got, brute_in_memory(&fps, k - 1));
-        }
-    }
-}
-
-#[test]
-fn in_memory_kernel_rejects_distance_beyond_layout() {
-    let fps = [Fingerprint(0), Fingerprint(0b1111)];
-    let err = pairs_in_memory(&fps, &BlockLayout::default(), 4, |_, _, _| {}).unwrap_err();
-    assert!(matches!(err, Error::InvalidConfig(_)));
 }
 
 /// An index whose every user field is stored, so documents can be re-added from the store.
@@ -854,7 +813,7 @@ fn check_hot_key(n: usize, bound: usize) {
 /// misses only pairs whose one shared key is the hot one.
 #[test]
 fn a_template_shared_by_20k_documents_is_bounded() {
-    check_hot_key(20_000, tantivy_simhash::batch::DEFAULT_MAX_POSTINGS_PER_KEY);
+    check_hot_key(20_000, tantivy_simhash::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
 }
 
 /// The same at 100,000 documents (run with `--ignored`; the figures it prints are in
@@ -862,8 +821,5 @@ fn a_template_shared_by_20k_documents_is_bounded() {
 #[test]
 #[ignore]
 fn a_template_shared_by_100k_documents_is_bounded() {
-    check_hot_key(
-        100_000,
-        tantivy_simhash::batch::DEFAULT_MAX_POSTINGS_PER_KEY,
-    );
+    check_hot_key(100_000, tantivy_simhash::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
 }

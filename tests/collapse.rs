@@ -17,7 +17,7 @@ use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocId, Index, Order, Score, Searcher, SegmentReader, Term};
 use tantivy_simhash::{
     BlockLayout, Collapsed, Error, Evidence, Fingerprint, GroupBy, MatchRule, NearDupCollapse,
-    NearDupConfig, NearDupIndex, NearDupSearcher, Policy, RankKey, Signature,
+    NearDupConfig, NearDupIndex, NearDupLookup, Policy, RankKey, Signature,
 };
 
 const WORDS: [&str; 12] = [
@@ -203,7 +203,7 @@ fn fingerprints(docs: &[DocSpec]) -> HashMap<String, Fingerprint> {
 
 /// Every live hit of `q`, scored by tantivy.
 fn all_hits_by_score(
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     q: &dyn Query,
     fps: &HashMap<String, Fingerprint>,
 ) -> Vec<OracleHit<Score>> {
@@ -226,7 +226,7 @@ fn all_hits_by_score(
 }
 
 fn all_hits_by_rank(
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     q: &dyn Query,
     fps: &HashMap<String, Fingerprint>,
     order: Order,
@@ -549,7 +549,7 @@ fn shards_of(docs: &[DocSpec], commit_every: usize) -> Vec<TestIndex> {
         .collect()
 }
 
-fn lookups_of(shards: &[TestIndex]) -> Vec<NearDupSearcher> {
+fn lookups_of(shards: &[TestIndex]) -> Vec<NearDupLookup> {
     shards.iter().map(|t| t.index.lookups().unwrap()).collect()
 }
 
@@ -824,7 +824,7 @@ proptest! {
         let single = build(&c.docs, 60, Policy::Off);
         let shards: Vec<TestIndex> = split_docs.iter().map(|d| build(d, 25, Policy::Off)).collect();
         let s1 = single.index.lookups().unwrap();
-        let shard_searchers: Vec<NearDupSearcher> =
+        let shard_searchers: Vec<NearDupLookup> =
             shards.iter().map(|t| t.index.lookups().unwrap()).collect();
         let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
         for text in ["alpha", "omega sigma"] {
@@ -1047,7 +1047,7 @@ fn rule_oracle(
 }
 
 /// Every live hit of `q` by score, with its id.
-fn scored_ids(s: &NearDupSearcher, q: &dyn Query) -> Vec<(Score, String)> {
+fn scored_ids(s: &NearDupLookup, q: &dyn Query) -> Vec<(Score, String)> {
     let n = s.searcher().num_docs() as usize;
     s.searcher()
         .search(q, &TopDocs::with_limit(n.max(1)).order_by_score())
@@ -1077,7 +1077,7 @@ fn the_collapse_folds_by_the_match_rule() {
     let shards: Vec<TestIndex> = (0..3)
         .map(|p| build_signed(&texts[p * 200..(p + 1) * 200], p * 200, 50))
         .collect();
-    let shard_searchers: Vec<NearDupSearcher> =
+    let shard_searchers: Vec<NearDupLookup> =
         shards.iter().map(|t| t.index.lookups().unwrap()).collect();
     let shard_refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     let mut by_resemblance = 0;

@@ -12,10 +12,10 @@ use tantivy::collector::TopDocs;
 use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DateTime, Index, Order, Searcher, TantivyDocument, Term};
-use tantivy_simhash::collapse::ShardStatistics;
+use tantivy_simhash::ShardStatistics;
 use tantivy_simhash::{
     Collapsed, Error, Fingerprint, GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex,
-    NearDupSearcher, Policy, RankKey,
+    NearDupLookup, Policy, RankKey,
 };
 
 const WORDS: [&str; 8] = [
@@ -169,7 +169,7 @@ struct Hit<K> {
 
 /// Every live hit of `q` with its score (or rank value), found by tantivy alone.
 fn all_hits<K: RankKey>(
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     q: &dyn Query,
     docs: &HashMap<String, DocSpec>,
     by_rank: Option<Order>,
@@ -507,7 +507,7 @@ fn two_shards_merge_to_the_single_index_result() {
         .collect();
     let shards: Vec<TestIndex> = halves.iter().map(|h| build(h, 70, &[])).collect();
     let one = single.index.lookups().unwrap();
-    let shard_searchers: Vec<NearDupSearcher> =
+    let shard_searchers: Vec<NearDupLookup> =
         shards.iter().map(|t| t.index.lookups().unwrap()).collect();
     let refs: Vec<&Searcher> = shard_searchers.iter().map(|s| s.searcher()).collect();
     // Single-term queries: their scores are the same in any layout.

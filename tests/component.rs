@@ -13,12 +13,12 @@ use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::Value;
 use tantivy::{DocAddress, Index, TantivyDocument, Term};
 use tantivy_simhash::{
-    BlockLayout, DedupWriter, Error, Evidence, Fingerprint, NearDupIndex, NearDupQuery,
-    NearDupSearcher, Policy, Signature, COMPONENT_EXTENSION,
+    BlockLayout, DedupWriter, Error, Evidence, Fingerprint, NearDupIndex, NearDupLookup,
+    NearDupQuery, Policy, Signature, COMPONENT_EXTENSION,
 };
 
 /// The test's document number of a hit (ids are `d{i}`).
-fn doc_number(s: &NearDupSearcher, id_field: tantivy::schema::Field, a: DocAddress) -> usize {
+fn doc_number(s: &NearDupLookup, id_field: tantivy::schema::Field, a: DocAddress) -> usize {
     let doc: TantivyDocument = s.searcher().doc(a).unwrap();
     doc.get_first(id_field).and_then(|v| v.as_str()).unwrap()[1..]
         .parse()
@@ -30,7 +30,7 @@ fn doc_number(s: &NearDupSearcher, id_field: tantivy::schema::Field, a: DocAddre
 /// whose signature has that key, those that the rule matches.
 fn bounded_query_oracle(
     t: &TestIndex,
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     query: &Signature,
     bound: usize,
     sigs: &[Signature],
@@ -61,7 +61,7 @@ fn bounded_query_oracle(
 /// queries, simhash-only lookups and `NearDupQuery`.
 fn check(
     t: &TestIndex,
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     sigs: &[Signature],
     live: &BTreeSet<usize>,
     label: &str,
@@ -483,8 +483,7 @@ fn use_index(dir: &Path, texts: &[String]) -> Result<(), Error> {
         s.lookup(sig.fingerprint)?;
     }
     for reader in s.searcher().segment_readers() {
-        tantivy_simhash::component::reader::SegmentSignatures::open(reader, index.rule())?
-            .verify_checksum()?;
+        tantivy_simhash::SegmentSignatures::open(reader, index.rule())?.verify_checksum()?;
     }
     Ok(())
 }

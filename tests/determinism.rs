@@ -8,7 +8,7 @@ use common::{flip_bits, ram_index, Rng};
 use std::collections::HashMap;
 use tantivy::doc;
 use tantivy_simhash::{
-    BlockLayout, Evidence, Fingerprint, MatchRule, NearDupSearcher, Outcome, Policy, Signature,
+    BlockLayout, Evidence, Fingerprint, MatchRule, NearDupLookup, Outcome, Policy, Signature,
     Sketch,
 };
 
@@ -85,7 +85,7 @@ fn oracle_groups(
 }
 
 /// Every live document's (id, group).
-fn stored_groups(searcher: &NearDupSearcher) -> HashMap<String, String> {
+fn stored_groups(searcher: &NearDupLookup) -> HashMap<String, String> {
     common::live_ids_and_groups(searcher)
         .into_iter()
         .map(|(id, group)| {
@@ -271,7 +271,7 @@ fn rewriting_groups_keeps_the_input_order_and_the_replaced_ids() {
             .unwrap();
     }
     writer.commit().unwrap();
-    let sequences = |searcher: &NearDupSearcher| -> HashMap<String, u64> {
+    let sequences = |searcher: &NearDupLookup| -> HashMap<String, u64> {
         let mut out = HashMap::new();
         for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
             for doc in 0..seg.max_doc() {

@@ -10,7 +10,7 @@ use common::edited_texts_under_chrome;
 use std::collections::HashSet;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::explain::{Explanation, RunKind};
+use tantivy_simhash::{Explanation, RunKind};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
 
 /// The evaluation's resemblance, written out again from its definition (NFKC of the whole

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use tantivy::schema::Schema;
 use tantivy::{doc, DocAddress, Index, TantivyDocument, Term};
 use tantivy_simhash::{
-    BlockLayout, DedupWriter, Error, Fingerprint, IdPolicy, NearDupIndex, NearDupSearcher, Outcome,
+    BlockLayout, DedupWriter, Error, Fingerprint, IdPolicy, NearDupIndex, NearDupLookup, Outcome,
     Policy,
 };
 
@@ -65,7 +65,7 @@ impl Fixture {
     /// What the index holds: (id, text number) of every live document, sorted.
     fn contents(&self) -> Vec<(String, usize)> {
         let searcher = self.index.searcher().unwrap();
-        let lookups = NearDupSearcher::new(self.index.fields(), &searcher).unwrap();
+        let lookups = NearDupLookup::new(self.index.fields(), &searcher).unwrap();
         let mut out = Vec::new();
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
             for doc in 0..segment.max_doc() {

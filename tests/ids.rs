@@ -1,4 +1,4 @@
-//! Ids read through `NearDupSearcher::id_of` (one by one at first, then from the segment's id
+//! Ids read through `NearDupLookup::id_of` (one by one at first, then from the segment's id
 //! table once it is built) equal the ids in the doc store, across segments, deletes, a merge and
 //! a reopened index.
 
@@ -9,12 +9,12 @@ use std::collections::HashMap;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, Value, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocAddress, Index, TantivyDocument, Term};
-use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher, Policy};
+use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, NearDupLookup, Policy};
 
 /// Every live document's id by `id_of`, read `rounds` times, checked against the doc store.
 fn check_ids(index: &NearDupIndex, rounds: usize) -> usize {
     let tantivy_searcher = index.searcher().unwrap();
-    let searcher = NearDupSearcher::new(index.fields(), &tantivy_searcher).unwrap();
+    let searcher = NearDupLookup::new(index.fields(), &tantivy_searcher).unwrap();
     let id_field = index.fields().id;
     let mut checked = 0;
     for _ in 0..rounds {
@@ -86,7 +86,7 @@ fn ids_from_tables_equal_the_doc_store() {
     let reopened = NearDupIndex::open(Index::open_in_dir(dir.path()).unwrap(), config).unwrap();
     assert_eq!(check_ids(&reopened, 2), 2 * live.len());
     // And a lookup returns them.
-    let s = NearDupSearcher::new(reopened.fields(), &reopened.searcher().unwrap()).unwrap();
+    let s = NearDupLookup::new(reopened.fields(), &reopened.searcher().unwrap()).unwrap();
     for (name, fp) in live.iter().take(50) {
         let hits = s.lookup(*fp).unwrap();
         assert!(hits.iter().any(|h| &h.id == name), "{name}");

@@ -8,10 +8,10 @@ mod common;
 use common::{edited_texts_under_chrome, flip_bits, ram_index, unmerged_writer, Rng};
 use std::collections::BTreeSet;
 use tantivy::{doc, Term};
-use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
 use tantivy_simhash::{
-    BlockLayout, Fingerprint, MatchRule, NearDupSearcher, Policy, Signature, Sketch,
+    BlockLayout, Fingerprint, MatchRule, NearDupLookup, Policy, Signature, Sketch,
 };
+use tantivy_simhash::{ClusterMode, NearDupGraph};
 
 /// A cluster as the oracle sees it: the leader's id and the members' ids in input order.
 type Found = BTreeSet<(String, Vec<String>)>;
@@ -86,7 +86,7 @@ fn brute_components(
 fn build(
     layout: BlockLayout,
     docs: &[(String, Result<String, Fingerprint>)],
-) -> (NearDupSearcher, MatchRule, Vec<(String, Signature)>) {
+) -> (NearDupLookup, MatchRule, Vec<(String, Signature)>) {
     let t = ram_index(layout);
     let rule = t.index.rule().clone();
     let mut w = unmerged_writer(&t.index, Policy::Off);
@@ -124,7 +124,7 @@ fn build(
     (searcher, rule, live)
 }
 
-fn graph(s: &NearDupSearcher) -> NearDupGraph {
+fn graph(s: &NearDupLookup) -> NearDupGraph {
     NearDupGraph::new(s.fields(), s.searcher()).unwrap()
 }
 

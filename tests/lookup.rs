@@ -11,10 +11,10 @@ use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{doc, Term};
-use tantivy_simhash::{BlockLayout, Fingerprint, NearDupQuery, NearDupSearcher, Policy};
+use tantivy_simhash::{BlockLayout, Fingerprint, NearDupLookup, NearDupQuery, Policy};
 
 /// Ids matched by running the query through tantivy (deleted documents skipped by the collector).
-fn query_pairs(s: &NearDupSearcher, q: &NearDupQuery) -> Vec<(String, u32)> {
+fn query_pairs(s: &NearDupLookup, q: &NearDupQuery) -> Vec<(String, u32)> {
     let addrs = s.searcher().search(q, &DocSetCollector).unwrap();
     let mut v: Vec<(String, u32)> = addrs
         .into_iter()

@@ -7,8 +7,8 @@ use common::Rng;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
 use tantivy_simhash::{Error, NearDupConfig, NearDupIndex, Policy, Scheme};
+use tantivy_simhash::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
 
 const SYLLABLES: [&str; 24] = [
     "ka", "lo", "mi", "ne", "ru", "to", "sa", "vi", "de", "po", "gu", "fe", "zo", "ha", "bi", "nu",

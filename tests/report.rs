@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::batch::NearDupGraph;
-use tantivy_simhash::explain::RunKind;
-use tantivy_simhash::report::{write_report, ReportOptions};
+use tantivy_simhash::NearDupGraph;
+use tantivy_simhash::RunKind;
+use tantivy_simhash::{write_report, ReportOptions};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 
 const CHROMIUM: &str = "/usr/bin/chromium";

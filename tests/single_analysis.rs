@@ -13,7 +13,7 @@ use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
 use tantivy::{doc, DocSet, Index, IndexWriter, TantivyDocument, Term, TERMINATED};
-use tantivy_simhash::component::reader::SegmentSignatures;
+use tantivy_simhash::SegmentSignatures;
 use tantivy_simhash::{
     AnalysisCounts, NearDupConfig, NearDupIndex, Policy, Scheme, Signature, SimhashTokenizer,
     SIMHASH_TOKENIZER_NAME,

@@ -397,7 +397,7 @@ fn lookups_over_a_searcher_of_another_schema_fail_clearly() {
     let searcher = shorter.reader().unwrap().searcher();
     let replaced = fields.replaced.unwrap();
     assert!(replaced.field_id() as usize >= searcher.schema().fields().count());
-    let err = tantivy_simhash::NearDupSearcher::new(fields, &searcher).err();
+    let err = tantivy_simhash::NearDupLookup::new(fields, &searcher).err();
     assert!(
         err.as_ref()
             .is_some_and(|e| e.to_string().contains("another index")),

@@ -1,15 +1,15 @@
 //! `neardup pairs` and `neardup clusters`: batch jobs over the whole index
 //! (`NearDupGraph`).
 
+use super::app::{self, Store};
 use super::output::{count, one_line};
-use super::store::{self, Store};
 use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
-use tantivy_simhash::batch::{
-    Cluster, ClusterMode, NearDupGraph, PairJoin, DEFAULT_MAX_POSTINGS_PER_KEY,
-};
-use tantivy_simhash::signature::PairStats;
 use tantivy_simhash::Evidence;
+use tantivy_simhash::PairStats;
+use tantivy_simhash::{
+    Cluster, ClusterMode, NearDupGraph, PairJoin, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
+};
 
 fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
     let k = store.checked_k(k)?;
@@ -75,7 +75,7 @@ pub(crate) fn warn_hot_keys(stats: &PairStats, bound: usize) {
 }
 
 pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
-    let store = store::open(&args.rule.dir)?;
+    let store = app::open(&args.rule.dir)?;
     let join = pair_join(&store, args.rule.k)?;
     let mut out = Out::new(args.json);
     // The join meets pairs in an order that depends on the segments; they are sorted by ids
@@ -113,7 +113,7 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
         }
     }
     let printed = shown;
-    warn_hot_keys(&stats, DEFAULT_MAX_POSTINGS_PER_KEY);
+    warn_hot_keys(&stats, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
     if !out.is_json() {
         super::eprintln_quiet(&format!(
             "{} by the rule ({}) among {}{}",
@@ -139,7 +139,7 @@ struct ClusterLine<'a> {
 }
 
 pub(super) fn clusters(args: &ClustersArgs) -> CliResult<Status> {
-    let store = store::open(&args.rule.dir)?;
+    let store = app::open(&args.rule.dir)?;
     let mut out = Out::new(args.json);
     clusters_in(
         &store,
@@ -181,8 +181,8 @@ pub(crate) fn clusters_in(
             )
         }
     };
-    warn_hot_keys(&clusters.join_stats(), DEFAULT_MAX_POSTINGS_PER_KEY);
-    let (sorted, total) = store::largest_clusters(&clusters, min_size, limit);
+    warn_hot_keys(&clusters.join_stats(), DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
+    let (sorted, total) = app::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
     if !out.is_json() {
         out.line(format_args!(

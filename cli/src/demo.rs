@@ -1,12 +1,12 @@
 //! `neardup demo`: the whole product on a small corpus built into the binary (see
 //! `demo/README.md` for where each document comes from and its licence).
 
+use super::app::{self, Requested};
 use super::batch_cmds::clusters_in;
 use super::index_cmd::{index_files, IndexOptions};
 use super::index_summary::print_summary;
 use super::mirrors_cmd::mirrors_in;
 use super::read_cmds::{search_in, similar_in, stats_in};
-use super::store::{self, Requested};
 use super::{CliResult, DemoArgs, Failure, Out, Status};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -46,7 +46,7 @@ pub(super) fn run(args: &DemoArgs) -> CliResult<Status> {
         policy: Some(Policy::Tag),
         ..Requested::default()
     };
-    let (store, _) = store::open_or_create(&dir, &req)?;
+    let (store, _) = app::open_or_create(&dir, &req)?;
     let opts = IndexOptions {
         skip_bad: false,
         max_line_bytes: 32 << 20,
@@ -103,10 +103,10 @@ fn demo_paths(args: &DemoArgs, tmp: &Path) -> CliResult<(PathBuf, PathBuf)> {
 }
 
 /// The reading commands on the demo's index, each after the command line that does the same.
-fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> CliResult<()> {
+fn show_read_commands(store: &app::Store, shown_dir: &str, out: &mut Out) -> CliResult<()> {
     for query in QUERIES {
         out.line(format_args!("$ neardup search {shown_dir} '{query}' -n 4"))?;
-        search_in(store, query, store::SearchSettings::new(4), out)?;
+        search_in(store, query, app::SearchSettings::new(4), out)?;
         out.line("")?;
     }
 
@@ -118,7 +118,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
     let largest = largest_group_leader(store)?;
     if let Some(id) = largest {
         out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(store, store::SimilarTo::Id(&id), None, 10, out)?;
+        similar_in(store, app::SimilarTo::Id(&id), None, 10, out)?;
         out.line("")?;
     }
 
@@ -130,7 +130,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
         )?;
         out.line("the rule's MinHash branch finds them (r = estimated resemblance).")?;
         out.line(format_args!("$ neardup similar {shown_dir} --id {id}"))?;
-        similar_in(store, store::SimilarTo::Id(&id), None, 10, out)?;
+        similar_in(store, app::SimilarTo::Id(&id), None, 10, out)?;
         out.line("")?;
     }
 
@@ -147,7 +147,7 @@ fn show_read_commands(store: &store::Store, shown_dir: &str, out: &mut Out) -> C
 }
 
 /// The first document of the largest group recorded while indexing.
-fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
+fn largest_group_leader(store: &app::Store) -> CliResult<Option<String>> {
     let searcher = store.index.searcher()?;
     let groups = store.largest_groups(&searcher, 1)?;
     Ok(groups.into_iter().next().map(|g| g.group))
@@ -156,7 +156,7 @@ fn largest_group_leader(store: &store::Store) -> CliResult<Option<String>> {
 /// The page with copies on the most other hosts that match it only by resemblance (a copy
 /// under another site's chrome), ties by id; `None` when there is none. Cost: one host read
 /// and one lookup per document (about a second on the demo corpus).
-fn copied_under_other_chrome(store: &store::Store) -> CliResult<Option<String>> {
+fn copied_under_other_chrome(store: &app::Store) -> CliResult<Option<String>> {
     let searcher = store.index.lookups()?;
     let mut hosts: HashMap<DocAddress, String> = HashMap::new();
     for (ord, segment) in searcher.searcher().segment_readers().iter().enumerate() {

@@ -1,11 +1,11 @@
 //! `neardup explain`: why two documents (or two texts) are near-duplicates, or why not.
 
-use super::store::{self, Store};
+use super::app::{self, Store};
 use super::{CliResult, Failure, Out, Status};
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use tantivy_simhash::explain::{Alignment, Explanation, RunKind};
+use tantivy_simhash::{Alignment, Explanation, RunKind};
 
 #[derive(Debug, Args)]
 pub(crate) struct ExplainArgs {
@@ -26,7 +26,7 @@ pub(crate) struct ExplainArgs {
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     color: ColorWhen,
     /// One JSON object on stdout: every part of the explanation (see the library's
-    /// `tantivy_simhash::explain::Explanation`), the alignment as word byte ranges and runs.
+    /// `tantivy_simhash::Explanation`), the alignment as word byte ranges and runs.
     #[arg(long)]
     json: bool,
 }
@@ -39,7 +39,7 @@ pub(crate) enum ColorWhen {
 }
 
 pub(crate) fn run(args: &ExplainArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let (explanation, texts, labels) = match (args.ids.as_slice(), args.texts.as_slice()) {
         ([a, b], []) => explain_ids(&store, a, b)?,
         ([], [a, b]) => (

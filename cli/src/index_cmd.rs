@@ -1,10 +1,10 @@
 //! `neardup index`: JSONL files into an index, through [`DedupWriter`].
 
+use super::app::{self, FrontEnd, Ingest, IngestCounts, Requested, Store};
 use super::index_summary::print_summary;
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::{count, EvidenceJson};
 use super::signals::{catch_interrupts, stop_signal, SIGPIPE};
-use super::store::{self, FrontEnd, Ingest, IngestCounts, Requested, Store};
 use super::{eprintln_quiet, CliResult, Failure, IndexArgs, Out, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -116,7 +116,7 @@ impl<'a> Event<'a> {
 
 pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
     // Before anything is created.
-    store::check_memory(FrontEnd::CommandLine, args.memory_mb, None)?;
+    app::check_memory(FrontEnd::CommandLine, args.memory_mb, None)?;
     if args.max_line_bytes == 0 {
         return Err(Failure::Usage("--max-line-bytes must be at least 1".into()));
     }
@@ -132,7 +132,7 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         key_postings: None,
         policy: args.dedup.map(Policy::from),
     };
-    let (store, _created) = store::open_or_create(&args.index, &req)?;
+    let (store, _created) = app::open_or_create(&args.index, &req)?;
     let opts = IndexOptions {
         skip_bad: args.skip_bad,
         max_line_bytes: args.max_line_bytes,
@@ -268,7 +268,7 @@ pub(crate) fn index_files(
         report_interruption(&run.summary, last_place, files);
     }
     // Remember the field mapping and policy of this run as the defaults of the next.
-    store::write_record(&store.index, &store.record)?;
+    app::write_record(&store.index, &store.record)?;
     let searcher = store.index.searcher()?;
     run.summary.index_documents = searcher.num_docs();
     run.summary.index_segments = searcher.segment_readers().len();

@@ -1,8 +1,8 @@
 //! The summary `neardup index` prints after a run: a JSON line, or a small table.
 
+use super::app::Store;
 use super::index_cmd::Summary;
 use super::output::count;
-use super::store::Store;
 use super::{CliResult, Out};
 use serde::Serialize;
 use std::path::Path;

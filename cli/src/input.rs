@@ -9,10 +9,10 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tantivy_simhash::store::{FieldValue, FrontEnd};
+use tantivy_simhash::app::{FieldValue, FrontEnd};
 use tantivy_simhash::Error;
 
-pub(crate) use tantivy_simhash::store::{FieldMap, InputDoc};
+pub(crate) use tantivy_simhash::app::{FieldMap, InputDoc};
 
 /// Counts the bytes read from the file (before decompression), for the progress bar.
 struct Counting<R> {
@@ -351,7 +351,7 @@ mod tests {
     }
 
     /// What a line's JSON becomes; the checks of the values themselves are the application
-    /// layer's (tested in the library's `store::ingest`).
+    /// layer's (tested in the library's `app::ingest`).
     #[test]
     fn lines_are_read_as_json_objects() {
         assert!(matches!(doc("  "), Ok(Parsed::Blank)));

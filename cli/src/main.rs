@@ -29,7 +29,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tantivy_simhash::store;
+use tantivy_simhash::app;
 use tantivy_simhash::{Error, Policy};
 
 pub(crate) use output::Out;

@@ -1,13 +1,13 @@
 //! `neardup mirrors`: which hosts carry copies of which other hosts' pages
 //! (`MirrorFinder`).
 
-use super::store::{self, Store};
+use super::app::{self, Store};
 use super::{CliResult, MirrorsArgs, Out, Status};
-use tantivy_simhash::mirrors::MirrorStats;
+use tantivy_simhash::MirrorStats;
 use tantivy_simhash::{HostPair, MirrorFinder};
 
 pub(super) fn mirrors(args: &MirrorsArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let mut out = Out::new(args.json);
     mirrors_in(&store, args.host.as_deref(), args.all, args.limit, &mut out)?;
     out.flush()?;
@@ -23,7 +23,7 @@ pub(crate) fn mirrors_in(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let found = store::mirrors(store, host, all)?;
+    let found = app::mirrors(store, host, all)?;
     let (finder, report) = (&found.finder, &found.report);
     if report.stats.hosts == 0 {
         // Without hosts there is nothing to compare: say where hosts come from.

@@ -1,11 +1,9 @@
 //! The commands that read an index: `search`, `similar`, `stats`. What they find comes from
-//! the library's store ([`store::Search`], [`store::similar`]); here are the flags and the
+//! the library's application layer ([`app::Search`], [`app::similar`]); here are the flags and the
 //! printing.
 
+use super::app::{self, Collapse, Search, SearchHit, SearchSettings, SimilarTo, Store, StoredDoc};
 use super::output::{count, evidence_short, one_line, EvidenceJson};
-use super::store::{
-    self, Collapse, Search, SearchHit, SearchSettings, SimilarTo, Store, StoredDoc,
-};
 use super::{CliResult, Failure, LeaderChoice, Out, SearchArgs, SimilarArgs, StatsArgs, Status};
 use serde::Serialize;
 use std::path::Path;
@@ -17,7 +15,7 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
     if args.limit == 0 {
         return Err(Failure::Usage("--limit must be at least 1".into()));
     }
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let mut out = Out::new(args.json);
     let collapse = match (&args.distinct_field, args.no_collapse) {
         (_, true) => Collapse::Off,
@@ -28,8 +26,8 @@ pub(super) fn search(args: &SearchArgs) -> CliResult<Status> {
         limit: args.limit,
         collapse,
         leader: args.leader.map(|choice| match choice {
-            LeaderChoice::Newest => store::LeaderChoice::Newest,
-            LeaderChoice::Oldest => store::LeaderChoice::Oldest,
+            LeaderChoice::Newest => app::LeaderChoice::Newest,
+            LeaderChoice::Oldest => app::LeaderChoice::Oldest,
         }),
         derank: args.derank,
     };
@@ -294,7 +292,7 @@ fn print_hit(
 }
 
 pub(super) fn similar(args: &SimilarArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let from_file = match &args.text_file {
         Some(path) => Some(read_text_file(path)?),
         None => None,
@@ -358,7 +356,7 @@ struct SimilarHit<'a> {
     host: &'a str,
 }
 
-/// Prints what [`store::similar`] finds: a headline, then one line per near-duplicate.
+/// Prints what [`app::similar`] finds: a headline, then one line per near-duplicate.
 pub(crate) fn similar_in(
     store: &Store,
     source: SimilarTo<'_>,
@@ -366,7 +364,7 @@ pub(crate) fn similar_in(
     limit: usize,
     out: &mut Out,
 ) -> CliResult<()> {
-    let found = store::similar(store, source, k, limit)?;
+    let found = app::similar(store, source, k, limit)?;
     if !out.is_json() {
         let own_id = match source {
             SimilarTo::Id(id) => Some(id),
@@ -426,7 +424,7 @@ fn print_similar_hit(hit: &NearDup, shown: &StoredDoc, out: &mut Out) -> CliResu
 }
 
 pub(super) fn stats(args: &StatsArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let mut out = Out::new(args.json);
     stats_in(&store, args.limit, args.clusters, &mut out)?;
     out.flush()?;
@@ -452,7 +450,7 @@ struct Stats<'a> {
     language: &'a str,
     policy: &'a str,
     fields: &'a super::input::FieldMap,
-    largest_groups: Vec<store::GroupSize>,
+    largest_groups: Vec<app::GroupSize>,
     /// With `--clusters`: the largest clusters by the rule, computed now over the whole index.
     #[serde(skip_serializing_if = "Option::is_none")]
     largest_clusters: Option<Vec<ClusterSize>>,
@@ -576,8 +574,8 @@ fn largest_clusters(
     limit: usize,
 ) -> CliResult<Vec<ClusterSize>> {
     let fields = store.index.fields();
-    let clusters = tantivy_simhash::batch::NearDupGraph::new(fields, searcher)?.clusters()?;
-    let (largest, _) = store::largest_clusters(&clusters, 2, limit);
+    let clusters = tantivy_simhash::NearDupGraph::new(fields, searcher)?.clusters()?;
+    let (largest, _) = app::largest_clusters(&clusters, 2, limit);
     Ok(largest
         .into_iter()
         .map(|c| ClusterSize {

@@ -1,12 +1,12 @@
 //! `neardup report`: the review report, one self-contained HTML file.
 
-use super::store;
+use super::app;
 use super::{CliResult, Failure, Status};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
-use tantivy_simhash::store::ReportCaps;
+use tantivy_simhash::app::ReportCaps;
 
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
@@ -30,7 +30,7 @@ pub(crate) struct ReportArgs {
 }
 
 pub(crate) fn run(args: &ReportArgs) -> CliResult<Status> {
-    let store = store::open(&args.dir)?;
+    let store = app::open(&args.dir)?;
     let started = Instant::now();
     let caps = ReportCaps {
         max_clusters_listed: args.max_clusters,

@@ -1354,7 +1354,7 @@ fn stats_shows_the_rule_and_its_keys() {
     let dir = tmp.path().join("idx");
     let out = index_sample(&dir, &[]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let store = tantivy_simhash::store::open(&dir).unwrap();
+    let store = tantivy_simhash::app::open(&dir).unwrap();
     let rule = store.index.rule().to_string();
     let keys = store.index.rule().keys_per_document();
     drop(store);

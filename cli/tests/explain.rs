@@ -58,7 +58,7 @@ fn the_command_line_prints_the_library_explanation() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let store = tantivy_simhash::store::open(&dir).unwrap();
+    let store = tantivy_simhash::app::open(&dir).unwrap();
     let searcher = store.index.lookups().unwrap();
     for (a, b) in [("d0", "d1"), ("d2", "d7"), ("d3", "d11")] {
         let out = run(&["explain", dir.to_str().unwrap(), a, b, "--json"]);

@@ -11,9 +11,9 @@ use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
-use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
-use tantivy_simhash::store::{Collapse, FieldMap, LeaderChoice, Search, SearchSettings, SimilarTo};
+use tantivy_simhash::app::{Collapse, FieldMap, LeaderChoice, Search, SearchSettings, SimilarTo};
 use tantivy_simhash::IdPolicy;
+use tantivy_simhash::{ClusterMode, NearDupGraph};
 
 /// An index directory in the format of the ``neardup`` command line: documents with an id, a
 /// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.
@@ -373,7 +373,7 @@ impl Index {
         max_text_bytes: usize,
     ) -> PyResult<Py<PyAny>> {
         let store = self.store()?;
-        let caps = tantivy_simhash::store::ReportCaps {
+        let caps = tantivy_simhash::app::ReportCaps {
             max_clusters_listed: max_clusters,
             detailed_clusters: detailed,
             members_per_cluster: members,
@@ -397,14 +397,9 @@ impl Index {
     fn explain_texts(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<Py<PyAny>> {
         let store = self.store()?;
         let json = py.detach(|| {
-            tantivy_simhash::explain::Explanation::of_texts(
-                store.index.rule(),
-                store.index.scheme(),
-                a,
-                b,
-            )
-            .to_json()
-            .to_string()
+            tantivy_simhash::Explanation::of_texts(store.index.rule(), store.index.scheme(), a, b)
+                .to_json()
+                .to_string()
         });
         Ok(py.import("json")?.call_method1("loads", (json,))?.unbind())
     }
@@ -602,7 +597,7 @@ fn similar(
             ))
         }
     };
-    let found = tantivy_simhash::store::similar(store, to, k, limit)?;
+    let found = tantivy_simhash::app::similar(store, to, k, limit)?;
     Ok(found
         .hits
         .into_iter()
@@ -627,7 +622,7 @@ fn clusters(
     let searcher = store.index.searcher()?;
     let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
     let all = graph.clusters_by(mode)?;
-    let (sorted, _) = tantivy_simhash::store::largest_clusters(&all, min_size, 0);
+    let (sorted, _) = tantivy_simhash::app::largest_clusters(&all, min_size, 0);
     Ok(sorted
         .into_iter()
         .map(|c| Cluster {
@@ -640,7 +635,7 @@ fn clusters(
 
 /// The mirror report's host pairs as JSON lines (the command line's `--json` lines).
 fn mirrors(store: &Store, host: Option<&str>, all: bool) -> Result<Vec<String>, Failure> {
-    let found = tantivy_simhash::store::mirrors(store, host, all)?;
+    let found = tantivy_simhash::app::mirrors(store, host, all)?;
     found
         .pairs
         .iter()

@@ -2,7 +2,7 @@
 //! matches and clusters.
 
 use pyo3::prelude::*;
-use tantivy_simhash::store::SearchHit;
+use tantivy_simhash::app::SearchHit;
 
 /// A near-duplicate folded into a search result.
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]

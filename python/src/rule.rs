@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::collections::HashSet;
 use std::sync::Mutex;
-use tantivy_simhash::signature::{pairs_in_key_group, pairs_in_memory, PairStats};
+use tantivy_simhash::{pairs_in_key_group, pairs_in_memory, PairStats};
 use tantivy_simhash::{
     Evidence as RustEvidence, Fingerprint, MatchRule, MinHashConfig, Signature as RustSignature,
     Signer, Sketch,
@@ -293,7 +293,7 @@ impl Rule {
                 }
                 let owned: Vec<RustSignature> = run.iter().map(|&i| sigs.get(i)).collect();
                 let members: Vec<&RustSignature> = owned.iter().collect();
-                if tantivy_simhash::signature::distinct_signatures(&members) > cap {
+                if tantivy_simhash::distinct_signatures(&members) > cap {
                     out.extend_from_slice(&keys[run[0]].to_le_bytes());
                 }
             }
@@ -304,7 +304,7 @@ impl Rule {
 
     /// The matching pairs of postings grouped by key (every posting of a key in this call), as
     /// :func:`pairs_in_memory` over the whole input would report them, each once
-    /// (``tantivy_simhash::signature::pairs_in_key_group`` per key). ``rows`` number documents
+    /// (``tantivy_simhash::pairs_in_key_group`` per key). ``rows`` number documents
     /// in input order (u64); ``hot_keys`` are the input's hot keys (:meth:`hot_keys` of every
     /// group, any order). Returns ``(row_a, row_b, distance, resemblance, band, stats)``:
     /// u64, u64, u32, f32 and i32 buffers (band -1 for simhash evidence), ``row_a < row_b``,
@@ -365,7 +365,7 @@ impl Rule {
     }
 
     /// Every matching pair of signed documents (the buffers of :meth:`sign_many`) on this
-    /// machine: ``tantivy_simhash::signature::pairs_in_memory``, the single-machine join the
+    /// machine: ``tantivy_simhash::pairs_in_memory``, the single-machine join the
     /// distributed pipeline reproduces. Same return value as :meth:`verify_groups`, with
     /// document indexes for rows. Memory: the keys of every distinct signature.
     fn pairs_in_memory<'py>(
@@ -438,7 +438,7 @@ pub(crate) fn components<'py>(
     a: &[u8],
     b: &[u8],
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    edge_labels(py, a, b, tantivy_simhash::batch::edge_components)
+    edge_labels(py, a, b, tantivy_simhash::edge_components)
 }
 
 /// Leader clustering of the graph whose edges are ``(a[i], b[i])`` (little-endian u64 buffers
@@ -451,7 +451,7 @@ pub(crate) fn leaders<'py>(
     a: &[u8],
     b: &[u8],
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    edge_labels(py, a, b, tantivy_simhash::batch::edge_leaders)
+    edge_labels(py, a, b, tantivy_simhash::edge_leaders)
 }
 
 /// A library function from edge lists to `(nodes, labels)`.

@@ -1,31 +1,31 @@
-//! Creating and opening the command line's indexes from Python, over the library's store
-//! module ([`tantivy_simhash::store`], the one the command line uses), and the settings a writer
+//! Creating and opening the command line's indexes from Python, over the library's application
+//! layer ([`tantivy_simhash::app`], the one the command line uses), and the settings a writer
 //! records as the next run's defaults (field mapping and policy, in the library's record, as
 //! `neardup index` does).
 
 use crate::Failure;
 use std::path::Path;
 use std::sync::Mutex;
-use tantivy_simhash::store::{self as cli_store, FieldMap, Requested, StoreSettings};
+use tantivy_simhash::app::{self, FieldMap, Requested, StoreSettings};
 use tantivy_simhash::Policy;
 
 /// An open index: the command line's store and its current settings.
 pub(crate) struct Store {
-    inner: cli_store::Store,
+    inner: app::Store,
     /// Changes when a writer commits with another policy or field mapping.
     settings: Mutex<StoreSettings>,
 }
 
 impl std::ops::Deref for Store {
-    type Target = cli_store::Store;
+    type Target = app::Store;
 
-    fn deref(&self) -> &cli_store::Store {
+    fn deref(&self) -> &app::Store {
         &self.inner
     }
 }
 
-impl From<cli_store::Store> for Store {
-    fn from(inner: cli_store::Store) -> Self {
+impl From<app::Store> for Store {
+    fn from(inner: app::Store) -> Self {
         let settings = Mutex::new(inner.record.clone());
         Store { inner, settings }
     }
@@ -65,18 +65,18 @@ impl Store {
         }
         settings.policy = policy.to_string();
         settings.fields = fields.clone();
-        Ok(cli_store::write_record(&self.inner.index, &settings)?)
+        Ok(app::write_record(&self.inner.index, &settings)?)
     }
 }
 
 /// The scheme for a language name (the command line's `--language`), or why there is none.
 pub(crate) fn scheme_for(language: &str) -> Result<tantivy_simhash::Scheme, Failure> {
-    Ok(cli_store::scheme_for(language)?)
+    Ok(app::scheme_for(language)?)
 }
 
 /// Opens an index made by [`create`] or by `neardup index`.
 pub(crate) fn open(dir: &Path) -> Result<Store, Failure> {
-    Ok(cli_store::open(dir)?.into())
+    Ok(app::open(dir)?.into())
 }
 
 /// Creates an index in `dir`, which must be missing or empty.
@@ -106,6 +106,6 @@ pub(crate) fn create(dir: &Path, language: &str, k: u32, policy: &str) -> Result
         policy: Some(policy),
         ..Requested::default()
     };
-    let (store, _created) = cli_store::open_or_create(dir, &requested)?;
+    let (store, _created) = app::open_or_create(dir, &requested)?;
     Ok(store.into())
 }

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMapping, PyString};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tantivy_simhash::store::{
+use tantivy_simhash::app::{
     outcome_name, FieldMap, FieldValue, FrontEnd, Ingest, IngestCounts, InputDoc,
 };
 use tantivy_simhash::{IdPolicy, Outcome as LibOutcome, Policy};

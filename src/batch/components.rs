@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 /// `u32::MAX` distinct nodes.
 ///
 /// ```
-/// use tantivy_simhash::batch::edge_components;
+/// use tantivy_simhash::edge_components;
 /// let (nodes, labels) = edge_components(&[5, 9, 7], &[9, 2, 8])?;
 /// assert_eq!(nodes, [2, 5, 7, 8, 9]);
 /// assert_eq!(labels, [2, 2, 7, 7, 2]);

@@ -2,8 +2,8 @@
 //! pairs the match rule finds between the groups.
 
 use super::clusters::{Cluster, ClusterMember, ClusterMode, Clusters, UnionFind};
-use super::join::too_many;
-use super::{DEFAULT_MAX_POSTINGS_PER_KEY, ID_BATCH_DOCS, ID_BATCH_PAIRS};
+use super::too_many;
+use super::{DEFAULT_JOIN_MAX_POSTINGS_PER_KEY, ID_BATCH_DOCS, ID_BATCH_PAIRS};
 use crate::columns::{field_name, read_strs};
 use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
@@ -173,7 +173,7 @@ impl NearDupGraph {
             searcher: tantivy_searcher,
             rule: fields.rule().clone(),
             max_distance,
-            max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
+            max_postings_per_key: DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
             ids,
             signatures,
             starts,
@@ -189,7 +189,7 @@ impl NearDupGraph {
     /// matching pair is missed only when every key it shares is that hot and the two lie
     /// further apart than the bound in the postings of their first shared key; the
     /// [`PairStats::hot_keys`] every join returns says whether a key was cut. Default
-    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`]; `usize::MAX` is exact (and quadratic on hot keys).
+    /// [`DEFAULT_JOIN_MAX_POSTINGS_PER_KEY`]; `usize::MAX` is exact (and quadratic on hot keys).
     pub fn max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
         self.max_postings_per_key = max_postings_per_key.max(1);
         self
@@ -425,7 +425,7 @@ impl NearDupGraph {
 
     /// The user ids of `docs` (addresses of this graph's searcher), in the same order; `None` for a
     /// document without an id. Reads each segment's id dictionary once, in term order, for the
-    /// whole slice: far cheaper than one [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)
+    /// whole slice: far cheaper than one [`NearDupLookup::id_of`](crate::NearDupLookup::id_of)
     /// per document for large slices, and about the same for a handful. Errors:
     /// [`Error::Io`](crate::Error::Io) when reading an id dictionary fails.
     pub fn read_ids(&self, docs: &[DocAddress]) -> Result<Vec<Option<String>>> {

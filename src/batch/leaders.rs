@@ -49,7 +49,7 @@ impl NearDupGraph {
     /// ```
     /// use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
     /// use tantivy::{doc, Index};
-    /// use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
+    /// use tantivy_simhash::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
     ///
     /// let config = NearDupConfig::new("id", ["body"]);
@@ -187,7 +187,7 @@ impl NearDupGraph {
 /// `u32::MAX` distinct nodes.
 ///
 /// ```
-/// use tantivy_simhash::batch::edge_leaders;
+/// use tantivy_simhash::edge_leaders;
 /// // A chain 1~2~3: 1 leads {1, 2}; 3 matches only 2, no leader, and is alone.
 /// let (nodes, labels) = edge_leaders(&[1, 2, 7], &[2, 3, 1])?;
 /// assert_eq!(nodes, [1, 2, 7]);

@@ -32,7 +32,7 @@
 //!
 //! **Hot keys.** A key shared by more than
 //! [`max_postings_per_key`](NearDupGraph::max_postings_per_key) distinct signatures (default
-//! [`DEFAULT_MAX_POSTINGS_PER_KEY`]; a template sentence that fixes a MinHash band on 100,000
+//! [`DEFAULT_JOIN_MAX_POSTINGS_PER_KEY`]; a template sentence that fixes a MinHash band on 100,000
 //! pages) compares each signature only with the next `max_postings_per_key` in its postings:
 //! work per key is at most postings x bound, not quadratic. What it costs in recall: a pair is
 //! missed only when every key it shares is that hot and the two lie further apart than the bound
@@ -52,12 +52,11 @@
 //! window of pairs). Across machines the same join partitions by key
 //! (each key's bucket is independent): the Python package's `tantivy_simhash.dask` runs it on
 //! Dask (docs/DISTRIBUTED.md).
-//! [`pairs_in_memory`] is the pigeonhole join of plain fingerprints, without the rule.
 //!
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 //! use tantivy::{doc, Index};
-//! use tantivy_simhash::batch::NearDupGraph;
+//! use tantivy_simhash::NearDupGraph;
 //! use tantivy_simhash::{Evidence, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 //!
 //! let config = NearDupConfig::new("id", ["body"]);
@@ -91,7 +90,6 @@
 mod clusters;
 mod components;
 mod graph;
-mod join;
 mod leaders;
 mod stream;
 
@@ -99,14 +97,22 @@ pub(crate) use clusters::UnionFind;
 pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
-pub use join::pairs_in_memory;
 pub use leaders::edge_leaders;
 pub(crate) use stream::join as stream_join;
 pub use stream::PairJoin;
 
 /// The default hot-key bound of [`NearDupGraph`]: a key shared by more distinct signatures
 /// than this compares each only with the next this many (see the [module docs](self)).
-pub const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 1024;
+pub const DEFAULT_JOIN_MAX_POSTINGS_PER_KEY: usize = 1024;
+
+/// The error for an input beyond the joins' `u32` document numbers.
+fn too_many(n: usize) -> crate::Error {
+    crate::Error::InvalidConfig(format!(
+        "{n} fingerprints; batch jobs handle at most {} at once: split the input (by segment \
+         groups or shards) and join the parts",
+        u32::MAX
+    ))
+}
 
 /// Documents whose ids are read in one batch, and pairs of distinct signatures whose ids are
 /// read in one batch, when pairs are reported with ids. Reading ids decompresses dictionary

@@ -52,7 +52,7 @@ const MAX_PARTITION_BITS: u32 = 20;
 /// ```
 /// use tantivy::schema::{Schema, FAST, STORED, STRING};
 /// use tantivy::{doc, Index};
-/// use tantivy_simhash::batch::PairJoin;
+/// use tantivy_simhash::PairJoin;
 /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
 ///
 /// let config = NearDupConfig::new("id", Vec::<String>::new());
@@ -134,7 +134,7 @@ impl PairJoin {
             searcher: searcher.clone(),
             rule: rule.clone(),
             max_distance,
-            max_postings_per_key: super::DEFAULT_MAX_POSTINGS_PER_KEY,
+            max_postings_per_key: super::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
             segments,
             ids,
             sequence,
@@ -142,7 +142,7 @@ impl PairJoin {
     }
 
     /// The hot-key bound (see the [module docs](self)); default
-    /// [`DEFAULT_MAX_POSTINGS_PER_KEY`](super::DEFAULT_MAX_POSTINGS_PER_KEY), `usize::MAX`
+    /// [`DEFAULT_JOIN_MAX_POSTINGS_PER_KEY`](super::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY), `usize::MAX`
     /// exact (and quadratic on a run that splitting does not break).
     pub fn max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
         self.max_postings_per_key = max_postings_per_key.max(1);
@@ -238,7 +238,7 @@ impl PairJoin {
             .collect();
         let total: u64 = self.segments.iter().map(|s| u64::from(s.max_doc())).sum();
         if u32::try_from(total).is_err() {
-            return Err(super::join::too_many(total as usize));
+            return Err(super::too_many(total as usize));
         }
         let row = |a: DocAddress| (bases[a.segment_ord as usize] + u64::from(a.doc_id)) as u32;
         let mut uf = UnionFind::new(total as usize);

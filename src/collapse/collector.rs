@@ -363,7 +363,7 @@ impl<C> NearDupCollapse<C> {
     ///
     /// Cost: a segment's ids are read through its **id table** (every id of the segment in
     /// memory, about the ids' bytes + 8 B each; shared in the process with
-    /// [`NearDupSearcher::id_of`](crate::NearDupSearcher::id_of)) once the process has read
+    /// [`NearDupLookup::id_of`](crate::NearDupLookup::id_of)) once the process has read
     /// `max(32, ids / 1024)` of its ids: an id then costs a column read and a copy. Before
     /// that (and for a collapse used once), the ids of one search are read per segment in
     /// one pass over the dictionary blocks they fall in, one block decompression each (~13 us
@@ -383,7 +383,7 @@ impl<C> NearDupCollapse<C> {
     ///
     /// How: every document the rule matches with a leader shares one of the leader's keys, so
     /// each leader's keys are looked up (the lookup of
-    /// [`NearDupSearcher::lookup_signature`](crate::NearDupSearcher::lookup_signature),
+    /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature),
     /// bounded by [`max_postings_per_key`](Self::max_postings_per_key)), each match is given
     /// to its first leader, and the query's matching documents are found among them by
     /// seeking its scorer. Cost, per shard and segment: for each of the `limit` leaders, one

@@ -142,12 +142,12 @@ use std::fmt::Debug;
 use tantivy::Order;
 
 /// Default over-fetch: hits fetched per group asked for.
-pub const DEFAULT_OVERFETCH: usize = 3;
+pub(crate) const DEFAULT_OVERFETCH: usize = 3;
 /// Default widening bound: at most this many hits per group asked for.
-pub const DEFAULT_MAX_OVERFETCH: usize = 64;
+pub(crate) const DEFAULT_MAX_OVERFETCH: usize = 64;
 /// Default hot-key bound of [exact counts](NearDupCollapse::exact_counts): documents read per
 /// key of a leader and segment.
-pub const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 1024;
+pub(crate) const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 1024;
 
 /// A sort key the inner collector ranks hits by: the score (`f32`) or a fast field value
 /// (`Option<u64>`, `Option<i64>`, `Option<f64>`, ...).

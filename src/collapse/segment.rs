@@ -6,7 +6,7 @@
 //! column: opened per search, that was most of a collapse's own cost on 16 segments
 //! (docs/PERFORMANCE.md). A [`ColumnCache`] belongs to one [`NearDupCollapse`] (shared by the
 //! re-searches of its widening) and keeps each segment's opened columns, and its entry in the
-//! process's id tables ([`crate::ids`]), so that a segment whose ids the collapse reads often
+//! process's id tables ([`crate::id_table`]), so that a segment whose ids the collapse reads often
 //! gets its table and an id costs a column read.
 //!
 //! [`NearDupCollapse`]: super::NearDupCollapse
@@ -15,7 +15,7 @@ use super::collector::ColumnNames;
 use super::field::{SegmentValues, ValueKind};
 use crate::component::reader::SegmentSignatures;
 use crate::error::Result;
-use crate::ids::{read_segment_strs, segment_ids, SegmentIds};
+use crate::id_table::{read_segment_strs, segment_ids, SegmentIds};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::StrColumn;

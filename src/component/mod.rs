@@ -43,7 +43,7 @@
 //! ```
 
 mod file;
-pub mod reader;
+pub(crate) mod reader;
 
 pub(crate) use file::ComponentFile;
 

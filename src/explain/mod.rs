@@ -19,7 +19,7 @@
 //! A non-match says which branch failed and by how much ([`Branch`]).
 //!
 //! ```
-//! use tantivy_simhash::explain::Explanation;
+//! use tantivy_simhash::Explanation;
 //! use tantivy_simhash::{MatchRule, Scheme};
 //!
 //! let rule = MatchRule::default();
@@ -41,7 +41,7 @@ pub use words::{Alignment, Run, RunKind, ALIGNMENT_DEADLINE, MIN_MOVED_WORDS};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Scheme;
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use crate::schema::NearDupIndex;
 use crate::signature::{Evidence, MatchRule, Signature};
 use serde::Serialize;
@@ -367,7 +367,7 @@ impl Explanation {
 /// shingles.
 ///
 /// ```
-/// use tantivy_simhash::explain::word_resemblance;
+/// use tantivy_simhash::word_resemblance;
 /// assert_eq!(word_resemblance("One two three four", "one TWO three four"), 1.0);
 /// assert_eq!(word_resemblance("one two three four", "one two three five"), 1.0 / 3.0);
 /// ```
@@ -416,7 +416,7 @@ impl NearDupIndex {
     /// [`Error::Tantivy`] when reading fails.
     pub fn explain_ids(
         &self,
-        searcher: &NearDupSearcher,
+        searcher: &NearDupLookup,
         id_a: &str,
         id_b: &str,
     ) -> Result<Explanation> {
@@ -440,7 +440,7 @@ impl NearDupIndex {
 
     /// The text document `id` was signed from: its text fields' stored values joined by line
     /// breaks. Errors as [`explain_ids`](Self::explain_ids).
-    pub fn stored_text(&self, searcher: &NearDupSearcher, id: &str) -> Result<String> {
+    pub fn stored_text(&self, searcher: &NearDupLookup, id: &str) -> Result<String> {
         let address = searcher.address_of_id(id)?.ok_or_else(|| {
             Error::Document(format!(
                 "no live document has id `{id}`; check the id (ids are exact strings)"

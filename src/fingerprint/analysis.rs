@@ -26,7 +26,7 @@ pub const SIMHASH_TOKENIZER_NAME: &str = "simhash";
 
 /// Words longer than this many characters are split into pieces of this length, so junk input
 /// (a megabyte without a space) cannot make a token tantivy refuses to index.
-pub const MAX_TOKEN_CHARS: usize = 64;
+pub(crate) const MAX_TOKEN_CHARS: usize = 64;
 
 /// Han runs longer than this many bytes are cut by jieba in pieces, bounding its memory.
 const MAX_JIEBA_RUN_BYTES: usize = 1 << 16;
@@ -147,7 +147,7 @@ impl Normalization {
 }
 
 /// Whether `c` is a Han ideograph (CJK unified, extensions, compatibility).
-pub fn is_han(c: char) -> bool {
+pub(crate) fn is_han(c: char) -> bool {
     matches!(c as u32,
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2A6DF
         | 0x2A700..=0x2EBEF | 0x2F800..=0x2FA1F | 0x30000..=0x3134F)

@@ -151,7 +151,7 @@ impl fmt::Debug for Tokenization {
 }
 
 /// The default feature-hash seed.
-pub const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
+pub(crate) const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
 
 /// Everything that determines a fingerprint from text. See the [module docs](self).
 ///
@@ -202,7 +202,7 @@ pub struct SchemeBuilder {
 }
 
 /// The version of the fingerprint algorithm; part of every scheme id.
-pub const SCHEME_VERSION: u32 = 1;
+pub(crate) const SCHEME_VERSION: u32 = 1;
 
 impl Default for SchemeBuilder {
     fn default() -> Self {

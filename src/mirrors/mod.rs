@@ -49,7 +49,7 @@
 //! fingerprinting every page once.
 //!
 //! ```
-//! use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder};
+//! use tantivy_simhash::{HostPage, MirrorConfig, MirrorFinder};
 //! use tantivy_simhash::Scheme;
 //!
 //! let finder = MirrorFinder::new(Scheme::default(), MirrorConfig::default())?;
@@ -87,7 +87,7 @@ use pages::{
 use crate::error::{Error, Result};
 use crate::fingerprint::Scheme;
 use crate::layout::BlockLayout;
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use crate::replay::document_text;
 use crate::schema::NearDupIndex;
 use crate::signature::{MatchRule, RuleSpec, Signature, Signer};
@@ -401,7 +401,7 @@ impl MirrorFinder {
             .map(|n| stored(n))
             .collect::<Result<Vec<_>>>()?;
         let searcher = index.searcher()?;
-        let lookups = NearDupSearcher::new(index.fields(), &searcher)?;
+        let lookups = NearDupLookup::new(index.fields(), &searcher)?;
         let mut pages = Vec::new();
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             for doc in seg.doc_ids_alive() {

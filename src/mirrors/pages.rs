@@ -193,7 +193,7 @@ pub(super) fn closest(pa: &[u32], pb: &[u32], sigs: &[Option<Signature>]) -> (u3
 /// Every pair of `items` whose content signatures `rule` matches (without its resemblance
 /// branch unless `by_resemblance`), through the in-memory join of
 /// [`signature::pairs_in_memory`](crate::signature::pairs_in_memory) (identical signatures
-/// grouped first; hot keys bounded by [`crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY`]). Returns
+/// grouped first; hot keys bounded by [`crate::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY`]). Returns
 /// `(item a, item b, fingerprint distance)` with `a < b`, each pair once, sorted.
 pub(crate) fn near_pairs(
     rule: &MatchRule,
@@ -202,7 +202,7 @@ pub(crate) fn near_pairs(
 ) -> Vec<(u32, u32, u32)> {
     let signatures: Vec<Signature> = items.iter().map(|(_, s)| (*s).clone()).collect();
     let mut out = Vec::new();
-    let bound = crate::batch::DEFAULT_MAX_POSTINGS_PER_KEY;
+    let bound = crate::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY;
     crate::signature::pairs_in_memory(rule, &signatures, bound, |i, j, e| {
         if !by_resemblance && matches!(e, Evidence::Resemblance { .. }) {
             return;

@@ -16,7 +16,7 @@
 //! ```
 //! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 //! # use tantivy::{doc, Index};
-//! use tantivy_simhash::report::{write_report, ReportOptions};
+//! use tantivy_simhash::{write_report, ReportOptions};
 //! use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 //! # let config = NearDupConfig::new("id", ["body"]);
 //! # let mut builder = Schema::builder();
@@ -42,7 +42,7 @@ mod html;
 use crate::batch::{ClusterMode, NearDupGraph};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, RunKind};
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use crate::mirrors::{MirrorConfig, MirrorFinder};
 use crate::schema::NearDupIndex;
 use rayon::prelude::*;
@@ -187,7 +187,7 @@ struct Data {
 /// [`Error::Tantivy`] when reading the index fails.
 pub fn write_report(
     index: &NearDupIndex,
-    searcher: &NearDupSearcher,
+    searcher: &NearDupLookup,
     options: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<ReportStats> {

@@ -33,7 +33,7 @@ mod shingles;
 pub(crate) use minhash::band_from_words;
 pub use minhash::{MinHashConfig, Sketch};
 pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairStats};
-pub use rule::{Evidence, MatchRule, RuleSpec, BAND_KEY_TAG};
+pub use rule::{Evidence, MatchRule, RuleSpec};
 pub use shingles::Shingling;
 
 use crate::fingerprint::{

@@ -43,7 +43,7 @@ impl PairStats {
 /// [`pairs_in_key_group`] is the same join, one key at a time.
 ///
 /// ```
-/// use tantivy_simhash::{signature::pairs_in_memory, MatchRule, Scheme};
+/// use tantivy_simhash::{pairs_in_memory, MatchRule, Scheme};
 ///
 /// let rule = MatchRule::default();
 /// let mut signer = rule.signer(&Scheme::default());
@@ -162,7 +162,7 @@ fn sorted_postings(keys: &[Vec<u64>]) -> Vec<(u64, u32, u32)> {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use tantivy_simhash::signature::{pairs_in_key_group, pairs_in_memory};
+/// use tantivy_simhash::{pairs_in_key_group, pairs_in_memory};
 /// use tantivy_simhash::{MatchRule, Scheme};
 ///
 /// let rule = MatchRule::default();

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash block keys use
 /// tags below 0x8000 (their combination index), so both families share one keys field.
-pub const BAND_KEY_TAG: u64 = 0x8000;
+pub(crate) const BAND_KEY_TAG: u64 = 0x8000;
 const TAG_SHIFT: u32 = 48;
 
 /// The parameters of a [`MatchRule`], as indexes record them.

@@ -2,12 +2,12 @@
 //! last commit, indexed by the rule's keys, and the near-duplicate check against it and the
 //! committed index.
 
-pub(super) use super::ids::Chain;
-use super::ids::PendingIds;
+pub(super) use super::id_policy::Chain;
+use super::id_policy::PendingIds;
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
-use crate::ids::StrColumns;
-use crate::lookup::NearDupSearcher;
+use crate::id_table::StrColumns;
+use crate::lookup::NearDupLookup;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -173,7 +173,7 @@ impl Pending {
 
     /// Follows the writer's searcher of a new commit: the string columns of its segments. Errors: [`crate::Error::Tantivy`] when a column cannot be
     /// opened.
-    pub(super) fn follow(&mut self, searcher: &NearDupSearcher) -> Result<()> {
+    pub(super) fn follow(&mut self, searcher: &NearDupLookup) -> Result<()> {
         // Opened first, so that a failure leaves nothing half-followed.
         let groups = StrColumns::open(searcher.searcher(), searcher.fields().group)?;
         let replaced = StrColumns::open(searcher.searcher(), searcher.fields().replaced)?;
@@ -201,7 +201,7 @@ impl Pending {
     /// of a document an [`IdPolicy::Replace`](super::IdPolicy::Replace) adds) are not matches.
     pub(super) fn matches(
         &mut self,
-        searcher: &NearDupSearcher,
+        searcher: &NearDupLookup,
         rule: &MatchRule,
         signature: &Signature,
         wanted: Wanted,
@@ -379,7 +379,7 @@ impl Pending {
     /// only the strongest, and none when it is weaker than `best_pending`.
     fn committed_matches(
         &mut self,
-        searcher: &NearDupSearcher,
+        searcher: &NearDupLookup,
         rule: &MatchRule,
         signature: &Signature,
         wanted: Wanted,

@@ -5,7 +5,7 @@ use crate::batch::Clusters;
 use crate::columns::{field_name, read_strs};
 use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use tantivy::columnar::StrColumn;
 use tantivy::schema::{Field, Value};
 use tantivy::{DocAddress, Searcher, TantivyDocument, Term};
@@ -59,7 +59,7 @@ impl DedupWriter {
     /// ```
     /// # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
     /// # use tantivy::{doc, Index};
-    /// use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
+    /// use tantivy_simhash::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
     /// # let config = NearDupConfig::new("id", ["body"]);
     /// # let mut builder = Schema::builder();
@@ -104,7 +104,7 @@ impl DedupWriter {
         let mut todo = self.clustered_to_retag(clusters, &groups, &mut written)?;
         todo.extend(self.alone_to_retag(clusters, &groups, &mut written)?);
         todo.sort_by(|a, b| a.id.cmp(&b.id).then(a.address.cmp(&b.address)));
-        let snapshot = NearDupSearcher::new(self.index.fields(), searcher)?;
+        let snapshot = NearDupLookup::new(self.index.fields(), searcher)?;
         let reserved = self.reserved_fields(group_field);
         let id_field = self.index.fields.id;
         for same_id in todo.chunk_by(|a, b| a.id == b.id) {
@@ -259,7 +259,7 @@ impl DedupWriter {
     /// signature, the new group, and the sequence and replaced ids read from the snapshot.
     fn retagged_document(
         &self,
-        snapshot: &NearDupSearcher,
+        snapshot: &NearDupLookup,
         reserved: &[Field],
         source: TantivyDocument,
         retag: &Retag,

@@ -6,7 +6,7 @@ use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Field, Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{Index, TantivyDocument};
 use tantivy_simhash::{
-    BlockLayout, DedupWriter, Fingerprint, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
+    BlockLayout, DedupWriter, Fingerprint, NearDupConfig, NearDupIndex, NearDupLookup, Policy,
 };
 
 /// splitmix64: a tiny deterministic generator for fingerprints.
@@ -116,7 +116,7 @@ pub fn add_committing(
 
 /// The number `N` of the document `dN` at `a` (the ids the test corpora use), read from the
 /// doc store.
-pub fn doc_number(s: &NearDupSearcher, t: &TestIndex, a: tantivy::DocAddress) -> usize {
+pub fn doc_number(s: &NearDupLookup, t: &TestIndex, a: tantivy::DocAddress) -> usize {
     use tantivy::schema::Value;
     let doc: TantivyDocument = s.searcher().doc(a).unwrap();
     doc.get_first(t.id).and_then(|v| v.as_str()).unwrap()[1..]
@@ -139,7 +139,7 @@ pub fn brute_force(
     v
 }
 
-pub fn lookup_pairs(s: &NearDupSearcher, q: Fingerprint, k: u32) -> Vec<(String, u32)> {
+pub fn lookup_pairs(s: &NearDupLookup, q: Fingerprint, k: u32) -> Vec<(String, u32)> {
     s.lookup_within(q, k)
         .unwrap()
         .into_iter()
@@ -203,7 +203,7 @@ fn texts_and_copies(seed: u64, n: usize, with_chrome: bool) -> Vec<String> {
 
 /// Every live document of `searcher`: its id and group (`None` when it has none), in address
 /// order; panics on a document without an id or an id stored twice.
-pub fn live_ids_and_groups(searcher: &NearDupSearcher) -> BTreeMap<String, Option<String>> {
+pub fn live_ids_and_groups(searcher: &NearDupLookup) -> BTreeMap<String, Option<String>> {
     let mut out = BTreeMap::new();
     for (ord, seg) in searcher.searcher().segment_readers().iter().enumerate() {
         for doc in seg.doc_ids_alive() {

@@ -46,11 +46,11 @@ use std::time::Instant;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::schema::{Schema, FAST, STRING};
 use tantivy::{doc, DocAddress, Index};
-use tantivy_simhash::batch::{NearDupGraph, PairJoin};
-use tantivy_simhash::signature::{Signature, Sketch};
 use tantivy_simhash::{
     BlockLayout, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex, Policy,
 };
+use tantivy_simhash::{NearDupGraph, PairJoin};
+use tantivy_simhash::{Signature, Sketch};
 
 #[path = "../support/data.rs"]
 mod data;
@@ -408,7 +408,7 @@ fn time_clusters(graph: &NearDupGraph, t: &mut Timings) -> Res<f64> {
 /// clusters, with the peak memory of the phase. Returns the graph, the number of document pairs
 /// and the timings and memory (MB: peak of the phase, RSS before it).
 fn batch_job(
-    searcher: &tantivy_simhash::NearDupSearcher,
+    searcher: &tantivy_simhash::NearDupLookup,
     fps: &[u64],
     threads: usize,
     t: &mut Timings,
@@ -512,8 +512,8 @@ fn brute_force(fps: &[u64], k: u32, brute_queries: usize, threads: usize) -> f64
     brute
 }
 
-/// One id read per document (`NearDupSearcher::id_of`) next to the batched read of all ids.
-fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupSearcher) -> Res<()> {
+/// One id read per document (`NearDupLookup::id_of`) next to the batched read of all ids.
+fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupLookup) -> Res<()> {
     let sample_docs: Vec<DocAddress> = graph
         .groups()
         .step_by((graph.num_signatures() / 10_000).max(1))

@@ -24,8 +24,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::batch::{ClusterMode, NearDupGraph};
-use tantivy_simhash::explain::word_resemblance;
+use tantivy_simhash::word_resemblance;
+use tantivy_simhash::{ClusterMode, NearDupGraph};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 
 #[derive(Deserialize)]

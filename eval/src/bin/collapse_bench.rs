@@ -19,7 +19,7 @@
 //! - `TopDocs(limit) + ids`: the baseline plus reading the `limit` user ids (what a result page
 //!   needs at least);
 //! - `TopDocs(limit) + ids through the crate's id tables`: the same ids read with
-//!   `NearDupSearcher::id_of`, which reads a segment's ids from its in-memory id table once
+//!   `NearDupLookup::id_of`, which reads a segment's ids from its in-memory id table once
 //!   built (the collapse reads ids the same way);
 //! - `TopDocs(fetch)`: the inner search of the collapse alone (fetch = `--overfetch` x limit,
 //!   default 3 x, the library's default);
@@ -57,7 +57,7 @@ use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocAddress, Index, Score, Searcher, TantivyDocument};
 use tantivy_simhash::{
-    GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupSearcher, Policy,
+    GroupBy, NearDupCollapse, NearDupConfig, NearDupIndex, NearDupLookup, Policy,
 };
 
 struct Args {
@@ -337,7 +337,7 @@ const NO_IDS: usize = 5;
 fn methods<'a, T: ByScore, C: ByScore>(
     c: &'a Collectors<T, C>,
     s: &'a Searcher,
-    searcher: &'a NearDupSearcher,
+    searcher: &'a NearDupLookup,
 ) -> Vec<(&'static str, Method<'a>)> {
     vec![
         (
@@ -349,7 +349,7 @@ fn methods<'a, T: ByScore, C: ByScore>(
             Box::new(time(|q| read_ids(s, &s.search(q, &c.top)?))),
         ),
         (
-            "TopDocs(limit) + ids through the crate's id tables (NearDupSearcher::id_of)",
+            "TopDocs(limit) + ids through the crate's id tables (NearDupLookup::id_of)",
             Box::new(time(|q| {
                 let hits = s.search(q, &c.top)?;
                 hits.iter()
@@ -509,7 +509,7 @@ fn print_ratio_percentiles(mut per_query_ratio: Vec<f64>) {
 fn bench(
     args: &Args,
     index: &NearDupIndex,
-    searcher: &NearDupSearcher,
+    searcher: &NearDupLookup,
     title: tantivy::schema::Field,
     text: tantivy::schema::Field,
     queries: &[String],

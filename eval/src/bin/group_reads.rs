@@ -1,4 +1,4 @@
-//! Reading the group of every document of a `Tag` index through `NearDupSearcher::group_of`
+//! Reading the group of every document of a `Tag` index through `NearDupLookup::group_of`
 //! (the process's string tables, `src/ids.rs`) against reading each group from the column's
 //! dictionary one by one (what `group_of` did before; a block decompressed per string), in the
 //! same run.

@@ -15,14 +15,14 @@
 //! 1. **Lookup latency** at each size (default 100k and 1M fingerprints, 91% random and 9% in
 //!    near-duplicate clusters of 10), with the default layout (4 x 16, k = 3), in an on-disk
 //!    (mmap) index, warm, with 8 segments and after merging to 1. Queries: half near an indexed
-//!    fingerprint (0..=4 bits flipped), half random. Methods: `NearDupSearcher::lookup` (ids
+//!    fingerprint (0..=4 bits flipped), half random. Methods: `NearDupLookup::lookup` (ids
 //!    included), `NearDupQuery` through `Searcher::search` with `DocSetCollector`, an in-memory
 //!    pigeonhole table and a brute-force scan over the same fingerprints. Recall of every
 //!    method is checked against brute force. Also the first lookup of a fresh index handle
 //!    (nothing to build: the tables are read in place) and the second.
 //! 2. **Lookup by the match rule vs simhash-only** at each size, side by side on one index
 //!    (8 segments) of signatures (fingerprint + 256-bin sketch, the rule's 16 keys): the
-//!    simhash-only `NearDupSearcher::lookup` (the default before lookups moved to the rule)
+//!    simhash-only `NearDupLookup::lookup` (the default before lookups moved to the rule)
 //!    against `lookup_signature` (the rule, ids included), `lookup_signature_addresses` and
 //!    `NearDupQuery::from_signature` with `DocSetCollector`, on the same query fingerprints.
 //!    Queries: a quarter near an indexed document (fingerprint 0..=4 bits away, 10% of its
@@ -63,7 +63,7 @@ use tantivy::schema::{
 use tantivy::{doc, Index, IndexWriter, TantivyDocument};
 use tantivy_simhash::{
     register_tokenizer, BlockLayout, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
-    NearDupQuery, NearDupSearcher, Policy, Signature, Sketch, SIMHASH_TOKENIZER_NAME,
+    NearDupLookup, NearDupQuery, Policy, Signature, Sketch, SIMHASH_TOKENIZER_NAME,
 };
 
 struct Args {
@@ -373,7 +373,7 @@ fn build_rule_index(sigs: &[Signature], rule: &MatchRule) -> Res<tempfile::TempD
 type RuleMethod<'a> = (String, Box<dyn Fn(&Signature) -> Res<usize> + 'a>);
 
 /// The methods of the rule table, pairs of simhash-only and rule rows.
-fn rule_methods(s: &NearDupSearcher, k: u32) -> Vec<RuleMethod<'_>> {
+fn rule_methods(s: &NearDupLookup, k: u32) -> Vec<RuleMethod<'_>> {
     vec![
         (
             "simhash-only: lookup (with ids)".into(),
@@ -433,7 +433,7 @@ fn rule_recall(
     rule: &MatchRule,
     sigs: &[Signature],
     queries: &[Signature],
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
 ) -> Res<()> {
     let (mut want, mut got, mut by_resemblance) = (0usize, 0usize, 0usize);
     for q in queries
@@ -507,7 +507,7 @@ fn rule_lookup_bench(n: usize, n_queries: usize) -> Res<()> {
 }
 
 /// The bytes of the segment component's files (signatures and key tables) per document.
-fn component_report(s: &NearDupSearcher) -> Res<()> {
+fn component_report(s: &NearDupLookup) -> Res<()> {
     let (bytes, docs) = component_bytes(s.searcher())?;
     println!(
         "segment component: {} segment(s), {docs} documents, {:.1} MB = {:.1} B per document \
@@ -551,7 +551,7 @@ fn time_queries<'q>(
 }
 
 /// Expected result sizes, from brute force; also warms every path once.
-fn expected_sizes(s: &NearDupSearcher, fps: &[u64], qs: &[u64], k: u32) -> Res<Vec<usize>> {
+fn expected_sizes(s: &NearDupLookup, fps: &[u64], qs: &[u64], k: u32) -> Res<Vec<usize>> {
     let mut want = Vec::with_capacity(qs.len());
     let mut buf = Vec::new();
     for &q in qs {
@@ -594,7 +594,7 @@ fn print_lookup_rows(rows: &[(&str, Stats, usize)], expected: impl Fn(usize) -> 
 }
 
 fn run_lookups(
-    s: &NearDupSearcher,
+    s: &NearDupLookup,
     fps: &[u64],
     qs: &[u64],
     table: &PigeonholeTable,
@@ -602,11 +602,11 @@ fn run_lookups(
 ) -> Res<()> {
     let segments = s.searcher().segment_readers().len();
     let t = Instant::now();
-    let reopened = NearDupSearcher::new(s.fields(), s.searcher())?;
+    let reopened = NearDupLookup::new(s.fields(), s.searcher())?;
     let open_cost = t.elapsed();
     drop(reopened);
     println!(
-        "\n{segments} segment(s), {} queries; opening a NearDupSearcher: {:.1} us",
+        "\n{segments} segment(s), {} queries; opening a NearDupLookup: {:.1} us",
         qs.len(),
         us(open_cost)
     );
@@ -617,9 +617,9 @@ fn run_lookups(
 
     let mut rows: Vec<(&str, Stats, usize)> = Vec::new();
     let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup(q)?.len()))?;
-    rows.push(("NearDupSearcher::lookup (with ids)", st, found));
+    rows.push(("NearDupLookup::lookup (with ids)", st, found));
     let (st, found) = time_queries(qs.iter(), |q| Ok(s.lookup_addresses(q, k)?.len()))?;
-    rows.push(("NearDupSearcher::lookup_addresses (no ids)", st, found));
+    rows.push(("NearDupLookup::lookup_addresses (no ids)", st, found));
     let (st, found) = time_queries(qs.iter(), |q| {
         let query = NearDupQuery::new(s.fields(), q);
         Ok(s.searcher().search(&query, &DocSetCollector)?.len())
@@ -649,7 +649,7 @@ fn run_lookups(
     Ok(())
 }
 
-fn bytes_per_doc(s: &NearDupSearcher, what: &str) -> Res<()> {
+fn bytes_per_doc(s: &NearDupLookup, what: &str) -> Res<()> {
     let usage = s.searcher().space_usage()?;
     let (component, docs) = component_bytes(s.searcher())?;
     let per = |b: u64| b as f64 / docs.max(1) as f64;

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
-use tantivy_simhash::mirrors::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
+use tantivy_simhash::{HostPage, MirrorConfig, MirrorFinder, MirrorReport};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
 
 #[path = "../support/data.rs"]

@@ -18,10 +18,8 @@
 use std::time::{Duration, Instant};
 use tantivy::schema::{IndexRecordOption, NumericOptions, Schema, FAST};
 use tantivy::{DocSet, Index, IndexWriter, TantivyDocument, Term, TERMINATED};
-use tantivy_simhash::component::reader::{
-    ResolvedSignatureFields, SignatureFields, SignatureReader,
-};
 use tantivy_simhash::{BlockLayout, Fingerprint, MatchRule, Signature, Sketch};
+use tantivy_simhash::{ResolvedSignatureFields, SignatureFields, SignatureReader};
 
 struct Rng(u64);
 impl Rng {

@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy_simhash::store::{
+use tantivy_simhash::app::{
     self, Collapse, LeaderChoice, Requested, Search, SearchHit, SearchSettings, SimilarTo, Store,
 };
 use tantivy_simhash::{Error, Policy, Signature};
@@ -22,7 +22,7 @@ fn store_of_copies(dir: &std::path::Path) -> (Store, HashMap<String, Signature>)
         policy: Some(Policy::Off),
         ..Requested::default()
     };
-    let (store, _) = store::open_or_create(&dir.join("idx"), &req).unwrap();
+    let (store, _) = app::open_or_create(&dir.join("idx"), &req).unwrap();
     let mut writer = store.index.writer(50 << 20, Policy::Off).unwrap();
     for (i, text) in common::edited_texts(7, DOCS).iter().enumerate() {
         let doc = store
@@ -194,7 +194,7 @@ fn similar_finds_every_document_within_k_or_matched_by_the_rule() {
             .filter(|(other, s)| **other != id && me.fingerprint.distance(s.fingerprint) <= 2)
             .map(|(other, _)| other.clone())
             .collect();
-        let found = store::similar(&store, SimilarTo::Id(&id), Some(2), 0).unwrap();
+        let found = app::similar(&store, SimilarTo::Id(&id), Some(2), 0).unwrap();
         assert_eq!(found.within, Some(2));
         let ids: BTreeSet<String> = found.hits.iter().map(|(h, _)| h.id.clone()).collect();
         assert_eq!(ids, within, "{id}");
@@ -204,7 +204,7 @@ fn similar_finds_every_document_within_k_or_matched_by_the_rule() {
             .filter(|(other, s)| **other != id && rule.matches(me, s).is_some())
             .map(|(other, _)| other.clone())
             .collect();
-        let found = store::similar(&store, SimilarTo::Id(&id), None, 0).unwrap();
+        let found = app::similar(&store, SimilarTo::Id(&id), None, 0).unwrap();
         let ids: BTreeSet<String> = found.hits.iter().map(|(h, _)| h.id.clone()).collect();
         assert_eq!(ids, by_rule, "{id}");
         // Strongest evidence first; the stored fields are the hit's.
@@ -214,7 +214,7 @@ fn similar_finds_every_document_within_k_or_matched_by_the_rule() {
         for (h, doc) in &found.hits {
             assert_eq!(h.id, doc.id);
         }
-        let first = store::similar(&store, SimilarTo::Id(&id), None, 1).unwrap();
+        let first = app::similar(&store, SimilarTo::Id(&id), None, 1).unwrap();
         assert_eq!(first.hits.len(), by_rule.len().min(1));
     }
 }
@@ -237,15 +237,15 @@ fn requests_that_cannot_be_answered_say_so() {
         Search::new(&store, ungrouped),
         Err(Error::Setting(_))
     ));
-    let err = store::similar(&store, SimilarTo::Id("nobody"), None, 0)
+    let err = app::similar(&store, SimilarTo::Id("nobody"), None, 0)
         .err()
         .unwrap();
     assert!(matches!(&err, Error::Request(m) if m.contains("no document has id `nobody`")));
-    let err = store::similar(&store, SimilarTo::Text(" \n"), None, 0)
+    let err = app::similar(&store, SimilarTo::Text(" \n"), None, 0)
         .err()
         .unwrap();
     assert!(matches!(err, Error::Setting(_)));
-    let beyond = store::similar(&store, SimilarTo::Id("d0"), Some(9), 0)
+    let beyond = app::similar(&store, SimilarTo::Id("d0"), Some(9), 0)
         .err()
         .unwrap();
     assert!(matches!(beyond, Error::Setting(_)));

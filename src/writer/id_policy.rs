@@ -3,7 +3,7 @@
 
 use crate::columns::for_each_posting;
 use crate::error::Result;
-use crate::lookup::NearDupSearcher;
+use crate::lookup::NearDupLookup;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ use tantivy::{DocAddress, Term};
 /// taken when a live document records that it replaced that id under
 /// [`Policy::Replace`](super::Policy::Replace) (the near-duplicate policy), so a rerun over the
 /// same input does not bring back a copy a newer near-duplicate replaced
-/// ([`NearDupSearcher::is_replaced`]).
+/// ([`NearDupLookup::is_replaced`]).
 ///
 /// **Order**: the id check, the near-duplicate check and the insertion are one step under the
 /// writer's lock, so of documents with one id added at once from several threads exactly one
@@ -109,7 +109,7 @@ pub(super) struct CommittedId {
 
 impl CommittedId {
     /// Looks `id` up in the last commit: what `policy` needs, nothing under `Off`.
-    pub(super) fn read(searcher: &NearDupSearcher, policy: IdPolicy, id: &str) -> Result<Self> {
+    pub(super) fn read(searcher: &NearDupLookup, policy: IdPolicy, id: &str) -> Result<Self> {
         if policy == IdPolicy::Off || searcher.searcher().num_docs() == 0 {
             return Ok(CommittedId::default());
         }
@@ -125,7 +125,7 @@ impl CommittedId {
 
 /// The ids of the live documents of `searcher` that record they replaced `id`: one term lookup
 /// per segment, and an id read per recorder.
-fn replaced_by(searcher: &NearDupSearcher, id: &str) -> Result<Vec<String>> {
+fn replaced_by(searcher: &NearDupLookup, id: &str) -> Result<Vec<String>> {
     let Some(field) = searcher.fields().replaced else {
         return Ok(Vec::new());
     };

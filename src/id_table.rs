@@ -15,7 +15,7 @@
 //! change the dictionary). The same tables serve any string column read this way: a
 //! collapse's string group values (a tag or a `GroupBy::Field` of type str), and through
 //! [`StrColumns`] the groups (`Tag`) and replaced ids (`Replace`) that
-//! [`NearDupSearcher::group_of`](crate::NearDupSearcher::group_of) and the writer's checks
+//! [`NearDupLookup::group_of`](crate::NearDupLookup::group_of) and the writer's checks
 //! against committed segments read.
 
 use crate::columns::{field_name, read_ords_into, SegmentRegistry};

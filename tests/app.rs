@@ -1,9 +1,9 @@
-//! The library's store (the indexes `neardup` and the Python package make): created once,
+//! The application layer's indexes (those `neardup` and the Python package make): created once,
 //! reopened with the settings it recorded, and its two kinds of errors.
 
 mod common;
 
-use tantivy_simhash::store::{self, FieldMap, Requested};
+use tantivy_simhash::app::{self, FieldMap, Requested};
 use tantivy_simhash::{Error, Policy};
 
 #[test]
@@ -17,12 +17,12 @@ fn a_store_reopens_with_what_it_recorded_and_refuses_to_change_fixed_settings() 
         text_field: Some("body".into()),
         ..Requested::default()
     };
-    let (created, was_created) = store::open_or_create(&path, &req).unwrap();
+    let (created, was_created) = app::open_or_create(&path, &req).unwrap();
     assert!(was_created);
     assert_eq!(created.index.layout().max_distance(), 4);
     drop(created);
 
-    let opened = store::open(&path).unwrap();
+    let opened = app::open(&path).unwrap();
     assert_eq!(opened.record.language, "english");
     assert_eq!(opened.record.k, 4);
     assert_eq!(opened.record.policy(), Policy::Replace);
@@ -42,9 +42,9 @@ fn a_store_reopens_with_what_it_recorded_and_refuses_to_change_fixed_settings() 
         k: Some(3),
         ..Requested::default()
     };
-    let err = store::open_or_create(&path, &other_k).err().unwrap();
+    let err = app::open_or_create(&path, &other_k).err().unwrap();
     assert!(matches!(&err, Error::Store(m) if m.contains("-k 4") && m.contains("-k 3")));
-    let (again, was_created) = store::open_or_create(&path, &Requested::default()).unwrap();
+    let (again, was_created) = app::open_or_create(&path, &Requested::default()).unwrap();
     assert!(!was_created);
     assert_eq!(again.record.k, 4);
 }
@@ -56,21 +56,18 @@ fn bad_settings_and_foreign_directories_are_told_apart() {
         language: Some("klingon".into()),
         ..Requested::default()
     };
-    let err = store::open_or_create(&dir.path().join("a"), &unknown)
+    let err = app::open_or_create(&dir.path().join("a"), &unknown)
         .err()
         .unwrap();
     assert!(matches!(&err, Error::Setting(m) if m.contains("klingon")));
-    assert!(matches!(
-        store::scheme_for("klingon"),
-        Err(Error::Setting(_))
-    ));
+    assert!(matches!(app::scheme_for("klingon"), Err(Error::Setting(_))));
 
     std::fs::write(dir.path().join("note.txt"), "not an index").unwrap();
-    let err = store::open_or_create(dir.path(), &Requested::default())
+    let err = app::open_or_create(dir.path(), &Requested::default())
         .err()
         .unwrap();
     assert!(matches!(err, Error::Store(_)));
-    let err = store::open(&dir.path().join("missing")).err().unwrap();
+    let err = app::open(&dir.path().join("missing")).err().unwrap();
     assert!(matches!(&err, Error::Store(m) if m.contains("does not exist")));
 }
 
@@ -93,9 +90,9 @@ fn asking_for_key_postings_is_refused_with_what_to_do() {
         key_postings: Some(true),
         ..Requested::default()
     };
-    let err = store::open_or_create(&path, &req).err().unwrap();
+    let err = app::open_or_create(&path, &req).err().unwrap();
     assert!(err.to_string().contains("no longer supported"), "{err}");
-    let (store, created) = store::open_or_create(&path, &Requested::default()).unwrap();
+    let (store, created) = app::open_or_create(&path, &Requested::default()).unwrap();
     assert!(created);
     assert!(!store.record.key_postings);
     assert!(!store.index.fields().key_postings());
