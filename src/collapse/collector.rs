@@ -13,7 +13,9 @@ use super::{
     DEFAULT_MAX_POSTINGS_PER_KEY, DEFAULT_OVERFETCH,
 };
 use crate::columns::field_name;
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::schema::NearDupFields;
 use crate::signature::MatchRule;
 use serde::de::DeserializeOwned;
