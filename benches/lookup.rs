@@ -13,7 +13,7 @@
 //! `lookup_fresh_searcher` rows open a new lookup handle for every query (what a fresh process
 //! pays before its first answer, besides the page cache).
 //! At the end the mean time per query of each row and its ratio to `pigeonhole_table`, both
-//! measured in this run. Percentiles (p50, p99): `eval/src/bin/index_bench.rs`.
+//! measured in this run. Percentiles (p50, p99): `eval/src/bin/index_bench/`.
 
 #[path = "../eval/src/support/pigeonhole.rs"]
 mod pigeonhole;

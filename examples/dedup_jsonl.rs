@@ -8,8 +8,7 @@
 
 use flate2::read::MultiGzDecoder;
 use std::io::{BufRead, BufReader, Read};
-use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index};
+use tantivy::doc;
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Outcome, Policy};
 
 #[derive(serde::Deserialize)]
@@ -28,12 +27,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         false => Box::new(file),
     };
 
-    let config = NearDupConfig::new("id", ["text"]);
-    let mut schema = Schema::builder();
-    let id = schema.add_text_field("id", STRING | FAST | STORED);
-    let text = schema.add_text_field("text", TEXT);
-    config.add_fields(&mut schema);
-    let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
+    // The id, the text (stored) and the near-duplicate fields, in memory:
+    let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["text"]))?;
+    let (id, text) = (index.field("id")?, index.field("text")?);
     // Reject: a near-duplicate of an indexed document is not added (Tag would add it in the
     // first one's group, Replace would delete the older copy).
     let mut writer = index.writer(100_000_000, Policy::Reject)?;

@@ -6,8 +6,8 @@
 //! ```
 
 use tantivy::query::TermQuery;
-use tantivy::schema::{IndexRecordOption, Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index, Term};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{doc, Term};
 use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
 
 fn main() -> tantivy_simhash::Result<()> {
@@ -22,11 +22,8 @@ fn main() -> tantivy_simhash::Result<()> {
 
     // README: begin
     let config = NearDupConfig::new("id", ["body"]); // identify by `id`, fingerprint `body`
-    let mut schema = Schema::builder();
-    let id = schema.add_text_field("id", STRING | FAST | STORED);
-    let body = schema.add_text_field("body", TEXT);
-    config.add_fields(&mut schema); // the fingerprint, its keys, the group
-    let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
+    let index = NearDupIndex::create_in_ram(config)?; // or create_in_dir(path, config)
+    let (id, body) = (index.field("id")?, index.field("body")?);
     let mut writer = index.writer(50_000_000, Policy::Tag)?; // or Off, Reject, Replace
     for (name, text) in docs {
         let outcome = writer.add_document(doc!(id => name, body => text))?; // Added, Tagged, ...
@@ -39,7 +36,7 @@ fn main() -> tantivy_simhash::Result<()> {
         IndexRecordOption::Basic,
     );
     let collapse = NearDupCollapse::by_score(index.fields(), 10);
-    let results = collapse.search(index.lookups()?.searcher(), &query)?;
+    let results = collapse.search(&index.searcher()?, &query)?;
     for group in results.groups() {
         println!(
             "{} and {} near-duplicates",

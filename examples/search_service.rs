@@ -9,8 +9,8 @@
 use flate2::read::MultiGzDecoder;
 use std::io::{BufRead, BufReader};
 use tantivy::query::QueryParser;
-use tantivy::schema::{Schema, Value, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index, TantivyDocument};
+use tantivy::schema::Value;
+use tantivy::{doc, TantivyDocument};
 use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
 
 #[derive(serde::Deserialize)]
@@ -20,12 +20,9 @@ struct Line {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = NearDupConfig::new("id", ["text"]);
-    let mut schema = Schema::builder();
-    let id = schema.add_text_field("id", STRING | FAST | STORED);
-    let text = schema.add_text_field("text", TEXT | STORED);
-    config.add_fields(&mut schema);
-    let index = NearDupIndex::create(Index::create_in_ram(schema.build()), config)?;
+    // The id, the text (stored) and the near-duplicate fields, in memory:
+    let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["text"]))?;
+    let (id, text) = (index.field("id")?, index.field("text")?);
     let mut writer = index.writer(100_000_000, Policy::Tag)?;
     let corpus = std::fs::File::open("demo/corpus.jsonl.gz")?;
     for line in BufReader::new(MultiGzDecoder::new(corpus)).lines() {

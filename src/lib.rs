@@ -57,8 +57,10 @@
 //! commit); lookups keep each segment's columns open in a [`NearDupLookup`] made from both.
 //! The setup lines are hidden; each example runs.
 //!
-//! **1. Add the fields to a schema.** [`NearDupConfig::add_fields`] adds the fingerprint, its
-//! keys and the group; the id (`STRING | FAST`) and text fields are yours.
+//! **1. Make an index.** [`NearDupIndex::create_in_ram`] (or [`create_in_dir`](NearDupIndex::create_in_dir))
+//! makes one with the id, the text fields and the near-duplicate fields. For a schema of your
+//! own, [`NearDupConfig::add_fields`] adds the fingerprint, its keys and the group to it; the id
+//! (`STRING | FAST`) and text fields are yours.
 //!
 //! ```
 //! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
@@ -66,13 +68,16 @@
 //! use tantivy_simhash::{NearDupConfig, NearDupIndex};
 //!
 //! let config = NearDupConfig::new("id", ["title", "body"]); // fingerprint title + body
+//! let index = NearDupIndex::create_in_ram(config.clone())?;
+//! assert!(index.fields().group.is_some());
+//!
+//! // The same with a schema of your own:
 //! let mut builder = Schema::builder();
 //! builder.add_text_field("id", STRING | FAST | STORED);
 //! builder.add_text_field("title", TEXT);
 //! builder.add_text_field("body", TEXT);
 //! config.add_fields(&mut builder);
 //! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
-//! assert!(index.fields().group.is_some());
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 //!
@@ -80,15 +85,10 @@
 //! [`Policy`]; it sees its own uncommitted documents.
 //!
 //! ```
-//! # use tantivy::schema::{Schema, FAST, STRING, TEXT};
-//! # use tantivy::{doc, Index};
+//! # use tantivy::doc;
 //! use tantivy_simhash::{NearDupConfig, NearDupIndex, Outcome, Policy};
-//! # let config = NearDupConfig::new("id", ["body"]);
-//! # let mut builder = Schema::builder();
-//! # let id = builder.add_text_field("id", STRING | FAST);
-//! # let body = builder.add_text_field("body", TEXT);
-//! # config.add_fields(&mut builder);
-//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+//! # let (id, body) = (index.field("id")?, index.field("body")?);
 //! let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
 //!             of this software, to deal in it without restriction.";
 //! let mut writer = index.writer(15_000_000, Policy::Reject)?;
@@ -105,16 +105,11 @@
 //! ([`Collapsed::deranked`]).
 //!
 //! ```
-//! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-//! # use tantivy::{doc, Index};
+//! # use tantivy::doc;
 //! use tantivy::query::AllQuery;
 //! use tantivy_simhash::{NearDupCollapse, NearDupConfig, NearDupIndex, Policy};
-//! # let config = NearDupConfig::new("id", ["body"]);
-//! # let mut builder = Schema::builder();
-//! # let id = builder.add_text_field("id", STRING | FAST | STORED);
-//! # let body = builder.add_text_field("body", TEXT);
-//! # config.add_fields(&mut builder);
-//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+//! # let (id, body) = (index.field("id")?, index.field("body")?);
 //! # let mut writer = index.writer(15_000_000, Policy::Off)?;
 //! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
 //! #             of this software, to deal in it without restriction.";
@@ -133,15 +128,10 @@
 //! whole index, and its clusters.
 //!
 //! ```
-//! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-//! # use tantivy::{doc, Index};
+//! # use tantivy::doc;
 //! use tantivy_simhash::{NearDupConfig, NearDupGraph, NearDupIndex, Policy};
-//! # let config = NearDupConfig::new("id", ["body"]);
-//! # let mut builder = Schema::builder();
-//! # let id = builder.add_text_field("id", STRING | FAST | STORED);
-//! # let body = builder.add_text_field("body", TEXT);
-//! # config.add_fields(&mut builder);
-//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+//! # let (id, body) = (index.field("id")?, index.field("body")?);
 //! # let mut writer = index.writer(15_000_000, Policy::Off)?;
 //! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
 //! #             of this software, to deal in it without restriction.";

@@ -385,16 +385,11 @@ impl DedupWriter {
     /// A document the id policy settles (skipped or reported) is not signed.
     ///
     /// ```
-    /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
-    /// # use tantivy::{doc, Index};
+    /// # use tantivy::doc;
     /// # use tantivy_simhash::{IdPolicy, NearDupConfig, NearDupIndex, Outcome, Policy};
     /// # fn main() -> tantivy_simhash::Result<()> {
-    /// # let config = NearDupConfig::new("id", ["body"]);
-    /// # let mut builder = Schema::builder();
-    /// # let id = builder.add_text_field("id", STRING | FAST);
-    /// # let body = builder.add_text_field("body", TEXT);
-    /// # config.add_fields(&mut builder);
-    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+    /// # let (id, body) = (index.field("id")?, index.field("body")?);
     /// // Re-ingesting a document skips it instead of storing it twice.
     /// let mut writer = index.writer(50_000_000, Policy::Off)?.with_id_policy(IdPolicy::KeepFirst);
     /// let first = doc!(id => "a", body => "the first version of the page");

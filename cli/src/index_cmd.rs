@@ -1,7 +1,7 @@
 //! `neardup index`: JSONL files into an index, through [`DedupWriter`].
 
-use super::app::{self, FrontEnd, Ingest, IngestCounts, Requested, Store};
-use super::index_summary::print_summary;
+use super::app::{self, FrontEnd, Ingest, Requested, Store};
+use super::index_summary::{print_summary, Summary};
 use super::input::{parse_line, FieldMap, InputDoc, JsonlReader, Parsed, RawLine};
 use super::output::{count, EvidenceJson};
 use super::signals::{catch_interrupts, stop_signal, SIGPIPE};
@@ -27,35 +27,6 @@ pub(crate) struct IndexOptions {
     pub commit_every: u64,
     pub memory_mb: usize,
     pub quiet: bool,
-}
-
-/// What an indexing run did.
-#[derive(Clone, Debug, Default, Serialize)]
-pub(crate) struct Summary {
-    /// Input lines read (blank lines included).
-    pub lines: u64,
-    /// What happened to the documents read (added, tagged, rejected, skipped ids, ...).
-    #[serde(flatten)]
-    pub counts: IngestCounts,
-    /// Bad lines skipped (`--skip-bad`).
-    pub skipped_bad: u64,
-    /// Blank lines (ignored).
-    pub blank: u64,
-    /// Seconds spent.
-    pub seconds: f64,
-    /// Documents in the index after the run.
-    pub index_documents: u64,
-    /// Segments after the run.
-    pub index_segments: usize,
-    /// Whether a signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run (what was read before was
-    /// committed).
-    pub interrupted: bool,
-    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`), when one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<&'static str>,
-    /// The exit status for that signal (128 + its number).
-    #[serde(skip)]
-    pub signal_status: u8,
 }
 
 #[derive(Serialize)]

@@ -1,11 +1,39 @@
 //! The summary `neardup index` prints after a run: a JSON line, or a small table.
 
-use super::app::Store;
-use super::index_cmd::Summary;
+use super::app::{IngestCounts, Store};
 use super::output::count;
 use super::{CliResult, Out};
 use serde::Serialize;
 use std::path::Path;
+
+/// What an indexing run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct Summary {
+    /// Input lines read (blank lines included).
+    pub lines: u64,
+    /// What happened to the documents read (added, tagged, rejected, skipped ids, ...).
+    #[serde(flatten)]
+    pub counts: IngestCounts,
+    /// Bad lines skipped (`--skip-bad`).
+    pub skipped_bad: u64,
+    /// Blank lines (ignored).
+    pub blank: u64,
+    /// Seconds spent.
+    pub seconds: f64,
+    /// Documents in the index after the run.
+    pub index_documents: u64,
+    /// Segments after the run.
+    pub index_segments: usize,
+    /// Whether a signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run (what was read before was
+    /// committed).
+    pub interrupted: bool,
+    /// The signal that stopped the run (`SIGINT`, `SIGTERM`, `SIGHUP`), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<&'static str>,
+    /// The exit status for that signal (128 + its number).
+    #[serde(skip)]
+    pub signal_status: u8,
+}
 
 /// Prints the summary: a JSON line in JSON mode, a small table otherwise.
 pub(crate) fn print_summary(out: &mut Out, store: &Store, s: &Summary) -> CliResult<()> {

@@ -156,8 +156,7 @@ fn a_run_killed_while_claiming_does_not_block_the_directory_forever() {
     let dir = tmp.path().join("ix");
     std::fs::create_dir(&dir).unwrap();
     std::fs::File::create(dir.join(".neardup-creating.4242")).unwrap();
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &["--json"]);
     let out = neardup(&["stats", p(&dir), "--json"]);
     let stats: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(stats["documents"], 3);
@@ -354,8 +353,7 @@ fn a_byte_order_mark_is_accepted() {
     );
     std::fs::write(&input, bytes).unwrap();
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     let out = neardup(&["similar", p(&dir), "--id", "a"]);
     assert_eq!(
         code(&out),
@@ -420,16 +418,7 @@ fn pairs_go_to_stdout_and_their_count_to_stderr_as_documented() {
         ],
     );
     let dir = tmp.path().join("ix");
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "-q",
-        "--dedup",
-        "off",
-    ]);
-    assert_eq!(code(&out), 0);
+    index_quietly(&input, &dir, &["--dedup", "off"]);
     let out = neardup(&["pairs", p(&dir)]);
     assert_eq!(stdout(&out), "0\ta\tb\t-\n", "stdout holds only the pairs");
     assert!(stderr(&out).starts_with("1 pair by the rule (simhash within 3"));

@@ -109,8 +109,7 @@ fn a_mistyped_field_of_a_failed_first_run_is_not_kept() {
     );
     assert_stderr_has(&out, "--text-field");
     // The typo is not the index's mapping: the command without the flag works.
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &["--json"]);
     assert_eq!(documents(&dir), 5);
     let stats = json_lines(&neardup(&["stats", p(&dir), "--json"]))[0].clone();
     assert_eq!(stats["fields"]["text"], "text");
@@ -131,8 +130,7 @@ fn a_mistyped_field_of_a_failed_first_run_is_not_kept() {
         "-q",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = neardup(&["index", p(&other), "--index", p(&fresh), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&other, &fresh, &[]);
     assert_eq!(documents(&fresh), 3);
 }
 
@@ -207,8 +205,7 @@ fn a_read_only_index_can_be_read() {
     let input = tmp.path().join("docs.jsonl");
     let dir = tmp.path().join("idx");
     copies_input(&input, 20);
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     // What each command prints while the index is writable: the oracle.
     let reads: [&[&str]; 6] = [
         &["stats", p(&dir), "--json"],
@@ -270,8 +267,7 @@ fn a_named_pipe_is_read_as_it_is_written() {
             first.is_ok()
         })
     };
-    let out = neardup(&["index", p(&fifo), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&fifo, &dir, &[]);
     assert!(
         producer.join().unwrap(),
         "neardup opened and closed the pipe before reading it"
@@ -285,8 +281,7 @@ fn a_limit_beyond_the_index_returns_every_result() {
     let input = tmp.path().join("docs.jsonl");
     let dir = tmp.path().join("idx");
     copies_input(&input, 20);
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     // A word of each text: every document matches, and -n 40 (the index's size) shows all.
     let query: Vec<String> = (0..20).map(|i| text(i, 1).to_string()).collect();
     let query = query.join(" ");
@@ -325,8 +320,7 @@ fn a_text_too_long_for_the_command_line_is_looked_up_from_a_file_or_stdin() {
         doc_line("other", &text(8, 400_000)),
     ];
     write_lines(&input, &lines);
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     // The oracle: the document's own lookup (itself left out, so one match: its copy).
     let by_id = neardup(&["similar", p(&dir), "--id", "long", "--json"]);
     let ids = |out: &std::process::Output| -> Vec<String> {
@@ -374,28 +368,12 @@ fn pairs_are_in_id_order_whatever_the_segments() {
     reversed.reverse();
     let input_reversed = tmp.path().join("reversed.jsonl");
     write_lines(&input_reversed, &reversed);
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&one),
-        "-q",
-        "--dedup",
-        "off",
-    ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = neardup(&[
-        "index",
-        p(&input_reversed),
-        "--index",
-        p(&many),
-        "-q",
-        "--dedup",
-        "off",
-        "--commit-every",
-        "7",
-    ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &one, &["--dedup", "off"]);
+    index_quietly(
+        &input_reversed,
+        &many,
+        &["--dedup", "off", "--commit-every", "7"],
+    );
     let a = neardup(&["pairs", p(&one)]);
     let b = neardup(&["pairs", p(&many)]);
     assert_eq!(code(&a), 0);
@@ -436,8 +414,7 @@ fn messages_say_what_was_found_and_what_to_do() {
     // An empty input says so.
     let empty = tmp.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    let out = neardup(&["index", p(&empty), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = index_quietly(&empty, &dir, &[]);
     assert_stderr_has(&out, "the input held no document (it is empty)");
     // A null id is named as such.
     let null = tmp.path().join("null.jsonl");
@@ -455,8 +432,7 @@ fn messages_say_what_was_found_and_what_to_do() {
         stderr(&out)
     );
     // Lines of documents without a title end without spaces.
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     for args in [
         vec!["search", p(&dir), &text(0, 1)],
         vec!["similar", p(&dir), "--id", "a0"],
@@ -483,8 +459,7 @@ fn stats_lists_clusters_only_when_asked_and_names_the_keys_once() {
     let input = tmp.path().join("docs.jsonl");
     copies_input(&input, 6);
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
 
     let stats = json_lines(&neardup(&["stats", p(&dir), "--json"]))[0].clone();
     assert!(stats.get("largest_clusters").is_none(), "{stats}");
@@ -522,8 +497,7 @@ fn result_headers_name_the_rule_briefly() {
     let input = tmp.path().join("docs.jsonl");
     copies_input(&input, 2);
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     let brief = "(simhash within 3, or resemblance >= 0.55)";
     let similar = stdout(&neardup(&["similar", p(&dir), "--id", "a0"]));
     let clusters = stdout(&neardup(&["clusters", p(&dir)]));
@@ -549,8 +523,7 @@ fn mirrors_without_hosts_points_to_the_host_field() {
     let input = tmp.path().join("docs.jsonl");
     copies_input(&input, 2);
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     for args in [vec!["mirrors", p(&dir)], vec!["mirrors", p(&dir), "--json"]] {
         let out = neardup(&args);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -576,8 +549,7 @@ fn an_integer_id_of_hundreds_of_digits_is_an_id() {
     )
     .unwrap();
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = index_quietly(&input, &dir, &["--json"]);
     assert_eq!(json_lines(&out).pop().unwrap()["added"], 1);
     let out = neardup(&["similar", p(&dir), "--text", &text(7, 30), "--json"]);
     assert_eq!(
@@ -593,8 +565,7 @@ fn an_integer_id_of_hundreds_of_digits_is_an_id() {
         format!("{{\"id\": \"{digits}\", \"text\": \"other\"}}\n"),
     )
     .unwrap();
-    let out = neardup(&["index", p(&quoted), "--index", p(&dir), "-q", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = index_quietly(&quoted, &dir, &["--json"]);
     assert_eq!(json_lines(&out).pop().unwrap()["skipped_existing_id"], 1);
     assert_eq!(documents(&dir), 1);
     // Another number out of range is still named as malformed JSON.
@@ -641,8 +612,7 @@ fn a_write_without_room_keeps_the_committed_documents_and_says_what_to_do() {
     let committed = documents(&dir);
     assert!(committed < 800, "{committed}");
     // The advised rerun, with room, completes the input exactly once.
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q", "--json"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = index_quietly(&input, &dir, &["--json"]);
     assert_eq!(documents(&dir), 800);
     assert_eq!(
         json_lines(&out).pop().unwrap()["skipped_existing_id"].as_u64(),
@@ -662,8 +632,7 @@ fn a_search_result_shows_the_passage_that_matched() {
         &[doc_line("far", &long), doc_line("other", &text(5, 30))],
     );
     let dir = tmp.path().join("ix");
-    let out = neardup(&["index", p(&input), "--index", p(&dir), "-q"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &[]);
     let out = neardup(&["search", p(&dir), "zanzibarite"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let shown = stdout(&out);
@@ -693,16 +662,7 @@ fn a_group_says_how_many_of_its_members_are_ranked_lower() {
         ],
     );
     let dir = tmp.path().join("ix");
-    let out = neardup(&[
-        "index",
-        p(&input),
-        "--index",
-        p(&dir),
-        "-q",
-        "--dedup",
-        "off",
-    ]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    index_quietly(&input, &dir, &["--dedup", "off"]);
     // The ranking the test relies on, by the same binary: c1 and c2, f1, c3.
     let ranked = json_lines(&neardup(&[
         "search",

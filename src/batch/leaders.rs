@@ -47,17 +47,12 @@ impl NearDupGraph {
     /// id; [`Error::Tantivy`](crate::Error::Tantivy) when reading a column fails.
     ///
     /// ```
-    /// use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-    /// use tantivy::{doc, Index};
+    /// use tantivy::doc;
     /// use tantivy_simhash::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
     ///
-    /// let config = NearDupConfig::new("id", ["body"]);
-    /// let mut builder = Schema::builder();
-    /// let id = builder.add_text_field("id", STRING | FAST | STORED);
-    /// builder.add_text_field("body", TEXT);
-    /// config.add_fields(&mut builder);
-    /// let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+    /// let id = index.field("id")?;
     /// let mut writer = index.writer(50_000_000, Policy::Off)?;
     /// // A chain: a~b (3 bits), b~c (3 bits), but a and c are 6 bits apart.
     /// for (name, fp) in [("a", 0b000_000u64), ("b", 0b000_111), ("c", 0b111_111)] {

@@ -54,17 +54,12 @@
 //! Dask (docs/DISTRIBUTED.md).
 //!
 //! ```
-//! use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-//! use tantivy::{doc, Index};
+//! use tantivy::doc;
 //! use tantivy_simhash::NearDupGraph;
 //! use tantivy_simhash::{Evidence, Fingerprint, NearDupConfig, NearDupIndex, Policy};
 //!
-//! let config = NearDupConfig::new("id", ["body"]);
-//! let mut builder = Schema::builder();
-//! let id = builder.add_text_field("id", STRING | FAST | STORED);
-//! builder.add_text_field("body", TEXT);
-//! config.add_fields(&mut builder);
-//! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+//! let id = index.field("id")?;
 //! let mut writer = index.writer(50_000_000, Policy::Off)?;
 //! for (name, fp) in [("a", 0xff00u64), ("b", 0xff01), ("c", 0xff00), ("d", 0x1234_5678_9abc)] {
 //!     writer.add_document_with_fingerprint(doc!(id => name), Fingerprint(fp))?;

@@ -1,23 +1,18 @@
 //! [`NearDupCollapse`]: the collector, its settings, and the search loop that widens the fetch.
 
-use super::field::{resolve, GroupBy, LeaderOrder, Purpose, ValueKind};
+use super::field::{GroupBy, LeaderOrder};
 use super::merge::ShardStatistics;
-use super::result::Settings;
-use super::segment::ColumnCache;
+use super::rank::RankKey;
+use super::result::{rank_order, Collapsed, CollapsedGroup, CollapsedHit, Settings};
+use super::segment::{ColumnCache, ColumnNames};
 use super::window::{
-    check_rank_order, fold, rank_order, tied_on_key_and_fingerprint, window_cutoff, FruitSegment,
-    StrField, WindowColumns,
+    check_rank_order, fold, tied_on_key_and_fingerprint, window_cutoff, FruitSegment, StrField,
+    WindowColumns,
 };
-use super::{
-    Collapsed, CollapsedGroup, CollapsedHit, RankKey, DEFAULT_MAX_OVERFETCH,
-    DEFAULT_MAX_POSTINGS_PER_KEY, DEFAULT_OVERFETCH,
-};
-use crate::columns::field_name;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
 use crate::schema::NearDupFields;
-use crate::signature::MatchRule;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
@@ -32,6 +27,14 @@ use tantivy::{DocAddress, DocId, Order, Score, Searcher, SegmentOrdinal, Segment
 mod plumbing;
 
 pub use plumbing::{CollapseSegmentCollector, CollapseSegmentFruit};
+
+/// Default over-fetch: hits fetched per group asked for.
+pub(crate) const DEFAULT_OVERFETCH: usize = 3;
+/// Default widening bound: at most this many hits per group asked for.
+pub(crate) const DEFAULT_MAX_OVERFETCH: usize = 64;
+/// Default hot-key bound of [exact counts](NearDupCollapse::exact_counts): documents read per
+/// key of a leader and segment.
+pub(crate) const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 1024;
 
 /// Folds near-duplicate hits of an inner top-docs collector into groups. See the
 /// [module docs](crate::collapse).
@@ -57,51 +60,6 @@ pub struct NearDupCollapse<C> {
     pub(super) fields: NearDupFields,
     /// The columns of the segments searched so far, shared with the re-searches of widening.
     columns: Arc<ColumnCache>,
-}
-
-/// The names of the columns a collapse reads, from the searched index's schema (fast fields are
-/// opened by name).
-pub(super) struct ColumnNames {
-    /// The index's match rule (the signatures are read from the segment component).
-    pub(super) rule: &'static MatchRule,
-    pub(super) id: String,
-    /// The field hits are grouped by (the group field by tag, the user's field by field) and
-    /// its kind; `None` by the rule.
-    pub(super) group_by: Option<(String, ValueKind)>,
-    /// The leader-order field and its kind.
-    pub(super) leader_order: Option<(String, ValueKind)>,
-}
-
-impl ColumnNames {
-    /// The names, with the user's fields checked against `schema` ([`Error::Schema`] for a
-    /// field that is missing, not fast, or of a type that cannot be read so).
-    pub(super) fn new(
-        fields: NearDupFields,
-        settings: &Settings,
-        schema: &Schema,
-    ) -> Result<ColumnNames> {
-        let group_by = match &settings.group_by {
-            GroupBy::Rule => None,
-            GroupBy::Tag => {
-                let group = fields.require_group("collapsing by tag reads")?;
-                Some((field_name(schema, group)?.to_string(), ValueKind::Str))
-            }
-            GroupBy::Field(name) => Some((name.clone(), resolve(schema, name, Purpose::Group)?)),
-        };
-        let leader_order = match &settings.leader_order {
-            None => None,
-            Some(l) => Some((
-                l.field.clone(),
-                resolve(schema, &l.field, Purpose::LeaderOrder)?,
-            )),
-        };
-        Ok(ColumnNames {
-            rule: fields.rule(),
-            id: field_name(schema, fields.id)?.to_string(),
-            group_by,
-            leader_order,
-        })
-    }
 }
 
 impl NearDupCollapse<()> {

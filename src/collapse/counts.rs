@@ -1,9 +1,11 @@
 //! Exact counts: how many hits of the query each returned leader stands for.
 
-use super::collector::ColumnNames;
+use super::collector::NearDupCollapse;
 use super::field::{GroupBy, SegmentValues};
+use super::rank::RankKey;
+use super::result::Collapsed;
+use super::segment::ColumnNames;
 use super::window::anchor;
-use super::{Collapsed, NearDupCollapse, RankKey};
 use crate::component::reader::SignatureReader;
 use crate::error::Result;
 use crate::signature::{Evidence, MatchRule, Signature};

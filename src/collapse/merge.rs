@@ -1,9 +1,10 @@
 //! [`Collapsed::merge`]: the results of several shards as one index's result, and the BM25
 //! statistics that make their scores comparable.
 
-use super::result::Settings;
-use super::window::{fold, rank_order, window_cutoff};
-use super::{Collapsed, CollapsedHit, RankKey};
+use super::rank::RankKey;
+use super::result::{rank_order, Settings};
+use super::result::{Collapsed, CollapsedHit};
+use super::window::{fold, window_cutoff};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use tantivy::query::Bm25StatisticsProvider;

@@ -2,12 +2,12 @@
 //! computed with.
 
 use super::field::{GroupBy, LeaderOrder};
-use super::window::rank_order;
-use super::RankKey;
+use super::rank::RankKey;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::signature::{MatchRule, RuleSpec, Signature, Sketch};
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
 use tantivy::{DocAddress, Order};
 
 /// One hit of a collapsed result.
@@ -198,4 +198,18 @@ impl<K> CollapsedHit<K> {
             sketch: self.sketch.clone().unwrap_or_default(),
         })
     }
+}
+
+/// Ranks two hits: key, then fingerprint, then user id, then shard and address.
+pub(super) fn rank_order<K: RankKey>(
+    a: &CollapsedHit<K>,
+    b: &CollapsedHit<K>,
+    order: Order,
+) -> Ordering {
+    a.key
+        .rank_cmp(&b.key, order)
+        .then_with(|| a.fingerprint.cmp(&b.fingerprint))
+        .then_with(|| a.id.cmp(&b.id))
+        .then_with(|| a.shard.cmp(&b.shard))
+        .then_with(|| a.address.cmp(&b.address))
 }

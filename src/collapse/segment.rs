@@ -11,18 +11,67 @@
 //!
 //! [`NearDupCollapse`]: super::NearDupCollapse
 
-use super::collector::ColumnNames;
-use super::field::{SegmentValues, ValueKind};
+use super::field::{resolve, GroupBy, Purpose, SegmentValues, ValueKind};
+use super::result::Settings;
+use crate::columns::field_name;
 use crate::component::reader::SegmentSignatures;
 use crate::error::Result;
 use crate::id_table::{read_segment_strs, segment_ids, SegmentIds};
+use crate::schema::NearDupFields;
+use crate::signature::MatchRule;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::StrColumn;
 use tantivy::fastfield::FastFieldReaders;
 use tantivy::index::SegmentId;
+use tantivy::schema::Schema;
 use tantivy::DocId;
 use tantivy::SegmentReader;
+
+/// The names of the columns a collapse reads, from the searched index's schema (fast fields are
+/// opened by name).
+pub(super) struct ColumnNames {
+    /// The index's match rule (the signatures are read from the segment component).
+    pub(super) rule: &'static MatchRule,
+    pub(super) id: String,
+    /// The field hits are grouped by (the group field by tag, the user's field by field) and
+    /// its kind; `None` by the rule.
+    pub(super) group_by: Option<(String, ValueKind)>,
+    /// The leader-order field and its kind.
+    pub(super) leader_order: Option<(String, ValueKind)>,
+}
+
+impl ColumnNames {
+    /// The names, with the user's fields checked against `schema` ([`Error::Schema`] for a
+    /// field that is missing, not fast, or of a type that cannot be read so).
+    pub(super) fn new(
+        fields: NearDupFields,
+        settings: &Settings,
+        schema: &Schema,
+    ) -> Result<ColumnNames> {
+        let group_by = match &settings.group_by {
+            GroupBy::Rule => None,
+            GroupBy::Tag => {
+                let group = fields.require_group("collapsing by tag reads")?;
+                Some((field_name(schema, group)?.to_string(), ValueKind::Str))
+            }
+            GroupBy::Field(name) => Some((name.clone(), resolve(schema, name, Purpose::Group)?)),
+        };
+        let leader_order = match &settings.leader_order {
+            None => None,
+            Some(l) => Some((
+                l.field.clone(),
+                resolve(schema, &l.field, Purpose::LeaderOrder)?,
+            )),
+        };
+        Ok(ColumnNames {
+            rule: fields.rule(),
+            id: field_name(schema, fields.id)?.to_string(),
+            group_by,
+            leader_order,
+        })
+    }
+}
 
 /// A segment's columns stay cached until this many searches of the collapse (one per shard
 /// and re-search) have not read them: a segment merged away, or of a searcher no longer

@@ -2,11 +2,11 @@
 //! what the fold needs (signatures, tied ids, tags), and folding hits into groups by the
 //! match rule.
 
-use super::collector::ColumnNames;
 use super::field::GroupBy;
-use super::result::Settings;
-use super::segment::{ColumnCache, GroupValues, SegmentColumns};
-use super::{CollapsedGroup, CollapsedHit, RankKey};
+use super::rank::RankKey;
+use super::result::{rank_order, Settings};
+use super::result::{CollapsedGroup, CollapsedHit};
+use super::segment::{ColumnCache, ColumnNames, GroupValues, SegmentColumns};
 use crate::error::Result;
 use crate::signature::{Evidence, MatchRule, Signature};
 use std::cmp::Ordering;
@@ -37,20 +37,6 @@ pub(super) fn check_rank_order<K: RankKey>(
     }
 }
 
-/// Ranks two hits: key, then fingerprint, then user id, then shard and address.
-pub(super) fn rank_order<K: RankKey>(
-    a: &CollapsedHit<K>,
-    b: &CollapsedHit<K>,
-    order: Order,
-) -> Ordering {
-    a.key
-        .rank_cmp(&b.key, order)
-        .then_with(|| a.fingerprint.cmp(&b.fingerprint))
-        .then_with(|| a.id.cmp(&b.id))
-        .then_with(|| a.shard.cmp(&b.shard))
-        .then_with(|| a.address.cmp(&b.address))
-}
-
 /// With `hits` sorted best first: when there are at least `fetch`, keeps only those ranked
 /// strictly better than the `fetch`-th and returns its key.
 pub(super) fn window_cutoff<K: RankKey>(
@@ -72,20 +58,18 @@ pub(super) fn window_cutoff<K: RankKey>(
     Some(cutoff)
 }
 
-/// Whether `hit` joins the group led by `leader` (whose signature is `leader_signature`), and
-/// the evidence: by tag or field, the same value; else the match rule, its simhash branch
-/// narrowed to the settings' distance.
+/// Whether `hit` joins the group led by `leader`, and the evidence: by tag or field, the same
+/// value; else the match rule, its simhash branch narrowed to the settings' distance, with
+/// each hit's bands taken once ([`HitBands`]).
 fn joins<K>(
     settings: &Settings,
     rule: &MatchRule,
-    leader: &CollapsedHit<K>,
-    leader_signature: Option<&Signature>,
-    hit: &CollapsedHit<K>,
-    hit_signature: Option<&Signature>,
+    leader: (&CollapsedHit<K>, &[u32]),
+    hit: (&CollapsedHit<K>, &[u32]),
 ) -> Option<Option<Evidence>> {
     if settings.group_by != GroupBy::Rule {
-        let same = leader.group.is_some() && leader.group == hit.group;
-        let distance = match (leader.fingerprint, hit.fingerprint) {
+        let same = leader.0.group.is_some() && leader.0.group == hit.0.group;
+        let distance = match (leader.0.fingerprint, hit.0.fingerprint) {
             (Some(a), Some(b)) => Some(Evidence::Simhash {
                 distance: a.distance(b),
             }),
@@ -93,15 +77,78 @@ fn joins<K>(
         };
         return same.then_some(distance);
     }
-    let (a, b) = (leader_signature?, hit_signature?);
-    rule.matches_within(a, b, settings.max_distance).map(Some)
+    let a = (leader.0.fingerprint?, sketch_words(leader.0), leader.1);
+    let b = (hit.0.fingerprint?, sketch_words(hit.0), hit.1);
+    rule.matches_within_bands(a, b, settings.max_distance)
+        .map(Some)
+}
+
+/// A hit's sketch words (none without a sketch: an empty sketch).
+fn sketch_words<K>(hit: &CollapsedHit<K>) -> &[u64] {
+    hit.sketch.as_ref().map_or(&[], |s| &s.words)
+}
+
+/// The band keys of the groups' leaders, kept for the fold: each hit's keys are taken from its
+/// packed sketch once, not once per leader it is checked against (up to `limit` times), and
+/// held as `u32` (keys have at most 32 bits), which compare several at a time.
+struct HitBands {
+    /// The leaders' bands, one run of `bands` each (empty runs for a leader whose sketch is
+    /// empty or missing, which shares no band).
+    leaders: Vec<u32>,
+    /// Where each leader's run starts and ends in `leaders`.
+    runs: Vec<(usize, usize)>,
+    /// The current hit's bands.
+    hit: Vec<u32>,
+    /// `bands_into`'s buffer.
+    words: Vec<u64>,
+}
+
+impl HitBands {
+    fn new(rule: &MatchRule, limit: usize) -> HitBands {
+        let bands = rule.spec().minhash.bands as usize;
+        HitBands {
+            leaders: Vec::with_capacity(bands * limit),
+            runs: Vec::with_capacity(limit),
+            hit: Vec::with_capacity(bands),
+            words: Vec::with_capacity(bands),
+        }
+    }
+
+    /// Takes the bands of `hit` (none when folding by value, or for a missing or empty
+    /// sketch).
+    fn take<K>(&mut self, settings: &Settings, rule: &MatchRule, hit: &CollapsedHit<K>) {
+        self.hit.clear();
+        if settings.group_by != GroupBy::Rule || hit.fingerprint.is_none() {
+            return;
+        }
+        if let Some(sketch) = hit.sketch.as_ref().filter(|s| !s.is_empty()) {
+            self.words.clear();
+            rule.bands_into(&sketch.words, &mut self.words);
+            // Band keys have `key_bits` <= 32 bits (`MinHashConfig::check`).
+            self.hit.extend(self.words.iter().map(|&k| k as u32));
+        }
+    }
+
+    /// The bands of leader `i`.
+    fn leader(&self, i: usize) -> &[u32] {
+        let (start, end) = self.runs[i];
+        &self.leaders[start..end]
+    }
+
+    /// The current hit becomes a leader.
+    fn push_leader(&mut self) {
+        let start = self.leaders.len();
+        self.leaders.extend_from_slice(&self.hit);
+        self.runs.push((start, self.leaders.len()));
+    }
 }
 
 /// The greedy fold over the window (sorted best first): a hit joins the first group whose
 /// leader it matches, else leads a new group while fewer than `limit` exist; then, with a
 /// leader order, each group's leader is chosen ([`choose_leaders`]). Returns the groups and
-/// the window's other hits. Cost: up to `limit` rule checks per hit (a popcount, and a pass
-/// over the sketches for pairs beyond the simhash distance).
+/// the window's other hits. Cost: the bands of each hit taken once, then up to `limit` rule
+/// checks per hit (a popcount and up to `bands` comparisons, and a pass over the sketches for
+/// a pair sharing a band).
 pub(super) fn fold<K: RankKey>(
     window: Vec<CollapsedHit<K>>,
     settings: &Settings,
@@ -109,18 +156,16 @@ pub(super) fn fold<K: RankKey>(
     complete: bool,
 ) -> (Vec<CollapsedGroup<K>>, Vec<CollapsedHit<K>>) {
     let mut groups: Vec<CollapsedGroup<K>> = Vec::with_capacity(settings.limit.min(window.len()));
-    let mut leaders: Vec<Option<Signature>> = Vec::with_capacity(groups.capacity());
+    let mut bands = HitBands::new(rule, groups.capacity());
     let mut rest = Vec::new();
     'hits: for mut hit in window {
-        let signature = hit.signature();
-        for (group, leader_signature) in groups.iter_mut().zip(&leaders) {
+        bands.take(settings, rule, &hit);
+        for (i, group) in groups.iter_mut().enumerate() {
             let found = joins(
                 settings,
                 rule,
-                &group.leader,
-                leader_signature.as_ref(),
-                &hit,
-                signature.as_ref(),
+                (&group.leader, bands.leader(i)),
+                (&hit, &bands.hit),
             );
             if let Some(evidence) = found {
                 hit.distance = evidence.map(|e| e.distance());
@@ -133,7 +178,7 @@ pub(super) fn fold<K: RankKey>(
         hit.resemblance = None;
         if groups.len() < settings.limit {
             hit.distance = hit.fingerprint.map(|_| 0);
-            leaders.push(signature);
+            bands.push_leader();
             groups.push(CollapsedGroup {
                 leader: hit,
                 members: Vec::new(),

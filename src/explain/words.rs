@@ -42,6 +42,12 @@ impl Words {
     /// every normalised character maps back to the segment it came from). Cost: one pass,
     /// a few allocations per word.
     pub(crate) fn of(text: &str) -> Words {
+        Words::split(text, true)
+    }
+
+    /// [`Words::of`], with or without its shortcut for ASCII characters (the tests compare
+    /// the two).
+    fn split(text: &str, ascii_shortcut: bool) -> Words {
         let mut out = Words::default();
         let mut current = String::new();
         let mut current_span: Option<Range<usize>> = None;
@@ -71,7 +77,7 @@ impl Words {
                     out.end_word(&mut current, &mut current_span);
                 }
             };
-            if c.is_ascii() && end == start + 1 {
+            if ascii_shortcut && c.is_ascii() && end == start + 1 {
                 // NFKC leaves an ASCII character as it is and case folding lowercases it: no
                 // allocation for most characters of most texts (the general path was a seventh
                 // of the CPU time of the report of natural-en).
@@ -426,42 +432,6 @@ fn mark_moves(runs: &mut Vec<Run>, a: &Words, b: &Words) {
 mod tests {
     use super::*;
 
-    /// `Words::of` without its ASCII shortcut: every segment normalised and folded.
-    fn words_by_the_general_path(text: &str) -> Words {
-        let mut out = Words::default();
-        let mut current = String::new();
-        let mut span: Option<Range<usize>> = None;
-        let mut chars = text.char_indices().peekable();
-        while let Some((start, c)) = chars.next() {
-            let mut end = start + c.len_utf8();
-            while let Some(&(i, next)) = chars.peek() {
-                if canonical_combining_class(next) == 0 {
-                    break;
-                }
-                end = i + next.len_utf8();
-                chars.next();
-            }
-            let nfkc: String = text[start..end].nfkc().collect();
-            for n in caseless::default_case_fold_str(&nfkc).chars() {
-                if is_han(n) {
-                    out.end_word(&mut current, &mut span);
-                    out.words.push(n.to_string());
-                    out.spans.push(start..end);
-                } else if is_word(n) {
-                    current.push(n);
-                    match &mut span {
-                        Some(s) => s.end = end,
-                        None => span = Some(start..end),
-                    }
-                } else {
-                    out.end_word(&mut current, &mut span);
-                }
-            }
-        }
-        out.end_word(&mut current, &mut span);
-        out
-    }
-
     #[test]
     fn the_ascii_shortcut_changes_nothing() {
         let alphabet: Vec<char> = "aZ09 _-.,\n\tÉé\u{301}\u{308}ﬁＡ软件ß İ½①"
@@ -473,7 +443,7 @@ mod tests {
             let text: String = (0..len)
                 .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
                 .collect();
-            let (fast, general) = (Words::of(&text), words_by_the_general_path(&text));
+            let (fast, general) = (Words::split(&text, true), Words::split(&text, false));
             assert_eq!(fast.words, general.words, "{text:?}");
             assert_eq!(fast.spans, general.spans, "{text:?}");
         }

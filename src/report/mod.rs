@@ -14,16 +14,11 @@
 //! text. The report says what it left out. The summary and the histograms count everything.
 //!
 //! ```
-//! # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-//! # use tantivy::{doc, Index};
+//! # use tantivy::doc;
 //! use tantivy_simhash::{write_report, ReportOptions};
 //! use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
-//! # let config = NearDupConfig::new("id", ["body"]);
-//! # let mut builder = Schema::builder();
-//! # let id = builder.add_text_field("id", STRING | FAST | STORED);
-//! # let body = builder.add_text_field("body", TEXT | STORED);
-//! # config.add_fields(&mut builder);
-//! # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+//! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+//! # let (id, body) = (index.field("id")?, index.field("body")?);
 //! # let mut writer = index.writer(15_000_000, Policy::Off)?;
 //! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
 //! #             of this software, to deal in it without restriction.";

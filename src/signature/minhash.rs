@@ -435,18 +435,15 @@ pub(crate) fn band_from_words(
     band: u32,
     word: impl Fn(usize) -> u64,
 ) -> u64 {
+    // `key_bits` is at most 32 (`MinHashConfig::check`), so a key spans at most two words.
     let width = config.key_bits as usize;
     let at = band as usize * width;
-    let mut v = 0u64;
-    let mut done = 0usize;
-    while done < width {
-        let bit = at + done;
-        let (w, off) = (bit / 64, bit % 64);
-        let take = (64 - off).min(width - done);
-        v |= ((word(w) >> off) & low_mask(take)) << done;
-        done += take;
+    let (w, off) = (at / 64, at % 64);
+    let mut v = word(w) >> off;
+    if off + width > 64 {
+        v |= word(w + 1) << (64 - off);
     }
-    v
+    v & low_mask(width)
 }
 
 /// The key of a band from its bins' full values: `key_bits` of a hash seeded by the band.
@@ -565,13 +562,15 @@ mod tests {
             }
         }
 
-        /// The packed sketch holds each bin's low bits at bit `bin * bits`.
+        /// The packed sketch holds each bin's low bits at bit `bin * bits`, and each band's
+        /// key (of every width, so keys that straddle two words) reads back as its hash.
         #[test]
         fn sketches_pack_the_low_bits_of_every_bin(
             bits in prop_oneof![Just(1u32), Just(2), Just(4), Just(8), Just(16)],
+            key_bits in 16u32..=32,
             values in proptest::collection::vec(any::<u32>(), 1024),
         ) {
-            let config = MinHashConfig { slots: 1024, bits, ..MinHashConfig::default() };
+            let config = MinHashConfig { slots: 1024, bits, key_bits, ..MinHashConfig::default() };
             let sketch = Sketch::from_bins(&config, &values);
             prop_assert_eq!(sketch.words.len(), config.sketch_words());
             let bins = &sketch.words[config.band_words()..];

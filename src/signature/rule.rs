@@ -4,6 +4,7 @@ use super::minhash::MinHashConfig;
 use super::shingles::Shingling;
 use super::Signature;
 use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
 use crate::layout::BlockLayout;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -291,6 +292,36 @@ impl MatchRule {
         // `first_shared_band` is `None` for an empty sketch, so both are known not to be empty.
         let band = a.sketch.first_shared_band(&b.sketch, &self.spec.minhash)?;
         self.matches_sharing_band(&a.sketch.words, &b.sketch.words, band, distance)
+    }
+
+    /// [`matches_within`](Self::matches_within) for a caller that keeps each signature's band
+    /// keys (as [`bands_into`](Self::bands_into) takes them, which fit in 32 bits; none for an
+    /// empty sketch, which shares no band): the keys are compared, not extracted again from
+    /// the packed words. `a` and `b` are a fingerprint, its sketch's words and its band keys.
+    /// Cost: a popcount, `bands` comparisons without a branch (most pairs share no band), and
+    /// for a pair sharing a band one pass over the sketches.
+    pub(crate) fn matches_within_bands(
+        &self,
+        a: (Fingerprint, &[u64], &[u32]),
+        b: (Fingerprint, &[u64], &[u32]),
+        max_distance: u32,
+    ) -> Option<Evidence> {
+        let distance = a.0.distance(b.0);
+        if distance <= max_distance {
+            return Some(Evidence::Simhash { distance });
+        }
+        if self.spec.band_max_distance.is_some_and(|k| distance > k) {
+            return None;
+        }
+        let shared =
+            a.2.iter()
+                .zip(b.2)
+                .fold(false, |any, (x, y)| any | (x == y));
+        if !shared {
+            return None;
+        }
+        let band = a.2.iter().zip(b.2).position(|(x, y)| x == y)?;
+        self.matches_sharing_band(a.1, b.1, band as u32, distance)
     }
 
     /// Appends the bands (all `rows * bits` bits of each) of the sketch `words` to `out`, one

@@ -57,16 +57,11 @@ impl DedupWriter {
     /// [`rollback`](Self::rollback) drops them).
     ///
     /// ```
-    /// # use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-    /// # use tantivy::{doc, Index};
+    /// # use tantivy::doc;
     /// use tantivy_simhash::{ClusterMode, NearDupGraph};
     /// use tantivy_simhash::{Fingerprint, NearDupConfig, NearDupIndex, Policy};
-    /// # let config = NearDupConfig::new("id", ["body"]);
-    /// # let mut builder = Schema::builder();
-    /// # let id = builder.add_text_field("id", STRING | FAST | STORED);
-    /// # let body = builder.add_text_field("body", TEXT); // not stored: we supply documents
-    /// # config.add_fields(&mut builder);
-    /// # let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+    /// # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+    /// # let (id, body) = (index.field("id")?, index.field("body")?);
     /// let mut writer = index.writer(50_000_000, Policy::Off)?;
     /// // "b" is within 3 of "a", "c" within 3 of "b" but 5 from "a": one component by chaining
     /// // (by leader, the default, "c" would stand alone).

@@ -83,3 +83,13 @@ pub fn write_lines(path: &Path, lines: &[String]) {
 pub fn doc_line(id: &str, text: &str) -> String {
     serde_json::json!({"id": id, "text": text}).to_string()
 }
+
+/// Runs `neardup index INPUT --index DIR -q` with `extra` flags and asserts that it succeeded
+/// (the set-up most tests start from); what it printed.
+pub fn index_quietly(input: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["index", p(input), "--index", p(dir), "-q"];
+    args.extend_from_slice(extra);
+    let out = neardup(&args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    out
+}

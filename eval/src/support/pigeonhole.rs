@@ -1,7 +1,7 @@
 //! The peers a tantivy lookup is measured against, on the same fingerprints: an in-memory
 //! pigeonhole table (Manku et al.: one sorted table per key combination) and a brute-force scan.
-//! Shared by `eval/src/bin/index_bench.rs` and `benches/lookup.rs`; its splitmix64 [`Rng`] also by
-//! `eval/src/bin/collapse_bench.rs` and `eval/src/bin/batch_bench.rs`.
+//! Shared by `eval/src/bin/index_bench/` and `benches/lookup.rs`; its splitmix64 [`Rng`] also by
+//! `eval/src/bin/collapse_bench.rs` and `eval/src/bin/batch_bench/`.
 #![allow(dead_code)]
 
 use tantivy_simhash::{BlockLayout, Fingerprint, Result};
@@ -99,31 +99,9 @@ pub fn brute_force(fingerprints: &[u64], q: Fingerprint, k: u32, out: &mut Vec<u
     }
 }
 
-/// splitmix64.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-
-    /// `fp` with `n` distinct random bits flipped.
-    pub fn flip(&mut self, fp: u64, n: u32) -> u64 {
-        let mut mask = 0u64;
-        while mask.count_ones() < n {
-            mask |= 1 << self.below(64);
-        }
-        fp ^ mask
-    }
-}
+#[path = "../../../tests/common/rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// `n` fingerprints: about 91% uniformly random, 9% in clusters of 10 near-duplicates (a seed
 /// and neighbours at distance 0..=3), the shape the tantivy facts were measured on.

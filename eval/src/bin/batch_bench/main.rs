@@ -36,7 +36,7 @@
 //! fingerprint-only peers (in-memory pigeonhole self-joins, brute force within k) of issue 5,
 //! checked against the join's simhash-branch pairs.
 
-#[path = "../support/pigeonhole.rs"]
+#[path = "../../support/pigeonhole.rs"]
 mod pigeonhole;
 
 use pigeonhole::Rng;
@@ -52,8 +52,16 @@ use tantivy_simhash::{
 use tantivy_simhash::{NearDupGraph, PairJoin};
 use tantivy_simhash::{Signature, Sketch};
 
-#[path = "../support/data.rs"]
+#[path = "../../support/data.rs"]
 mod data;
+
+mod corpus;
+mod memory;
+mod peers;
+
+use corpus::*;
+use memory::*;
+use peers::*;
 
 use data::{load_average, Res};
 
@@ -93,246 +101,8 @@ fn parse_args() -> Res<Args> {
     Ok(args)
 }
 
-/// The documents: fingerprints and where each sketch comes from.
-struct Corpus {
-    fps: Vec<u64>,
-    /// Per document: the seed of its sketch's words, and of the few words it changes (0: none).
-    sketches: Vec<(u32, u32)>,
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-impl Corpus {
-    fn signature(&self, i: usize, words: usize) -> Signature {
-        let (base, edit) = self.sketches[i];
-        let mut sketch: Vec<u64> = (0..words as u64)
-            .map(|w| splitmix(u64::from(base) << 8 | w))
-            .collect();
-        if edit != 0 {
-            // Three words beyond the band words (the first five) change: the bands stay.
-            for e in 0..3u64 {
-                let r = splitmix(u64::from(edit) << 8 | (100 + e));
-                let w = 5 + (r % (words as u64 - 5)) as usize;
-                sketch[w] = splitmix(r);
-            }
-        }
-        Signature {
-            fingerprint: Fingerprint(self.fps[i]),
-            sketch: Sketch { words: sketch },
-        }
-    }
-}
-
-fn corpus(n: usize, seed: u64) -> Corpus {
-    let mut rng = Rng(seed);
-    let hot: Vec<(u64, usize)> = [1000, 3333, 10_000]
-        .iter()
-        .map(|&per| (rng.next_u64(), (n / per).max(2)))
-        .collect();
-    let mut out: Vec<(u64, (u32, u32))> = Vec::with_capacity(n);
-    let mut next_seed = 1u32;
-    let mut fresh = || {
-        next_seed += 1;
-        next_seed
-    };
-    for &(fp, count) in &hot {
-        let s = fresh();
-        out.extend(std::iter::repeat_n((fp, (s, 0)), count.min(n / 4)));
-    }
-    while out.len() < n {
-        let roll = rng.below(100);
-        if out.len() > 10 && roll < 6 {
-            let (base, (s, _)) = out[rng.below(out.len() as u64) as usize];
-            if roll < 5 {
-                let d = 1 + rng.below(3) as u32;
-                out.push((rng.flip(base, d), (s, fresh())));
-            } else {
-                out.push((rng.next_u64(), (s, fresh())));
-            }
-        } else {
-            out.push((rng.next_u64(), (fresh(), 0)));
-        }
-    }
-    out.truncate(n);
-    // Shuffle so hot groups and planted pairs spread over segments.
-    for i in (1..out.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        out.swap(i, j);
-    }
-    Corpus {
-        fps: out.iter().map(|x| x.0).collect(),
-        sketches: out.iter().map(|x| x.1).collect(),
-    }
-}
-
-fn read_status(key: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find(|l| l.starts_with(key))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// Resets the peak resident set to the current one (Linux >= 4.0); false if unsupported.
-fn reset_peak() -> bool {
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
-}
-
-fn peak_mb() -> f64 {
-    read_status("VmHWM:").unwrap_or(0) as f64 / 1024.0
-}
-
-fn rss_mb() -> f64 {
-    read_status("VmRSS:").unwrap_or(0) as f64 / 1024.0
-}
-
-/// The in-memory peer: per combination, sort (key, row), compare within equal keys, keep a
-/// pair under its first shared combination. One thread, no grouping of duplicates.
-fn pigeonhole_self_join(fps: &[u64], layout: &BlockLayout, k: u32) -> Res<u64> {
-    let mut pairs = 0u64;
-    let mut t: Vec<(u64, u32)> = Vec::with_capacity(fps.len());
-    for c in 0..layout.num_keys() {
-        t.clear();
-        for (i, &fp) in fps.iter().enumerate() {
-            t.push((layout.key(c, Fingerprint(fp))?, i as u32));
-        }
-        t.sort_unstable();
-        let mut start = 0;
-        while start < t.len() {
-            let mut end = start + 1;
-            while end < t.len() && t[end].0 == t[start].0 {
-                end += 1;
-            }
-            for i in start..end {
-                let a = fps[t[i].1 as usize];
-                for &(_, j) in &t[i + 1..end] {
-                    let b = fps[j as usize];
-                    if (a ^ b).count_ones() <= k
-                        && layout.first_shared_key(Fingerprint(a), Fingerprint(b)) == Some(c)
-                    {
-                        pairs += 1;
-                    }
-                }
-            }
-            start = end;
-        }
-    }
-    Ok(pairs)
-}
-
-/// The tuned in-memory peer, for the default layout only: per 16-bit block, a counting sort of
-/// the fingerprints, comparisons within equal blocks (with the library's distance test), a
-/// pair kept under its first equal block. One thread, no grouping of duplicates.
-fn pigeonhole_counting_sort(fps: &[u64], k: u32) -> u64 {
-    // The same distance test as the library's: k rounds of "clear the lowest set bit" (cheaper
-    // than a popcount without the popcnt instruction).
-    assert_eq!(
-        k, 3,
-        "the tuned peer is written for the default layout (k = 3)"
-    );
-    let within = |diff: u64| {
-        let mut x = diff;
-        for _ in 0..3 {
-            x &= x.wrapping_sub(1);
-        }
-        x == 0
-    };
-    let mut pairs = 0u64;
-    let mut sorted = vec![0u64; fps.len()];
-    for c in 0..4u32 {
-        let block = |fp: u64| ((fp >> (16 * c)) & 0xffff) as usize;
-        let mut offsets = vec![0u32; (1 << 16) + 1];
-        for &fp in fps {
-            offsets[block(fp) + 1] += 1;
-        }
-        for i in 1..offsets.len() {
-            offsets[i] += offsets[i - 1];
-        }
-        let mut next = offsets.clone();
-        for &fp in fps {
-            let b = block(fp);
-            sorted[next[b] as usize] = fp;
-            next[b] += 1;
-        }
-        for w in offsets.windows(2) {
-            let run = &sorted[w[0] as usize..w[1] as usize];
-            for (i, &a) in run.iter().enumerate() {
-                for &b in &run[i + 1..] {
-                    let diff = a ^ b;
-                    if within(diff) && (0..c).all(|e| (diff >> (16 * e)) & 0xffff != 0) {
-                        pairs += 1;
-                    }
-                }
-            }
-        }
-    }
-    pairs
-}
-
 fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
-}
-
-/// Builds the index of `fps` in `--index DIR` (or a temporary directory), or reuses the one
-/// DIR holds; returns the temporary directory (kept alive by the caller), the index and the
-/// build seconds (0 when reused).
-fn open_or_build_index(
-    args: &Args,
-    corpus: &Corpus,
-    threads: usize,
-) -> Res<(tempfile::TempDir, NearDupIndex, f64)> {
-    let n = corpus.fps.len();
-    let tmp = tempfile::tempdir()?;
-    let dir = args
-        .index
-        .clone()
-        .unwrap_or_else(|| tmp.path().to_path_buf());
-    let config = NearDupConfig::new("id", Vec::<String>::new()).with_group_field(None);
-    let mut builder = Schema::builder();
-    let id = builder.add_text_field("id", STRING | FAST);
-    config.add_fields(&mut builder);
-    if dir.join("meta.json").exists() {
-        // Reuse an index built by an earlier run with the same --docs: the peak memory of the
-        // batch job is then measured in a process that never held an index writer.
-        println!("build: skipped, reusing the index in --index");
-        let index = NearDupIndex::open(Index::open_in_dir(&dir)?, config)?;
-        return Ok((tmp, index, 0.0));
-    }
-    std::fs::create_dir_all(&dir)?;
-    let index = NearDupIndex::create(Index::create_in_dir(&dir, builder.build())?, config)?;
-    let t = Instant::now();
-    {
-        let mut w = index.writer_with_num_threads(threads.min(2), 400_000_000, Policy::Off)?;
-        w.index_writer_mut()
-            .set_merge_policy(Box::new(NoMergePolicy));
-        let per_segment = n.div_ceil(args.segments);
-        let words = index.rule().minhash().sketch_words();
-        for i in 0..n {
-            w.add_document_with_signature(
-                doc!(id => format!("d{i:08}")),
-                corpus.signature(i, words),
-            )?;
-            if (i + 1) % per_segment == 0 || i + 1 == n {
-                w.commit()?;
-            }
-        }
-        w.wait_merging_threads()?;
-    }
-    let build = secs(t);
-    let build_peak = peak_mb();
-    println!(
-        "build: {build:.2} s (DedupWriter, Policy::Off, {} indexing threads), peak RSS so far \
-         {build_peak:.0} MB",
-        threads.min(2)
-    );
-    Ok((tmp, index, build))
 }
 
 /// The join by the match rule (`for_each_group_pair`) in a pool of `pool_threads` threads:
@@ -458,60 +228,6 @@ fn batch_job(
     Ok((graph, total_pairs, batch_peak, rss0))
 }
 
-/// The two in-memory pigeonhole self-joins, checked against the batch job's pair count.
-fn pigeonhole_peers(
-    fps: &[u64],
-    layout: &BlockLayout,
-    k: u32,
-    total_pairs: u64,
-    t: &mut Timings,
-) -> Res<()> {
-    let start = Instant::now();
-    let naive_pairs = pigeonhole_self_join(fps, layout, k)?;
-    t.naive = secs(start);
-    println!(
-        "in-memory pigeonhole self-join, sort of (key, row) per combination (1 thread): \
-         {:.3} s, {naive_pairs} pairs",
-        t.naive
-    );
-    assert_eq!(naive_pairs, total_pairs, "the peers disagree");
-    let start = Instant::now();
-    let ph_pairs = pigeonhole_counting_sort(fps, k);
-    t.ph = secs(start);
-    println!(
-        "in-memory pigeonhole self-join, counting sort per block (1 thread): {:.3} s, \
-         {ph_pairs} pairs",
-        t.ph
-    );
-    assert_eq!(ph_pairs, total_pairs, "the peers disagree");
-    Ok(())
-}
-
-/// Brute force on `brute_queries` sampled documents, extrapolated to N^2/2 comparisons.
-fn brute_force(fps: &[u64], k: u32, brute_queries: usize, threads: usize) -> f64 {
-    let n = fps.len();
-    let sample = brute_queries.min(n).max(1);
-    let t = Instant::now();
-    let found: u64 = {
-        use rayon::prelude::*;
-        let step = (n / sample).max(1);
-        (0..sample)
-            .into_par_iter()
-            .map(|q| {
-                let a = fps[(q * step) % n];
-                fps.iter().filter(|&&b| (a ^ b).count_ones() <= k).count() as u64
-            })
-            .sum()
-    };
-    let brute_sample = secs(t);
-    let brute = brute_sample / sample as f64 * n as f64 / 2.0;
-    println!(
-        "brute force ({threads} threads): {brute_sample:.3} s for {sample} scans of {n} \
-         ({found} matches), extrapolated to all pairs: {brute:.1} s"
-    );
-    brute
-}
-
 /// One id read per document (`NearDupLookup::id_of`) next to the batched read of all ids.
 fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupLookup) -> Res<()> {
     let sample_docs: Vec<DocAddress> = graph
@@ -540,48 +256,6 @@ fn compare_id_reads(graph: &NearDupGraph, searcher: &tantivy_simhash::NearDupLoo
         batched / ids.len().max(1) as f64 * 1e6
     );
     Ok(())
-}
-
-/// The peak of the process's anonymous memory (not the memory-mapped index) while it runs:
-/// a thread samples `RssAnon` every 2 ms.
-struct AnonPeak {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl AnonPeak {
-    fn start() -> AnonPeak {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(read_status("RssAnon:").unwrap_or(0)));
-        let (s, p) = (stop.clone(), peak.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                if let Some(kb) = read_status("RssAnon:") {
-                    p.fetch_max(kb, Ordering::Relaxed);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        });
-        AnonPeak {
-            stop,
-            peak,
-            thread: Some(thread),
-        }
-    }
-
-    /// The peak in bytes.
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.peak.load(Ordering::Relaxed) * 1024
-    }
-}
-
-fn anon_bytes() -> u64 {
-    read_status("RssAnon:").unwrap_or(0) * 1024
 }
 
 /// What the streaming join found: pairs, those by the simhash branch, and its stats.
@@ -654,143 +328,6 @@ fn id_pairs(
         Ok(pairs)
     })?;
     Ok((secs(t), pairs, per_sample))
-}
-
-/// The in-memory floor for the same rule on `threads` threads, as an expert writes it with
-/// every signature in memory (materialised before the clock starts): the full bits of every
-/// band (one column per band, 8 bytes a document each), then per key position a counting sort
-/// of (key, row) and the pairs of each run verified, each pair once: a simhash pair under its
-/// first shared block key, a resemblance match under its first shared band (its evidence's).
-/// Returns seconds and pairs.
-fn floor(corpus: &Corpus, rule: &MatchRule, threads: usize) -> Res<(f64, u64)> {
-    use rayon::prelude::*;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?;
-    let n = corpus.fps.len();
-    let config = rule.minhash();
-    let words = config.sketch_words();
-    let layout = rule.layout();
-    let blocks = layout.num_keys();
-    let bands = config.bands as usize;
-    let k = layout.max_distance();
-    let sigs: Vec<Signature> = pool.install(|| {
-        (0..n)
-            .into_par_iter()
-            .map(|i| corpus.signature(i, words))
-            .collect()
-    });
-    let block_widths: Vec<u32> = (0..blocks)
-        .map(|p| {
-            layout
-                .key_range(p)
-                .map(|r| (r.end() - r.start()).count_ones())
-        })
-        .collect::<tantivy_simhash::Result<_>>()?;
-    let key_mask = (1u64 << config.key_bits) - 1;
-    let t = Instant::now();
-    let pairs = pool.install(|| {
-        let band_bits: Vec<Vec<u64>> = (0..bands)
-            .into_par_iter()
-            .map(|b| {
-                sigs.iter()
-                    .map(|s| s.sketch.band(config, b as u32))
-                    .collect()
-            })
-            .collect();
-        let fps: Vec<u64> = sigs.iter().map(|s| s.fingerprint.0).collect();
-        (0..blocks + bands)
-            .into_par_iter()
-            .map(|p| {
-                let (width, keyed): (u32, Vec<u64>) = if p < blocks {
-                    let keys = fps
-                        .iter()
-                        .map(|&fp| layout.key(p, Fingerprint(fp)).unwrap_or(0))
-                        .collect();
-                    (block_widths[p], keys)
-                } else {
-                    // u64::MAX: no band keys (an empty sketch).
-                    let keys = (0..n)
-                        .map(|r| {
-                            if sigs[r].sketch.is_empty() {
-                                u64::MAX
-                            } else {
-                                band_bits[p - blocks][r] & key_mask
-                            }
-                        })
-                        .collect();
-                    (config.key_bits, keys)
-                };
-                let width = width.min(24);
-                let slot = |row: usize| (keyed[row] & ((1 << width) - 1)) as usize;
-                let mut offsets = vec![0u32; (1 << width) + 1];
-                for (row, &key) in keyed.iter().enumerate().take(n) {
-                    if key != u64::MAX {
-                        offsets[slot(row) + 1] += 1;
-                    }
-                }
-                for i in 1..offsets.len() {
-                    offsets[i] += offsets[i - 1];
-                }
-                let mut next = offsets.clone();
-                let mut sorted = vec![0u32; offsets[offsets.len() - 1] as usize];
-                for (row, &key) in keyed.iter().enumerate().take(n) {
-                    if key != u64::MAX {
-                        let s = slot(row);
-                        sorted[next[s] as usize] = row as u32;
-                        next[s] += 1;
-                    }
-                }
-                let mut found = 0u64;
-                for w in offsets.windows(2) {
-                    let run = &sorted[w[0] as usize..w[1] as usize];
-                    for (x, &a) in run.iter().enumerate() {
-                        for &b in &run[x + 1..] {
-                            let (a, b) = (a as usize, b as usize);
-                            if keyed[a] != keyed[b] {
-                                continue; // a key wider than the slot
-                            }
-                            let (fa, fb) = (fps[a], fps[b]);
-                            let d = (fa ^ fb).count_ones();
-                            if p < blocks {
-                                let first =
-                                    layout.first_shared_key(Fingerprint(fa), Fingerprint(fb));
-                                found += u64::from(d <= k && first == Some(p));
-                                continue;
-                            }
-                            let band = p - blocks;
-                            if d <= k
-                                || band_bits[band][a] != band_bits[band][b]
-                                || (0..band).any(|q| band_bits[q][a] == band_bits[q][b])
-                            {
-                                continue;
-                            }
-                            found += u64::from(rule.matches(&sigs[a], &sigs[b]).is_some());
-                        }
-                    }
-                }
-                found
-            })
-            .sum::<u64>()
-    });
-    Ok((secs(t), pairs))
-}
-
-/// Brute force with `MatchRule::matches` for the documents `sample` against all: their pairs.
-fn brute_force_rule(corpus: &Corpus, rule: &MatchRule, sample: &[usize]) -> (f64, Vec<u64>) {
-    use rayon::prelude::*;
-    let words = rule.minhash().sketch_words();
-    let t = Instant::now();
-    let counts = sample
-        .par_iter()
-        .map(|&q| {
-            let a = corpus.signature(q, words);
-            (0..corpus.fps.len())
-                .filter(|&j| j != q && rule.matches(&a, &corpus.signature(j, words)).is_some())
-                .count() as u64
-        })
-        .collect();
-    (secs(t), counts)
 }
 
 fn print_summary(n: usize, threads: usize, t: &Timings, batch_peak: f64, rss0: f64) {
