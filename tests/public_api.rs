@@ -1,5 +1,6 @@
-//! The crate root's public names against the checked-in list `tests/public_api.txt`, so that a
-//! change to the public API is deliberate: it changes the list in the same commit.
+//! The public names of the crate root and of its one public module (`app`) against the
+//! checked-in list `tests/public_api.txt`, so that a change to the public API is deliberate: it
+//! changes the list in the same commit.
 //!
 //! The names are read from `src/lib.rs` as Rust source (syn): every `pub` item at the root,
 //! modules as `mod name`, the names a `pub use` brings in (renamed ones by their new name).
@@ -55,26 +56,42 @@ fn root_names(file: &syn::File) -> BTreeSet<String> {
     names
 }
 
-#[test]
-fn the_root_exports_exactly_the_listed_names() {
+/// The public names `file` (a module's source, relative to the package) declares, against the
+/// lines of tests/public_api.txt that start with `prefix` (the prefix taken off).
+fn check_listed(file: &str, prefix: &str) {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let source = std::fs::read_to_string(format!("{dir}/src/lib.rs")).expect("src/lib.rs");
-    let file = syn::parse_file(&source).expect("src/lib.rs parses");
-    let names = root_names(&file);
+    let source = std::fs::read_to_string(format!("{dir}/{file}")).expect("the module's source");
+    let names = root_names(&syn::parse_file(&source).expect("the module parses"));
     let listed: BTreeSet<String> = std::fs::read_to_string(format!("{dir}/tests/public_api.txt"))
         .expect("tests/public_api.txt")
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| match prefix {
+            "" => (!l.contains("::")).then_some(l),
+            _ => l.strip_prefix(prefix),
+        })
         .map(str::to_string)
         .collect();
     let added: Vec<&String> = names.difference(&listed).collect();
     let removed: Vec<&String> = listed.difference(&names).collect();
     assert!(
         added.is_empty() && removed.is_empty(),
-        "the crate root's public names changed: new {added:?}, gone {removed:?}; when that is \
+        "the public names of {file} changed: new {added:?}, gone {removed:?}; when that is \
          meant, update tests/public_api.txt in the same commit"
     );
+}
+
+#[test]
+fn the_root_exports_exactly_the_listed_names() {
+    check_listed("src/lib.rs", "");
+}
+
+/// The application layer the command line and the Python package share is the one public
+/// module: its names are listed too (as `app::NAME`).
+#[test]
+fn the_app_module_exports_exactly_the_listed_names() {
+    check_listed("src/app/mod.rs", "app::");
 }
 
 #[test]

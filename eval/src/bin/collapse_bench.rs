@@ -46,9 +46,8 @@ mod data;
 #[path = "../support/pigeonhole.rs"]
 mod pigeonhole;
 
-use data::{read_jsonl, Res};
+use data::{read_jsonl, Doc, Res};
 use pigeonhole::Rng;
-use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tantivy::collector::{Collector, TopDocs};
@@ -101,26 +100,13 @@ fn parse_args() -> Res<Args> {
     Ok(args)
 }
 
-#[derive(Deserialize)]
-struct Doc {
-    id: String,
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    url: String,
-}
-
-impl Doc {
-    /// The url's host and first two path segments.
-    fn section(&self) -> String {
-        let rest = self
-            .url
-            .split_once("://")
-            .map_or(self.url.as_str(), |(_, r)| r);
-        rest.split('/').take(3).collect::<Vec<_>>().join("/")
-    }
+/// The url's host and first two path segments of a document.
+fn section_of(doc: &Doc) -> String {
+    let rest = doc
+        .url
+        .split_once("://")
+        .map_or(doc.url.as_str(), |(_, r)| r);
+    rest.split('/').take(3).collect::<Vec<_>>().join("/")
 }
 
 /// FNV-1a: a stable u64 for a string.
@@ -180,7 +166,7 @@ fn build(
             .iter()
             .map(|d| {
                 doc!(id => d.id.clone(), title => d.title.clone(), text => d.text.clone(),
-                     section => d.section(), section_hash => hash(&d.section()))
+                     section => section_of(d), section_hash => hash(&section_of(d)))
             })
             .collect();
         writer.add_documents(batch)?;

@@ -4,11 +4,34 @@
 
 use flate2::read::MultiGzDecoder;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// A document of the natural corpora and of the pairs files: its id, title and text, and where the
+/// file has them its source and url (a missing field reads as empty).
+#[derive(Deserialize)]
+pub struct Doc {
+    pub id: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub url: String,
+}
+
+impl Doc {
+    /// The title and the text, on two lines: what the programs fingerprint.
+    pub fn full(&self) -> String {
+        format!("{}\n{}", self.title, self.text)
+    }
+}
 
 /// The lines of `path`, gunzipped when its name ends in `.gz`. Errors name the file.
 pub fn open_lines(path: &Path) -> Res<Box<dyn BufRead>> {

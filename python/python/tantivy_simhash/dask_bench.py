@@ -27,7 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import List
+from typing import List, Tuple
 
 import numpy as np
 import pandas as pd
@@ -68,18 +68,26 @@ def _lines(words: List[str]) -> str:
     return "\n".join(" ".join(words[i : i + 12]) for i in range(0, len(words), 12))
 
 
-def _base_words(seed: int, base: int) -> List[str]:
+def _base_words(seed: int, base: int, length: Tuple[int, int]) -> List[str]:
     rng = np.random.default_rng([seed, 0, base])
-    return _words(rng, int(rng.integers(60, 300)))
+    return _words(rng, int(rng.integers(length[0], length[1])))
 
 
-def synthetic_text(seed: int, doc: int, docs: int, dup_fraction: float = 0.2, pool: float = 5.0) -> str:
-    """Document ``doc`` of the synthetic corpus of ``docs`` documents (deterministic)."""
+def synthetic_text(
+    seed: int,
+    doc: int,
+    docs: int,
+    dup_fraction: float = 0.2,
+    pool: float = 5.0,
+    length: Tuple[int, int] = (60, 300),
+) -> str:
+    """Document ``doc`` of the synthetic corpus of ``docs`` documents (deterministic); a base
+    text has ``length[0]`` to ``length[1] - 1`` words."""
     rng = np.random.default_rng([seed, 1, doc])
     shared = max(1, int(docs * pool / 100))
     if rng.random() >= dup_fraction:
-        return _lines(_base_words(seed, shared + doc))
-    words = _base_words(seed, int(rng.integers(0, shared)))
+        return _lines(_base_words(seed, shared + doc, length))
+    words = _base_words(seed, int(rng.integers(0, shared)), length)
     edits = int(rng.integers(0, max(1, int(len(words) * 0.15)) + 1))
     for _ in range(edits):
         at = int(rng.integers(0, len(words)))

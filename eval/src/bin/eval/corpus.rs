@@ -4,23 +4,6 @@
 use super::*;
 
 #[derive(Deserialize)]
-pub(crate) struct Doc {
-    pub(crate) id: String,
-    #[serde(default)]
-    pub(crate) title: String,
-    #[serde(default)]
-    pub(crate) text: String,
-    #[serde(default)]
-    pub(crate) source: String,
-}
-
-impl Doc {
-    pub(crate) fn full(&self) -> String {
-        format!("{}\n{}", self.title, self.text)
-    }
-}
-
-#[derive(Deserialize)]
 pub(crate) struct Pair {
     pub(crate) recipe: String,
     pub(crate) a: Doc,

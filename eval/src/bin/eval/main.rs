@@ -52,7 +52,7 @@ use peers::*;
 use schemes::*;
 use tables::*;
 
-use data::{open_lines, read_jsonl, Res};
+use data::{open_lines, read_jsonl, Doc, Res};
 
 struct Args {
     dir: PathBuf,

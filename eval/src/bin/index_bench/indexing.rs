@@ -3,15 +3,6 @@
 
 use super::*;
 
-#[derive(Deserialize)]
-pub(crate) struct Doc {
-    pub(crate) id: String,
-    #[serde(default)]
-    pub(crate) title: String,
-    #[serde(default)]
-    pub(crate) text: String,
-}
-
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Mode {
     Plain,

@@ -58,9 +58,8 @@ use indexing::*;
 use lookups::*;
 use rule_lookups::*;
 
-use data::{load_average, read_jsonl, Res};
+use data::{load_average, read_jsonl, Doc, Res};
 use pigeonhole::{brute_force, corpus, queries, PigeonholeTable};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::DocSetCollector;
