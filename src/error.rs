@@ -137,3 +137,20 @@ pub enum Error {
 
 /// The crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A crate error met inside one of tantivy's traits (a collector, a query, the segment
+/// component) travels as tantivy's: tantivy's own errors unchanged, a wrong argument or schema
+/// as `InvalidArgument`, anything else (a damaged or old file, I/O) as `InternalError`, each
+/// with this crate's message.
+impl From<Error> for tantivy::TantivyError {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Tantivy(e) => e,
+            e @ (Error::Schema { .. }
+            | Error::InvalidConfig(_)
+            | Error::Setting(_)
+            | Error::Request(_)) => tantivy::TantivyError::InvalidArgument(e.to_string()),
+            other => tantivy::TantivyError::InternalError(other.to_string()),
+        }
+    }
+}

@@ -463,6 +463,7 @@ impl NearDupLookup {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
         let keys = layout.keys(fp);
+        self.signatures.touch_runs(&keys);
         for ord in 0..self.segments.len() {
             let Some(signatures) = self.signatures.segment(ord as u32) else {
                 continue;

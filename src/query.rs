@@ -105,8 +105,7 @@ impl Shared {
 
     /// The signatures and key tables of a segment (its component file).
     fn signatures(&self, reader: &SegmentReader) -> tantivy::Result<SegmentSignatures> {
-        SegmentSignatures::open(reader, self.rule())
-            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))
+        SegmentSignatures::open(reader, self.rule()).map_err(tantivy::TantivyError::from)
     }
 }
 
@@ -313,7 +312,7 @@ impl DocPredicate for RulePredicate {
                 alive,
                 |_, doc| docs.push(doc),
             )
-            .map_err(|err| tantivy::TantivyError::InternalError(err.to_string()))?;
+            .map_err(tantivy::TantivyError::from)?;
         docs.sort_unstable();
         docs.dedup();
         if docs.is_empty() {

@@ -229,23 +229,46 @@ fn component_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// A segment merged from segments with deletes holds exactly the file that indexing its live
-/// documents, in the merged order, into a fresh one-segment index writes: the signatures, the
-/// bitset and every table, byte for byte.
-#[test]
-fn a_merged_file_equals_a_rebuild_from_scratch() {
-    let texts = texts();
-    let dir = tempfile::tempdir().unwrap();
-    let t = common::dir_index_with(dir.path(), common::config(BlockLayout::default()));
+/// An on-disk index in `dir`, the signatures of [`texts`], and a one-thread `Off` writer that
+/// never merges on its own (the tests merge when they choose).
+fn signed_index_without_merges(dir: &Path) -> (TestIndex, Vec<Signature>, DedupWriter) {
+    let t = common::dir_index_with(dir, common::config(BlockLayout::default()));
     let mut signer = t.index.rule().signer(t.index.scheme());
-    let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
-    let mut writer = t
+    let sigs: Vec<Signature> = texts().iter().map(|x| signer.sign(x)).collect();
+    let writer = t
         .index
         .writer_with_num_threads(1, 30_000_000, Policy::Off)
         .unwrap();
     writer
         .index_writer()
         .set_merge_policy(Box::new(NoMergePolicy));
+    (t, sigs, writer)
+}
+
+/// The component file that indexing documents `order` (with `signature(i)`) into a fresh
+/// one-segment index writes.
+fn rebuilt_file(order: &[usize], signature: impl Fn(usize) -> Signature) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = common::dir_index_with(dir.path(), common::config(BlockLayout::default()));
+    let mut w = fresh
+        .index
+        .writer_with_num_threads(1, 30_000_000, Policy::Off)
+        .unwrap();
+    for &i in order {
+        let doc = tantivy::doc!(fresh.id => format!("d{i}"), fresh.body => "text");
+        w.add_document_with_signature(doc, signature(i)).unwrap();
+    }
+    w.commit().unwrap();
+    only_segment_file(dir.path(), &fresh.index)
+}
+
+/// A segment merged from segments with deletes holds exactly the file that indexing its live
+/// documents, in the merged order, into a fresh one-segment index writes: the signatures, the
+/// bitset and every table, byte for byte.
+#[test]
+fn a_merged_file_equals_a_rebuild_from_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, sigs, mut writer) = signed_index_without_merges(dir.path());
     for (i, sig) in sigs.iter().enumerate() {
         let doc = tantivy::doc!(t.id => format!("d{i}"), t.body => "text");
         writer
@@ -277,33 +300,87 @@ fn a_merged_file_equals_a_rebuild_from_scratch() {
         .map(|d| doc_number(&s, t.id, DocAddress::new(0, d)))
         .collect();
     assert!(order.len() < sigs.len() * 4 / 5, "{} live", order.len());
-    let segment = s.searcher().segment_reader(0).segment_id().uuid_string();
-    let merged =
-        std::fs::read(dir.path().join(format!("{segment}.{COMPONENT_EXTENSION}"))).unwrap();
     drop(s);
-
-    let fresh_dir = tempfile::tempdir().unwrap();
-    let fresh = common::dir_index_with(fresh_dir.path(), common::config(BlockLayout::default()));
-    let mut w = fresh
-        .index
-        .writer_with_num_threads(1, 30_000_000, Policy::Off)
-        .unwrap();
-    for &i in &order {
-        let doc = tantivy::doc!(fresh.id => format!("d{i}"), fresh.body => "text");
-        w.add_document_with_signature(doc, sigs[i].clone()).unwrap();
-    }
-    w.commit().unwrap();
-    let searcher = fresh.index.searcher().unwrap();
-    assert_eq!(searcher.segment_readers().len(), 1);
-    let segment = searcher.segment_reader(0).segment_id().uuid_string();
-    let rebuilt = std::fs::read(
-        fresh_dir
-            .path()
-            .join(format!("{segment}.{COMPONENT_EXTENSION}")),
-    )
-    .unwrap();
+    let merged = only_segment_file(dir.path(), &t.index);
+    let rebuilt = rebuilt_file(&order, |i| sigs[i].clone());
     // tantivy's footer (after our bytes) records the file's own checksum and version: equal too.
     assert_eq!(merged.len(), rebuilt.len());
+    assert!(
+        merged == rebuilt,
+        "the merged file differs from the rebuild"
+    );
+}
+
+/// The file of the single segment of the index in `dir` (its bytes).
+fn only_segment_file(dir: &Path, index: &NearDupIndex) -> Vec<u8> {
+    let searcher = index.searcher().unwrap();
+    assert_eq!(searcher.segment_readers().len(), 1);
+    let segment = searcher.segment_reader(0).segment_id().uuid_string();
+    std::fs::read(dir.join(format!("{segment}.{COMPONENT_EXTENSION}"))).unwrap()
+}
+
+/// A segment of fingerprints only stores one word per document (no zero sketches), reads its
+/// documents back with empty sketches, and merged with a segment of full signatures gives the
+/// file a rebuild from scratch writes (the fingerprint-only documents with empty sketches).
+#[test]
+fn fingerprint_only_segments_store_no_sketch_and_merge_like_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, sigs, mut writer) = signed_index_without_merges(dir.path());
+    let rule = t.index.rule().clone();
+    let empty = tantivy_simhash::Sketch::empty(rule.minhash());
+    let fingerprint_only = |i: usize| !i.is_multiple_of(3);
+    let doc = |i: usize| tantivy::doc!(t.id => format!("d{i}"), t.body => "text");
+    let only: Vec<usize> = (0..sigs.len()).filter(|&i| fingerprint_only(i)).collect();
+    for &i in &only {
+        writer
+            .add_document_with_fingerprint(doc(i), sigs[i].fingerprint)
+            .unwrap();
+    }
+    writer.commit().unwrap();
+    let file = only_segment_file(dir.path(), &t.index);
+    let full_bytes = (1 + rule.minhash().sketch_words()) * 8 * only.len();
+    assert!(
+        file.len() * 2 < full_bytes,
+        "{} bytes for {} fingerprints",
+        file.len(),
+        only.len()
+    );
+    for i in (0..sigs.len()).filter(|&i| !fingerprint_only(i)) {
+        writer
+            .add_document_with_signature(doc(i), sigs[i].clone())
+            .unwrap();
+    }
+    writer.commit().unwrap();
+    let s = t.index.lookups().unwrap();
+    assert_eq!(s.searcher().segment_readers().len(), 2);
+    for (i, sig) in sigs.iter().enumerate() {
+        let got = s.signature_of_id(&format!("d{i}")).unwrap().unwrap();
+        assert_eq!(got.fingerprint, sig.fingerprint);
+        let want = if fingerprint_only(i) {
+            &empty
+        } else {
+            &sig.sketch
+        };
+        assert_eq!(&got.sketch, want, "d{i}");
+    }
+    drop(s);
+    let ids = t.index.index().searchable_segment_ids().unwrap();
+    writer.index_writer_mut().merge(&ids).wait().unwrap();
+    writer.commit().unwrap();
+    writer.wait_merging_threads().unwrap();
+    let s = t.index.lookups().unwrap();
+    let order: Vec<usize> = (0..s.searcher().segment_reader(0).max_doc())
+        .map(|d| doc_number(&s, t.id, DocAddress::new(0, d)))
+        .collect();
+    drop(s);
+    let merged = only_segment_file(dir.path(), &t.index);
+    let rebuilt = rebuilt_file(&order, |i| {
+        let mut sig = sigs[i].clone();
+        if fingerprint_only(i) {
+            sig.sketch = empty.clone();
+        }
+        sig
+    });
     assert!(
         merged == rebuilt,
         "the merged file differs from the rebuild"

@@ -9,7 +9,9 @@ use super::window::{
     check_rank_order, fold, tied_on_key_and_fingerprint, window_cutoff, FruitSegment, StrField,
     WindowColumns,
 };
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::schema::NearDupFields;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

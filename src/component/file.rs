@@ -3,7 +3,8 @@
 //! ```text
 //! header (64 B)   magic "TSNDSEG1", format version, max_doc, words per document, families,
 //!                 the rule's hash, the offset of the family directory
-//! signatures      max_doc x words u64: the fingerprint, then the sketch words (doc id order)
+//! signatures      max_doc x words u64: the fingerprint, then the sketch words (doc id order);
+//!                 words is 1 when no document of the segment has a sketch (fingerprints only)
 //! present         ceil(max_doc / 64) u64: bit d set when document d has a signature
 //! families        per key position of the rule: a bucket directory ((1 << bucket_bits) + 1
 //!                 u32) and the entries (`suffix << doc_bits | doc`, 3, 4 or 8 bytes),
@@ -29,7 +30,10 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 pub(crate) const MAGIC: [u8; 8] = *b"TSNDSEG1";
 /// Bumped whenever the layout changes; an older file is refused with a message to rebuild.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// Version 3 may store one word per document (a segment without sketches); version 2 files,
+/// which always store every word, are read as well.
+pub(crate) const FORMAT_VERSION: u32 = 3;
+const OLDEST_READ_VERSION: u32 = 2;
 pub(crate) const HEADER_BYTES: usize = 64;
 const DESCRIPTOR_BYTES: usize = 16;
 
@@ -155,12 +159,14 @@ pub(crate) fn write(
     let mut counts = vec![0u64; plans.len()];
     let mut signature = Signature::default();
     let mut keys = Vec::with_capacity(rule.keys_per_document());
+    let mut any_sketch = false;
     // Pass 1: which documents have a signature, and each position's entry count (an empty
-    // sketch has no band keys), which place the directory.
+    // sketch has no band keys), which place the directory; whether any sketch is stored.
     source.for_each(&mut |doc, words| {
         let Some(words) = words else {
             return;
         };
+        any_sketch |= words.iter().skip(1).any(|&w| w != 0);
         if let Some(bit) = present.get_mut(doc as usize / 64) {
             *bit |= 1 << (doc % 64);
         }
@@ -169,6 +175,9 @@ pub(crate) fn write(
             *count += 1;
         }
     })?;
+    // A segment of fingerprints only (signed without sketches) stores no sketch words: they
+    // would all be zero, 160 of its ~190 bytes per document.
+    let words_per_doc = if any_sketch { words_per_doc } else { 1 };
     let families_bytes: u64 = plans
         .iter()
         .zip(&counts)
@@ -326,7 +335,10 @@ pub(crate) struct ComponentFile {
     /// What errors call the file.
     name: String,
     max_doc: u32,
+    /// Words stored per document: all of the rule's, or 1 (fingerprints only).
     words: usize,
+    /// The rule's words per document (1 + its sketch words); the missing ones read as zero.
+    full_words: usize,
     present: usize,
     families: Vec<FamilyView>,
 }
@@ -388,7 +400,7 @@ impl ComponentFile {
         }
         let field = |at: usize| u32_at(data, at).unwrap_or(0);
         let version = field(8);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(Error::OldFormat(format!(
                 "the segment file {name} has format version {version}, this version reads \
                  {FORMAT_VERSION}"
@@ -416,10 +428,11 @@ impl ComponentFile {
                 rule.keys_per_document()
             )));
         }
-        if words != 1 + rule.minhash().sketch_words() {
+        let full_words = 1 + rule.minhash().sketch_words();
+        if words != full_words && !(words == 1 && version >= 3) {
             return Err(damaged(format!(
-                "{words} words per document; the rule's signature has {}",
-                1 + rule.minhash().sketch_words()
+                "{words} words per document; the rule's signature has {full_words} (or 1 \
+                 without sketches)"
             )));
         }
         let body_end = data.len() - 8;
@@ -480,6 +493,7 @@ impl ComponentFile {
             name,
             max_doc,
             words,
+            full_words,
             present,
             families: views,
         })
@@ -532,7 +546,12 @@ impl ComponentFile {
     /// The words of `doc` (the fingerprint, then the sketch), if it has a signature.
     pub(crate) fn words(&self, doc: DocId) -> Option<impl Iterator<Item = u64> + '_> {
         let raw = self.raw(doc)?;
-        Some(raw.chunks_exact(8).map(|c| u64_at(c, 0).unwrap_or(0)))
+        let missing = self.full_words - self.words;
+        Some(
+            raw.chunks_exact(8)
+                .map(|c| u64_at(c, 0).unwrap_or(0))
+                .chain(std::iter::repeat_n(0, missing)),
+        )
     }
 
     /// Word `w` of `doc` (0 is the fingerprint); 0 for a document without a signature.
@@ -587,6 +606,22 @@ impl ComponentFile {
             doc_mask: low_mask(family.plan.doc_bits),
             max_doc: self.max_doc,
         })
+    }
+
+    /// Reads the memory that [`run`](Self::run)`(position, key)` will read first (the key's
+    /// bucket bounds and its first entry), returning a byte of it, so that a caller touching
+    /// many keys in a tight loop has their cache misses overlap instead of waiting for each in
+    /// turn. Never fails: bounds that are out of range (a damaged file) read nothing here and
+    /// are reported by `run`.
+    pub(crate) fn touch_run(&self, position: usize, key: u64) -> u8 {
+        let Some(family) = self.families.get(position) else {
+            return 0;
+        };
+        let data = self.bytes.as_slice();
+        let bucket = ((key & VALUE_MASK) & low_mask(family.plan.bucket_bits)) as usize;
+        let start = u32_at(data, family.starts + bucket * 4).unwrap_or(0) as usize;
+        let at = family.entries + start * family.plan.entry_bytes as usize;
+        data.get(at).copied().unwrap_or(0)
     }
 
     /// The documents under `key` at key position `position`, in doc id order (deleted ones

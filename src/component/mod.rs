@@ -149,16 +149,16 @@ impl SegmentPlugin for NearDupComponent {
         let rule = &self.spec.rule;
         let mut sources = Vec::with_capacity(ctx.readers.len());
         for reader in ctx.readers {
-            let file = open_segment_file(reader, rule).map_err(to_tantivy)?;
+            let file = open_segment_file(reader, rule).map_err(TantivyError::from)?;
             // A merge reads every signature anyway: check the whole file first, so damage
             // is reported rather than copied into the merged segment.
-            file.verify_checksum().map_err(to_tantivy)?;
+            file.verify_checksum().map_err(TantivyError::from)?;
             sources.push((reader, file));
         }
         let source = MergeSource { sources };
         let mut out = ctx.target_segment.open_write(component())?;
         file::write(rule, 1 + rule.minhash().sketch_words(), &source, &mut out)
-            .map_err(to_tantivy)?;
+            .map_err(TantivyError::from)?;
         tantivy::directory::TerminatingWrite::terminate(out)?;
         Ok(())
     }
@@ -170,13 +170,6 @@ fn sorted_index_error() -> TantivyError {
          (IndexSettings::sort_by_field): create the index without sorting"
             .into(),
     )
-}
-
-fn to_tantivy(err: Error) -> TantivyError {
-    match err {
-        Error::Tantivy(e) => e,
-        other => TantivyError::InternalError(other.to_string()),
-    }
 }
 
 /// Opens `segment`'s component file, checking its structure against `rule`.
@@ -285,7 +278,8 @@ impl PluginWriter for ComponentWriter {
             return Err(sorted_index_error());
         }
         let mut out = segment.open_write(component())?;
-        file::write(&self.spec.rule, self.words_per_doc, &*self, &mut out).map_err(to_tantivy)?;
+        file::write(&self.spec.rule, self.words_per_doc, &*self, &mut out)
+            .map_err(TantivyError::from)?;
         tantivy::directory::TerminatingWrite::terminate(out)?;
         Ok(())
     }
@@ -396,7 +390,7 @@ impl tantivy::Warmer for ComponentWarmer {
                         "{STALE_SEARCHER} ({msg})"
                     )))
                 }
-                Err(other) => return Err(to_tantivy(other)),
+                Err(other) => return Err(other.into()),
             }
         }
         crate::sync::lock(&self.held).insert(

@@ -59,7 +59,8 @@ where
     type Child = CollapseSegmentCollector<C::Child>;
 
     fn check_schema(&self, schema: &Schema) -> tantivy::Result<()> {
-        ColumnNames::new(self.fields, &self.settings, schema).map_err(to_tantivy)?;
+        ColumnNames::new(self.fields, &self.settings, schema)
+            .map_err(tantivy::TantivyError::from)?;
         self.inner.check_schema(schema)
     }
 
@@ -108,7 +109,7 @@ where
             if names.is_none() {
                 names = Some(
                     ColumnNames::new(self.fields, &self.settings, &fruit.schema)
-                        .map_err(to_tantivy)?,
+                        .map_err(tantivy::TantivyError::from)?,
                 );
             }
             let ord = fruit.segment_ord as usize;
@@ -127,14 +128,6 @@ where
             // No segment: nothing was ranked, and nothing is read.
             None => Ok(self.fold_nothing()),
         }
-        .map_err(to_tantivy)
-    }
-}
-
-/// A crate error as tantivy's (a collector returns tantivy's errors).
-fn to_tantivy(e: Error) -> tantivy::TantivyError {
-    match e {
-        Error::Tantivy(e) => e,
-        other => tantivy::TantivyError::InvalidArgument(other.to_string()),
+        .map_err(tantivy::TantivyError::from)
     }
 }
