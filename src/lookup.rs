@@ -36,14 +36,20 @@ impl NearDupIndex {
             crate::component::reload_fresh(|| reader.reload())?;
             return Ok(reader.searcher());
         }
-        let reader: IndexReader = crate::component::reload_fresh(|| {
-            self.reader_builder()
-                .reload_policy(ReloadPolicy::Manual)
-                .try_into()
-        })?;
+        let reader = self.manual_reader()?;
         let searcher = reader.searcher();
         *guard = Some(reader);
         Ok(searcher)
+    }
+
+    /// A reader of this index that reloads only when asked, with the component's warmer,
+    /// retrying a searcher that a merge made stale while it was opened.
+    pub(crate) fn manual_reader(&self) -> Result<IndexReader> {
+        Ok(crate::component::reload_fresh(|| {
+            self.reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+        })?)
     }
 
     /// tantivy's reader builder for this index, with a warmer that keeps the segment

@@ -11,7 +11,7 @@ use crate::sync::lock;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::Value;
-use tantivy::{IndexReader, IndexWriter, Opstamp, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{IndexReader, IndexWriter, Opstamp, TantivyDocument, Term};
 
 mod id_policy;
 mod pending;
@@ -259,12 +259,7 @@ impl DedupWriter {
         if policy == Policy::Tag {
             index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
-        let reader: IndexReader = crate::component::reload_fresh(|| {
-            index
-                .reader_builder()
-                .reload_policy(ReloadPolicy::Manual)
-                .try_into()
-        })?;
+        let reader = index.manual_reader()?;
         let searcher = NearDupLookup::new(index.fields, &reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;

@@ -116,6 +116,11 @@ impl Plan {
     fn buckets(&self) -> usize {
         1usize << self.bucket_bits
     }
+
+    /// The bucket of key value `value` (a key's low 48 bits): its low `bucket_bits` bits.
+    fn bucket_of(&self, value: u64) -> usize {
+        (value & low_mask(self.bucket_bits)) as usize
+    }
 }
 
 /// Where the signatures of a file being written come from, in the new doc id order.
@@ -247,7 +252,7 @@ pub(crate) fn write(
                     continue;
                 };
                 let value = key & VALUE_MASK;
-                let bucket = (value & low_mask(plan.bucket_bits)) as u32;
+                let bucket = plan.bucket_of(value) as u32;
                 let entry = ((value >> plan.bucket_bits) << plan.doc_bits) | u64::from(doc);
                 list.push((bucket, entry));
             }
@@ -618,7 +623,7 @@ impl ComponentFile {
             return 0;
         };
         let data = self.bytes.as_slice();
-        let bucket = ((key & VALUE_MASK) & low_mask(family.plan.bucket_bits)) as usize;
+        let bucket = family.plan.bucket_of(key & VALUE_MASK);
         let start = u32_at(data, family.starts + bucket * 4).unwrap_or(0) as usize;
         let at = family.entries + start * family.plan.entry_bytes as usize;
         data.get(at).copied().unwrap_or(0)
@@ -632,7 +637,7 @@ impl ComponentFile {
         };
         let plan = family.plan;
         let value = key & VALUE_MASK;
-        let bucket = (value & low_mask(plan.bucket_bits)) as usize;
+        let bucket = plan.bucket_of(value);
         let suffix = value >> plan.bucket_bits;
         if suffix >> plan.suffix_bits != 0 {
             return Ok(KeyRun::EMPTY);
