@@ -93,7 +93,6 @@ pub use clusters::{Cluster, ClusterMember, ClusterMode, Clusters};
 pub use components::edge_components;
 pub use graph::{DocPair, GroupPair, IdPair, NearDupGraph, SignatureGroup};
 pub use leaders::edge_leaders;
-pub(crate) use stream::join as stream_join;
 pub use stream::PairJoin;
 
 /// The default hot-key bound of [`NearDupGraph`]: a key shared by more distinct signatures

@@ -498,28 +498,6 @@ impl SignatureReader {
         }
         Ok(verified)
     }
-
-    /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,
-    /// across all segments, `a < b` by address: the streaming join of the segments' key
-    /// tables ([`PairJoin`](crate::batch::PairJoin) gives its order, cost and hot-key
-    /// handling; `max_postings_per_key` bounds a run that splitting does not break). Memory:
-    /// a few hundred table entries per thread and the pairs of a window of tasks; no
-    /// signature is gathered. Errors: [`Error::DamagedFile`] when a table is inconsistent.
-    pub fn for_each_pair(
-        &self,
-        rule: &MatchRule,
-        max_postings_per_key: usize,
-        mut f: impl FnMut(DocAddress, DocAddress, Evidence),
-    ) -> Result<crate::signature::PairStats> {
-        crate::batch::stream_join(
-            &self.segments,
-            &self.searcher,
-            rule,
-            rule.layout().max_distance(),
-            max_postings_per_key,
-            |found| found.for_each_pair(&mut f),
-        )
-    }
 }
 
 #[cfg(test)]
