@@ -56,7 +56,7 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 
-use crate::component::reader::SegmentSignatures;
+use crate::component::reader::{NearFilter, SegmentSignatures};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
@@ -305,11 +305,18 @@ impl DocPredicate for RulePredicate {
         let signatures = self.shared.signatures(reader)?;
         let mut docs = Vec::new();
         let alive = reader.alive_bitset();
+        let layout = self.shared.rule().layout();
+        let distance = match self.test {
+            Test::Rule => layout.max_distance(),
+            Test::Within(k) => k,
+        };
+        let near = NearFilter::new(layout, self.shared.signature.fingerprint, distance);
         signatures
             .for_each_key_doc(
                 &self.shared.keys,
                 self.max_postings_per_key,
                 alive,
+                Some(&near),
                 |_, doc| docs.push(doc),
             )
             .map_err(tantivy::TantivyError::from)?;
