@@ -98,7 +98,7 @@ pub struct DedupWriter {
     fingerprinters: Mutex<Vec<Fingerprinter>>,
     signers: Mutex<Vec<Signer>>,
     /// Buffers of the tokens the signers stage for tantivy, back from the documents tantivy
-    /// has indexed ([`crate::replay`]).
+    /// has indexed ([`AnalyzedDocument`]).
     staging: Arc<StagingPool>,
     payload: String,
     /// The scheme's analysis, as staged tokens name it.

@@ -25,7 +25,7 @@ impl DedupWriter {
     /// the lookup or the writer. Nothing is written when it fails.
     ///
     /// The text is analysed once: the tokens of the signature are the tokens tantivy indexes for
-    /// the fingerprinted text fields indexed with the scheme's analyzer ([`crate::replay`];
+    /// the fingerprinted text fields indexed with the scheme's analyzer ([`AnalyzedDocument`];
     /// [`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts) counts them). Other
     /// indexed text fields are analysed by tantivy as usual; a fingerprinted field tantivy does not
     /// index with that analyzer costs the signing analysis on top of whatever tantivy does with it.
