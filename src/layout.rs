@@ -1,42 +1,4 @@
-//! Block layouts: the keys a fingerprint is indexed under.
-//!
-//! Pigeonhole (Manku, Jain and Das Sarma, WWW 2007): split the 64 bits into `b` blocks and use
-//! every combination of `c` blocks as a key. Two fingerprints within Hamming distance `k` differ
-//! in at most `k` blocks, so when `b - c >= k` at least `c` blocks agree and they share the key
-//! made of those blocks. A lookup fetches the postings of the query's keys (candidates) and keeps
-//! those within `k`.
-//!
-//! | layout | keys per doc | key bits | k guaranteed | expected candidates per lookup at N docs |
-//! |---|---|---|---|---|
-//! | 4 x 16, single blocks (default) | 4 | 16 | <= 3 | 4 N / 2^16 (61 at 1M) |
-//! | 5 x ~13, single blocks | 5 | 12-13 | <= 4 | ~5 N / 2^12.8 (~700 at 1M) |
-//! | 8 x 8, pairs | 28 | 16 | <= 6 | 28 N / 2^16 (427 at 1M) |
-//! | 6 x ~10.7, triples | 20 | 32 | <= 3 | 20 N / 2^32 (~0 at 1M; for 1B+) |
-//!
-//! The candidates are for uniformly spread fingerprints; real ones have hot keys (boilerplate,
-//! exact duplicates), which every consumer caps or groups.
-//!
-//! A key is one `u64` term: the combination's index in the top 16 bits, then the combined
-//! block bits. All keys of one combination therefore form one contiguous numeric range
-//! ([`BlockLayout::key_range`]), which a range query or a term-dictionary scan can read; the
-//! crate's batch jobs do not (they read the signature columns and compute the keys, see
-//! [`batch`](crate::batch)).
-//!
-//! Cost: building a layout allocates its combination table (at most a few hundred entries for
-//! the layouts above); the accessors are free; a fingerprint's keys cost `num_keys()` shifts
-//! and masks. Nothing here does I/O.
-//!
-//! ```
-//! use tantivy_simhash::{BlockLayout, Fingerprint};
-//!
-//! let layout = BlockLayout::default(); // 4 blocks of 16 bits, k <= 3
-//! let a = Fingerprint(0x0123_4567_89ab_cdef);
-//! let b = Fingerprint(a.0 ^ 0b111); // 3 bits flipped, all in block 0
-//! assert!(layout.first_shared_key(a, b).is_some());
-//! assert_eq!(layout.keys(a).len(), 4);
-//! assert!(BlockLayout::new(4, 1, 4).is_err()); // 4 blocks cannot guarantee k = 4
-//! # Ok::<(), tantivy_simhash::Error>(())
-//! ```
+//! Block layouts: the keys a fingerprint is indexed under (the account is on [`BlockLayout`]).
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -48,10 +10,50 @@ const COMBO_BITS: u32 = 16;
 /// Bits of a key left for the block bits.
 const MAX_KEY_BITS: u32 = 64 - COMBO_BITS;
 
-/// Maps a fingerprint to the keys it is indexed under. See the [module docs](self).
+/// Maps a fingerprint to the keys it is indexed under.
 ///
 /// The accessors ([`max_distance`](Self::max_distance), [`blocks`](Self::blocks), ...) are
 /// free and never fail.
+///
+/// Block layouts: the keys a fingerprint is indexed under.
+///
+/// Pigeonhole (Manku, Jain and Das Sarma, WWW 2007): split the 64 bits into `b` blocks and use
+/// every combination of `c` blocks as a key. Two fingerprints within Hamming distance `k` differ
+/// in at most `k` blocks, so when `b - c >= k` at least `c` blocks agree and they share the key
+/// made of those blocks. A lookup fetches the postings of the query's keys (candidates) and keeps
+/// those within `k`.
+///
+/// | layout | keys per doc | key bits | k guaranteed | expected candidates per lookup at N docs |
+/// |---|---|---|---|---|
+/// | 4 x 16, single blocks (default) | 4 | 16 | <= 3 | 4 N / 2^16 (61 at 1M) |
+/// | 5 x ~13, single blocks | 5 | 12-13 | <= 4 | ~5 N / 2^12.8 (~700 at 1M) |
+/// | 8 x 8, pairs | 28 | 16 | <= 6 | 28 N / 2^16 (427 at 1M) |
+/// | 6 x ~10.7, triples | 20 | 32 | <= 3 | 20 N / 2^32 (~0 at 1M; for 1B+) |
+///
+/// The candidates are for uniformly spread fingerprints; real ones have hot keys (boilerplate,
+/// exact duplicates), which every consumer caps or groups.
+///
+/// A key is one `u64` term: the combination's index in the top 16 bits, then the combined
+/// block bits. All keys of one combination therefore form one contiguous numeric range
+/// ([`BlockLayout::key_range`]), which a range query or a term-dictionary scan can read; the
+/// crate's batch jobs do not (they read the signature columns and compute the keys, see
+/// [`NearDupGraph`](crate::NearDupGraph)).
+///
+/// Cost: building a layout allocates its combination table (at most a few hundred entries for
+/// the layouts above); the accessors are free; a fingerprint's keys cost `num_keys()` shifts
+/// and masks. Nothing here does I/O.
+///
+/// ```
+/// use tantivy_simhash::{BlockLayout, Fingerprint};
+///
+/// let layout = BlockLayout::default(); // 4 blocks of 16 bits, k <= 3
+/// let a = Fingerprint(0x0123_4567_89ab_cdef);
+/// let b = Fingerprint(a.0 ^ 0b111); // 3 bits flipped, all in block 0
+/// assert!(layout.first_shared_key(a, b).is_some());
+/// assert_eq!(layout.keys(a).len(), 4);
+/// assert!(BlockLayout::new(4, 1, 4).is_err()); // 4 blocks cannot guarantee k = 4
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "LayoutSpec", into = "LayoutSpec")]
 pub struct BlockLayout {

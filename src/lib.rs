@@ -186,9 +186,6 @@ pub use collapse::{
     CollapseSegmentCollector, CollapseSegmentFruit, Collapsed, CollapsedGroup, CollapsedHit,
     GroupBy, NearDupCollapse, RankKey, ShardStatistics,
 };
-pub use component::reader::{
-    ResolvedSignatureFields, SegmentSignatures, SignatureFields, SignatureMatch, SignatureReader,
-};
 pub use component::{NearDupComponent, COMPONENT_EXTENSION};
 pub use error::{Error, Result};
 pub use explain::{

@@ -190,10 +190,30 @@ impl NearDupLookup {
         self.max_postings_per_key
     }
 
+    /// Verifies the checksum of every segment's near-duplicate file (one per segment, written
+    /// by [`NearDupComponent`](crate::NearDupComponent)): opening checks only each file's
+    /// structure, so a changed signature or table entry is found here (and by every merge,
+    /// which verifies its sources) rather than giving wrong matches. Cost: a read of every
+    /// component file, segment by segment. Errors: [`Error::DamagedFile`] naming the first
+    /// damaged file.
+    ///
+    /// ```
+    /// # use tantivy_simhash::{NearDupConfig, NearDupIndex};
+    /// # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+    /// index.lookups()?.verify_checksums()?;
+    /// # Ok::<(), tantivy_simhash::Error>(())
+    /// ```
+    pub fn verify_checksums(&self) -> Result<()> {
+        self.signatures
+            .segments()
+            .iter()
+            .try_for_each(|segment| segment.verify_checksum())
+    }
+
     /// The signatures and key tables of every segment, for lookups with an explicit
     /// bound that count their work ([`SignatureReader::for_each_match`]). Cost: none (a
     /// reference).
-    pub fn signature_reader(&self) -> &SignatureReader {
+    pub(crate) fn signature_reader(&self) -> &SignatureReader {
         &self.signatures
     }
 

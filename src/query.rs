@@ -1,60 +1,5 @@
-//! [`NearDupQuery`]: the documents the index's [`MatchRule`] matches with a signature, as a
-//! tantivy [`Query`].
-//!
-//! Per segment, the candidates are the union of the postings of the query's keys (simhash block
-//! keys and MinHash band keys; every pair the rule matches shares one), each read up to a bound
-//! ([`NearDupQuery::with_max_postings_per_key`], hot keys); a candidate matches when
-//! [`MatchRule::matches`] holds on its signature read from the segment's columns (fingerprint,
-//! then the sketch only for candidates that share a band). It is built on tantivy's
-//! [`DocPredicateQuery`] (candidates = its necessary condition, the rule = its predicate), so it
-//! composes inside a [`BooleanQuery`](tantivy::query::BooleanQuery) with any other query and
-//! runs under any collector; deleted documents are skipped by tantivy's collectors as for every
-//! query. Its score is a constant (1.0 times the boost): wrap it in
-//! [`ConstScoreQuery::new(q, 0.0)`](tantivy::query::ConstScoreQuery) to filter a text query
-//! without changing its scores.
-//!
-//! [`NearDupQuery::with_max_distance`] is the explicit simhash-only alternative: every document
-//! within `k` bits (inclusive) of the fingerprint, without the resemblance branch.
-//!
-//! ```
-//! use tantivy::collector::Count;
-//! use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-//! use tantivy::schema::{IndexRecordOption, Schema, FAST, STRING, TEXT};
-//! use tantivy::{doc, Index, Term};
-//! use tantivy_simhash::{NearDupConfig, NearDupIndex, NearDupQuery, Policy};
-//!
-//! let config = NearDupConfig::new("id", ["body"]);
-//! let mut builder = Schema::builder();
-//! let id = builder.add_text_field("id", STRING | FAST);
-//! let host = builder.add_text_field("host", STRING);
-//! let body = builder.add_text_field("body", TEXT);
-//! config.add_fields(&mut builder);
-//! let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
-//! let mut writer = index.writer(50_000_000, Policy::Off)?;
-//! let text = "The licence grants permission to use, copy, modify and distribute this \
-//!             software for any purpose, provided the notice appears in all copies.";
-//! writer.add_document(doc!(id => "a", host => "x.org", body => text))?;
-//! writer.add_document(doc!(id => "b", host => "y.org", body => text))?;
-//! writer.commit()?;
-//!
-//! let searcher = index.searcher()?;
-//! // Near-duplicates of document "a" on host y.org:
-//! let near = NearDupQuery::from_id(index.fields(), &searcher, "a")?;
-//! let on_host = TermQuery::new(Term::from_field_text(host, "y.org"), IndexRecordOption::Basic);
-//! let q = BooleanQuery::new(vec![
-//!     (Occur::Must, Box::new(near.clone()) as Box<dyn Query>),
-//!     (Occur::Must, Box::new(on_host)),
-//! ]);
-//! assert_eq!(searcher.search(&q, &Count)?, 1);
-//! // The convenience form: ids and evidence, strongest first.
-//! let hits = near.search(&searcher)?;
-//! assert_eq!((hits[0].id.as_str(), hits[0].distance), ("a", 0));
-//! // The same page under another site's menu and footer matches by resemblance:
-//! let framed = format!("Home | Docs | Blog | Contact\n\n{text}\n\n(c) 2024 Example Ltd, all rights reserved");
-//! let q = NearDupQuery::from_text(&index, &framed);
-//! assert_eq!(searcher.search(&q, &Count)?, 2);
-//! # Ok::<(), tantivy_simhash::Error>(())
-//! ```
+//! [`NearDupQuery`]: the documents the index's rule matches with a signature, as a tantivy query
+//! (the account is on the type).
 
 use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
@@ -81,7 +26,64 @@ enum Test {
 
 /// The documents the index's rule matches with a signature (or, with
 /// [`with_max_distance`](Self::with_max_distance), every document within a simhash radius).
-/// See the [module docs](self).
+///
+/// [`NearDupQuery`]: the documents the index's [`MatchRule`] matches with a signature, as a
+/// tantivy [`Query`].
+///
+/// Per segment, the candidates are the union of the postings of the query's keys (simhash block
+/// keys and MinHash band keys; every pair the rule matches shares one), each read up to a bound
+/// ([`NearDupQuery::with_max_postings_per_key`], hot keys); a candidate matches when
+/// [`MatchRule::matches`] holds on its signature read from the segment's columns (fingerprint,
+/// then the sketch only for candidates that share a band). It is built on tantivy's
+/// [`DocPredicateQuery`] (candidates = its necessary condition, the rule = its predicate), so it
+/// composes inside a [`BooleanQuery`](tantivy::query::BooleanQuery) with any other query and
+/// runs under any collector; deleted documents are skipped by tantivy's collectors as for every
+/// query. Its score is a constant (1.0 times the boost): wrap it in
+/// [`ConstScoreQuery::new(q, 0.0)`](tantivy::query::ConstScoreQuery) to filter a text query
+/// without changing its scores.
+///
+/// [`NearDupQuery::with_max_distance`] is the explicit simhash-only alternative: every document
+/// within `k` bits (inclusive) of the fingerprint, without the resemblance branch.
+///
+/// ```
+/// use tantivy::collector::Count;
+/// use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+/// use tantivy::schema::{IndexRecordOption, Schema, FAST, STRING, TEXT};
+/// use tantivy::{doc, Index, Term};
+/// use tantivy_simhash::{NearDupConfig, NearDupIndex, NearDupQuery, Policy};
+///
+/// let config = NearDupConfig::new("id", ["body"]);
+/// let mut builder = Schema::builder();
+/// let id = builder.add_text_field("id", STRING | FAST);
+/// let host = builder.add_text_field("host", STRING);
+/// let body = builder.add_text_field("body", TEXT);
+/// config.add_fields(&mut builder);
+/// let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config)?;
+/// let mut writer = index.writer(50_000_000, Policy::Off)?;
+/// let text = "The licence grants permission to use, copy, modify and distribute this \
+///             software for any purpose, provided the notice appears in all copies.";
+/// writer.add_document(doc!(id => "a", host => "x.org", body => text))?;
+/// writer.add_document(doc!(id => "b", host => "y.org", body => text))?;
+/// writer.commit()?;
+///
+/// let searcher = index.searcher()?;
+/// // Near-duplicates of document "a" on host y.org:
+/// let near = NearDupQuery::from_id(index.fields(), &searcher, "a")?;
+/// let on_host = TermQuery::new(Term::from_field_text(host, "y.org"), IndexRecordOption::Basic);
+/// let q = BooleanQuery::new(vec![
+///     (Occur::Must, Box::new(near.clone()) as Box<dyn Query>),
+///     (Occur::Must, Box::new(on_host)),
+/// ]);
+/// assert_eq!(searcher.search(&q, &Count)?, 1);
+/// // The convenience form: ids and evidence, strongest first.
+/// let hits = near.search(&searcher)?;
+/// assert_eq!((hits[0].id.as_str(), hits[0].distance), ("a", 0));
+/// // The same page under another site's menu and footer matches by resemblance:
+/// let framed = format!("Home | Docs | Blog | Contact\n\n{text}\n\n(c) 2024 Example Ltd, all rights reserved");
+/// let q = NearDupQuery::from_text(&index, &framed);
+/// assert_eq!(searcher.search(&q, &Count)?, 2);
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct NearDupQuery {
     shared: Arc<Shared>,

@@ -463,10 +463,7 @@ fn use_index(dir: &Path, texts: &[String]) -> Result<(), Error> {
         s.lookup_signature(&sig)?;
         s.lookup(sig.fingerprint)?;
     }
-    for reader in s.searcher().segment_readers() {
-        tantivy_simhash::SegmentSignatures::open(reader, index.rule())?.verify_checksum()?;
-    }
-    Ok(())
+    s.verify_checksums()
 }
 
 /// Truncated and damaged component files are errors that name the file and say what to do;

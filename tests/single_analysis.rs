@@ -13,7 +13,6 @@ use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING,
 };
 use tantivy::{doc, DocSet, Index, IndexWriter, TantivyDocument, Term, TERMINATED};
-use tantivy_simhash::SegmentSignatures;
 use tantivy_simhash::{
     AnalysisCounts, NearDupConfig, NearDupIndex, Policy, Scheme, Signature, SimhashTokenizer,
     SIMHASH_TOKENIZER_NAME,
@@ -189,16 +188,14 @@ fn postings(index: &Index, fields: &[Field]) -> Postings_ {
 }
 
 fn stored_signatures(index: &NearDupIndex) -> HashMap<String, Signature> {
-    let searcher = index.index().reader().unwrap().searcher();
+    let lookups = index.lookups().unwrap();
     let mut out = HashMap::new();
-    for seg in searcher.segment_readers() {
-        let sigs = SegmentSignatures::open(seg, index.rule()).unwrap();
-        let ids = seg.fast_fields().str("id").unwrap().unwrap();
+    for (ord, seg) in lookups.searcher().segment_readers().iter().enumerate() {
         for doc in seg.doc_ids_alive() {
-            let ord = ids.term_ords(doc).next().unwrap();
-            let mut id = String::new();
-            ids.ord_to_str(ord, &mut id).unwrap();
-            out.insert(id, sigs.get(doc).expect("a stored signature"));
+            let address = tantivy::DocAddress::new(ord as u32, doc);
+            let id = lookups.id_of(address).unwrap().expect("an id");
+            let signature = lookups.signature_at(address).expect("a stored signature");
+            out.insert(id, signature);
         }
     }
     out

@@ -245,13 +245,10 @@ fn reject_with_threads_stores_no_two_near_duplicates() {
     let mut stored: HashMap<String, Fingerprint> = HashMap::new();
     // Read every stored fingerprint from the segment component.
     for (ord, seg) in s.searcher().segment_readers().iter().enumerate() {
-        let signatures = s.signature_reader().segment(ord as u32).unwrap();
         for doc in seg.doc_ids_alive() {
-            let id = s
-                .id_of(tantivy::DocAddress::new(ord as u32, doc))
-                .unwrap()
-                .unwrap();
-            stored.insert(id, signatures.fingerprint(doc).unwrap());
+            let address = tantivy::DocAddress::new(ord as u32, doc);
+            let id = s.id_of(address).unwrap().unwrap();
+            stored.insert(id, s.signature_at(address).unwrap().fingerprint);
         }
     }
     assert_eq!(stored.len() + rejected.len(), 2 * threads as usize * 200);

@@ -15,12 +15,13 @@ impl<K: RankKey> Collapsed<K> {
     /// Combines the results of several indexes of one corpus (shards) into the result one index
     /// holding all their documents would give.
     ///
-    /// Each part must come from a [`NearDupCollapse`](super::NearDupCollapse) with the same settings (limit, fetch,
-    /// distance, order, tag mode) and [`keep_window`](super::NearDupCollapse::keep_window) on, and the
-    /// keys must be comparable across shards (the same BM25 statistics, see
-    /// [`ShardStatistics`], or a fast field). With unique user ids the merge then equals the
-    /// single index's result (up to the one-ulp caveat on multi-term scores in the
-    /// [module docs](super)); hits get `shard` = their part's position in `parts`.
+    /// Each part must come from a [`NearDupCollapse`](super::NearDupCollapse) with the same
+    /// settings (limit, fetch, distance, order, tag mode) and
+    /// [`keep_window`](super::NearDupCollapse::keep_window) on, and the keys must be comparable
+    /// across shards (the same BM25 statistics, see [`ShardStatistics`], or a fast field). With
+    /// unique user ids the merge then equals the single index's result (up to the one-ulp caveat on
+    /// multi-term scores in the [`NearDupCollapse`](super::NearDupCollapse) docs); hits get `shard`
+    /// = their part's position in `parts`.
     ///
     /// How: a shard's window holds every hit of that shard ranked strictly better than its
     /// cutoff, and at least `fetch` of its hits rank at or above it; so every hit ranked

@@ -142,15 +142,15 @@ impl<K: RankKey> Collapsed<K> {
         self.settings.limit
     }
 
-    /// The derank mode: instead of dropping the hits folded into a group, a flat list where
-    /// each group's leader keeps its place and the others are moved behind the leaders: every
+    /// The derank mode: instead of dropping the hits folded into a group, a flat list where each
+    /// group's leader keeps its place and the others are moved behind the leaders: every
     /// [`leader`](CollapsedGroup::leader) in group order, then every
-    /// [`member`](CollapsedGroup::members) of every group in rank order (the rank tie rules
-    /// of the [module docs](super)). The list holds the groups' hits of the window, as
-    /// deterministic as the groups, and [`merge`](Self::merge) of shards gives the list of
-    /// one index. Ask for as many groups as leading hits are wanted; as with the groups, the
-    /// list is the whole truth only for the window ([`is_complete`](Self::is_complete)
-    /// otherwise says that more hits, and so more moved hits, exist).
+    /// [`member`](CollapsedGroup::members) of every group in rank order (the rank tie rules of the
+    /// [`NearDupCollapse`](super::NearDupCollapse) docs). The list holds the groups' hits of the
+    /// window, as deterministic as the groups, and [`merge`](Self::merge) of shards gives the list
+    /// of one index. Ask for as many groups as leading hits are wanted; as with the groups, the
+    /// list is the whole truth only for the window ([`is_complete`](Self::is_complete) otherwise
+    /// says that more hits, and so more moved hits, exist).
     ///
     /// Cost: sorting the members (no index access).
     ///

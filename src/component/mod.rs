@@ -1,46 +1,5 @@
-//! The segment component: every segment's signatures and key tables in a file of its own.
-//!
-//! tantivy 0.27 lets custom data take part in a segment's life ([`SegmentPlugin`]: written
-//! with the segment, rebuilt by merges, deleted with it). [`NearDupComponent`] is that
-//! plugin for this crate: per segment it writes one file (extension [`COMPONENT_EXTENSION`])
-//! holding
-//!
-//! - the signatures (fingerprint and sketch) as a dense array in doc id order: reading one is
-//!   an offset;
-//! - the rule's keys as sorted tables, one per key position (Manku et al.'s permuted tables):
-//!   a lookup probes them in place, from the memory-mapped file, with no build step.
-//!
-//! The signature reaches the component through the document: the fingerprint and sketch
-//! fields ([`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)) are plain `u64`
-//! fields that tantivy neither indexes nor stores; the component reads them in
-//! `add_document`. Merges rebuild the file from the source segments' files and their alive
-//! bitsets. Indexes sorted by a field (shuffled doc ids) are refused.
-//!
-//! **What it costs users**: the plugin set of a tantivy index is fixed when the index is
-//! created, and an index that holds the component opens for writing only where the component
-//! is registered. [`NearDupIndex::create`](crate::NearDupIndex::create) and
-//! [`open`](crate::NearDupIndex::open) register it, and `create` adds it to a new, empty
-//! index made without it. Plain tantivy code that writes to such an index must register it
-//! first; without it, `Index::writer` fails with `MissingPlugin("neardup")`. Reading (a
-//! `Searcher`, queries, the doc store) needs no registration.
-//!
-//! ```
-//! # use tantivy::schema::{Schema, FAST, STRING, TEXT};
-//! use tantivy::Index;
-//! use tantivy_simhash::{NearDupConfig, NearDupIndex};
-//! # let config = NearDupConfig::new("id", ["body"]);
-//! # let mut builder = Schema::builder();
-//! # builder.add_text_field("id", STRING | FAST);
-//! # builder.add_text_field("body", TEXT);
-//! # config.add_fields(&mut builder);
-//! # let dir = tantivy::directory::RamDirectory::create();
-//! # NearDupIndex::create(Index::create(dir.clone(), builder.build(), Default::default())?, config.clone())?;
-//! // Opening an index with plain tantivy: register the component before writing.
-//! let mut index = Index::open(dir)?;
-//! index.register_plugin(config.segment_component()?);
-//! let writer: tantivy::IndexWriter = index.writer(15_000_000)?;
-//! # Ok::<(), tantivy_simhash::Error>(())
-//! ```
+//! The segment component: every segment's signatures and key tables in a file of its own. The
+//! user-facing account is on [`NearDupComponent`]; the file format is in `file`.
 
 mod file;
 pub(crate) mod reader;
@@ -69,9 +28,51 @@ fn component() -> SegmentComponent {
     SegmentComponent::Custom(COMPONENT_EXTENSION.to_string())
 }
 
-/// The tantivy segment plugin that stores signatures and key tables (see the
-/// [module docs](self)). Make it with
+/// The tantivy segment plugin that stores signatures and key tables: every segment's in a file
+/// of its own. Make it with
 /// [`NearDupConfig::segment_component`](crate::NearDupConfig::segment_component).
+///
+/// tantivy 0.27 lets custom data take part in a segment's life ([`SegmentPlugin`]: written
+/// with the segment, rebuilt by merges, deleted with it). This type is that
+/// plugin for this crate: per segment it writes one file (extension [`COMPONENT_EXTENSION`])
+/// holding
+///
+/// - the signatures (fingerprint and sketch) as a dense array in doc id order: reading one is
+///   an offset;
+/// - the rule's keys as sorted tables, one per key position (Manku et al.'s permuted tables):
+///   a lookup probes them in place, from the memory-mapped file, with no build step.
+///
+/// The signature reaches the component through the document: the fingerprint and sketch
+/// fields ([`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)) are plain `u64`
+/// fields that tantivy neither indexes nor stores; the component reads them in
+/// `add_document`. Merges rebuild the file from the source segments' files and their alive
+/// bitsets. Indexes sorted by a field (shuffled doc ids) are refused.
+///
+/// **What it costs users**: the plugin set of a tantivy index is fixed when the index is
+/// created, and an index that holds the component opens for writing only where the component
+/// is registered. [`NearDupIndex::create`](crate::NearDupIndex::create) and
+/// [`open`](crate::NearDupIndex::open) register it, and `create` adds it to a new, empty
+/// index made without it. Plain tantivy code that writes to such an index must register it
+/// first; without it, `Index::writer` fails with `MissingPlugin("neardup")`. Reading (a
+/// `Searcher`, queries, the doc store) needs no registration.
+///
+/// ```
+/// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
+/// use tantivy::Index;
+/// use tantivy_simhash::{NearDupConfig, NearDupIndex};
+/// # let config = NearDupConfig::new("id", ["body"]);
+/// # let mut builder = Schema::builder();
+/// # builder.add_text_field("id", STRING | FAST);
+/// # builder.add_text_field("body", TEXT);
+/// # config.add_fields(&mut builder);
+/// # let dir = tantivy::directory::RamDirectory::create();
+/// # NearDupIndex::create(Index::create(dir.clone(), builder.build(), Default::default())?, config.clone())?;
+/// // Opening an index with plain tantivy: register the component before writing.
+/// let mut index = Index::open(dir)?;
+/// index.register_plugin(config.segment_component()?);
+/// let writer: tantivy::IndexWriter = index.writer(15_000_000)?;
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct NearDupComponent {
     spec: Arc<ComponentSpec>,

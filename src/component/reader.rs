@@ -17,19 +17,19 @@ use tantivy::{DocAddress, DocId, Searcher, SegmentReader};
 
 /// The names of the fields that carry signatures to the index under a rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SignatureFields {
+pub(crate) struct SignatureFields {
     /// The fingerprint field.
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// The keys field (kept for the record's field names; it holds no value: the keys live in
     /// the segment component's tables).
-    pub keys: String,
+    pub(crate) keys: String,
     /// The sketch fields, one per 64-bit word.
-    pub sketch: Vec<String>,
+    pub(crate) sketch: Vec<String>,
 }
 
 impl SignatureFields {
     /// The field names for `rule`: `fingerprint`, `keys`, and `{fingerprint}_sketch{i}`.
-    pub fn new(fingerprint: &str, keys: &str, rule: &MatchRule) -> SignatureFields {
+    pub(crate) fn new(fingerprint: &str, keys: &str, rule: &MatchRule) -> SignatureFields {
         SignatureFields {
             fingerprint: fingerprint.to_string(),
             keys: keys.to_string(),
@@ -40,7 +40,7 @@ impl SignatureFields {
     }
 
     /// The same names with `words` sketch fields.
-    pub fn with_sketch_words(mut self, words: usize) -> SignatureFields {
+    pub(crate) fn with_sketch_words(mut self, words: usize) -> SignatureFields {
         self.sketch = (0..words)
             .map(|i| format!("{}_sketch{i}", self.fingerprint))
             .collect();
@@ -52,7 +52,7 @@ impl SignatureFields {
     /// keys and the sketch words as plain `u64` fields that tantivy neither indexes nor stores
     /// (they carry each document's signature to the segment component). Cost: none beyond
     /// the schema; tantivy panics on a field name the builder already has, as for any field.
-    pub fn add_to_schema(&self, builder: &mut SchemaBuilder) {
+    pub(crate) fn add_to_schema(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint, NumericOptions::default());
         builder.add_u64_field(&self.keys, NumericOptions::default());
         for name in &self.sketch {
@@ -60,25 +60,11 @@ impl SignatureFields {
         }
     }
 
-    /// The tantivy segment plugin that stores the signatures these fields carry, under `rule`
-    /// ([`crate::component`]): register it when creating the index
-    /// (`Index::builder().register_plugin(..)`). Cost: a copy of the rule and the names.
-    pub fn segment_component(
-        &self,
-        rule: &MatchRule,
-    ) -> std::sync::Arc<dyn tantivy::SegmentPlugin> {
-        std::sync::Arc::new(crate::component::NearDupComponent::new(
-            rule.clone(),
-            self.fingerprint.clone(),
-            self.sketch.clone(),
-        ))
-    }
-
     /// The fields in `schema`. Cost: one name look-up per field (34 by default). Errors with
     /// [`Error::InvalidConfig`] naming the first field `schema` lacks, and with
     /// [`Error::OldFormat`] when the fingerprint is a fast field (an index of the previous
     /// format, which kept signatures in columns).
-    pub fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
+    pub(crate) fn resolve(&self, schema: &Schema) -> Result<ResolvedSignatureFields> {
         let get = |name: &str| {
             schema.get_field(name).map_err(|_| {
                 Error::InvalidConfig(format!(
@@ -97,10 +83,10 @@ impl SignatureFields {
                 )));
             }
         }
+        // The keys field holds no value, but an index of this format has it.
+        get(&self.keys)?;
         Ok(ResolvedSignatureFields {
-            names: self.clone(),
             fingerprint,
-            keys: get(&self.keys)?,
             sketch: self.sketch.iter().map(|n| get(n)).collect::<Result<_>>()?,
         })
     }
@@ -108,32 +94,20 @@ impl SignatureFields {
 
 /// [`SignatureFields`] resolved against a schema.
 #[derive(Clone, Debug)]
-pub struct ResolvedSignatureFields {
-    names: SignatureFields,
+pub(crate) struct ResolvedSignatureFields {
     fingerprint: Field,
-    keys: Field,
     sketch: Vec<Field>,
 }
 
 impl ResolvedSignatureFields {
-    /// The names.
-    pub fn names(&self) -> &SignatureFields {
-        &self.names
-    }
-
-    /// The keys field.
-    pub fn keys_field(&self) -> Field {
-        self.keys
-    }
-
     /// The sketch fields, one per 64-bit word.
-    pub fn sketch_fields(&self) -> &[Field] {
+    pub(crate) fn sketch_fields(&self) -> &[Field] {
         &self.sketch
     }
 
     /// Adds `signature` (fingerprint and sketch words) to `doc`. Cost: one value per field (33
     /// by default); cannot fail.
-    pub fn add_to_document(
+    pub(crate) fn add_to_document(
         &self,
         _rule: &MatchRule,
         signature: &Signature,
@@ -148,7 +122,7 @@ impl ResolvedSignatureFields {
 
 /// The signatures and key tables of one segment: its component file, read in place.
 #[derive(Clone, Debug)]
-pub struct SegmentSignatures {
+pub(crate) struct SegmentSignatures {
     file: ComponentFile,
 }
 
@@ -158,7 +132,7 @@ impl SegmentSignatures {
     /// when the file is truncated or damaged, [`Error::OldFormat`] when the segment has no
     /// such file (an index of an older format), [`Error::IndexMismatch`] when it was written
     /// under another rule.
-    pub fn open(segment: &SegmentReader, rule: &MatchRule) -> Result<SegmentSignatures> {
+    pub(crate) fn open(segment: &SegmentReader, rule: &MatchRule) -> Result<SegmentSignatures> {
         Ok(SegmentSignatures {
             file: open_segment_file(segment, rule)?,
         })
@@ -172,36 +146,36 @@ impl SegmentSignatures {
     /// Reads the signature of `doc` into `out` (reusing its sketch buffer); `false` when the
     /// document has no signature. Cost: one contiguous read; allocates only if `out`'s sketch
     /// must grow.
-    pub fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
+    pub(crate) fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
         self.file.read_into(doc, out)
     }
 
     /// The fingerprint of `doc`, if it has one.
-    pub fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
+    pub(crate) fn fingerprint(&self, doc: DocId) -> Option<Fingerprint> {
         self.file.fingerprint(doc)
     }
 
     /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
     /// two sketch words that hold them; no allocation.
-    pub fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
+    pub(crate) fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
         band_from_words(config, band, |w| self.file.word(doc, w + 1))
     }
 
     /// The signature of `doc`, if it has one. Cost: as [`read_into`](Self::read_into), plus
     /// the sketch's allocation.
-    pub fn get(&self, doc: DocId) -> Option<Signature> {
+    pub(crate) fn get(&self, doc: DocId) -> Option<Signature> {
         let mut s = Signature::default();
         self.read_into(doc, &mut s).then_some(s)
     }
 
     /// Documents of the segment (deleted ones included).
-    pub fn max_doc(&self) -> u32 {
+    pub(crate) fn max_doc(&self) -> u32 {
         self.file.max_doc()
     }
 
     /// Verifies the file's checksum (a read of the whole file). Errors:
     /// [`Error::DamagedFile`] when a byte differs from what was written.
-    pub fn verify_checksum(&self) -> Result<()> {
+    pub(crate) fn verify_checksum(&self) -> Result<()> {
         self.file.verify_checksum()
     }
 
@@ -240,13 +214,13 @@ impl SegmentSignatures {
 /// A document [`SignatureReader::for_each_match`] found: where it is, why it matches, and its
 /// signature (borrowed for the call).
 #[derive(Clone, Copy, Debug)]
-pub struct SignatureMatch<'a> {
+pub(crate) struct SignatureMatch<'a> {
     /// Where the document is in the searcher.
-    pub address: DocAddress,
+    pub(crate) address: DocAddress,
     /// Why the rule matches it with the query.
-    pub evidence: Evidence,
+    pub(crate) evidence: Evidence,
     /// Its stored signature.
-    pub signature: &'a Signature,
+    pub(crate) signature: &'a Signature,
 }
 
 /// Whether the candidate `doc`, met under the query's key at `position`, matches; reads as
@@ -303,16 +277,15 @@ enum Verdict {
 /// Opening costs a few microseconds per segment (the files are memory-mapped and only their
 /// structure is checked), so a fresh process answers its first lookup without building
 /// anything.
-pub struct SignatureReader {
+pub(crate) struct SignatureReader {
     segments: Vec<SegmentSignatures>,
     searcher: Searcher,
-    rule: MatchRule,
 }
 
 impl SignatureReader {
     /// Opens the component file of every segment of `searcher` under `rule`. Errors: those of
     /// [`SegmentSignatures::open`].
-    pub fn new(searcher: &Searcher, rule: &MatchRule) -> Result<SignatureReader> {
+    pub(crate) fn new(searcher: &Searcher, rule: &MatchRule) -> Result<SignatureReader> {
         let segments = searcher
             .segment_readers()
             .iter()
@@ -321,18 +294,7 @@ impl SignatureReader {
         Ok(SignatureReader {
             segments,
             searcher: searcher.clone(),
-            rule: rule.clone(),
         })
-    }
-
-    /// The searcher the reader was made from.
-    pub fn searcher(&self) -> &Searcher {
-        &self.searcher
-    }
-
-    /// The rule the tables were opened under.
-    pub fn rule(&self) -> &MatchRule {
-        &self.rule
     }
 
     /// Calls `f(position, doc)` with the first `limit` live documents of segment `ord` under
@@ -368,7 +330,7 @@ impl SignatureReader {
     /// ones included), so that a lookup with that bound may miss some of its matches. Cost:
     /// per key and segment, a table probe. Errors: [`Error::DamagedFile`] when a table is
     /// inconsistent.
-    pub fn has_hot_key(
+    pub(crate) fn has_hot_key(
         &self,
         rule: &MatchRule,
         signature: &Signature,
@@ -387,13 +349,12 @@ impl SignatureReader {
     }
 
     /// Every segment's signatures, in segment order.
-    #[cfg(test)]
     pub(crate) fn segments(&self) -> &[SegmentSignatures] {
         &self.segments
     }
 
     /// The signatures of segment `ord`.
-    pub fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
+    pub(crate) fn segment(&self, ord: u32) -> Option<&SegmentSignatures> {
         self.segments.get(ord as usize)
     }
 
@@ -413,7 +374,7 @@ impl SignatureReader {
     /// Returns the number of candidates verified (live documents not yet matched under an
     /// earlier key), the work the bound limits. Errors: [`Error::DamagedFile`] when a table
     /// is inconsistent.
-    pub fn for_each_match(
+    pub(crate) fn for_each_match(
         &self,
         rule: &MatchRule,
         query: &Signature,
@@ -497,28 +458,6 @@ impl SignatureReader {
             self.for_each_key_doc(ord, &keys, max_postings_per_key, visit)?;
         }
         Ok(verified)
-    }
-
-    /// Calls `f(a, b, evidence)` once for every pair of live documents that `rule` matches,
-    /// across all segments, `a < b` by address: the streaming join of the segments' key
-    /// tables ([`PairJoin`](crate::batch::PairJoin) gives its order, cost and hot-key
-    /// handling; `max_postings_per_key` bounds a run that splitting does not break). Memory:
-    /// a few hundred table entries per thread and the pairs of a window of tasks; no
-    /// signature is gathered. Errors: [`Error::DamagedFile`] when a table is inconsistent.
-    pub fn for_each_pair(
-        &self,
-        rule: &MatchRule,
-        max_postings_per_key: usize,
-        mut f: impl FnMut(DocAddress, DocAddress, Evidence),
-    ) -> Result<crate::signature::PairStats> {
-        crate::batch::stream_join(
-            &self.segments,
-            &self.searcher,
-            rule,
-            rule.layout().max_distance(),
-            max_postings_per_key,
-            |found| found.for_each_pair(&mut f),
-        )
     }
 }
 
@@ -623,6 +562,7 @@ mod tests {
                             .unwrap();
                         assert_eq!(evidence, full, "query {q}, bound {bound}");
                         assert_eq!(count, full_count, "query {q}, bound {bound}");
+
                         // The evidence equals `full`, checked against the rule and brute force.
                         let evidence = full;
                         for &(address, e) in &evidence {
@@ -643,5 +583,47 @@ mod tests {
         }
         // The corpus exercises the candidates compared in full that never match.
         assert!(never > sigs.len(), "{never}");
+    }
+
+    /// Hot keys: documents sharing the sketch words of every band (each band key held by all
+    /// of them) but nothing else. A lookup verifies every holder unbounded, and at most keys x
+    /// bound candidates per segment with a bound.
+    #[test]
+    fn a_bound_caps_the_work_of_a_lookup_under_hot_keys() {
+        let rule = MatchRule::default();
+        let words = rule.minhash().sketch_words();
+        let mut rng = Rng(5);
+        let shared: Vec<u64> = (0..words).map(|_| rng.next()).collect();
+        let sigs: Vec<Signature> = (0..600)
+            .map(|_| {
+                let mut sketch = shared.clone();
+                for w in &mut sketch[5..] {
+                    *w = rng.next();
+                }
+                Signature {
+                    fingerprint: Fingerprint(rng.next()),
+                    sketch: Sketch { words: sketch },
+                }
+            })
+            .collect();
+        let (index, _fields, _) = signature_index(&rule, &sigs, 200, |_| false);
+        let searcher = index.reader().unwrap().searcher();
+        let segments = searcher.segment_readers().len();
+        let reader = SignatureReader::new(&searcher, &rule).unwrap();
+        let query = &sigs[7];
+        let mut matches = 0;
+        let unbounded = reader
+            .for_each_match(&rule, query, usize::MAX, |_| matches += 1)
+            .unwrap();
+        // Every holder is a candidate; only the query itself matches (the other words differ).
+        assert_eq!(matches, 1);
+        assert!(unbounded >= sigs.len() as u64 - 1, "verified {unbounded}");
+        let bound = 5;
+        let bounded = reader.for_each_match(&rule, query, bound, |_| {}).unwrap();
+        let cap = (rule.keys_per_document() * bound * segments) as u64;
+        assert!(
+            bounded <= cap && cap < unbounded,
+            "verified {bounded}, cap {cap}"
+        );
     }
 }

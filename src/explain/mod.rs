@@ -1,39 +1,5 @@
-//! Why two documents are near-duplicates, or why not: [`Explanation`].
-//!
-//! The index's verdict is two numbers (`d=6`, `r=0.93`). A person checking a decision needs
-//! every part of the [`MatchRule`] laid out, and the texts side by side:
-//!
-//! - **simhash**: the two fingerprints, their Hamming distance against the rule's `k`, and
-//!   which of the layout's block keys they share (the keys a lookup finds them under);
-//! - **MinHash**: which of the rule's bands the sketches share, the sketches' resemblance
-//!   estimate against the rule's threshold, and the optional distance vote;
-//! - **shingles**: the exact resemblance (Jaccard) of the two texts' shingles as the rule
-//!   defines them (the units the sketch hashes: the scheme's tokens, Han characters one by
-//!   one, site chrome left out), which the sketch only estimates; and the evaluation's own
-//!   resemblance (word 3-shingles of the whole text, `tools/shingles.py` of the evaluation
-//!   data), which is what "near-duplicate" is measured by;
-//! - **chrome**: the lines of each text the rule's shingles leave out as site chrome;
-//! - **alignment**: a word-level diff of the two texts (common runs, deletions, insertions,
-//!   moved blocks) by the [`similar`] crate, with the byte ranges of each word.
-//!
-//! A non-match says which branch failed and by how much ([`Branch`]).
-//!
-//! ```
-//! use tantivy_simhash::Explanation;
-//! use tantivy_simhash::{MatchRule, Scheme};
-//!
-//! let rule = MatchRule::default();
-//! let scheme = Scheme::default();
-//! let a = "Simhash maps a weighted feature set to 64 bits, and near-duplicate documents get \
-//!          fingerprints that differ in only a few bits, so a crawler can find them quickly.";
-//! let b = "Simhash maps a weighted feature set to 64 bits, and near-duplicate pages get \
-//!          fingerprints that differ in only a few bits, so a crawler can find them quickly.";
-//! let e = Explanation::of_texts(&rule, &scheme, a, b);
-//! assert_eq!(e.verdict.is_some(), rule.matches(&e.signatures[0], &e.signatures[1]).is_some());
-//! assert_eq!(e.alignment.counts().1, 1); // "documents" deleted
-//! assert!(e.words.resemblance > 0.7);
-//! println!("{}", e.summary());
-//! ```
+//! Why two documents are near-duplicates, or why not: the user-facing account is on
+//! [`Explanation`].
 
 mod words;
 
@@ -123,8 +89,43 @@ pub struct Branch {
     pub reason: String,
 }
 
-/// Everything the rule decided for a pair, and what it looked at. See the
-/// [module docs](self).
+/// Everything the rule decided for a pair, and what it looked at: why two documents are
+/// near-duplicates, or why not.
+///
+/// The index's verdict is two numbers (`d=6`, `r=0.93`). A person checking a decision needs
+/// every part of the [`MatchRule`] laid out, and the texts side by side:
+///
+/// - **simhash**: the two fingerprints, their Hamming distance against the rule's `k`, and
+///   which of the layout's block keys they share (the keys a lookup finds them under);
+/// - **MinHash**: which of the rule's bands the sketches share, the sketches' resemblance
+///   estimate against the rule's threshold, and the optional distance vote;
+/// - **shingles**: the exact resemblance (Jaccard) of the two texts' shingles as the rule
+///   defines them (the units the sketch hashes: the scheme's tokens, Han characters one by
+///   one, site chrome left out), which the sketch only estimates; and the evaluation's own
+///   resemblance (word 3-shingles of the whole text, `tools/shingles.py` of the evaluation
+///   data), which is what "near-duplicate" is measured by;
+/// - **chrome**: the lines of each text the rule's shingles leave out as site chrome;
+/// - **alignment**: a word-level diff of the two texts (common runs, deletions, insertions,
+///   moved blocks) by the [`similar`] crate, with the byte ranges of each word.
+///
+/// A non-match says which branch failed and by how much ([`Branch`]).
+///
+/// ```
+/// use tantivy_simhash::Explanation;
+/// use tantivy_simhash::{MatchRule, Scheme};
+///
+/// let rule = MatchRule::default();
+/// let scheme = Scheme::default();
+/// let a = "Simhash maps a weighted feature set to 64 bits, and near-duplicate documents get \
+///          fingerprints that differ in only a few bits, so a crawler can find them quickly.";
+/// let b = "Simhash maps a weighted feature set to 64 bits, and near-duplicate pages get \
+///          fingerprints that differ in only a few bits, so a crawler can find them quickly.";
+/// let e = Explanation::of_texts(&rule, &scheme, a, b);
+/// assert_eq!(e.verdict.is_some(), rule.matches(&e.signatures[0], &e.signatures[1]).is_some());
+/// assert_eq!(e.alignment.counts().1, 1); // "documents" deleted
+/// assert!(e.words.resemblance > 0.7);
+/// println!("{}", e.summary());
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Explanation {
     /// The rule's verdict: the evidence of a match ([`MatchRule::matches`]), `None` for a

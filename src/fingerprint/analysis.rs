@@ -157,7 +157,7 @@ fn is_compat_ideograph(c: char) -> bool {
     matches!(c as u32, 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
 }
 
-/// The built-in analysis as a tantivy tokenizer. See the [`fingerprint` module docs](crate::fingerprint).
+/// The built-in analysis as a tantivy tokenizer (the analysis of a [`Scheme`](crate::Scheme)).
 ///
 /// ```
 /// use tantivy::tokenizer::{TextAnalyzer, TokenStream};

@@ -1,23 +1,5 @@
-//! Fingerprints: a [`Scheme`] turns text into a 64-bit simhash [`Fingerprint`].
-//!
-//! Charikar's simhash: every feature of the text (a word, a word shingle, a character n-gram) is
-//! hashed to 64 bits; its weight is added to counter `i` where bit `i` of the hash is 1 and
-//! subtracted where it is 0; bit `i` of the fingerprint is `counter[i] > 0`. Texts whose weighted
-//! feature vectors are at angle θ differ in each bit with probability θ/π, so the Hamming
-//! distance between fingerprints estimates how different the texts are.
-//!
-//! A [`Scheme`] fixes every step (normalisation, tokenisation, features, weights, the seeded
-//! feature hash, the short-text fallback) and has a stable [`Scheme::id`] that indexes record.
-//! Golden tests pin the fingerprints of fixed texts, so any change to a scheme is deliberate.
-//!
-//! ```
-//! use tantivy_simhash::Scheme;
-//!
-//! let scheme = Scheme::default();
-//! let a = scheme.fingerprint("The quick brown fox jumps over the lazy dog near the river bank today");
-//! let b = scheme.fingerprint("the QUICK brown fox  jumps over the lazy dog, near the river bank today!");
-//! assert_eq!(a.distance(b), 0); // formatting only
-//! ```
+//! Fingerprints: a [`Scheme`] turns text into a 64-bit simhash [`Fingerprint`] (the account is on
+//! [`Scheme`]).
 
 mod accumulate;
 mod analysis;
@@ -153,7 +135,7 @@ impl fmt::Debug for Tokenization {
 /// The default feature-hash seed.
 pub(crate) const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
 
-/// Everything that determines a fingerprint from text. See the [module docs](self).
+/// Everything that determines a fingerprint from text.
 ///
 /// Build one with [`Scheme::builder`]; [`Scheme::default`] is the measured default
 /// (docs/QUALITY.md explains the choice).
@@ -165,6 +147,25 @@ pub(crate) const DEFAULT_SEED: u64 = 0x7473_696d_6861_7368; // "tsimhash"
 /// let fp = scheme.fingerprint("我们在北京大学学习中文和计算机科学");
 /// assert!(scheme.id().contains("w1"));
 /// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+///
+/// Charikar's simhash: every feature of the text (a word, a word shingle, a character n-gram) is
+/// hashed to 64 bits; its weight is added to counter `i` where bit `i` of the hash is 1 and
+/// subtracted where it is 0; bit `i` of the fingerprint is `counter[i] > 0`. Texts whose weighted
+/// feature vectors are at angle θ differ in each bit with probability θ/π, so the Hamming
+/// distance between fingerprints estimates how different the texts are.
+///
+/// A [`Scheme`] fixes every step (normalisation, tokenisation, features, weights, the seeded
+/// feature hash, the short-text fallback) and has a stable [`Scheme::id`] that indexes record.
+/// Golden tests pin the fingerprints of fixed texts, so any change to a scheme is deliberate.
+///
+/// ```
+/// use tantivy_simhash::Scheme;
+///
+/// let scheme = Scheme::default();
+/// let a = scheme.fingerprint("The quick brown fox jumps over the lazy dog near the river bank today");
+/// let b = scheme.fingerprint("the QUICK brown fox  jumps over the lazy dog, near the river bank today!");
+/// assert_eq!(a.distance(b), 0); // formatting only
 /// ```
 #[derive(Clone, Debug)]
 pub struct Scheme {

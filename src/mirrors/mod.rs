@@ -1,80 +1,5 @@
-//! Mirror sites: which hosts carry copies of which other hosts' pages.
-//!
-//! Two hosts are a *mirror pair* when they carry counterparts of many of the same pages: the
-//! number `S` of distinct pages both carry reaches [`MirrorConfig::min_shared_pages`] (10), or
-//! [`MirrorConfig::min_share`] (20%) of the smaller host. [`MirrorFinder`] estimates `S` for every
-//! pair of hosts from simhash fingerprints of the pages' *content*, and reports each pair with
-//! the pages matched on each side, their shares and example page pairs ([`HostPair`]).
-//!
-//! # The method
-//!
-//! 1. **Chrome removal, per host.** A page is its site's chrome (header, navigation, sidebar,
-//!    footer, date line, related links) around the content. Chrome is the same on many pages of
-//!    a host, and it dominates short pages: two unrelated pages in one template look alike, and
-//!    two copies of one page in two templates look different. So a line is dropped when it
-//!    occurs on at least [`MirrorConfig::chrome_min_pages`] pages of its host (numbers masked:
-//!    a date or a counter does not make a line unique), or when most of its word 3-shingles do
-//!    (related-link lists and breadcrumbs are made of other pages' titles). What is left is text
-//!    that occurs on one page of the host only: the evidence that this page is that page.
-//! 2. **Signatures** of the remaining content with the [`Scheme`] (simhash fingerprint and MinHash
-//!    sketch, [`crate::Signer`]); pages with fewer than [`MirrorConfig::min_content_tokens`]
-//!    content tokens carry no evidence and are skipped.
-//! 3. **Page pairs** by the match rule, with the simhash branch at
-//!    [`MirrorConfig::max_distance`] (keys of [`BlockLayout::for_distance`]`(max_distance)`) and the
-//!    default rule's resemblance branch ([`MirrorConfig::min_resemblance`]): the in-memory join
-//!    of [`signature::pairs_in_memory`](crate::signature::pairs_in_memory) finds every pair of
-//!    content signatures the rule matches, identical signatures grouped first. A pair whose shares of
-//!    Han tokens differ by more than [`MirrorConfig::max_script_gap`] is dropped: copies keep
-//!    their language, translations are not copies.
-//! 4. **Counterpart groups**: with [`MirrorConfig::transitive`] (the default), the page pairs are
-//!    closed under union-find, so a page and its copies of copies form one group, as in the
-//!    mirror definition (a page derived through a chain of copies is still a counterpart).
-//!    `S(A, B)` is the number of groups that hold a page of `A` and a page of `B`. Without it,
-//!    only direct page pairs count and `S` is the smaller of the two matched page counts.
-//! 5. **Host pairs** are scored by `score = S / min(min_shared_pages, min_share * min(|A|, |B|))`,
-//!    so `score >= 1` is exactly the mirror rule; [`HostPair::is_mirror`] says which.
-//!
-//! Evidence must come from many distinct pages: a syndicated article or two on another host
-//! stays far below the rule, and hosts that only share a template share no content after step 1.
-//!
-//! # Cost
-//!
-//! Analysis of every page twice (line tokens for chrome, then the fingerprint), in parallel
-//! (rayon, over hosts and over the pages of a host); the join sorts `N` keys per key combination
-//! and checks the pairs within equal keys (`N` log `N` per combination; 165 combinations at
-//! `k = 8`), then expands identical fingerprints into page pairs (quadratic in the copies of one
-//! page: fine for mirrors, costly if thousands of pages share one content). Memory: the input
-//! text, plus the line and shingle hashes of the hosts being processed (8 bytes per token), plus
-//! a few words per page. Measured in docs/MIRRORS.md: 2,100 pages/s on 2 cores, 4.2x the time of
-//! fingerprinting every page once.
-//!
-//! ```
-//! use tantivy_simhash::{HostPage, MirrorConfig, MirrorFinder};
-//! use tantivy_simhash::Scheme;
-//!
-//! let finder = MirrorFinder::new(Scheme::default(), MirrorConfig::default())?;
-//! // 12 articles of 40 distinct made-up words each.
-//! let word = |n: usize| -> String {
-//!     let syllables = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi"];
-//!     (0..4).map(|d| syllables[(n >> (3 * d)) & 7]).collect()
-//! };
-//! let article = |i: usize| (0..40).map(|j| word(i * 40 + j)).collect::<Vec<_>>().join(" ");
-//! let mut pages = Vec::new();
-//! for host in ["docs.example.org", "mirror.example.net"] {
-//!     for i in 0..12 {
-//!         // The same article in each host's chrome: header, navigation, footer.
-//!         let text = format!("{host}\nhome | about | contact\n{}\nCopyright 2024 {host}", article(i));
-//!         pages.push(HostPage::new(host, format!("{host}/{i}"), text));
-//!     }
-//! }
-//! let report = finder.find(pages)?;
-//! let pair = &report.pairs[0];
-//! assert_eq!(pair.shared_pages, 12);
-//! assert!(pair.is_mirror);
-//! let copies = report.copies_of("docs.example.org");
-//! assert_eq!(copies[0].host_b, "mirror.example.net");
-//! # Ok::<(), tantivy_simhash::Error>(())
-//! ```
+//! Mirror sites: which hosts carry copies of which other hosts' pages (the method and its cost
+//! are on [`MirrorFinder`]).
 
 mod chrome;
 mod pages;
@@ -297,7 +222,85 @@ impl MirrorReport {
     }
 }
 
-/// Finds mirror hosts among pages. See the [module docs](self) for the method.
+/// Finds mirror hosts among pages.
+///
+/// Mirror sites: which hosts carry copies of which other hosts' pages.
+///
+/// Two hosts are a *mirror pair* when they carry counterparts of many of the same pages: the
+/// number `S` of distinct pages both carry reaches [`MirrorConfig::min_shared_pages`] (10), or
+/// [`MirrorConfig::min_share`] (20%) of the smaller host. [`MirrorFinder`] estimates `S` for every
+/// pair of hosts from simhash fingerprints of the pages' *content*, and reports each pair with
+/// the pages matched on each side, their shares and example page pairs ([`HostPair`]).
+///
+/// # The method
+///
+/// 1. **Chrome removal, per host.** A page is its site's chrome (header, navigation, sidebar,
+///    footer, date line, related links) around the content. Chrome is the same on many pages of
+///    a host, and it dominates short pages: two unrelated pages in one template look alike, and
+///    two copies of one page in two templates look different. So a line is dropped when it
+///    occurs on at least [`MirrorConfig::chrome_min_pages`] pages of its host (numbers masked:
+///    a date or a counter does not make a line unique), or when most of its word 3-shingles do
+///    (related-link lists and breadcrumbs are made of other pages' titles). What is left is text
+///    that occurs on one page of the host only: the evidence that this page is that page.
+/// 2. **Signatures** of the remaining content with the [`Scheme`] (simhash fingerprint and MinHash
+///    sketch, [`crate::Signer`]); pages with fewer than [`MirrorConfig::min_content_tokens`]
+///    content tokens carry no evidence and are skipped.
+/// 3. **Page pairs** by the match rule, with the simhash branch at
+///    [`MirrorConfig::max_distance`] (keys of [`BlockLayout::for_distance`]`(max_distance)`) and the
+///    default rule's resemblance branch ([`MirrorConfig::min_resemblance`]): the in-memory join
+///    of [`signature::pairs_in_memory`](crate::signature::pairs_in_memory) finds every pair of
+///    content signatures the rule matches, identical signatures grouped first. A pair whose shares of
+///    Han tokens differ by more than [`MirrorConfig::max_script_gap`] is dropped: copies keep
+///    their language, translations are not copies.
+/// 4. **Counterpart groups**: with [`MirrorConfig::transitive`] (the default), the page pairs are
+///    closed under union-find, so a page and its copies of copies form one group, as in the
+///    mirror definition (a page derived through a chain of copies is still a counterpart).
+///    `S(A, B)` is the number of groups that hold a page of `A` and a page of `B`. Without it,
+///    only direct page pairs count and `S` is the smaller of the two matched page counts.
+/// 5. **Host pairs** are scored by `score = S / min(min_shared_pages, min_share * min(|A|, |B|))`,
+///    so `score >= 1` is exactly the mirror rule; [`HostPair::is_mirror`] says which.
+///
+/// Evidence must come from many distinct pages: a syndicated article or two on another host
+/// stays far below the rule, and hosts that only share a template share no content after step 1.
+///
+/// # Cost
+///
+/// Analysis of every page twice (line tokens for chrome, then the fingerprint), in parallel
+/// (rayon, over hosts and over the pages of a host); the join sorts `N` keys per key combination
+/// and checks the pairs within equal keys (`N` log `N` per combination; 165 combinations at
+/// `k = 8`), then expands identical fingerprints into page pairs (quadratic in the copies of one
+/// page: fine for mirrors, costly if thousands of pages share one content). Memory: the input
+/// text, plus the line and shingle hashes of the hosts being processed (8 bytes per token), plus
+/// a few words per page. Measured in docs/MIRRORS.md: 2,100 pages/s on 2 cores, 4.2x the time of
+/// fingerprinting every page once.
+///
+/// ```
+/// use tantivy_simhash::{HostPage, MirrorConfig, MirrorFinder};
+/// use tantivy_simhash::Scheme;
+///
+/// let finder = MirrorFinder::new(Scheme::default(), MirrorConfig::default())?;
+/// // 12 articles of 40 distinct made-up words each.
+/// let word = |n: usize| -> String {
+///     let syllables = ["ka", "lo", "mi", "ne", "ru", "to", "sa", "vi"];
+///     (0..4).map(|d| syllables[(n >> (3 * d)) & 7]).collect()
+/// };
+/// let article = |i: usize| (0..40).map(|j| word(i * 40 + j)).collect::<Vec<_>>().join(" ");
+/// let mut pages = Vec::new();
+/// for host in ["docs.example.org", "mirror.example.net"] {
+///     for i in 0..12 {
+///         // The same article in each host's chrome: header, navigation, footer.
+///         let text = format!("{host}\nhome | about | contact\n{}\nCopyright 2024 {host}", article(i));
+///         pages.push(HostPage::new(host, format!("{host}/{i}"), text));
+///     }
+/// }
+/// let report = finder.find(pages)?;
+/// let pair = &report.pairs[0];
+/// assert_eq!(pair.shared_pages, 12);
+/// assert!(pair.is_mirror);
+/// let copies = report.copies_of("docs.example.org");
+/// assert_eq!(copies[0].host_b, "mirror.example.net");
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct MirrorFinder {
     scheme: Scheme,
@@ -349,7 +352,7 @@ impl MirrorFinder {
     }
 
     /// Finds the host pairs among `pages` (grouped by [`HostPage::host`]; the report does not
-    /// depend on their order). Cost: see the [module docs](self). Any text is accepted: this
+    /// depend on their order). Cost: see [`MirrorFinder`]. Any text is accepted: this
     /// does not fail today, the `Result` keeps room for limits on input size.
     pub fn find(&self, pages: impl IntoIterator<Item = HostPage>) -> Result<MirrorReport> {
         let mut by_host: HashMap<String, Vec<(String, String)>> = HashMap::new();

@@ -1,9 +1,13 @@
+use super::staged::{POOLED_BUFFERS, POOLED_BYTES};
+use super::tokenizer::ReplayTokenizer;
 use super::*;
 use crate::fingerprint::{HanSegmentation, Normalization, SimhashTokenizer};
 use crate::replay::document_text;
 use crate::signature::MatchRule;
 use proptest::prelude::*;
+use tantivy::schema::Document;
 use tantivy::schema::{Schema, TEXT};
+use tantivy::tokenizer::{TokenStream, Tokenizer};
 
 /// Every token of `text` as the built-in tokenizer gives it: (text, from, to, position).
 fn analysed(han: HanSegmentation, text: &str) -> Vec<(String, usize, usize, usize)> {

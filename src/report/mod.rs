@@ -1,36 +1,5 @@
-//! A review report: one self-contained HTML file a person opens in a browser to check what
-//! the index calls near-duplicates ([`write_report`]).
-//!
-//! The file holds everything (inline CSS, SVG and a little JavaScript; no network): the
-//! index's summary (documents, near-duplicates, the share each policy would remove), a
-//! histogram of cluster sizes and one of pair resemblance, the leader clusters largest first
-//! with their leader and members (paged, filterable by id or title), and for a member the two
-//! texts side by side against the leader with the differences of the word alignment
-//! highlighted and the rule's evidence ([`crate::explain`]); mirror host pairs when the
-//! documents have hosts.
-//!
-//! **Scale.** What the file embeds is capped ([`ReportOptions`]): the cluster list, the
-//! clusters whose members and texts it carries, the members per cluster and the bytes per
-//! text. The report says what it left out. The summary and the histograms count everything.
-//!
-//! ```
-//! # use tantivy::doc;
-//! use tantivy_simhash::{write_report, ReportOptions};
-//! use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
-//! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
-//! # let (id, body) = (index.field("id")?, index.field("body")?);
-//! # let mut writer = index.writer(15_000_000, Policy::Off)?;
-//! # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
-//! #             of this software, to deal in it without restriction.";
-//! # writer.add_document(doc!(id => "a", body => text))?;
-//! # writer.add_document(doc!(id => "b", body => text.replace("any person", "anyone")))?;
-//! # writer.commit()?;
-//! let mut html = Vec::new();
-//! let stats = write_report(&index, &index.lookups()?, &ReportOptions::default(), &mut html)?;
-//! assert_eq!(stats.clusters, 1);
-//! assert!(String::from_utf8_lossy(&html).starts_with("<!DOCTYPE html>"));
-//! # Ok::<(), tantivy_simhash::Error>(())
-//! ```
+//! A review report: one self-contained HTML file a person opens in a browser (the account is on
+//! [`write_report`]).
 
 mod html;
 
@@ -170,8 +139,7 @@ struct Data {
     mirrors: Vec<crate::mirrors::HostPair>,
 }
 
-/// Writes the review report of `searcher`'s live documents to `out`. See the
-/// [module docs](self).
+/// Writes the review report of `searcher`'s live documents to `out`.
 ///
 /// Cost: the all-pairs join three times (leader clusters, connected components, and the
 /// group pairs for the histograms and the Replace count; [`NearDupGraph`]), a doc-store read
@@ -180,6 +148,39 @@ struct Data {
 /// the graph, plus the carried texts. Errors: [`Error::Schema`] when a text field is not
 /// stored; [`Error::Document`] when a document has no id; [`Error::Io`] when writing fails;
 /// [`Error::Tantivy`] when reading the index fails.
+///
+/// A review report: one self-contained HTML file a person opens in a browser to check what
+/// the index calls near-duplicates ([`write_report`]).
+///
+/// The file holds everything (inline CSS, SVG and a little JavaScript; no network): the index's
+/// summary (documents, near-duplicates, the share each policy would remove), a histogram of cluster
+/// sizes and one of pair resemblance, the leader clusters largest first with their leader and
+/// members (paged, filterable by id or title), and for a member the two texts side by side against
+/// the leader with the differences of the word alignment highlighted and the rule's evidence
+/// ([`Explanation`](crate::Explanation)); mirror host pairs when the documents have hosts.
+///
+/// **Scale.** What the file embeds is capped ([`ReportOptions`]): the cluster list, the
+/// clusters whose members and texts it carries, the members per cluster and the bytes per
+/// text. The report says what it left out. The summary and the histograms count everything.
+///
+/// ```
+/// # use tantivy::doc;
+/// use tantivy_simhash::{write_report, ReportOptions};
+/// use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
+/// # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+/// # let (id, body) = (index.field("id")?, index.field("body")?);
+/// # let mut writer = index.writer(15_000_000, Policy::Off)?;
+/// # let text = "Permission is hereby granted, free of charge, to any person obtaining a copy \
+/// #             of this software, to deal in it without restriction.";
+/// # writer.add_document(doc!(id => "a", body => text))?;
+/// # writer.add_document(doc!(id => "b", body => text.replace("any person", "anyone")))?;
+/// # writer.commit()?;
+/// let mut html = Vec::new();
+/// let stats = write_report(&index, &index.lookups()?, &ReportOptions::default(), &mut html)?;
+/// assert_eq!(stats.clusters, 1);
+/// assert!(String::from_utf8_lossy(&html).starts_with("<!DOCTYPE html>"));
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
 pub fn write_report(
     index: &NearDupIndex,
     searcher: &NearDupLookup,

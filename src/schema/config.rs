@@ -128,7 +128,7 @@ impl NearDupConfig {
     }
 
     /// The names of the signature fields (fingerprint, keys, sketch words).
-    pub fn signature_fields(&self) -> SignatureFields {
+    pub(crate) fn signature_fields(&self) -> SignatureFields {
         SignatureFields::new(
             &self.fingerprint_field,
             &self.keys_field,

@@ -403,7 +403,7 @@ impl NearDupIndex {
     }
 
     /// Where signatures are stored.
-    pub fn signature_fields(&self) -> &ResolvedSignatureFields {
+    pub(crate) fn signature_fields(&self) -> &ResolvedSignatureFields {
         &self.signature_fields
     }
 

@@ -1,28 +1,5 @@
-//! Signatures: more than one simhash per document, and one rule to match them.
-//!
-//! A document's [`Signature`] is its simhash [`Fingerprint`] plus a b-bit one-permutation
-//! MinHash [`Sketch`] of its chrome-aware word 3-shingles ([`Shingling`]), both from one pass
-//! of the scheme's own analysis (normalisation, script folding, tokens). [`MatchRule`] says
-//! when two signatures match and which `u64` keys find every match:
-//!
-//! - simhash block keys ([`crate::BlockLayout`]): pairs within `k`;
-//! - MinHash band keys: pairs that share a band, verified by the sketch's resemblance estimate.
-//!
-//! | part | bytes per document (default), in the segment component |
-//! |---|---|
-//! | fingerprint | 8 |
-//! | sketch: 12 band keys of 20 bits, 256 bins x 4 bits | 32 + 128 |
-//! | tables: 4 simhash block keys + 12 band keys | 16 entries of 3 B, and a directory |
-//!
-//! ```
-//! use tantivy_simhash::{MatchRule, Scheme};
-//!
-//! let rule = MatchRule::default();
-//! let mut signer = rule.signer(&Scheme::default());
-//! let a = signer.sign("One document, long enough to have shingles, about near-duplicate detection.");
-//! assert_eq!(rule.keys(&a).len(), rule.keys_per_document());
-//! assert!(rule.matches(&a, &a).is_some());
-//! ```
+//! Signatures: more than one simhash per document, and one rule to match them (the account is on
+//! [`MatchRule`](crate::MatchRule)).
 
 pub(crate) mod chrome;
 mod minhash;

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Mutex;
 
-/// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash block keys use
-/// tags below 0x8000 (their combination index), so both families share one keys field.
+/// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash
+/// block keys use tags below 0x8000 (their combination index), so both families share one keys
+/// field.
 pub(crate) const BAND_KEY_TAG: u64 = 0x8000;
 const TAG_SHIFT: u32 = 48;
 
@@ -150,6 +151,32 @@ impl fmt::Display for Evidence {
 /// assert!(rule.matches(&page, &copy).is_some());
 /// assert!(rule.matches(&page, &other).is_none());
 /// println!("{rule}");
+/// ```
+///
+/// Signatures: more than one simhash per document, and one rule to match them.
+///
+/// A document's [`Signature`] is its simhash [`Fingerprint`] plus a b-bit one-permutation MinHash
+/// [`Sketch`](crate::Sketch) of its chrome-aware word 3-shingles ([`Shingling`](crate::Shingling)),
+/// both from one pass of the scheme's own analysis (normalisation, script folding, tokens).
+/// [`MatchRule`] says when two signatures match and which `u64` keys find every match:
+///
+/// - simhash block keys ([`crate::BlockLayout`]): pairs within `k`;
+/// - MinHash band keys: pairs that share a band, verified by the sketch's resemblance estimate.
+///
+/// | part | bytes per document (default), in the segment component |
+/// |---|---|
+/// | fingerprint | 8 |
+/// | sketch: 12 band keys of 20 bits, 256 bins x 4 bits | 32 + 128 |
+/// | tables: 4 simhash block keys + 12 band keys | 16 entries of 3 B, and a directory |
+///
+/// ```
+/// use tantivy_simhash::{MatchRule, Scheme};
+///
+/// let rule = MatchRule::default();
+/// let mut signer = rule.signer(&Scheme::default());
+/// let a = signer.sign("One document, long enough to have shingles, about near-duplicate detection.");
+/// assert_eq!(rule.keys(&a).len(), rule.keys_per_document());
+/// assert!(rule.matches(&a, &a).is_some());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MatchRule {

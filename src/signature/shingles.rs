@@ -27,7 +27,8 @@ use crate::fingerprint::is_han;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-/// How a document's shingles are chosen. See the [`signature` module docs](crate::signature).
+/// How a document's shingles are chosen (see [`MatchRule`](crate::MatchRule) for how they are
+/// used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shingling {
     /// Units per shingle (3, as in the evaluation's resemblance).
@@ -40,7 +41,7 @@ pub struct Shingling {
     /// page that is mostly short lines (a list, a man page synopsis) is judged whole.
     pub min_content_percent: u32,
     /// Leave out site chrome recognised by its shape (link lists, the site name and the title's
-    /// site suffix, short lines that repeat the site name; [`crate::signature`] module docs):
+    /// site suffix, short lines that repeat the site name; [`MatchRule`](crate::MatchRule)):
     /// its units are removed before shingling, so the content on both sides of a header joins
     /// up as on the bare page. On by default; a record written before this option existed
     /// reads as off (what it was built with).

@@ -14,11 +14,11 @@ use tantivy::{DocAddress, Searcher};
 /// Every pair of a searcher's live documents that the index's match rule matches, streamed
 /// from the segments' sorted key tables, with user ids or addresses.
 ///
-/// Unlike [`NearDupGraph`](crate::batch::NearDupGraph) it holds no signature: memory is one merge step
-/// per thread, the pairs of a window of tasks, and what the caller keeps. The output order is
-/// a function of the index (its segments and their documents): pairs come by key position,
-/// then by key value within it; two indexes of the same documents in other segments list the
-/// same pairs in another order (sort them for bytes that do not depend on it).
+/// Unlike [`NearDupGraph`](crate::batch::NearDupGraph) it holds no signature: memory is one merge
+/// step per thread, the pairs of a window of tasks, and what the caller keeps. The output order is
+/// a function of the index (its segments and their documents): pairs come by key position, then by
+/// key value within it; two indexes of the same documents in other segments list the same pairs in
+/// another order (sort them for bytes that do not depend on it).
 ///
 /// ```
 /// use tantivy::schema::{Schema, FAST, STORED, STRING};
@@ -71,8 +71,10 @@ impl std::fmt::Debug for PairJoin {
 impl PairJoin {
     /// The join of `searcher`'s live documents by the index's rule. Cost: opening each
     /// segment's component file (a structure check, no document read) and its id column.
-    /// Errors: those of [`SegmentSignatures::open`]; [`Error::Tantivy`](crate::Error::Tantivy)
-    /// when an id column cannot be opened.
+    /// Errors: [`Error::OldFormat`](crate::Error::OldFormat) for a segment without the
+    /// component's file, [`Error::DamagedFile`](crate::Error::DamagedFile) for one whose
+    /// structure is inconsistent; [`Error::Tantivy`](crate::Error::Tantivy) when a file or an id
+    /// column cannot be opened.
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<PairJoin> {
         PairJoin::with_max_distance(fields, searcher, fields.layout().max_distance())
     }
