@@ -277,6 +277,21 @@ impl BlockLayout {
         lo..=lo | mask(width)
     }
 
+    /// The bits of `fp` outside combination `combo`'s blocks, moved down to bit 0 in their
+    /// order (64 minus the key's width of them). The key tables keep some of them beside each
+    /// document: the bits two fingerprints differ in there are a lower bound of their
+    /// distance, so a candidate farther than a lookup's distance on them is dropped without
+    /// reading its row. Cost: a shift and a mask per block.
+    pub(crate) fn combo_rest(&self, combo: usize, fp: Fingerprint) -> u64 {
+        // Blocks ascend by shift and a combination lists them in order: removing them from
+        // the highest down keeps the lower ones' shifts valid.
+        self.combos[combo].iter().rev().fold(fp.0, |bits, &b| {
+            let (shift, width) = self.spans[b as usize];
+            let above = bits.checked_shr(shift + width).unwrap_or(0);
+            (bits & mask(shift)) | above.checked_shl(shift).unwrap_or(0)
+        })
+    }
+
     /// The combination index a key belongs to (free; a key of another layout gives a
     /// meaningless index, possibly `>= num_keys()`).
     pub fn combo_of_key(&self, key: u64) -> usize {
@@ -394,6 +409,24 @@ mod tests {
                 prop_assert_eq!(shared_by_keys, layout.first_shared_key(fa, fb).is_some());
                 if d <= layout.max_distance() {
                     prop_assert!(shared_by_keys, "layout {} d {}", layout.id(), d);
+                }
+            }
+        }
+
+        #[test]
+        fn the_rest_of_a_key_bounds_the_distance((a, b, _) in neighbour(9), c in any::<u64>()) {
+            for layout in layouts() {
+                for combo in 0..layout.num_keys() {
+                    let width = (layout.combo_key_range(combo).end() & mask(MAX_KEY_BITS)).count_ones();
+                    for (x, y) in [(a, b), (a, c)] {
+                        let (fx, fy) = (Fingerprint(x), Fingerprint(y));
+                        let rest = layout.combo_rest(combo, fx) ^ layout.combo_rest(combo, fy);
+                        // 64 - width bits, no more.
+                        prop_assert_eq!(rest >> (64 - width), 0);
+                        // The key's bits and the rest's are the fingerprint's, each once.
+                        let key = layout.combo_key(combo, fx) ^ layout.combo_key(combo, fy);
+                        prop_assert_eq!(rest.count_ones() + (key & mask(MAX_KEY_BITS)).count_ones(), fx.distance(fy));
+                    }
                 }
             }
         }

@@ -124,12 +124,14 @@
 //! # Ok::<(), tantivy_simhash::Error>(())
 //! ```
 //!
-//! **4. All pairs.** [`NearDupGraph`] finds every pair the index's match rule matches over the
-//! whole index, and its clusters.
+//! **4. All pairs.** [`PairJoin`] finds every pair the index's match rule matches over the
+//! whole index, and its clusters, streaming over the segments' sorted key tables (no signature
+//! held in memory). [`NearDupGraph`] does the same with every signature gathered in memory, and
+//! adds signature groups and group pairs.
 //!
 //! ```
 //! # use tantivy::doc;
-//! use tantivy_simhash::{NearDupConfig, NearDupGraph, NearDupIndex, Policy};
+//! use tantivy_simhash::{NearDupConfig, NearDupIndex, PairJoin, Policy};
 //! # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
 //! # let (id, body) = (index.field("id")?, index.field("body")?);
 //! # let mut writer = index.writer(15_000_000, Policy::Off)?;
@@ -139,8 +141,8 @@
 //! # writer.add_document(doc!(id => "b", body => text.to_uppercase()))?;
 //! # writer.add_document(doc!(id => "c", body => "Release notes for the second version."))?;
 //! # writer.commit()?;
-//! let graph = NearDupGraph::new(index.fields(), &index.searcher()?)?;
-//! let clusters = graph.clusters()?;
+//! let join = PairJoin::new(index.fields(), &index.searcher()?)?;
+//! let clusters = join.clusters()?; // leader clusters
 //! assert_eq!(clusters.len(), 1); // {a, b}; c stands alone
 //! assert_eq!(clusters.iter().next().map(|c| c.members.len()), Some(2));
 //! # Ok::<(), tantivy_simhash::Error>(())

@@ -8,7 +8,7 @@
 //! document within `k` bits.
 
 use crate::columns::for_each_posting;
-use crate::component::reader::SignatureReader;
+use crate::component::reader::{NearFilter, SignatureReader};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::id_table::StrColumns;
@@ -489,6 +489,7 @@ impl NearDupLookup {
         let layout = self.fields.layout();
         check_distance(layout.max_distance(), max_distance)?;
         let keys = layout.keys(fp);
+        let near = NearFilter::new(layout, fp, max_distance);
         self.signatures.touch_runs(&keys);
         for ord in 0..self.segments.len() {
             let Some(signatures) = self.signatures.segment(ord as u32) else {
@@ -508,7 +509,7 @@ impl NearDupLookup {
                 }
             };
             self.signatures
-                .for_each_key_doc(ord, &keys, usize::MAX, visit)?;
+                .for_each_key_doc(ord, &keys, usize::MAX, Some(&near), visit)?;
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! [`NearDupQuery`]: the documents the index's rule matches with a signature, as a tantivy query
 //! (the account is on the type).
 
-use crate::component::reader::SegmentSignatures;
+use crate::component::reader::{NearFilter, SegmentSignatures};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::layout::check_distance;
@@ -307,11 +307,18 @@ impl DocPredicate for RulePredicate {
         let signatures = self.shared.signatures(reader)?;
         let mut docs = Vec::new();
         let alive = reader.alive_bitset();
+        let layout = self.shared.rule().layout();
+        let distance = match self.test {
+            Test::Rule => layout.max_distance(),
+            Test::Within(k) => k,
+        };
+        let near = NearFilter::new(layout, self.shared.signature.fingerprint, distance);
         signatures
             .for_each_key_doc(
                 &self.shared.keys,
                 self.max_postings_per_key,
                 alive,
+                Some(&near),
                 |_, doc| docs.push(doc),
             )
             .map_err(tantivy::TantivyError::from)?;

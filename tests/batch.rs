@@ -162,6 +162,11 @@ fn check_pairs_and_clusters(layout: BlockLayout, n: usize, seed: u64) {
         &join.components().unwrap(),
         &graph.clusters_by(ClusterMode::Components).unwrap(),
     );
+    // Leader clusters over the join's items equal the graph's (ids, members, order, leader).
+    let leaders = join.clusters().unwrap();
+    assert_eq!(leaders.mode(), ClusterMode::Leader);
+    assert!(!leaders.is_empty());
+    same_clusters(&leaders, &graph.clusters().unwrap());
 
     // The same through addresses, and through groups + group pairs.
     let mut by_addr = Vec::new();
@@ -647,12 +652,15 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
         .collect();
     assert_eq!(got, want);
     assert_eq!(clusters.join_stats().hot_keys, 0);
+    let join = PairJoin::new(fields, &searcher).unwrap();
+    same_clusters(&join.components().unwrap(), &clusters);
+    // Leader clusters by both branches of the rule: the join's walk equals the graph's.
+    let leaders = join.clusters_by(ClusterMode::Leader).unwrap();
+    assert!(leaders.len() > 1);
+    same_clusters(&leaders, &graph.clusters().unwrap());
     same_clusters(
-        &PairJoin::new(fields, &searcher)
-            .unwrap()
-            .components()
-            .unwrap(),
-        &clusters,
+        &narrow_join.clusters().unwrap(),
+        &narrow.clusters().unwrap(),
     );
 }
 

@@ -1,4 +1,4 @@
-//! Leader clustering against a brute-force oracle: in input order, each live document joins
+//! Leader clustering (the graph's and the streaming join's) against a brute-force oracle: in input order, each live document joins
 //! the first earlier leader it matches by the rule (checked pair by pair with
 //! `MatchRule::matches_within`), else leads. Over multi-segment indexes with deletes, with
 //! fingerprints alone (chains of simhash neighbours) and with signed texts (both branches).
@@ -11,7 +11,7 @@ use tantivy::{doc, Term};
 use tantivy_simhash::{
     BlockLayout, Fingerprint, MatchRule, NearDupLookup, Policy, Signature, Sketch,
 };
-use tantivy_simhash::{ClusterMode, NearDupGraph};
+use tantivy_simhash::{ClusterMode, Clusters, NearDupGraph, PairJoin};
 
 /// A cluster as the oracle sees it: the leader's id and the members' ids in input order.
 type Found = BTreeSet<(String, Vec<String>)>;
@@ -128,8 +128,15 @@ fn graph(s: &NearDupLookup) -> NearDupGraph {
     NearDupGraph::new(s.fields(), s.searcher()).unwrap()
 }
 
+fn join(s: &NearDupLookup, k: u32) -> PairJoin {
+    PairJoin::with_max_distance(s.fields(), s.searcher(), k).unwrap()
+}
+
 fn found_leaders(graph: &NearDupGraph) -> Found {
-    let clusters = graph.clusters().unwrap();
+    leaders_of(&graph.clusters().unwrap())
+}
+
+fn leaders_of(clusters: &Clusters) -> Found {
     assert_eq!(clusters.mode(), ClusterMode::Leader);
     assert_eq!(clusters.join_stats().hot_keys, 0);
     clusters
@@ -148,9 +155,11 @@ fn found_leaders(graph: &NearDupGraph) -> Found {
 }
 
 fn found_components(graph: &NearDupGraph) -> BTreeSet<Vec<String>> {
-    graph
-        .clusters_by(ClusterMode::Components)
-        .unwrap()
+    components_of(&graph.clusters_by(ClusterMode::Components).unwrap())
+}
+
+fn components_of(clusters: &Clusters) -> BTreeSet<Vec<String>> {
+    clusters
         .iter()
         .map(|c| c.members.iter().map(|m| m.id.clone()).collect())
         .collect()
@@ -208,6 +217,13 @@ fn leader_clusters_equal_brute_force_on_fingerprint_chains() {
         let found = found_leaders(&graph);
         assert_eq!(found, truth, "layout {}", layout.id());
         assert_eq!(members_failing_leader(&rule, &live, k, &found), 0);
+        // The streaming join's clusters: the same, without the graph.
+        let streamed = join(&searcher, k);
+        assert_eq!(leaders_of(&streamed.clusters().unwrap()), truth);
+        assert_eq!(
+            components_of(&streamed.components().unwrap()),
+            brute_components(&rule, &live, k)
+        );
         // Not vacuous: components chain, and some of their members do not match the first.
         let components = found_components(&graph);
         assert_eq!(components, brute_components(&rule, &live, k));
@@ -218,6 +234,10 @@ fn leader_clusters_equal_brute_force_on_fingerprint_chains() {
         let narrow =
             NearDupGraph::with_max_distance(searcher.fields(), searcher.searcher(), k - 1).unwrap();
         assert_eq!(found_leaders(&narrow), brute_leaders(&rule, &live, k - 1));
+        assert_eq!(
+            leaders_of(&join(&searcher, k - 1).clusters().unwrap()),
+            brute_leaders(&rule, &live, k - 1)
+        );
     }
 }
 
@@ -238,4 +258,6 @@ fn leader_clusters_equal_brute_force_on_signed_texts() {
     assert_eq!(found, truth);
     assert_eq!(members_failing_leader(&rule, &live, k, &found), 0);
     assert_eq!(found_components(&graph), brute_components(&rule, &live, k));
+    let streamed = join(&searcher, k).clusters().unwrap();
+    assert_eq!(leaders_of(&streamed), truth);
 }

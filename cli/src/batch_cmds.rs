@@ -1,5 +1,5 @@
-//! `neardup pairs` and `neardup clusters`: batch jobs over the whole index
-//! (`NearDupGraph`).
+//! `neardup pairs` and `neardup clusters`: batch jobs over the whole index (the streaming
+//! join, `PairJoin`: no signature gathered in memory).
 
 use super::app::{self, Store};
 use super::output::{count, one_line};
@@ -7,19 +7,7 @@ use super::{CliResult, ClustersArgs, Out, PairsArgs, Status};
 use serde::Serialize;
 use tantivy_simhash::Evidence;
 use tantivy_simhash::PairStats;
-use tantivy_simhash::{
-    Cluster, ClusterMode, NearDupGraph, PairJoin, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
-};
-
-fn graph(store: &Store, k: Option<u32>) -> CliResult<NearDupGraph> {
-    let k = store.checked_k(k)?;
-    let searcher = store.index.searcher()?;
-    Ok(NearDupGraph::with_max_distance(
-        store.index.fields(),
-        &searcher,
-        k,
-    )?)
-}
+use tantivy_simhash::{Cluster, ClusterMode, PairJoin, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY};
 
 /// The streaming join of every pair (no signature gathered in memory).
 fn pair_join(store: &Store, k: Option<u32>) -> CliResult<PairJoin> {
@@ -165,22 +153,10 @@ pub(crate) fn clusters_in(
     mode: ClusterMode,
     out: &mut Out,
 ) -> CliResult<()> {
-    // Connected components come from the streaming join (no signature gathered); leader
-    // clusters need the input order over the whole graph.
-    let (clusters, rule, max_distance) = match mode {
-        ClusterMode::Components => {
-            let join = pair_join(store, k)?;
-            (join.components()?, join.rule().clone(), join.max_distance())
-        }
-        ClusterMode::Leader => {
-            let graph = graph(store, k)?;
-            (
-                graph.clusters_by(mode)?,
-                graph.rule().clone(),
-                graph.max_distance(),
-            )
-        }
-    };
+    // Both modes run over the streaming join (no signature gathered in memory).
+    let join = pair_join(store, k)?;
+    let clusters = join.clusters_by(mode)?;
+    let (rule, max_distance) = (join.rule(), join.max_distance());
     warn_hot_keys(&clusters.join_stats(), DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
     let (sorted, total) = app::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
@@ -193,7 +169,7 @@ pub(crate) fn clusters_in(
                 ClusterMode::Leader => "each matching its leader (the first added) by the rule",
                 ClusterMode::Components => "linked by chains of pairs by the rule",
             },
-            rule_text(&rule, max_distance),
+            rule_text(rule, max_distance),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;

@@ -566,15 +566,16 @@ fn print_stats(stats: &Stats<'_>, out: &mut Out) -> CliResult<()> {
     Ok(())
 }
 
-/// The `limit` largest clusters of the near-duplicate graph. Cost: one pass over the fingerprint
-/// columns and the all-pairs join (tantivy_simhash::batch).
+/// The `limit` largest leader clusters by the index's rule, on the searcher `stats` reads.
+/// Cost: the streaming join over the index's key tables (no signature gathered) and the leader
+/// walk (`PairJoin::clusters`).
 fn largest_clusters(
     store: &Store,
     searcher: &tantivy::Searcher,
     limit: usize,
 ) -> CliResult<Vec<ClusterSize>> {
     let fields = store.index.fields();
-    let clusters = tantivy_simhash::NearDupGraph::new(fields, searcher)?.clusters()?;
+    let clusters = tantivy_simhash::PairJoin::new(fields, searcher)?.clusters()?;
     let (largest, _) = app::largest_clusters(&clusters, 2, limit);
     Ok(largest
         .into_iter()

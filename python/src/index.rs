@@ -13,7 +13,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy_simhash::app::{Collapse, FieldMap, LeaderChoice, Search, SearchSettings, SimilarTo};
 use tantivy_simhash::IdPolicy;
-use tantivy_simhash::{ClusterMode, NearDupGraph};
+use tantivy_simhash::{ClusterMode, PairJoin};
 
 /// An index directory in the format of the ``neardup`` command line: documents with an id, a
 /// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.
@@ -288,9 +288,9 @@ impl Index {
         std::thread::spawn(move || {
             let run = || -> Result<(), Failure> {
                 let searcher = store.index.searcher()?;
-                let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
+                let join = PairJoin::with_max_distance(store.index.fields(), &searcher, k)?;
                 let mut receiver_gone = false;
-                graph.for_each_id_pair(|p| {
+                join.for_each_id_pair(|p| {
                     if receiver_gone {
                         return;
                     }
@@ -312,8 +312,9 @@ impl Index {
     /// ``mode="leader"`` (the default): in input order, a document joins the cluster of the
     /// first earlier leader it matches directly by the rule, else leads one, so every member
     /// matches its leader. ``mode="components"``: connected components of the pairs of
-    /// :meth:`pairs` (chains: two members may share little). Cost: one pass over the index and
-    /// the all-pairs join. Raises ``ValueError`` for another mode.
+    /// :meth:`pairs` (chains: two members may share little). Cost: the streaming all-pairs
+    /// join over the index's key tables (no signature held in memory) and the clusters.
+    /// Raises ``ValueError`` for another mode.
     #[pyo3(signature = (k = None, *, min_size = 2, mode = "leader"))]
     fn clusters(
         &self,
@@ -618,10 +619,7 @@ fn clusters(
     min_size: usize,
     mode: ClusterMode,
 ) -> Result<Vec<Cluster>, Failure> {
-    let k = store.checked_k(k)?;
-    let searcher = store.index.searcher()?;
-    let graph = NearDupGraph::with_max_distance(store.index.fields(), &searcher, k)?;
-    let all = graph.clusters_by(mode)?;
+    let all = tantivy_simhash::app::clusters(store, k, mode)?;
     let (sorted, _) = tantivy_simhash::app::largest_clusters(&all, min_size, 0);
     Ok(sorted
         .into_iter()

@@ -3,12 +3,23 @@
 //! review report.
 
 use super::Store;
-use crate::batch::{Cluster, Clusters};
+use crate::batch::{Cluster, ClusterMode, Clusters, PairJoin};
 use crate::error::{Error, Result};
 use crate::mirrors::{HostPair, MirrorConfig, MirrorFinder, MirrorReport};
 use crate::report::{write_report, ReportOptions, ReportStats};
 use std::collections::HashMap;
 use std::path::Path;
+
+/// Every cluster of the store's live documents under `mode`, by the index's rule with its
+/// simhash branch narrowed to `k` (the index's `k` by default), sorted by id: the streaming
+/// join's [`PairJoin::clusters_by`], which holds no signature (memory: the join's compact pairs
+/// for leaders, a 4-byte union-find per document for components, and the clusters). Errors:
+/// [`Error::Setting`] for a `k` beyond the index's; those of [`PairJoin::clusters_by`].
+pub fn clusters(store: &Store, k: Option<u32>, mode: ClusterMode) -> Result<Clusters> {
+    let k = store.checked_k(k)?;
+    let searcher = store.index.searcher()?;
+    PairJoin::with_max_distance(store.index.fields(), &searcher, k)?.clusters_by(mode)
+}
 
 /// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most
 /// `limit` of them (0: all), and how many there are before that cut. Cost: a sort.

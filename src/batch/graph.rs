@@ -120,11 +120,15 @@ pub struct IdPair<'a> {
 /// document, plus about 450 bytes per distinct signature during the join; at most `u32::MAX`
 /// documents); the join runs on one thread.
 ///
-/// [`PairJoin`](crate::PairJoin) finds the same pairs without holding any signature: a streaming
-/// join over the segment component's sorted key tables, read in place, on all of rayon's threads,
-/// with hot block keys split exactly (Manku's sub-blocks) before the bound applies. `neardup pairs`
-/// uses it; prefer it for all pairs of a large index (memory: a merge step per thread and a window
-/// of pairs). Across machines the same join partitions by key (each key's bucket is independent):
+/// [`PairJoin`](crate::PairJoin) finds the same pairs and clusters without holding any
+/// signature: a streaming join over the segment component's sorted key tables, read in place, on
+/// all of rayon's threads, with hot block keys split exactly (Manku's sub-blocks) before the
+/// bound applies. `neardup pairs`, `clusters` and `stats`, the Python package's `pairs` and
+/// `clusters` and [`app::clusters`](crate::app::clusters) use it; prefer it for all pairs and
+/// clusters of a large index (memory: a merge step per thread, a window of pairs; for leader
+/// clusters the join's compact pairs, for components a union-find). The graph remains for its
+/// signature groups and group pairs (the review report reads them) and as the in-memory
+/// reference the tests compare the join with. Across machines the same join partitions by key (each key's bucket is independent):
 /// the Python package's `tantivy_simhash.dask` runs it on Dask (docs/DISTRIBUTED.md).
 ///
 /// ```

@@ -9,6 +9,7 @@
 use super::{open_segment_file, ComponentFile};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::layout::BlockLayout;
 use crate::signature::{band_from_words, Evidence, MatchRule, MinHashConfig, Signature};
 use std::collections::HashSet;
 use tantivy::fastfield::AliveBitSet;
@@ -181,20 +182,35 @@ impl SegmentSignatures {
 
     /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order;
     /// deleted ones are skipped and do not count) under each key of `keys` (in
-    /// [`MatchRule::keys`] order), position by position, from the segment's tables. Errors:
-    /// [`Error::DamagedFile`] when a table is inconsistent.
+    /// [`MatchRule::keys`] order), position by position, from the segment's tables; with a
+    /// `near` filter, those of them under a simhash block key that its filter bits put
+    /// farther than its distance from the query are skipped (they are not within it, so not
+    /// a match under that key). Errors: [`Error::DamagedFile`] when a table is inconsistent.
     pub(crate) fn for_each_key_doc(
         &self,
         keys: &[u64],
         limit: usize,
         alive: Option<&AliveBitSet>,
+        near: Option<&NearFilter>,
         mut f: impl FnMut(usize, DocId),
     ) -> Result<()> {
         let live = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
         for (position, &key) in keys.iter().enumerate() {
             let run = self.file.run(position, key)?;
-            for doc in run.docs().filter(|&d| live(d)).take(limit) {
-                f(position, doc);
+            let bits = run.filter_bits();
+            let query = near
+                .filter(|_| bits > 0)
+                .and_then(|n| Some((n.rests.get(position)? & ((1u64 << bits) - 1), n.distance)));
+            let docs = run.docs_with_filter().filter(|&(d, _)| live(d)).take(limit);
+            match query {
+                Some((rest, distance)) => {
+                    for (doc, filter) in docs {
+                        if (rest ^ filter).count_ones() <= distance {
+                            f(position, doc);
+                        }
+                    }
+                }
+                None => docs.for_each(|(doc, _)| f(position, doc)),
             }
         }
         Ok(())
@@ -208,6 +224,29 @@ impl SegmentSignatures {
             }
         }
         Ok(false)
+    }
+}
+
+/// The query's side of the simhash key tables' filter bits: for each block key position, the
+/// query fingerprint's bits outside that key ([`BlockLayout::combo_rest`]), and the distance
+/// a candidate must be within. The bits a candidate differs in there are a lower bound of
+/// its distance, so one beyond `distance` on them is not within it: dropped from the table
+/// without reading its row.
+///
+/// [`BlockLayout::combo_rest`]: crate::BlockLayout
+pub(crate) struct NearFilter {
+    rests: Vec<u64>,
+    distance: u32,
+}
+
+impl NearFilter {
+    pub(crate) fn new(layout: &BlockLayout, fp: Fingerprint, distance: u32) -> NearFilter {
+        NearFilter {
+            rests: (0..layout.num_keys())
+                .map(|combo| layout.combo_rest(combo, fp))
+                .collect(),
+            distance,
+        }
     }
 }
 
@@ -304,11 +343,12 @@ impl SignatureReader {
         ord: usize,
         keys: &[u64],
         limit: usize,
+        near: Option<&NearFilter>,
         f: impl FnMut(usize, DocId),
     ) -> Result<()> {
         if let Some(segment) = self.segments.get(ord) {
             let alive = self.searcher.segment_reader(ord as u32).alive_bitset();
-            segment.for_each_key_doc(keys, limit, alive, f)?;
+            segment.for_each_key_doc(keys, limit, alive, near, f)?;
         }
         Ok(())
     }
@@ -421,6 +461,11 @@ impl SignatureReader {
         let mut seen: HashSet<DocId> = HashSet::new();
         let mut rejected: HashSet<DocId> = HashSet::new();
         let mut verified = 0u64;
+        let near = NearFilter::new(
+            rule.layout(),
+            query.fingerprint,
+            rule.layout().max_distance(),
+        );
         self.touch_runs(&keys);
         for (ord, signatures) in self.segments.iter().enumerate() {
             seen.clear();
@@ -455,7 +500,7 @@ impl SignatureReader {
                     Verdict::NotUnderThisKey => {}
                 }
             };
-            self.for_each_key_doc(ord, &keys, max_postings_per_key, visit)?;
+            self.for_each_key_doc(ord, &keys, max_postings_per_key, Some(&near), visit)?;
         }
         Ok(verified)
     }

@@ -25,7 +25,7 @@ use std::time::Instant;
 use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, Index};
 use tantivy_simhash::word_resemblance;
-use tantivy_simhash::{ClusterMode, NearDupGraph};
+use tantivy_simhash::{ClusterMode, PairJoin};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 
 #[derive(Deserialize)]
@@ -75,7 +75,7 @@ fn main() -> data::Res<()> {
         })
         .collect();
     let searcher = index.lookups()?;
-    let graph = NearDupGraph::new(searcher.fields(), searcher.searcher())?;
+    let join = PairJoin::new(searcher.fields(), searcher.searcher())?;
     println!(
         "{}: {} documents (indexed in {:.1} s)",
         path.display(),
@@ -88,7 +88,7 @@ fn main() -> data::Res<()> {
     );
     for mode in [ClusterMode::Leader, ClusterMode::Components] {
         let t = Instant::now();
-        let clusters = graph.clusters_by(mode)?;
+        let clusters = join.clusters_by(mode)?;
         let took = t.elapsed();
         // (leader, member) pairs of every cluster.
         let mut pairs: Vec<(&str, &str, tantivy::DocAddress, tantivy::DocAddress)> = Vec::new();

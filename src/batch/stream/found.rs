@@ -37,6 +37,18 @@ impl Found {
         &self.rows[start as usize..(start + len) as usize]
     }
 
+    /// Calls `f(rows, other)` per item: documents of one fingerprint as `(rows, None)` (every
+    /// pair within `rows`), a cross as `(a, Some(b))` (every row of `a` with every row of `b`).
+    /// The compact form leader clustering walks, linear in the items' rows.
+    pub(super) fn for_each_item(&self, mut f: impl FnMut(&[Row], Option<&[Row]>)) {
+        for item in &self.items {
+            match *item {
+                Item::Clique(start, len) => f(self.range((start, len)), None),
+                Item::Cross(a, b, _) => f(self.range(a), Some(self.range(b))),
+            }
+        }
+    }
+
     /// Calls `f(a, b)` with pairs that connect the same documents as
     /// [`for_each_pair`](Self::for_each_pair) (a duplicate group as a chain): what a
     /// union-find needs, linear in the groups' sizes.

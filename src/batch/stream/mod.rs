@@ -26,9 +26,11 @@
 //! otherwise (a template shared by unrelated documents) it stops there: counted in
 //! [`PairStats::hot_keys`](crate::PairStats::hot_keys), a last resort.
 //!
-//! Files: [`pair_join`] (the public type), [`found`] (a task's pairs, compactly), [`runs`]
-//! (the comparisons within one key's run).
+//! Files: [`pair_join`] (the public type), [`clusters`] (its leader clusters and connected
+//! components), [`found`] (a task's pairs, compactly), [`runs`] (the comparisons within one
+//! key's run).
 
+mod clusters;
 mod found;
 mod pair_join;
 mod runs;

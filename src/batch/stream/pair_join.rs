@@ -1,13 +1,11 @@
-//! [`PairJoin`]: the streaming join's public face (pairs with ids or addresses, connected
-//! components).
+//! [`PairJoin`]: the streaming join's public face (pairs with ids or addresses; its clusters
+//! are in `clusters.rs`).
 
 use super::join;
-use crate::batch::clusters::{Cluster, ClusterMember, ClusterMode, Clusters, UnionFind};
 use crate::batch::{DocPair, IdPair, ID_BATCH_PAIRS};
 use crate::columns::{field_name, read_strs};
 use crate::component::reader::SegmentSignatures;
 use crate::error::{Error, Result};
-use crate::fingerprint::Fingerprint;
 use crate::schema::NearDupFields;
 use crate::signature::{MatchRule, PairStats};
 use tantivy::columnar::StrColumn;
@@ -50,14 +48,14 @@ use tantivy::{DocAddress, Searcher};
 /// # Ok::<(), tantivy_simhash::Error>(())
 /// ```
 pub struct PairJoin {
-    searcher: Searcher,
-    rule: MatchRule,
-    max_distance: u32,
-    max_postings_per_key: usize,
-    segments: Vec<SegmentSignatures>,
-    ids: Vec<Option<StrColumn>>,
+    pub(super) searcher: Searcher,
+    pub(super) rule: MatchRule,
+    pub(super) max_distance: u32,
+    pub(super) max_postings_per_key: usize,
+    pub(super) segments: Vec<SegmentSignatures>,
+    pub(super) ids: Vec<Option<StrColumn>>,
     /// The name of the sequence field (the order documents were added), if the index has one.
-    sequence: Option<String>,
+    pub(super) sequence: Option<String>,
 }
 
 impl std::fmt::Debug for PairJoin {
@@ -200,110 +198,6 @@ impl PairJoin {
         Ok(stats)
     }
 
-    /// The connected components of the pairs with at least two documents: the same clusters as
-    /// [`NearDupGraph::clusters_by`](crate::batch::NearDupGraph::clusters_by) with
-    /// [`ClusterMode::Components`] (id: the smallest member id; leader: the member added first;
-    /// members by id, clusters by id), without gathering any signature. Cost: the join (a
-    /// duplicate group is linked as a chain, not expanded into its pairs), a union-find of 4
-    /// bytes per document (deleted ones included) and, for the clustered documents, one
-    /// batched id read and a sequence read each. Errors: as
-    /// [`for_each_id_pair`](Self::for_each_id_pair).
-    pub fn components(&self) -> Result<Clusters> {
-        let bases: Vec<u64> = self
-            .segments
-            .iter()
-            .scan(0u64, |at, s| {
-                let base = *at;
-                *at += u64::from(s.max_doc());
-                Some(base)
-            })
-            .collect();
-        let total: u64 = self.segments.iter().map(|s| u64::from(s.max_doc())).sum();
-        if u32::try_from(total).is_err() {
-            return Err(crate::batch::too_many(total as usize));
-        }
-        let row = |a: DocAddress| (bases[a.segment_ord as usize] + u64::from(a.doc_id)) as u32;
-        let mut uf = UnionFind::new(total as usize);
-        let stats = join(
-            &self.segments,
-            &self.searcher,
-            &self.rule,
-            self.max_distance,
-            self.max_postings_per_key,
-            |found| found.for_each_link(|a, b| uf.union(row(a), row(b))),
-        )?;
-        let mut size = vec![0u32; total as usize];
-        for r in 0..total as u32 {
-            let root = uf.find(r);
-            size[root as usize] += 1;
-        }
-        let mut slot: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-        let mut members: Vec<Vec<DocAddress>> = Vec::new();
-        for (ord, base) in bases.iter().enumerate() {
-            let max_doc = self.segments[ord].max_doc();
-            for doc in 0..max_doc {
-                let root = uf.find((base + u64::from(doc)) as u32);
-                if size[root as usize] < 2 {
-                    continue;
-                }
-                let i = *slot.entry(root).or_insert_with(|| {
-                    members.push(Vec::new());
-                    members.len() - 1
-                });
-                members[i].push(DocAddress::new(ord as u32, doc));
-            }
-        }
-        drop(size);
-        let all: Vec<DocAddress> = members.iter().flatten().copied().collect();
-        let mut ids = read_strs(&self.ids, &all)?.into_iter();
-        let sequences: Vec<Option<tantivy::columnar::Column<u64>>> = match &self.sequence {
-            Some(name) => self
-                .searcher
-                .segment_readers()
-                .iter()
-                .map(|seg| seg.fast_fields().u64(name).ok())
-                .collect(),
-            None => Vec::new(),
-        };
-        let mut clusters = Vec::with_capacity(members.len());
-        for docs in members {
-            let mut cluster: Vec<ClusterMember> = Vec::with_capacity(docs.len());
-            for address in docs {
-                let id = ids.next().flatten().ok_or_else(|| missing_id(address))?;
-                let segment = &self.segments[address.segment_ord as usize];
-                cluster.push(ClusterMember {
-                    id,
-                    address,
-                    fingerprint: segment
-                        .fingerprint(address.doc_id)
-                        .unwrap_or(Fingerprint(0)),
-                    sequence: sequences
-                        .get(address.segment_ord as usize)
-                        .and_then(|c| c.as_ref())
-                        .and_then(|c| c.first(address.doc_id)),
-                });
-            }
-            cluster.sort_by(|a, b| a.id.cmp(&b.id).then(a.address.cmp(&b.address)));
-            // The leader: the member first in input order; the id: the smallest.
-            let leader = (0..cluster.len())
-                .min_by_key(|&i| (cluster[i].sequence.unwrap_or(u64::MAX), cluster[i].address))
-                .unwrap_or(0);
-            clusters.push(Cluster {
-                id: cluster[0].id.clone(),
-                members: cluster,
-                leader,
-            });
-        }
-        clusters.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(Clusters::new(
-            clusters,
-            self.num_docs(),
-            self.searcher.clone(),
-            stats,
-            ClusterMode::Components,
-        ))
-    }
-
     /// The tantivy searcher the join reads (addresses refer to it).
     pub fn searcher(&self) -> &Searcher {
         &self.searcher
@@ -332,7 +226,7 @@ impl PairJoin {
     }
 }
 
-fn missing_id(a: DocAddress) -> Error {
+pub(super) fn missing_id(a: DocAddress) -> Error {
     Error::Document(format!(
         "the document at segment {} doc {} has no id; every document needs one (add documents \
          through DedupWriter)",

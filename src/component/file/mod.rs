@@ -7,9 +7,12 @@
 //!                 words is 1 when no document of the segment has a sketch (fingerprints only)
 //! present         ceil(max_doc / 64) u64: bit d set when document d has a signature
 //! families        per key position of the rule: a bucket directory ((1 << bucket_bits) + 1
-//!                 u32) and the entries (`suffix << doc_bits | doc`, 3, 4 or 8 bytes),
-//!                 sorted, so that one key's documents are one run in doc id order
+//!                 u32) and the entries (`(suffix << doc_bits | doc) << filter_bits | filter`,
+//!                 3 to 8 bytes), sorted, so that one key's documents are one run in doc id
+//!                 order; `filter` is the low `filter_bits` of the fingerprint's bits outside
+//!                 a simhash block key (none for band keys)
 //! directory       per family 16 B: bucket_bits, suffix_bits, doc_bits, entry bytes, entries
+//!                 (u64), filter_bits, 3 zero bytes
 //! checksum        xxh3-64 of everything before it
 //! ```
 //!
@@ -31,15 +34,19 @@ mod write;
 
 pub(crate) use write::{write, SignatureSource};
 
+#[cfg(test)]
+mod tests;
+
 use crate::signature::MatchRule;
 use tantivy::directory::OwnedBytes;
 use xxhash_rust::xxh3::xxh3_64;
 
 pub(crate) const MAGIC: [u8; 8] = *b"TSNDSEG1";
 /// Bumped whenever the layout changes; an older file is refused with a message to rebuild.
-/// Version 3 may store one word per document (a segment without sketches); version 2 files,
-/// which always store every word, are read as well.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// Version 4 keeps filter bits in the simhash key tables' entries; version 3 may store one
+/// word per document (a segment without sketches); files of versions 2 and 3 (no filter
+/// bits: their descriptors' filter byte is zero) are read as well.
+pub(crate) const FORMAT_VERSION: u32 = 4;
 const OLDEST_READ_VERSION: u32 = 2;
 pub(crate) const HEADER_BYTES: usize = 64;
 const DESCRIPTOR_BYTES: usize = 16;
@@ -61,9 +68,17 @@ pub(crate) struct Plan {
     pub(crate) suffix_bits: u32,
     /// Bits of the doc id in each entry.
     pub(crate) doc_bits: u32,
-    /// 3, 4 or 8.
+    /// 3 to 8.
     pub(crate) entry_bytes: u32,
+    /// Fingerprint bits outside the key kept in each entry, below the doc id (simhash block
+    /// keys only; 0 for band keys).
+    pub(crate) filter_bits: u32,
 }
+
+/// Filter bits a simhash key table keeps at least: a random candidate is within distance 3
+/// of the query on 16 bits with probability 697 / 65,536 (about 1%), so 99% of the chance
+/// candidates of a block key are dropped without reading their rows.
+const MIN_FILTER_BITS: u32 = 16;
 
 fn bits_for(v: u32) -> u32 {
     32 - v.leading_zeros()
@@ -101,21 +116,51 @@ impl Plan {
             suffix_bits: width - bucket_bits,
             doc_bits,
             entry_bytes,
+            filter_bits: 0,
         }
     }
 
-    /// The plan of every key position of `rule` ([`MatchRule::keys`] order).
-    pub(crate) fn for_rule(rule: &MatchRule, max_doc: u32) -> Vec<Plan> {
+    /// Parameters for a simhash block key of `width` bits among `max_doc` documents: the
+    /// buckets of [`new`](Self::new) without its widening, and entries wide enough for at
+    /// least [`MIN_FILTER_BITS`] of the fingerprint's other `64 - width` bits (the entry's
+    /// spare bits all go to the filter). A lookup's candidates are scattered rows of the
+    /// signature section, one cache miss each (Manku et al. keep whole fingerprints in their
+    /// tables for this reason); the filter rejects most of them from the table, for about two
+    /// bytes per document and key.
+    pub(crate) fn with_filter(width: u32, max_doc: u32) -> Plan {
+        let width = width.min(48);
+        let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
+        let bucket_bits = bits_for(max_doc).saturating_sub(4).min(width).min(26);
+        let suffix_bits = width - bucket_bits;
+        let base = suffix_bits + doc_bits;
+        let entry_bytes = (base + MIN_FILTER_BITS).div_ceil(8).clamp(3, 8);
+        let filter_bits = (entry_bytes * 8).saturating_sub(base).min(64 - width);
+        Plan {
+            bucket_bits,
+            suffix_bits,
+            doc_bits,
+            entry_bytes,
+            filter_bits,
+        }
+    }
+
+    /// The plan of every key position of `rule` ([`MatchRule::keys`] order); `filters` gives
+    /// the simhash keys' tables filter bits (format 4 on).
+    pub(crate) fn for_rule(rule: &MatchRule, max_doc: u32, filters: bool) -> Vec<Plan> {
         let blocks = rule.layout().num_keys();
         (0..rule.keys_per_document())
             .map(|position| {
-                let width = if position < blocks {
+                if position < blocks {
                     let range = rule.layout().combo_key_range(position);
-                    (range.end() - range.start()).count_ones()
+                    let width = (range.end() - range.start()).count_ones();
+                    if filters {
+                        Plan::with_filter(width, max_doc)
+                    } else {
+                        Plan::new(width, max_doc)
+                    }
                 } else {
-                    rule.minhash().key_bits
-                };
-                Plan::new(width, max_doc)
+                    Plan::new(rule.minhash().key_bits, max_doc)
+                }
             })
             .collect()
     }

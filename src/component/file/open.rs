@@ -103,12 +103,14 @@ impl ComponentFile {
                 suffix_bits: u32::from(data[d + 1]),
                 doc_bits: u32::from(data[d + 2]),
                 entry_bytes: u32::from(data[d + 3]),
+                filter_bits: u32::from(data[d + 12]),
             };
             let len = u64_at(data, d + 4).unwrap_or(u64::MAX);
             if plan.bucket_bits > 26
                 || plan.doc_bits > 32
-                || !matches!(plan.entry_bytes, 3 | 4 | 8)
-                || plan.suffix_bits + plan.doc_bits > plan.entry_bytes * 8
+                || !(3..=8).contains(&plan.entry_bytes)
+                || plan.filter_bits > 48
+                || plan.suffix_bits + plan.doc_bits + plan.filter_bits > plan.entry_bytes * 8
                 || len > u64::from(max_doc)
             {
                 return Err(damaged(format!("table {f} has an impossible descriptor")));

@@ -27,6 +27,7 @@ impl ComponentFile {
             entries,
             width,
             doc_mask: low_mask(family.plan.doc_bits),
+            filter_bits: family.plan.filter_bits,
             max_doc: self.max_doc,
         })
     }
@@ -64,7 +65,7 @@ impl ComponentFile {
         let width = plan.entry_bytes as usize;
         let entries = run.entries;
         if plan.suffix_bits > 0 {
-            let shift = plan.doc_bits;
+            let shift = plan.doc_bits + plan.filter_bits;
             let n = run.len();
             let lo = partition_point(n, |i| (run.entry(i) >> shift) < suffix);
             let len = partition_point(n - lo, |i| (run.entry(lo + i) >> shift) == suffix);
@@ -103,7 +104,7 @@ impl ComponentFile {
         let mut visit = |bucket: usize, filter: bool| -> Result<()> {
             let run = self.bucket(position, family, bucket)?;
             for i in 0..run.len() {
-                let entry = run.entry(i);
+                let entry = run.entry(i) >> plan.filter_bits;
                 let value = ((entry >> plan.doc_bits) << plan.bucket_bits) | bucket as u64;
                 if filter && value & wanted != residue {
                     continue;
@@ -148,6 +149,8 @@ pub(crate) struct KeyRun<'a> {
     entries: &'a [u8],
     width: usize,
     doc_mask: u64,
+    /// Filter bits below each entry's doc id ([`Plan::filter_bits`](super::Plan)).
+    filter_bits: u32,
     max_doc: u32,
 }
 
@@ -156,6 +159,7 @@ impl<'a> KeyRun<'a> {
         entries: &[],
         width: 4,
         doc_mask: 0,
+        filter_bits: 0,
         max_doc: 0,
     };
 
@@ -164,8 +168,8 @@ impl<'a> KeyRun<'a> {
         match self.width {
             4 => u32_at(self.entries, at).map_or(0, u64::from),
             8 => u64_at(self.entries, at).unwrap_or(0),
-            _ => self.entries.get(at..at + 3).map_or(0, |b| {
-                u64::from(b[0]) | u64::from(b[1]) << 8 | u64::from(b[2]) << 16
+            width => self.entries.get(at..at + width).map_or(0, |b| {
+                b.iter().rev().fold(0, |v, &byte| v << 8 | u64::from(byte))
             }),
         }
     }
@@ -175,10 +179,23 @@ impl<'a> KeyRun<'a> {
         self.entries.len() / self.width
     }
 
-    /// The documents, in doc id order (a damaged entry beyond the segment is skipped).
-    pub(crate) fn docs(self) -> impl Iterator<Item = DocId> + 'a {
+    /// The documents with their entries' filter bits (0 in a table without them), in doc id
+    /// order (a damaged entry beyond the segment is skipped).
+    pub(crate) fn docs_with_filter(self) -> impl Iterator<Item = (DocId, u64)> + 'a {
+        let filter_mask = low_mask(self.filter_bits);
         (0..self.len())
-            .map(move |i| (self.entry(i) & self.doc_mask) as DocId)
-            .filter(move |&d| d < self.max_doc)
+            .map(move |i| {
+                let entry = self.entry(i);
+                (
+                    ((entry >> self.filter_bits) & self.doc_mask) as DocId,
+                    entry & filter_mask,
+                )
+            })
+            .filter(move |&(d, _)| d < self.max_doc)
+    }
+
+    /// Filter bits per entry (0 in a table without them).
+    pub(crate) fn filter_bits(&self) -> u32 {
+        self.filter_bits
     }
 }

@@ -1,7 +1,7 @@
 //! Writing a component file: the header, the signatures, the present bitset, the key tables
 //! and their directory, then the checksum.
 
-use super::{rule_hash, Plan, FORMAT_VERSION, HEADER_BYTES, MAGIC, VALUE_MASK};
+use super::{low_mask, rule_hash, Plan, FORMAT_VERSION, HEADER_BYTES, MAGIC, VALUE_MASK};
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 use crate::signature::{MatchRule, Signature};
@@ -43,8 +43,20 @@ pub(crate) fn write(
     source: &dyn SignatureSource,
     out: &mut dyn Write,
 ) -> Result<()> {
+    write_version(rule, words_per_doc, source, out, FORMAT_VERSION)
+}
+
+/// [`write`] in format `version`: the current one, or (for the tests that read older files)
+/// version 3, whose tables keep no filter bits.
+pub(super) fn write_version(
+    rule: &MatchRule,
+    words_per_doc: usize,
+    source: &dyn SignatureSource,
+    out: &mut dyn Write,
+    version: u32,
+) -> Result<()> {
     let max_doc = source.max_doc();
-    let plans = Plan::for_rule(rule, max_doc);
+    let plans = Plan::for_rule(rule, max_doc, version >= 4);
     let present_words = (max_doc as usize).div_ceil(64);
     let mut present = vec![0u64; present_words];
     let mut counts = vec![0u64; plans.len()];
@@ -85,7 +97,7 @@ pub(crate) fn write(
     };
     let mut header = Vec::with_capacity(HEADER_BYTES);
     header.extend_from_slice(&MAGIC);
-    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(&version.to_le_bytes());
     header.extend_from_slice(&max_doc.to_le_bytes());
     header.extend_from_slice(&(words_per_doc as u32).to_le_bytes());
     header.extend_from_slice(&(plans.len() as u32).to_le_bytes());
@@ -140,6 +152,12 @@ pub(crate) fn write(
                 let value = key & VALUE_MASK;
                 let bucket = plan.bucket_of(value) as u32;
                 let entry = ((value >> plan.bucket_bits) << plan.doc_bits) | u64::from(doc);
+                let entry = if plan.filter_bits > 0 {
+                    let rest = rule.layout().combo_rest(p, signature.fingerprint);
+                    (entry << plan.filter_bits) | (rest & low_mask(plan.filter_bits))
+                } else {
+                    entry
+                };
                 list.push((bucket, entry));
             }
         })?;
@@ -155,7 +173,8 @@ pub(crate) fn write(
         buf.push(plan.doc_bits as u8);
         buf.push(plan.entry_bytes as u8);
         buf.extend_from_slice(&count.to_le_bytes());
-        buf.extend_from_slice(&[0u8; 4]);
+        buf.push(plan.filter_bits as u8);
+        buf.extend_from_slice(&[0u8; 3]);
     }
     w.put(&buf)?;
     let checksum = w.hasher.digest();
