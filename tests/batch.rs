@@ -5,16 +5,14 @@
 
 mod common;
 
-use common::{edited_texts_under_chrome, flip_bits, ram_index, Rng};
+use common::{edited_texts_under_chrome, flip_bits, ram_index, stored_index, unmerged_writer, Rng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use tantivy::indexer::NoMergePolicy;
-use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index, Term};
+use tantivy::{doc, Term};
 use tantivy_simhash::{
-    BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupConfig, NearDupIndex,
-    Policy, Signature, Sketch,
+    BlockLayout, DedupWriter, Error, Evidence, Fingerprint, MatchRule, NearDupIndex, Policy,
+    Signature, Sketch,
 };
-use tantivy_simhash::{ClusterMode, Clusters, NearDupGraph, PairJoin};
+use tantivy_simhash::{ClusterMode, Clusters, IdPair, NearDupGraph, PairJoin};
 
 /// Fingerprints with structure: seeds with neighbours at 0..=k+1 bits, exact-duplicate groups
 /// (one large), and random ones.
@@ -109,9 +107,7 @@ fn build(
     fps: &[Fingerprint],
 ) -> (NearDupIndex, BTreeMap<String, Fingerprint>) {
     let t = ram_index(layout);
-    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
-    w.index_writer_mut()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut w = unmerged_writer(&t.index, Policy::Off);
     let mut live = BTreeMap::new();
     for (i, &fp) in fps.iter().enumerate() {
         let id = format!("d{i:05}");
@@ -274,17 +270,6 @@ fn empty_index_has_no_pairs() {
         .is_empty());
 }
 
-/// An index whose every user field is stored, so documents can be re-added from the store.
-fn stored_index() -> (NearDupIndex, tantivy::schema::Field, tantivy::schema::Field) {
-    let config = NearDupConfig::new("id", ["body"]);
-    let mut builder = Schema::builder();
-    let id = builder.add_text_field("id", STRING | FAST | STORED);
-    let body = builder.add_text_field("body", TEXT | STORED);
-    config.add_fields(&mut builder);
-    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    (index, id, body)
-}
-
 fn group_values(index: &NearDupIndex) -> BTreeMap<String, Option<String>> {
     let s = index.lookups().unwrap();
     let mut out = BTreeMap::new();
@@ -430,9 +415,7 @@ fn documents_without_fingerprint_are_skipped() {
     // fingerprint; they sit between fingerprinted ones in every segment.
     let t = ram_index(BlockLayout::default());
     let fps = corpus(500, 3, 7);
-    let mut w = t.index.writer(50_000_000, Policy::Off).unwrap();
-    w.index_writer_mut()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut w = unmerged_writer(&t.index, Policy::Off);
     let mut live = BTreeMap::new();
     for (i, &fp) in fps.iter().enumerate() {
         let name = format!("d{i:04}");
@@ -601,9 +584,7 @@ fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
     let mut signer = rule.signer(t.index.scheme());
     let texts = edited_texts_under_chrome(21, 300);
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
-    let mut w = t.index.writer(30_000_000, Policy::Off).unwrap();
-    w.index_writer_mut()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut w = unmerged_writer(&t.index, Policy::Off);
     for (i, text) in texts.iter().enumerate() {
         w.add_document(doc!(t.id => format!("d{i}"), t.body => text.as_str()))
             .unwrap();
@@ -745,6 +726,12 @@ fn shared_keys(rule: &MatchRule, a: &Signature, b: &Signature) -> Vec<u64> {
         .collect()
 }
 
+/// The numbers of an id pair `dN`, `dM`, smaller first.
+fn numbered(p: &IdPair) -> (usize, usize) {
+    let (a, b): (usize, usize) = (p.a[1..].parse().unwrap(), p.b[1..].parse().unwrap());
+    (a.min(b), a.max(b))
+}
+
 fn check_hot_key(n: usize, bound: usize) {
     let t = ram_index(BlockLayout::default());
     let rule = t.index.rule().clone();
@@ -760,10 +747,7 @@ fn check_hot_key(n: usize, bound: usize) {
         .max_postings_per_key(bound);
     let mut found = BTreeSet::new();
     let stats = graph
-        .for_each_id_pair(|p| {
-            let (a, b): (usize, usize) = (p.a[1..].parse().unwrap(), p.b[1..].parse().unwrap());
-            assert!(found.insert((a.min(b), a.max(b))), "pair reported twice");
-        })
+        .for_each_id_pair(|p| assert!(found.insert(numbered(&p)), "pair reported twice"))
         .unwrap();
     let oracle = brute_rule_pairs_filtered(&rule, &sigs);
     assert_eq!(oracle.len(), n / 10);
@@ -795,10 +779,7 @@ fn check_hot_key(n: usize, bound: usize) {
         .max_postings_per_key(bound);
     let mut streamed = BTreeSet::new();
     let join_stats = join
-        .for_each_id_pair(|p| {
-            let (a, b): (usize, usize) = (p.a[1..].parse().unwrap(), p.b[1..].parse().unwrap());
-            assert!(streamed.insert((a.min(b), a.max(b))), "pair reported twice");
-        })
+        .for_each_id_pair(|p| assert!(streamed.insert(numbered(&p)), "pair reported twice"))
         .unwrap();
     assert_eq!(streamed, oracle);
     assert_eq!(join_stats.hot_keys, 0, "{join_stats:?}");

@@ -5,9 +5,8 @@
 
 mod common;
 
-use common::{flip_bits, Rng};
+use common::{flip_bits, unmerged_writer, Rng};
 use tantivy::collector::Collector;
-use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{Query, QueryParser};
 use tantivy::schema::{Field, Schema, Value, FAST, STORED, STRING, TEXT};
 use tantivy::{doc, DocAddress, Index, Searcher, TantivyDocument};
@@ -37,12 +36,7 @@ fn fixture() -> Fixture {
     let section = builder.add_text_field("section", STRING | FAST | STORED);
     config.add_fields(&mut builder);
     let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    let mut writer = index
-        .writer_with_num_threads(1, 20_000_000, Policy::Off)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut writer = unmerged_writer(&index, Policy::Off);
     let mut rng = Rng(7);
     let seeds: Vec<Fingerprint> = (0..40).map(|_| Fingerprint(rng.next_u64())).collect();
     for i in 0..600u64 {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{edited_texts, TestIndex};
+use common::{edited_texts, unmerged_writer, TestIndex};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tantivy::collector::DocSetCollector;
@@ -235,13 +235,7 @@ fn signed_index_without_merges(dir: &Path) -> (TestIndex, Vec<Signature>, DedupW
     let t = common::dir_index_with(dir, common::config(BlockLayout::default()));
     let mut signer = t.index.rule().signer(t.index.scheme());
     let sigs: Vec<Signature> = texts().iter().map(|x| signer.sign(x)).collect();
-    let writer = t
-        .index
-        .writer_with_num_threads(1, 30_000_000, Policy::Off)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let writer = unmerged_writer(&t.index, Policy::Off);
     (t, sigs, writer)
 }
 
@@ -436,13 +430,7 @@ fn small_disk_index() -> (tempfile::TempDir, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let t = common::dir_index_with(dir.path(), common::config(BlockLayout::default()));
     let texts = edited_texts(3, 60);
-    let mut writer = t
-        .index
-        .writer_with_num_threads(1, 30_000_000, Policy::Off)
-        .unwrap();
-    writer
-        .index_writer()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut writer = unmerged_writer(&t.index, Policy::Off);
     for (i, text) in texts.iter().enumerate() {
         add(&mut writer, &t, i, text);
         if i % 25 == 24 {

@@ -6,12 +6,11 @@
 
 mod common;
 
-use common::edited_texts_under_chrome;
+use common::{edited_texts_under_chrome, stored_index};
 use std::collections::HashSet;
-use tantivy::schema::{Schema, FAST, STORED, STRING, TEXT};
-use tantivy::{doc, Index};
+use tantivy::doc;
 use tantivy_simhash::{Explanation, RunKind};
-use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy, Scheme};
+use tantivy_simhash::{Policy, Scheme};
 
 /// The evaluation's resemblance, written out again from its definition (NFKC of the whole
 /// text, case folding, Han ideographs one by one, other runs of word characters, 3-shingles as
@@ -54,16 +53,6 @@ fn truth_resemblance(a: &str, b: &str) -> f64 {
     }
     let shared = x.intersection(&y).count();
     shared as f64 / (x.len() + y.len() - shared) as f64
-}
-
-fn stored_index() -> (NearDupIndex, tantivy::schema::Field, tantivy::schema::Field) {
-    let config = NearDupConfig::new("id", ["body"]);
-    let mut builder = Schema::builder();
-    let id = builder.add_text_field("id", STRING | FAST | STORED);
-    let body = builder.add_text_field("body", TEXT | STORED);
-    config.add_fields(&mut builder);
-    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
-    (index, id, body)
 }
 
 /// The words each side of the alignment covers, in run order: `a` by equal, deleted and

@@ -7,7 +7,6 @@ use common::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
-use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{doc, Term};
@@ -45,12 +44,7 @@ fn build(
 ) -> Built {
     let k = layout.max_distance();
     let t = ram_index(layout);
-    let mut w = t
-        .index
-        .writer_with_num_threads(1, 15_000_000, Policy::Off)
-        .unwrap();
-    w.index_writer_mut()
-        .set_merge_policy(Box::new(NoMergePolicy));
+    let mut w = unmerged_writer(&t.index, Policy::Off);
     let mut rng = Rng(rng_seed);
     let mut docs = Vec::new();
     let mut seeds = Vec::new();

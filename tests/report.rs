@@ -18,6 +18,9 @@ use tantivy_simhash::{write_report, ReportOptions};
 use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// Headless Chromium's flags, shared with tools/report_open_time.py: a fresh profile, no
+/// network, no GPU.
+const CHROMIUM_FLAGS: &str = include_str!("../tools/chromium-flags.txt");
 
 fn chromium(profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
     assert!(
@@ -26,16 +29,8 @@ fn chromium(profile: &Path, extra: &[&str], url: &str) -> std::process::Output {
          (apt-get install -y chromium; .ci/run does)"
     );
     let out = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=5000",
-        ])
+        .args(CHROMIUM_FLAGS.split_whitespace())
+        .arg("--virtual-time-budget=5000")
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(url)

@@ -26,15 +26,8 @@ import subprocess
 import tempfile
 import time
 
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# Headless Chromium's flags, shared with tests/report.rs: a fresh profile, no network, no GPU.
+FLAGS = (pathlib.Path(__file__).parent / "chromium-flags.txt").read_text().split()
 
 
 def dump_dom_seconds(chromium, url):

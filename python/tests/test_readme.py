@@ -1,4 +1,5 @@
-"""The README's Python example and the package's docstring examples run as written."""
+"""The README's Python example, the Dask example of docs/DISTRIBUTED.md and the package's docstring
+examples run as written."""
 
 import doctest
 import re
@@ -8,16 +9,16 @@ import tantivy_simhash
 from conftest import REPO
 
 
-def readme_python_blocks():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
-    assert len(blocks) == 2
+def python_blocks(page, count):
+    text = (REPO / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == count
     return blocks
 
 
 def test_readme_python_example_runs(capsys):
-    blocks = readme_python_blocks()
-    exec(compile(blocks[0], "README.md", "exec"), {})
+    [block] = python_blocks("README.md", 1)
+    exec(compile(block, "README.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out == [
         'Outcome(status="added", id="a")',
@@ -25,11 +26,11 @@ def test_readme_python_example_runs(capsys):
     ]
 
 
-def test_readme_dask_example_runs():
+def test_distributed_dask_example_runs():
     """The pipeline's example on a local cluster of two worker processes; it asserts its output."""
-    block = readme_python_blocks()[1]
+    [block] = python_blocks("docs/DISTRIBUTED.md", 1)
     assert "deduplicate(" in block and "assert" in block
-    exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+    exec(compile(block, "docs/DISTRIBUTED.md", "exec"), {"__name__": "__main__"})
 
 
 def test_package_docstring_examples_run():

@@ -509,48 +509,17 @@ impl SignatureReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::tests::signature_index;
+    use crate::signature::tests::{families as signature_families, signature_index, Kin};
     use crate::signature::Sketch;
     use crate::test_rng::Rng;
     use std::collections::BTreeSet;
 
-    /// Signatures in families around random ones: simhash neighbours (1-3 bits flipped, same
-    /// sketch), resemblance neighbours (far fingerprint, a few sketch words changed) and
-    /// band-sharing strangers (far fingerprint, the band words kept, the rest changed, so they
-    /// share every band and fail the resemblance: met under many keys, never a match).
+    /// Families of simhash neighbours, resemblance neighbours and band-sharing strangers (met
+    /// under many keys, never a match) around random bases.
     fn families(seed: u64, rule: &MatchRule, n: usize) -> Vec<Signature> {
-        let mut rng = Rng(seed);
-        let words = rule.minhash().sketch_words();
-        let mut sigs: Vec<Signature> = Vec::new();
-        while sigs.len() < n {
-            let base = Signature {
-                fingerprint: Fingerprint(rng.next()),
-                sketch: Sketch {
-                    words: (0..words).map(|_| rng.next()).collect(),
-                },
-            };
-            for kind in 0..6 {
-                let mut s = base.clone();
-                match kind % 3 {
-                    0 => s.fingerprint.0 ^= 1 << rng.below(64) | 1 << rng.below(64),
-                    1 => {
-                        s.fingerprint = Fingerprint(rng.next());
-                        for _ in 0..3 {
-                            let w = 5 + rng.index(words - 5);
-                            s.sketch.words[w] = rng.next();
-                        }
-                    }
-                    _ => {
-                        s.fingerprint = Fingerprint(rng.next());
-                        for w in &mut s.sketch.words[5..] {
-                            *w = rng.next();
-                        }
-                    }
-                }
-                sigs.push(s);
-            }
-            sigs.push(base);
-        }
+        use Kin::*;
+        let kin = [SimhashNeighbour, ResemblanceNeighbour, BandStranger];
+        let mut sigs = signature_families(&mut Rng(seed), rule, n, &[kin, kin].concat());
         sigs.truncate(n);
         sigs
     }

@@ -110,6 +110,26 @@ fn staged_check_with(signer: &mut Signer, han: HanSegmentation, values: &[(bool,
     );
 }
 
+/// The tokens the writer stages for `doc` under the default rule and `scheme`: `fields` signed,
+/// the values of `replay` staged.
+fn stage_default(
+    scheme: &crate::Scheme,
+    doc: &TantivyDocument,
+    fields: &[Field],
+    replay: &[Field],
+) -> Option<Arc<StagedTokens>> {
+    let mut signer = MatchRule::default().signer(scheme);
+    let (_, staged) = sign_and_stage(
+        &mut signer,
+        &Arc::default(),
+        analysis_id(scheme),
+        doc,
+        fields,
+        replay,
+    );
+    staged
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -183,36 +203,14 @@ fn values_without_han_at_their_ends_are_all_replayed() {
     doc.add_text(body, "");
     doc.add_text(body, "Second &amp; last");
     let fields = [title, body];
-    let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(
-        &mut signer,
-        &Arc::default(),
-        analysis_id(&scheme),
-        &doc,
-        &fields,
-        &fields,
-    );
+    let staged = stage_default(&scheme, &doc, &fields, &fields);
     let staged = staged.expect("tokens staged");
     assert_eq!(staged.values.len(), 4);
     // Only the body is indexed with the replaying analyzer: only its values are staged.
-    let (_, staged) = sign_and_stage(
-        &mut signer,
-        &Arc::default(),
-        analysis_id(&scheme),
-        &doc,
-        &fields,
-        &[body],
-    );
+    let staged = stage_default(&scheme, &doc, &fields, &[body]);
     assert_eq!(staged.expect("body staged").values.len(), 3);
     // Nothing replayable: nothing staged.
-    let (_, staged) = sign_and_stage(
-        &mut signer,
-        &Arc::default(),
-        analysis_id(&scheme),
-        &doc,
-        &fields,
-        &[],
-    );
+    let staged = stage_default(&scheme, &doc, &fields, &[]);
     assert!(staged.is_none());
 }
 
@@ -227,15 +225,7 @@ fn a_han_run_across_values_is_cut_again_within_each() {
     doc.add_text(body, "学 body text");
     doc.add_text(body, "plain");
     let fields = [title, body];
-    let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(
-        &mut signer,
-        &Arc::default(),
-        analysis_id(&scheme),
-        &doc,
-        &fields,
-        &fields,
-    );
+    let staged = stage_default(&scheme, &doc, &fields, &fields);
     let staged = staged.expect("staged");
     assert_eq!(staged.values.len(), 3);
     let texts = |v: usize| -> Vec<&str> {
@@ -270,15 +260,7 @@ fn tokens_are_replayed_only_for_the_same_text_and_analysis() {
     let mut doc = TantivyDocument::new();
     doc.add_text(body, "some body text");
     let fields = [title, body];
-    let mut signer = MatchRule::default().signer(&scheme);
-    let (_, staged) = sign_and_stage(
-        &mut signer,
-        &Arc::default(),
-        analysis_id(&scheme),
-        &doc,
-        &fields,
-        &fields,
-    );
+    let staged = stage_default(&scheme, &doc, &fields, &fields);
     let doc = AnalyzedDocument::with_tokens(doc, staged);
     let _ = doc.iter_fields_and_values().count();
 

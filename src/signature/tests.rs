@@ -512,6 +512,60 @@ fn a_key_group_with_foreign_postings_is_refused() {
     assert!(err.contains("3 sketch words"), "{err}");
 }
 
+/// How a member of a [`families`] family differs from its base.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kin {
+    /// 1-3 fingerprint bits flipped, the same sketch: a simhash match.
+    SimhashNeighbour,
+    /// A far fingerprint, a few sketch words (beyond the band words) changed: a resemblance
+    /// match.
+    ResemblanceNeighbour,
+    /// A far fingerprint, the band words kept and the rest changed: met under every band key,
+    /// never a match.
+    BandStranger,
+    /// The base itself.
+    Copy,
+}
+
+/// Signatures in families around random bases, for the lookup and join tests: per base, one
+/// member of each of `kin` in turn, then the base; whole families until at least `n`
+/// signatures.
+pub(crate) fn families(rng: &mut Rng, rule: &MatchRule, n: usize, kin: &[Kin]) -> Vec<Signature> {
+    let words = rule.minhash().sketch_words();
+    let mut sigs: Vec<Signature> = Vec::new();
+    while sigs.len() < n {
+        let base = Signature {
+            fingerprint: Fingerprint(rng.next()),
+            sketch: Sketch {
+                words: (0..words).map(|_| rng.next()).collect(),
+            },
+        };
+        for kin in kin {
+            let mut s = base.clone();
+            match kin {
+                Kin::SimhashNeighbour => s.fingerprint.0 ^= 1 << rng.below(64) | 1 << rng.below(64),
+                Kin::ResemblanceNeighbour => {
+                    s.fingerprint = Fingerprint(rng.next());
+                    for _ in 0..3 {
+                        let w = 5 + rng.index(words - 5);
+                        s.sketch.words[w] = rng.next();
+                    }
+                }
+                Kin::BandStranger => {
+                    s.fingerprint = Fingerprint(rng.next());
+                    for w in &mut s.sketch.words[5..] {
+                        *w = rng.next();
+                    }
+                }
+                Kin::Copy => {}
+            }
+            sigs.push(s);
+        }
+        sigs.push(base);
+    }
+    sigs
+}
+
 /// An index of `sigs` (u64 field `n`, indexed and fast, holds each one's position; the signature
 /// fields, stored by the segment component), committed every `commit_every`
 /// documents, then the positions `delete` selects deleted and committed: several segments and

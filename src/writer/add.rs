@@ -75,9 +75,7 @@ impl DedupWriter {
         doc: TantivyDocument,
         signature: Signature,
     ) -> Result<Outcome> {
-        let id = self.prepare(&doc)?;
-        let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
-        self.add_prepared(doc, id, committed, signature, true, None)
+        self.add_signed(doc, signature, true)
     }
 
     /// Adds `doc` with only a fingerprint computed elsewhere (for example by a batch job with
@@ -97,9 +95,20 @@ impl DedupWriter {
             fingerprint: fp,
             sketch: crate::signature::Sketch::empty(self.index.rule().minhash()),
         };
+        self.add_signed(doc, signature, false)
+    }
+
+    /// Adds `doc` with a signature given by the caller (with its sketch, or with
+    /// `with_sketch` false the fingerprint only), under both policies.
+    fn add_signed(
+        &self,
+        doc: TantivyDocument,
+        signature: Signature,
+        with_sketch: bool,
+    ) -> Result<Outcome> {
         let id = self.prepare(&doc)?;
         let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
-        self.add_prepared(doc, id, committed, signature, false, None)
+        self.add_prepared(doc, id, committed, signature, with_sketch, None)
     }
 
     /// Checks `doc` and looks its id up in the last commit; settles it when the id policy

@@ -65,6 +65,18 @@ pub fn dir_index_with(dir: &std::path::Path, config: NearDupConfig) -> TestIndex
     }
 }
 
+/// An index whose every user field is stored (id and body), so documents can be re-added from
+/// the store or shown.
+pub fn stored_index() -> (NearDupIndex, Field, Field) {
+    let config = NearDupConfig::new("id", ["body"]);
+    let mut builder = Schema::builder();
+    let id = builder.add_text_field("id", STRING | FAST | STORED);
+    let body = builder.add_text_field("body", TEXT | STORED);
+    config.add_fields(&mut builder);
+    let index = NearDupIndex::create(Index::create_in_ram(builder.build()), config).unwrap();
+    (index, id, body)
+}
+
 /// A one-thread writer that never merges: the test lays out the segments with its commits.
 pub fn unmerged_writer(index: &NearDupIndex, policy: Policy) -> DedupWriter {
     let writer = index

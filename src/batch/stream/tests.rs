@@ -3,7 +3,7 @@
 use super::runs::{split_bits, visit_run, Outcome};
 use super::*;
 use crate::component::reader::SignatureReader;
-use crate::signature::tests::signature_index;
+use crate::signature::tests::{families, signature_index, Kin};
 use crate::signature::Sketch;
 use crate::signature::{Evidence, Signature};
 use crate::test_rng::Rng;
@@ -32,32 +32,15 @@ fn corpus(
             words: (0..words).map(|_| rng.next()).collect(),
         },
     };
-    let mut sigs: Vec<Signature> = Vec::new();
-    while sigs.len() < n {
-        let base = random(&mut rng);
-        for kind in 0..5 {
-            let mut s = base.clone();
-            match kind {
-                0 => s.fingerprint.0 ^= 1 << rng.below(64) | 1 << rng.below(64),
-                1 => {
-                    s.fingerprint = Fingerprint(rng.next());
-                    for _ in 0..3 {
-                        let w = 5 + rng.index(words - 5);
-                        s.sketch.words[w] = rng.next();
-                    }
-                }
-                2 => {
-                    s.fingerprint = Fingerprint(rng.next());
-                    for w in &mut s.sketch.words[5..] {
-                        *w = rng.next();
-                    }
-                }
-                _ => {}
-            }
-            sigs.push(s);
-        }
-        sigs.push(base);
-    }
+    use Kin::*;
+    let kin = [
+        SimhashNeighbour,
+        ResemblanceNeighbour,
+        BandStranger,
+        Copy,
+        Copy,
+    ];
+    let mut sigs = families(&mut rng, rule, n, &kin);
     let block = rng.next() & 0xffff;
     for i in 0..hot_block {
         let mut s = random(&mut rng);
