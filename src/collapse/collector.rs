@@ -6,8 +6,8 @@ use super::rank::RankKey;
 use super::result::{rank_order, Collapsed, CollapsedGroup, CollapsedHit, Settings};
 use super::segment::{ColumnCache, ColumnNames};
 use super::window::{
-    check_rank_order, fold, tied_on_key_and_fingerprint, window_cutoff, FruitSegment, StrField,
-    WindowColumns,
+    check_rank_order, fold, tied_on_key_and_fingerprint, window_cutoff, FruitSegment,
+    SegmentSource, StrField, WindowColumns,
 };
 #[cfg(doc)]
 use crate::error::Error;

@@ -196,6 +196,31 @@ impl ColumnCache {
         Ok(columns.clone())
     }
 
+    /// The cached columns of `segment`, if any. Cost: a hash look-up under a lock.
+    pub(super) fn peek(&self, segment: SegmentId) -> Option<Arc<SegmentColumns>> {
+        crate::sync::lock(&self.state)
+            .segments
+            .get(&segment)
+            .map(|(_, columns)| columns.clone())
+    }
+
+    /// Marks `columns` (taken by [`peek`](Self::peek) when the segment was collected) as read
+    /// by search `search`, caching them again if they were released since.
+    pub(super) fn keep(
+        &self,
+        search: u64,
+        segment: SegmentId,
+        columns: &Arc<SegmentColumns>,
+    ) -> Arc<SegmentColumns> {
+        let mut state = crate::sync::lock(&self.state);
+        let (last, kept) = state
+            .segments
+            .entry(segment)
+            .or_insert_with(|| (search, columns.clone()));
+        *last = search.max(*last);
+        kept.clone()
+    }
+
     /// How many segments are cached (for tests).
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {

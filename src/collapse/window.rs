@@ -256,10 +256,31 @@ fn choose_leaders<K: RankKey>(
     }
 }
 
-/// A searched segment as the collector's fruit gives it: its id and reader.
+/// A searched segment as the collector's fruit gives it: its id, and its columns when the
+/// collapse's cache held them at collection, else its reader to open them from (cloning a
+/// `SegmentReader` copies its file maps: a cost per segment and search worth saving once the
+/// columns are cached).
 pub(super) struct FruitSegment {
     pub(super) id: SegmentId,
-    pub(super) reader: SegmentReader,
+    pub(super) source: SegmentSource,
+}
+
+/// Where the merge takes a segment's columns from.
+pub(super) enum SegmentSource {
+    /// The cached columns.
+    Cached(Arc<SegmentColumns>),
+    /// The segment's reader (the columns were not cached); boxed, being large.
+    Reader(Box<SegmentReader>),
+}
+
+impl SegmentSource {
+    /// The columns of `segment` if `cache` holds them, else `reader` (cloned).
+    pub(super) fn new(cache: &ColumnCache, reader: &SegmentReader) -> SegmentSource {
+        match cache.peek(reader.segment_id()) {
+            Some(columns) => SegmentSource::Cached(columns),
+            None => SegmentSource::Reader(Box::new(reader.clone())),
+        }
+    }
 }
 
 /// Which string column of the window's segments to read.
@@ -302,11 +323,13 @@ impl<'a> WindowColumns<'a> {
             return Ok(None);
         };
         if self.opened[ord].is_none() {
-            self.opened[ord] =
-                Some(
+            self.opened[ord] = Some(match &segment.source {
+                SegmentSource::Cached(columns) => self.cache.keep(self.search, segment.id, columns),
+                SegmentSource::Reader(reader) => {
                     self.cache
-                        .segment(self.search, segment.id, &segment.reader, self.names)?,
-                );
+                        .segment(self.search, segment.id, reader, self.names)?
+                }
+            });
         }
         Ok(self.opened[ord].as_deref())
     }

@@ -1,6 +1,6 @@
 //! tantivy's side of [`NearDupCollapse`]: the `Collector` and `SegmentCollector`
 //! implementations, which run the inner collector per segment and hand the ranked hits and
-//! each segment's reader to the merge ([`NearDupCollapse::fold_ranked`]).
+//! each segment's columns (or, before they are cached, its reader) to the merge ([`NearDupCollapse::fold_ranked`]).
 
 use super::*;
 
@@ -12,7 +12,7 @@ pub struct CollapseSegmentCollector<S> {
     inner: S,
     segment_ord: SegmentOrdinal,
     segment_id: SegmentId,
-    reader: SegmentReader,
+    source: SegmentSource,
     schema: Schema,
 }
 
@@ -24,7 +24,7 @@ pub struct CollapseSegmentFruit<T> {
     inner: T,
     segment_ord: SegmentOrdinal,
     segment_id: SegmentId,
-    reader: SegmentReader,
+    source: SegmentSource,
     schema: Schema,
 }
 
@@ -44,7 +44,7 @@ impl<S: SegmentCollector> SegmentCollector for CollapseSegmentCollector<S> {
             inner: self.inner.harvest(),
             segment_ord: self.segment_ord,
             segment_id: self.segment_id,
-            reader: self.reader,
+            source: self.source,
             schema: self.schema,
         }
     }
@@ -73,7 +73,7 @@ where
             inner: self.inner.for_segment(segment_ord, segment)?,
             segment_ord,
             segment_id: segment.segment_id(),
-            reader: segment.clone(),
+            source: SegmentSource::new(&self.columns, segment),
             schema: segment.schema().clone(),
         })
     }
@@ -93,7 +93,7 @@ where
             inner: self.inner.collect_segment(weight, segment_ord, reader)?,
             segment_ord,
             segment_id: reader.segment_id(),
-            reader: reader.clone(),
+            source: SegmentSource::new(&self.columns, reader),
             schema: reader.schema().clone(),
         })
     }
@@ -118,7 +118,7 @@ where
             }
             segments[ord] = Some(FruitSegment {
                 id: fruit.segment_id,
-                reader: fruit.reader,
+                source: fruit.source,
             });
             inner_fruits.push(fruit.inner);
         }
