@@ -269,8 +269,8 @@ pub(super) struct FruitSegment {
 pub(super) enum SegmentSource {
     /// The cached columns.
     Cached(Arc<SegmentColumns>),
-    /// The segment's reader (the columns were not cached).
-    Reader(SegmentReader),
+    /// The segment's reader (the columns were not cached); boxed, being large.
+    Reader(Box<SegmentReader>),
 }
 
 impl SegmentSource {
@@ -278,7 +278,7 @@ impl SegmentSource {
     pub(super) fn new(cache: &ColumnCache, reader: &SegmentReader) -> SegmentSource {
         match cache.peek(reader.segment_id()) {
             Some(columns) => SegmentSource::Cached(columns),
-            None => SegmentSource::Reader(reader.clone()),
+            None => SegmentSource::Reader(Box::new(reader.clone())),
         }
     }
 }
