@@ -159,33 +159,38 @@ impl SegmentStrs {
 /// committed check reads.
 #[derive(Default)]
 pub(crate) struct StrColumns {
-    segments: Vec<Option<SegmentStrs>>,
+    /// The searcher and the field's name, to open a segment's column the first time it is read.
+    source: Option<(tantivy::Searcher, String)>,
+    /// Each segment's column, opened on first read: opening one reads its dictionary's block
+    /// index (about 0.1 ms per million strings), which a handle that never reads this field,
+    /// or reads it in a few segments, need not pay for every segment.
+    segments: Vec<OnceLock<Option<SegmentStrs>>>,
 }
 
 impl StrColumns {
-    /// The columns of `field` (none without a field) in `searcher`'s segments. Cost: one column
-    /// open per segment. Errors: [`crate::Error::Tantivy`] when a column cannot be opened or the
-    /// searcher's schema has no such field (a searcher of another index).
+    /// The columns of `field` (none without a field) in `searcher`'s segments, each opened when
+    /// first read. Cost: a clone of the searcher. Errors: [`crate::Error::Tantivy`] when the
+    /// searcher's schema has no such field (a searcher of another index); a column that cannot
+    /// be opened is an error of the read that opens it.
     pub(crate) fn open(searcher: &tantivy::Searcher, field: Option<Field>) -> Result<Self> {
-        let mut segments = Vec::new();
-        if let Some(field) = field {
-            let schema = searcher.schema();
-            let name = field_name(schema, field)?.to_string();
-            for segment in searcher.segment_readers() {
-                let column = segment.fast_fields().str(&name)?;
-                segments.push(column.map(|column| SegmentStrs {
-                    column,
-                    table: segment_ids(segment.segment_id(), &name),
-                }));
-            }
-        }
-        Ok(StrColumns { segments })
+        let Some(field) = field else {
+            return Ok(StrColumns::default());
+        };
+        let name = field_name(searcher.schema(), field)?.to_string();
+        Ok(StrColumns {
+            segments: searcher
+                .segment_readers()
+                .iter()
+                .map(|_| OnceLock::new())
+                .collect(),
+            source: Some((searcher.clone(), name)),
+        })
     }
 
     /// The first string of the document at `address`, if any: one ordinal read, then the
     /// segment's table or one dictionary block.
     pub(crate) fn first(&self, address: DocAddress) -> Result<Option<String>> {
-        let Some(strs) = self.segment(address) else {
+        let Some(strs) = self.segment(address)? else {
             return Ok(None);
         };
         let Some(ord) = strs.column.ords().first(address.doc_id) else {
@@ -200,14 +205,29 @@ impl StrColumns {
 
     /// Every string of the document at `address`, in the column's order.
     pub(crate) fn all(&self, address: DocAddress) -> Result<Vec<String>> {
-        match self.segment(address) {
+        match self.segment(address)? {
             Some(strs) => strs.read(address.doc_id),
             None => Ok(Vec::new()),
         }
     }
 
-    fn segment(&self, address: DocAddress) -> Option<&SegmentStrs> {
-        self.segments.get(address.segment_ord as usize)?.as_ref()
+    /// The column of `address`'s segment (opened now if it was not), if it has one.
+    fn segment(&self, address: DocAddress) -> Result<Option<&SegmentStrs>> {
+        let ord = address.segment_ord as usize;
+        let (Some(cell), Some((searcher, name))) = (self.segments.get(ord), &self.source) else {
+            return Ok(None);
+        };
+        if let Some(strs) = cell.get() {
+            return Ok(strs.as_ref());
+        }
+        let segment = searcher.segment_reader(address.segment_ord);
+        let opened = segment.fast_fields().str(name)?.map(|column| SegmentStrs {
+            column,
+            table: segment_ids(segment.segment_id(), name),
+        });
+        // Another thread may have opened it meanwhile: either copy is the same column.
+        let _ = cell.set(opened);
+        Ok(cell.get().and_then(Option::as_ref))
     }
 }
 

@@ -71,7 +71,10 @@ impl NearDupIndex {
     /// Cost: a reload and opening each segment's columns; keep it for many lookups.
     /// Errors: those of [`searcher`](Self::searcher) and [`NearDupLookup::new`].
     pub fn lookups(&self) -> Result<NearDupLookup> {
-        NearDupLookup::new(self.fields, &self.searcher()?)
+        let searcher = self.searcher()?;
+        // The warmer opened the searcher's component files: the handle takes them.
+        let files = self.warmer.files_of(&searcher);
+        NearDupLookup::open(self.fields, &searcher, files)
     }
 
     /// The documents of the last commit that the index's rule matches with `text` (signed with
@@ -113,12 +116,11 @@ pub struct FingerprintMatch {
     pub fingerprint: Fingerprint,
 }
 
-/// One segment's sequence column and the id and replaced-id postings a lookup reads, opened
-/// once per searcher.
+/// One segment's sequence column, opened once per searcher. (The id and replaced-id postings
+/// are opened when read: opening a field's term dictionary reads its block index, and tantivy's
+/// segment reader keeps it once opened.)
 struct SegmentIdColumns {
     sequences: Option<Column<u64>>,
-    replaced_index: Option<Arc<tantivy::InvertedIndexReader>>,
-    ids_index: Arc<tantivy::InvertedIndexReader>,
 }
 
 /// Lookups over a tantivy [`Searcher`]: each segment's fingerprint, id and signature columns
@@ -146,6 +148,15 @@ impl NearDupLookup {
     /// [`Error::Schema`] when the searcher's schema lacks a field of `fields` (a searcher of
     /// another index).
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
+        NearDupLookup::open(fields, searcher, None)
+    }
+
+    /// [`new`](Self::new), with the searcher's component files when they are open already.
+    fn open(
+        fields: NearDupFields,
+        searcher: &Searcher,
+        files: Option<Vec<crate::component::ComponentFile>>,
+    ) -> Result<Self> {
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
             let ff = seg.fast_fields();
@@ -154,14 +165,12 @@ impl NearDupLookup {
                     Some(_) => Some(ff.u64(SEQUENCE_FIELD)?),
                     None => None,
                 },
-                replaced_index: match fields.replaced {
-                    Some(field) => Some(seg.inverted_index(field)?),
-                    None => None,
-                },
-                ids_index: seg.inverted_index(fields.id)?,
             });
         }
-        let signatures = SignatureReader::new(searcher, fields.rule())?;
+        let signatures = match files {
+            Some(files) => SignatureReader::from_files(searcher, files),
+            None => SignatureReader::new(searcher, fields.rule())?,
+        };
         let ids = StrColumns::open(searcher, Some(fields.id))?;
         let groups = StrColumns::open(searcher, fields.group)?;
         let replaced = StrColumns::open(searcher, fields.replaced)?;
@@ -377,11 +386,10 @@ impl NearDupLookup {
     /// reading the postings fails.
     pub fn address_of_id(&self, id: &str) -> Result<Option<DocAddress>> {
         let term = Term::from_field_text(self.fields.id, id);
-        for (ord, cols) in self.segments.iter().enumerate() {
-            let seg = self.searcher.segment_reader(ord as u32);
+        for (ord, seg) in self.searcher.segment_readers().iter().enumerate() {
             let signatures = self.signatures.segment(ord as u32);
             let mut found = None;
-            for_each_posting(&cols.ids_index, &term, |doc| {
+            for_each_posting(&*seg.inverted_index(self.fields.id)?, &term, |doc| {
                 let signed = signatures.is_some_and(|s| s.fingerprint(doc).is_some());
                 if found.is_none() && !seg.is_deleted(doc) && signed {
                     found = Some(doc);
@@ -440,13 +448,11 @@ impl NearDupLookup {
             return Ok(false);
         };
         let term = Term::from_field_text(field, id);
-        for (ord, cols) in self.segments.iter().enumerate() {
-            let Some(index) = &cols.replaced_index else {
-                continue;
-            };
-            let seg = self.searcher.segment_reader(ord as u32);
+        for seg in self.searcher.segment_readers() {
             let mut live = false;
-            for_each_posting(index, &term, |doc| live |= !seg.is_deleted(doc))?;
+            for_each_posting(&*seg.inverted_index(field)?, &term, |doc| {
+                live |= !seg.is_deleted(doc)
+            })?;
             if live {
                 return Ok(true);
             }

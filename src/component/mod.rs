@@ -360,7 +360,7 @@ pub(crate) fn reload_fresh<T>(mut open: impl FnMut() -> tantivy::Result<T>) -> t
 /// What one searcher generation holds.
 struct HeldSegments {
     _metas: Vec<tantivy::index::SegmentMeta>,
-    _files: Vec<ComponentFile>,
+    files: Vec<ComponentFile>,
 }
 
 impl ComponentWarmer {
@@ -369,6 +369,19 @@ impl ComponentWarmer {
             rule,
             held: Default::default(),
         }
+    }
+
+    /// The component files this warmer opened for `searcher`'s segments (in segment order), if
+    /// it warmed that searcher: a reader made from it takes them instead of opening them again.
+    pub(crate) fn files_of(&self, searcher: &tantivy::Searcher) -> Option<Vec<ComponentFile>> {
+        let held = crate::sync::lock(&self.held);
+        let files = &held.get(&searcher.generation().generation_id())?.files;
+        let same = files.len() == searcher.segment_readers().len()
+            && files
+                .iter()
+                .zip(searcher.segment_readers())
+                .all(|(file, segment)| file.max_doc() == segment.max_doc());
+        same.then(|| files.clone())
     }
 }
 
@@ -398,7 +411,7 @@ impl tantivy::Warmer for ComponentWarmer {
             searcher.generation().generation_id(),
             HeldSegments {
                 _metas: metas,
-                _files: files,
+                files,
             },
         );
         Ok(())

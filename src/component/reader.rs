@@ -336,6 +336,18 @@ impl SignatureReader {
         })
     }
 
+    /// A reader over files already opened for `searcher`'s segments, in segment order (the
+    /// ones the index's warmer opened: [`ComponentWarmer::files_of`](super::ComponentWarmer)).
+    pub(crate) fn from_files(searcher: &Searcher, files: Vec<ComponentFile>) -> SignatureReader {
+        SignatureReader {
+            segments: files
+                .into_iter()
+                .map(|file| SegmentSignatures { file })
+                .collect(),
+            searcher: searcher.clone(),
+        }
+    }
+
     /// Calls `f(position, doc)` with the first `limit` live documents of segment `ord` under
     /// each key of `keys` (see [`SegmentSignatures::for_each_key_doc`]).
     pub(crate) fn for_each_key_doc(
