@@ -2,7 +2,6 @@
 //! leader clusters (a walk of the join's items in input order), neither holding a signature.
 
 use super::found::Row;
-use super::join;
 use super::pair_join::{missing_id, PairJoin};
 use crate::batch::clusters::{Cluster, ClusterMember, ClusterMode, Clusters, UnionFind};
 use crate::columns::read_strs;
@@ -81,14 +80,7 @@ impl PairJoin {
         let (bases, total) = self.row_bases()?;
         let row = |a: DocAddress| (bases[a.segment_ord as usize] + u64::from(a.doc_id)) as u32;
         let mut uf = UnionFind::new(total as usize);
-        let stats = join(
-            &self.segments,
-            &self.searcher,
-            &self.rule,
-            self.max_distance,
-            self.max_postings_per_key,
-            |found| found.for_each_link(|a, b| uf.union(row(a), row(b))),
-        )?;
+        let stats = self.join(|found| found.for_each_link(|a, b| uf.union(row(a), row(b))))?;
         let mut size = vec![0u32; total as usize];
         for r in 0..total as u32 {
             let root = uf.find(r);
@@ -143,33 +135,26 @@ impl PairJoin {
         let mut sides = 0u32;
         let mut overflow = false;
         let global = |row: Row| (bases[(row >> 32) as usize] + (row & 0xffff_ffff)) as u32;
-        let stats = join(
-            &self.segments,
-            &self.searcher,
-            &self.rule,
-            self.max_distance,
-            self.max_postings_per_key,
-            |found| {
-                found.for_each_item(|a, b| {
-                    if sides >= CROSS - 4 {
-                        overflow = true;
-                        return;
+        let stats = self.join(|found| {
+            found.for_each_item(|a, b| {
+                if sides >= CROSS - 4 {
+                    overflow = true;
+                    return;
+                }
+                match b {
+                    None => {
+                        memberships.extend(a.iter().map(|&r| (global(r), sides)));
+                        sides += 1;
                     }
-                    match b {
-                        None => {
-                            memberships.extend(a.iter().map(|&r| (global(r), sides)));
-                            sides += 1;
-                        }
-                        Some(b) => {
-                            let s = sides + (sides & 1);
-                            memberships.extend(a.iter().map(|&r| (global(r), s | CROSS)));
-                            memberships.extend(b.iter().map(|&r| (global(r), (s + 1) | CROSS)));
-                            sides = s + 2;
-                        }
+                    Some(b) => {
+                        let s = sides + (sides & 1);
+                        memberships.extend(a.iter().map(|&r| (global(r), s | CROSS)));
+                        memberships.extend(b.iter().map(|&r| (global(r), (s + 1) | CROSS)));
+                        sides = s + 2;
                     }
-                })
-            },
-        )?;
+                }
+            })
+        })?;
         if overflow {
             return Err(crate::Error::InvalidConfig(format!(
                 "the join found more than {} groups of near-duplicates; leader clustering \

@@ -1,6 +1,7 @@
 //! [`PairJoin`]: the streaming join's public face (pairs with ids or addresses; its clusters
 //! are in `clusters.rs`).
 
+use super::found::Found;
 use super::join;
 use crate::batch::{DocPair, IdPair, ID_BATCH_PAIRS};
 use crate::columns::{field_name, read_strs};
@@ -162,13 +163,19 @@ impl PairJoin {
     /// only cut keys may be missing). Errors: [`Error::DamagedFile`] when a table is
     /// inconsistent.
     pub fn for_each_doc_pair(&self, mut f: impl FnMut(DocPair)) -> Result<PairStats> {
+        self.join(|found| found.for_each_pair(|a, b, evidence| f(DocPair { a, b, evidence })))
+    }
+
+    /// Runs the streaming join over this join's segments and settings, handing `emit` what
+    /// each task found, in task order.
+    pub(super) fn join(&self, emit: impl FnMut(&Found)) -> Result<PairStats> {
         join(
             &self.segments,
             &self.searcher,
             &self.rule,
             self.max_distance,
             self.max_postings_per_key,
-            |found| found.for_each_pair(|a, b, evidence| f(DocPair { a, b, evidence })),
+            emit,
         )
     }
 
