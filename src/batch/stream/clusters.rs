@@ -116,14 +116,24 @@ impl PairJoin {
                 .unwrap_or(0);
             cluster.id = m[0].id.clone();
         }
+        Ok(self.sorted_clusters(clusters, stats, ClusterMode::Components))
+    }
+
+    /// The clusters in id order, with what the join did.
+    fn sorted_clusters(
+        &self,
+        mut clusters: Vec<Cluster>,
+        stats: crate::signature::PairStats,
+        mode: ClusterMode,
+    ) -> Clusters {
         clusters.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(Clusters::new(
+        Clusters::new(
             clusters,
             self.num_docs(),
             self.searcher.clone(),
             stats,
-            ClusterMode::Components,
-        ))
+            mode,
+        )
     }
 
     fn leader_clusters(&self) -> Result<Clusters> {
@@ -246,14 +256,7 @@ impl PairJoin {
         for cluster in &mut clusters {
             cluster.id = cluster.members[0].id.clone();
         }
-        clusters.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(Clusters::new(
-            clusters,
-            self.num_docs(),
-            self.searcher.clone(),
-            stats,
-            ClusterMode::Leader,
-        ))
+        Ok(self.sorted_clusters(clusters, stats, ClusterMode::Leader))
     }
 
     /// Each segment's first row in the join's global numbering (rows of all segments, deleted
