@@ -515,7 +515,7 @@ impl NearDupLookup {
                 }
             };
             self.signatures
-                .for_each_key_doc(ord, &keys, usize::MAX, Some(&near), visit)?;
+                .for_each_key_doc(ord, &keys, usize::MAX, &near, visit)?;
         }
         Ok(())
     }

@@ -318,7 +318,7 @@ impl DocPredicate for RulePredicate {
                 &self.shared.keys,
                 self.max_postings_per_key,
                 alive,
-                Some(&near),
+                &near,
                 |_, doc| docs.push(doc),
             )
             .map_err(tantivy::TantivyError::from)?;

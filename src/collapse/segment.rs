@@ -187,13 +187,7 @@ impl ColumnCache {
             return Ok(columns.clone());
         }
         let opened = Arc::new(SegmentColumns::open(reader, segment, names)?);
-        let mut state = crate::sync::lock(&self.state);
-        let (last, columns) = state
-            .segments
-            .entry(segment)
-            .or_insert_with(|| (search, opened));
-        *last = search.max(*last);
-        Ok(columns.clone())
+        Ok(self.keep(search, segment, &opened))
     }
 
     /// The cached columns of `segment`, if any. Cost: a hash look-up under a lock.
@@ -204,8 +198,9 @@ impl ColumnCache {
             .map(|(_, columns)| columns.clone())
     }
 
-    /// Marks `columns` (taken by [`peek`](Self::peek) when the segment was collected) as read
-    /// by search `search`, caching them again if they were released since.
+    /// Marks `columns` (taken by [`peek`](Self::peek) when the segment was collected, or just
+    /// opened) as read by search `search`, caching them if the cache does not hold the
+    /// segment's; returns the cached ones.
     pub(super) fn keep(
         &self,
         search: u64,

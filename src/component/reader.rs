@@ -182,30 +182,28 @@ impl SegmentSignatures {
 
     /// Calls `f(position, doc)` with the first `limit` live documents (in doc id order;
     /// deleted ones are skipped and do not count) under each key of `keys` (in
-    /// [`MatchRule::keys`] order), position by position, from the segment's tables; with a
-    /// `near` filter, those of them under a simhash block key that its filter bits put
-    /// farther than its distance from the query are skipped (they are not within it, so not
-    /// a match under that key). Errors: [`Error::DamagedFile`] when a table is inconsistent.
+    /// [`MatchRule::keys`] order), position by position, from the segment's tables; those of
+    /// them under a simhash block key that `near`'s filter bits put farther than its distance
+    /// from the query are skipped (they are not within it, so not a match under that key). Errors: [`Error::DamagedFile`] when a table is inconsistent.
     pub(crate) fn for_each_key_doc(
         &self,
         keys: &[u64],
         limit: usize,
         alive: Option<&AliveBitSet>,
-        near: Option<&NearFilter>,
+        near: &NearFilter,
         mut f: impl FnMut(usize, DocId),
     ) -> Result<()> {
         let live = |doc: DocId| alive.is_none_or(|a| a.is_alive(doc));
         for (position, &key) in keys.iter().enumerate() {
             let run = self.file.run(position, key)?;
-            let bits = run.filter_bits();
-            let query = near
-                .filter(|_| bits > 0)
-                .and_then(|n| Some((n.rests.get(position)? & ((1u64 << bits) - 1), n.distance)));
+            let mask = run.filter_mask();
+            // Band keys, and the tables of files older than format 4, keep no filter bits.
+            let rest = near.rests.get(position).filter(|_| mask != 0);
             let docs = run.docs_with_filter().filter(|&(d, _)| live(d)).take(limit);
-            match query {
-                Some((rest, distance)) => {
+            match rest {
+                Some(&rest) => {
                     for (doc, filter) in docs {
-                        if (rest ^ filter).count_ones() <= distance {
+                        if ((rest & mask) ^ filter).count_ones() <= near.distance {
                             f(position, doc);
                         }
                     }
@@ -355,7 +353,7 @@ impl SignatureReader {
         ord: usize,
         keys: &[u64],
         limit: usize,
-        near: Option<&NearFilter>,
+        near: &NearFilter,
         f: impl FnMut(usize, DocId),
     ) -> Result<()> {
         if let Some(segment) = self.segments.get(ord) {
@@ -512,7 +510,7 @@ impl SignatureReader {
                     Verdict::NotUnderThisKey => {}
                 }
             };
-            self.for_each_key_doc(ord, &keys, max_postings_per_key, Some(&near), visit)?;
+            self.for_each_key_doc(ord, &keys, max_postings_per_key, &near, visit)?;
         }
         Ok(verified)
     }

@@ -93,6 +93,14 @@ fn low_mask(bits: u32) -> u64 {
 }
 
 impl Plan {
+    /// The doc id's bits among `max_doc` documents, and the bucket bits that give about eight
+    /// to sixteen entries a bucket for keys of `width` bits.
+    fn doc_and_bucket_bits(width: u32, max_doc: u32) -> (u32, u32) {
+        let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
+        let bucket_bits = bits_for(max_doc).saturating_sub(4).min(width).min(26);
+        (doc_bits, bucket_bits)
+    }
+
     /// Parameters for key values of `width` bits among `max_doc` documents: about eight to
     /// sixteen entries per bucket (a key costs the directory read and a search within one or
     /// two cache lines; the directory stays under half a byte per document and position), and
@@ -100,8 +108,7 @@ impl Plan {
     /// the directory for them up to 8 buckets per document.
     pub(crate) fn new(width: u32, max_doc: u32) -> Plan {
         let width = width.min(48);
-        let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
-        let target = bits_for(max_doc).saturating_sub(4).min(width).min(26);
+        let (doc_bits, target) = Plan::doc_and_bucket_bits(width, max_doc);
         let max_bucket_bits = bits_for(max_doc.saturating_mul(8)).clamp(16, 26);
         let fitting = [3u32, 4].into_iter().find_map(|bytes| {
             let least = (width + doc_bits).saturating_sub(bytes * 8);
@@ -129,8 +136,7 @@ impl Plan {
     /// bytes per document and key.
     pub(crate) fn with_filter(width: u32, max_doc: u32) -> Plan {
         let width = width.min(48);
-        let doc_bits = bits_for(max_doc.saturating_sub(1)).max(1);
-        let bucket_bits = bits_for(max_doc).saturating_sub(4).min(width).min(26);
+        let (doc_bits, bucket_bits) = Plan::doc_and_bucket_bits(width, max_doc);
         let suffix_bits = width - bucket_bits;
         let base = suffix_bits + doc_bits;
         let entry_bytes = (base + MIN_FILTER_BITS).div_ceil(8).clamp(3, 8);

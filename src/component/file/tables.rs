@@ -182,7 +182,7 @@ impl<'a> KeyRun<'a> {
     /// The documents with their entries' filter bits (0 in a table without them), in doc id
     /// order (a damaged entry beyond the segment is skipped).
     pub(crate) fn docs_with_filter(self) -> impl Iterator<Item = (DocId, u64)> + 'a {
-        let filter_mask = low_mask(self.filter_bits);
+        let filter_mask = self.filter_mask();
         (0..self.len())
             .map(move |i| {
                 let entry = self.entry(i);
@@ -194,8 +194,8 @@ impl<'a> KeyRun<'a> {
             .filter(move |&(d, _)| d < self.max_doc)
     }
 
-    /// Filter bits per entry (0 in a table without them).
-    pub(crate) fn filter_bits(&self) -> u32 {
-        self.filter_bits
+    /// The mask of an entry's filter bits (0 in a table without them).
+    pub(crate) fn filter_mask(&self) -> u64 {
+        low_mask(self.filter_bits)
     }
 }

@@ -99,7 +99,7 @@ fn filter_bits_change_no_run_and_never_overstate_a_distance() {
                 };
                 assert_eq!(docs(&old), docs(&new), "query {q:016x}, key {p}");
                 let run = new.run(p, key).unwrap();
-                let mask = (1u64 << run.filter_bits()) - 1;
+                let mask = low_mask(new.families[p].plan.filter_bits);
                 for (doc, filter) in run.docs_with_filter() {
                     let Some(fp) = fps[doc as usize] else {
                         panic!("document {doc} has no signature but is in a table");
