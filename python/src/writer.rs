@@ -155,7 +155,7 @@ impl Outcome {
             replaced: Vec::new(),
         };
         match outcome {
-            LibOutcome::Added { .. } | LibOutcome::IdTaken { .. } => {}
+            LibOutcome::Added { .. } | LibOutcome::Queued | LibOutcome::IdTaken { .. } => {}
             LibOutcome::Duplicate { of, .. } => o.of = Some(of),
             LibOutcome::Tagged { group, of, .. } => {
                 o.group = Some(group);

@@ -1,7 +1,9 @@
 //! [`AnalyzedDocument`]: the document type tantivy indexes, carrying its staged tokens.
 
 use super::make_current;
+use super::signing::DeferredSigning;
 use super::staged::StagedTokens;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tantivy::schema::Document;
 use tantivy::TantivyDocument;
@@ -51,12 +53,46 @@ use tantivy::TantivyDocument;
 /// test asserts that nothing is analysed twice.
 pub struct AnalyzedDocument {
     doc: TantivyDocument,
-    staged: Option<Arc<StagedTokens>>,
+    tokens: Tokens,
 }
+
+/// The tokens a document carries for tantivy, or the signing tantivy's thread is to do.
+pub(super) enum Tokens {
+    /// The writer's staged tokens (none: tantivy analyses the document as usual).
+    Staged(Option<Arc<StagedTokens>>),
+    /// To be signed on the indexing thread as tantivy cuts its values
+    /// ([`Policy::Off`](crate::Policy::Off)); `number` tells the document from the thread's
+    /// previous one.
+    Deferred {
+        number: u64,
+        signing: Arc<DeferredSigning>,
+    },
+}
+
+/// Numbers documents signed on tantivy's threads (0 is none).
+static NEXT_NUMBER: AtomicU64 = AtomicU64::new(1);
 
 impl AnalyzedDocument {
     pub(crate) fn with_tokens(doc: TantivyDocument, staged: Option<Arc<StagedTokens>>) -> Self {
-        AnalyzedDocument { doc, staged }
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Staged(staged),
+        }
+    }
+
+    /// `doc`, to be signed on tantivy's indexing thread by `signing`, which the segment
+    /// component then stores.
+    pub(crate) fn signed_when_indexed(
+        doc: TantivyDocument,
+        signing: &Arc<DeferredSigning>,
+    ) -> Self {
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Deferred {
+                number: NEXT_NUMBER.fetch_add(1, Ordering::Relaxed),
+                signing: Arc::clone(signing),
+            },
+        }
     }
 
     /// The document.
@@ -69,9 +105,10 @@ impl AnalyzedDocument {
         self.doc
     }
 
-    /// Whether the document carries tokens for tantivy to replay.
+    /// Whether the document carries tokens for tantivy to replay, or is signed while tantivy
+    /// cuts its text.
     pub fn has_tokens(&self) -> bool {
-        self.staged.is_some()
+        !matches!(self.tokens, Tokens::Staged(None))
     }
 }
 
@@ -81,7 +118,10 @@ impl std::fmt::Debug for AnalyzedDocument {
             .field("doc", &self.doc)
             .field(
                 "staged_values",
-                &self.staged.as_ref().map(|s| s.values.len()),
+                &match &self.tokens {
+                    Tokens::Staged(staged) => staged.as_ref().map(|s| s.values.len()),
+                    Tokens::Deferred { .. } => None,
+                },
             )
             .finish()
     }
@@ -89,7 +129,10 @@ impl std::fmt::Debug for AnalyzedDocument {
 
 impl From<TantivyDocument> for AnalyzedDocument {
     fn from(doc: TantivyDocument) -> Self {
-        AnalyzedDocument { doc, staged: None }
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Staged(None),
+        }
     }
 }
 
@@ -100,7 +143,7 @@ impl Document for AnalyzedDocument {
     fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
         // tantivy reads a document's values before it tokenizes them, on the thread that
         // indexes it: from here on, this thread's tokenizer can replay this document's tokens.
-        make_current(&self.staged);
+        make_current(&self.doc, &self.tokens);
         self.doc.iter_fields_and_values()
     }
 

@@ -72,11 +72,18 @@ impl Policy {
 /// What happened to a document given to [`DedupWriter`](super::DedupWriter).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// Added; no near-duplicate (or [`Policy::Off`]).
+    /// Added; no near-duplicate (or [`Policy::Off`], when the writer signed it).
     Added {
         /// Its fingerprint.
         fingerprint: Fingerprint,
     },
+    /// Added under [`Policy::Off`] without a check, and signed by tantivy's indexing thread
+    /// as it cuts the document's text (one analysis for the index and the signature, off the
+    /// caller's thread), so its fingerprint is not known when `add_document` returns: read it
+    /// from the index after the commit. The writer signs it itself, giving
+    /// [`Outcome::Added`], when tantivy does not cut every fingerprinted field with the
+    /// index's tokenizer ([`crate::SIMHASH_TOKENIZER_NAME`]).
+    Queued,
     /// Not added ([`Policy::Reject`]): `of` is its nearest near-duplicate.
     Duplicate {
         /// The id of the nearest near-duplicate.
@@ -119,22 +126,22 @@ pub enum Outcome {
 
 impl Outcome {
     /// The document's fingerprint; `None` for [`Outcome::IdTaken`] (such a document is not
-    /// signed).
+    /// signed) and [`Outcome::Queued`] (signed later).
     pub fn fingerprint(&self) -> Option<Fingerprint> {
         match self {
             Outcome::Added { fingerprint }
             | Outcome::Duplicate { fingerprint, .. }
             | Outcome::Tagged { fingerprint, .. }
             | Outcome::Replaced { fingerprint, .. } => Some(*fingerprint),
-            Outcome::IdTaken { .. } => None,
+            Outcome::IdTaken { .. } | Outcome::Queued => None,
         }
     }
 
-    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`] and
-    /// [`Outcome::IdTaken`].
+    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`],
+    /// [`Outcome::Queued`] and [`Outcome::IdTaken`].
     pub fn evidence(&self) -> Option<Evidence> {
         match self {
-            Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
+            Outcome::Added { .. } | Outcome::Queued | Outcome::IdTaken { .. } => None,
             Outcome::Duplicate { evidence, .. }
             | Outcome::Tagged { evidence, .. }
             | Outcome::Replaced { evidence, .. } => Some(*evidence),
