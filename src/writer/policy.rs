@@ -23,7 +23,12 @@ use crate::signature::Evidence;
 /// makes that list grow). Measured figures: docs/PERFORMANCE.md, "Indexing".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
-    /// Only store signatures and keys; no lookup. The fastest.
+    /// Only store signatures and keys; no lookup. The fastest: nothing needs the signature
+    /// before the document is added, so tantivy's indexing thread signs it while it cuts the
+    /// text for the index (one analysis, off the caller's thread) and the outcome is
+    /// [`Outcome::Queued`], without the fingerprint. When a fingerprinted field is not indexed
+    /// with [`SIMHASH_TOKENIZER_NAME`](crate::SIMHASH_TOKENIZER_NAME) or the scheme uses a
+    /// user analyzer, the writer signs instead and the outcome is [`Outcome::Added`].
     Off,
     /// Skip the document: it is not added.
     #[default]
