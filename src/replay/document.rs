@@ -43,6 +43,15 @@ use tantivy::TantivyDocument;
 ///    ([`crate::register_tokenizer`]) replays the current tokens for a text **equal** to a
 ///    staged value, and analyses any other text as before.
 ///
+/// Under [`Policy::Off`](crate::Policy::Off) nothing needs the signature before the document
+/// is added, so the writer does not sign it: the document tells the indexing thread to sign
+/// it, the same tokenizer gives the signer each fingerprinted value's tokens as it cuts them
+/// for the index (no token log), and the segment component stores the finished signature.
+/// A document whose Han run continues across a joining line break, or whose fingerprinted
+/// fields are not in field-id order (the order tantivy cuts them in), is signed whole on the
+/// indexing thread and replayed as above; a value tantivy does not cut with this tokenizer
+/// leaves the component to sign the joined text (two analyses, the same signature).
+///
 /// Correctness never depends on tantivy's internal order: tokens are replayed only for a text
 /// byte-equal to the value they were made from, by the same scheme's analysis, and a value is
 /// given exactly the tokens analysing it alone gives (a Han run that continues across the line
