@@ -368,24 +368,57 @@ impl Rule {
     /// machine: ``tantivy_simhash::pairs_in_memory``, the single-machine join the
     /// distributed pipeline reproduces. Same return value as :meth:`verify_groups`, with
     /// document indexes for rows. Memory: the keys of every distinct signature.
+    ///
+    /// ``min_resemblance`` (opt-in, 0 to 1): report only the rule's pairs whose sketches
+    /// estimate at least this resemblance, **whichever branch matched them** (the rule verifies
+    /// only its band branch; a simhash match within 3 is a cosine test of the scheme's weighted
+    /// tokens and can have a resemblance well under 0.5). A pair with an empty sketch (a text
+    /// without shingles) has no estimate and stays. For a caller that scores pairs against a
+    /// resemblance threshold above the rule's 0.55; the rule, its keys and the index are
+    /// unchanged. ``stats["pairs"]`` counts the pairs reported and ``stats["below_min_resemblance"]``
+    /// those left out. Cost: one pass over the two sketches per simhash pair.
+    #[pyo3(signature = (fingerprints, sketches, max_postings_per_key, *, min_resemblance = None))]
     fn pairs_in_memory<'py>(
         &self,
         py: Python<'py>,
         fingerprints: &[u8],
         sketches: &[u8],
         max_postings_per_key: u64,
+        min_resemblance: Option<f32>,
     ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
+        if let Some(t) = min_resemblance {
+            if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
+                return Err(Failure::Value(format!(
+                    "min_resemblance = {t}; expected a number in 0..=1 (or None for every pair of \
+                     the rule)"
+                ))
+                .into());
+            }
+        }
         let sigs = self.signatures(fingerprints, sketches)?;
         let cap = cap_of(max_postings_per_key);
         let bits = self.rule.minhash();
-        let (out, stats) = py.detach(|| {
+        let (out, mut stats, below) = py.detach(|| {
             let mut out = PairBuffers::default();
+            let mut below = 0u64;
             let stats = pairs_in_memory(&self.rule, &sigs, cap, |i, j, e| {
-                out.push(i as u64, j as u64, e, &sigs[i], &sigs[j], bits)
+                let (a, b) = (&sigs[i], &sigs[j]);
+                let ev = evidence(e, a, b, bits);
+                let estimable = !(a.sketch.is_empty() || b.sketch.is_empty());
+                if min_resemblance.is_some_and(|t| estimable && ev.resemblance < t) {
+                    below += 1;
+                } else {
+                    out.push_evidence(i as u64, j as u64, &ev);
+                }
             });
-            (out, stats)
+            (out, stats, below)
         });
-        Ok((out.into_py(py), stats_dict(py, stats)?))
+        stats.pairs -= below;
+        let dict = stats_dict(py, stats)?;
+        if min_resemblance.is_some() {
+            dict.set_item("below_min_resemblance", below)?;
+        }
+        Ok((out.into_py(py), dict))
     }
 
     /// Keys per document (simhash block keys plus band keys).
@@ -523,7 +556,10 @@ impl PairBuffers {
         sb: &RustSignature,
         bits: &MinHashConfig,
     ) {
-        let ev = evidence(e, sa, sb, bits);
+        self.push_evidence(a, b, &evidence(e, sa, sb, bits));
+    }
+
+    fn push_evidence(&mut self, a: u64, b: u64, ev: &Evidence) {
         self.a.extend_from_slice(&a.to_le_bytes());
         self.b.extend_from_slice(&b.to_le_bytes());
         self.distance.extend_from_slice(&ev.distance.to_le_bytes());

@@ -56,3 +56,43 @@ def test_a_tiny_run_reports_the_exact_join_and_scores_it_against_a_brute_force(c
     assert row["truth_pairs"] == len(truth) > 0
     assert row["recall"] == len(truth & ours) / len(truth)
     assert row["docs"] == docs and row["wall_s"] > 0 and row["peak_rss_mib"] > 0
+
+
+def test_the_opt_in_row_and_the_breakdown_agree_with_the_rule_pair_by_pair(capsys):
+    docs = 2000
+    assert pb.main(["--synthetic", str(docs), "--tools", "tantivy-simhash", "--min-resemblance", "0.67",
+                    "--breakdown", "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    rows = {r["tool"]: r for r in lines if not r.get("breakdown")}
+    groups = [r for r in lines if r.get("breakdown")]
+    default, strict = rows["tantivy-simhash"], rows["tantivy-simhash >= 0.67"]
+    # The oracle: the rule's pairs, each judged by Rule.matches and measured exactly here.
+    _, texts, _ = pb.generated_corpus(docs)
+    rule = Rule()
+    sigs = [rule.sign(t) for t in texts]
+    fps, sketches = rule.sign_many(texts)
+    columns, _ = rule.pairs_in_memory(fps, sketches, 0)
+    ours = list(zip(np.frombuffer(columns[0], "<u8").tolist(), np.frombuffer(columns[1], "<u8").tolist()))
+    evidence = {p: rule.matches(sigs[p[0]], sigs[p[1]]) for p in ours}
+    kept = {p for p, e in evidence.items() if e.resemblance >= np.float32(0.67)}
+    assert strict["pairs"] == len(kept) < default["pairs"] == len(ours)
+    sets = [pb.shingles(t) for t in texts]
+    false = [p for p in ours if pb.jaccard(sets[p[0]], sets[p[1]]) < 0.5]
+    assert default["false_positives"] == len(false) > 0
+    assert strict["false_positives"] == sum(1 for p in false if p in kept)
+    # Every false positive in exactly one group, and each group's branch is the one the rule gives.
+    for tool, pairs in (("tantivy-simhash", false), ("tantivy-simhash >= 0.67", [p for p in false if p in kept])):
+        by_branch = {}
+        for p in pairs:
+            branch = "simhash" if evidence[p].kind == "simhash" else "band"
+            by_branch[branch] = by_branch.get(branch, 0) + 1
+        got = {}
+        for g in groups:
+            if g["tool"] == tool:
+                assert g["cause"] in pb.CAUSES
+                # A cause of "estimate" is the band branch's, "simhash" the simhash branch's.
+                assert g["cause"] != "estimate" or g["branch"] == "band"
+                assert g["cause"] != "simhash" or g["branch"] == "simhash"
+                assert (g["rule_shingles"] >= 0.5) == (g["cause"] in ("chrome", "view"))
+                got[g["branch"]] = got.get(g["branch"], 0) + g["pairs"]
+        assert got == by_branch

@@ -104,3 +104,38 @@ def test_the_group_kernel_reports_what_the_in_memory_join_reports(texts):
         assert want_stats["pairs"] > 0
         if cap:
             assert want_stats["hot_keys"] > 0
+
+
+def test_min_resemblance_keeps_the_pairs_whose_estimate_reaches_it_whichever_branch(texts):
+    """The opt-in of pairs_in_memory against a brute force over Rule.matches: every pair the rule
+    matches whose sketches estimate at least the threshold (Evidence.resemblance, computed for
+    both branches), or that has an empty sketch; nothing else."""
+    rule = Rule()
+    sigs = [rule.sign(t) for t in texts]
+    fps, sketches = rule.sign_many(texts)
+    empty = bytes(rule.sketch_bytes)
+    everything = {}
+    for i, a in enumerate(sigs):
+        for j in range(i + 1, len(sigs)):
+            e = rule.matches(a, sigs[j])
+            if e is not None:
+                everything[(i, j)] = (e.kind, e.resemblance, a.sketch == empty or sigs[j].sketch == empty)
+    # The corpus has simhash matches with an estimate above and below the last threshold, and
+    # pairs without one (the texts without shingles), so the filter is seen to act on the
+    # simhash branch too and to keep what it cannot judge.
+    simhash_estimates = [r for kind, r, none in everything.values() if kind == "simhash" and not none]
+    assert min(simhash_estimates) < 0.9 <= max(simhash_estimates)
+    assert any(none for _, _, none in everything.values())
+    _, stats_all = rule.pairs_in_memory(fps, sketches, 0)
+    assert "below_min_resemblance" not in stats_all
+    for t in (0.0, 0.55, 0.7, 0.9):
+        columns, stats = rule.pairs_in_memory(fps, sketches, 0, min_resemblance=t)
+        got = {(a, b) for a, b, *_ in pair_set(columns)}
+        # The estimate is an f32 and so is the threshold the binding compares it with.
+        want = {p for p, (_, r, no_estimate) in everything.items() if r >= np.float32(t) or no_estimate}
+        assert got == want
+        assert stats["pairs"] == len(want)
+        assert stats["below_min_resemblance"] == len(everything) - len(want) == stats_all["pairs"] - len(want)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="min_resemblance"):
+            rule.pairs_in_memory(fps, sketches, 0, min_resemblance=bad)

@@ -334,7 +334,10 @@ PairColumns = Tuple[bytes, bytes, bytes, bytes, bytes]
 """``(row_a, row_b, distance, resemblance, band)``: little-endian u64, u64, u32, f32, i32
 buffers (``band`` -1 for a simhash match); read them with ``numpy.frombuffer``."""
 
-class PairStats(TypedDict):
+class _PairStatsOptional(TypedDict, total=False):
+    below_min_resemblance: int
+
+class PairStats(_PairStatsOptional):
     pairs: int
     comparisons: int
     hot_keys: int
@@ -372,9 +375,19 @@ class Rule:
     ) -> Tuple[PairColumns, PairStats]:
         """The pairs of postings grouped by key, as the single-machine join reports them, each
         once; ``max_postings_per_key`` 0 means no bound."""
-    def pairs_in_memory(self, fingerprints: bytes, sketches: bytes, max_postings_per_key: int) -> Tuple[PairColumns, PairStats]:
+    def pairs_in_memory(
+        self,
+        fingerprints: bytes,
+        sketches: bytes,
+        max_postings_per_key: int,
+        *,
+        min_resemblance: Optional[float] = None,
+    ) -> Tuple[PairColumns, PairStats]:
         """Every matching pair of signed documents (document indexes for rows), on this
-        machine; ``max_postings_per_key`` 0 means no bound."""
+        machine; ``max_postings_per_key`` 0 means no bound. ``min_resemblance`` (opt-in):
+        only the pairs whose sketches estimate at least that resemblance, whichever branch
+        matched them (pairs with an empty sketch stay); ``stats`` then also has
+        ``below_min_resemblance``, the pairs left out."""
     @property
     def keys_per_document(self) -> int: ...
     @property

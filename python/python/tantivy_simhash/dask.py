@@ -8,18 +8,22 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
 1. **sign** (map): each partition signs its texts (one analysis per text, in Rust, the GIL
    released) and numbers its documents ``row = partition << 32 | position`` (input order), so a
    row says where its signature is; the signatures stay there (persisted);
-2. **post** (map): one posting per key: for the 4 simhash block keys ``key`` (32 bits), ``row``
-   and the fingerprint (20 bytes); for the 12 MinHash bands ``key`` (the band and its whole
-   value, 32 bits) and ``row`` (12 bytes): 224 bytes a document, no sketch;
+2. **post** (map): one posting per key: for the 4 simhash block keys ``key`` (32 bits), the
+   position in the partition (32 bits) and the fingerprint (16 bytes); for the 12 MinHash bands
+   ``key`` (the band and its whole value, 32 bits) and the position (8 bytes): 160 bytes a
+   document, no sketch;
 3. **shuffle on key** and **candidates** (map): in each block group, the pairs within the
    rule's distance (decided by the fingerprints; reported by their first shared block key
    only); in each band group, every pair: together a superset of the pairs the rule matches
    (a match is within the distance, so it shares a block key, or it shares a band);
-4. **join by row, twice**: the candidates go to the partition of their first row, where
-   duplicates are dropped and that row's signature is attached, then to the partition of their
-   second row, where ``MatchRule::matches`` decides each with both signatures at hand: a
-   document's signature crosses the network once per distinct candidate it is the first row
-   of, never with its postings;
+4. **join by row, three times**: the candidates go to the partition of their first row (12
+   bytes each), where duplicates are dropped; a pair a block group named (a match for sure) goes
+   on bare, any other with the first row's *screen* (bit 0 of each of its 256 bins: 32 bytes) to
+   the partition of the second row, which drops the pairs whose screens already differ in more
+   bins than the rule's threshold allows (an exact bound: such a pair cannot estimate a
+   resemblance of 0.55), and sends the rest back with the second row's signature, where
+   ``MatchRule::matches`` decides each with both signatures at hand: a document's signature
+   crosses the network once per candidate that survives the screen, never with its postings;
 5. **clusters**: by leader (the default, as the index's ``clusters()``): in input order a
    document joins the first earlier leader it matches, else leads; up to ``client_max_edges``
    pairs the client walks them in Rust, beyond it each connected component is walked on a
@@ -43,8 +47,9 @@ cluster``: every document, ``cluster`` the id of its leader, or with ``mode="com
 the first document of its component in input order; a document's own id when it is alone).
 
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
-postings (224 bytes a document) plus, per distinct candidate pair, 16 bytes to its first row and
-292 bytes (the pair, a fingerprint and a sketch) to its second. Its work per group is quadratic:
+postings (160 bytes a document), 12 bytes per candidate pair to its first row, 12 (sure pairs)
+or 44 (screened pairs) to its second, and 180 (the pair, a fingerprint and a sketch) back for
+each pair that survives the screen. Its work per group is quadratic:
 a pair of a block group costs a popcount, a pair of a band group a candidate; groups of texts
 from one vocabulary or one template can be large (use the bound to cap them).
 
@@ -73,7 +78,7 @@ import pandas as pd
 import dask
 import dask.dataframe as dd
 
-from ._native import Rule, components, leaders, lean_band_candidates, lean_block_candidates, lean_postings, lean_verify
+from ._native import Rule, components, lean_attach, lean_candidates, leaders, lean_post, lean_screen, lean_verify
 
 __all__ = [
     "DEFAULT_MAX_POSTINGS_PER_KEY",
@@ -240,24 +245,31 @@ def _verify_partition(part: pd.DataFrame, language: str, cap: int, hot: bytes) -
     return _pair_frame(columns)
 
 
-# The lean shuffle (exact join, ``max_postings_per_key=None``). Postings carry a 32-bit group key
-# and the row (plus the fingerprint for the simhash block keys); groups emit candidate pairs;
-# the candidates go to the partition of their first row, where duplicates are dropped and that
-# row's signature is attached; then to the partition of their second row, whose signature is
-# local, for the verdict. Rows say where a document's signature is: partition ``row >> 32``.
+# The lean shuffle (exact join, ``max_postings_per_key=None``): the five kernels of
+# ``python/src/lean.rs`` (its module doc says why the pairs are exactly the rule's). Every shuffle
+# moves packed shards: one row per (source partition, destination partition, kind) holding the
+# records as one packed array, so the bytes through the shuffle are the records' own (a shuffle of
+# one row per record adds Dask's index and partition columns, about 9 bytes a record: more than a
+# whole 8-byte band posting). Rows say where a document's signature is: partition ``row >> 32``.
+_SHARD_META = pd.DataFrame(
+    {
+        "part": pd.Series([], dtype=np.int32),
+        "src": pd.Series([], dtype=np.int32),
+        "kind": pd.Series([], dtype=np.int8),
+        "blob": pd.Series([], dtype=object),
+    }
+)
 
-# Every lean shuffle moves packed shards: one row per (source partition, destination partition)
-# holding that destination's records as one packed array, so the bytes through the shuffle are the
-# records' own (a shuffle of one row per record adds Dask's index and partition columns, about 9
-# bytes a record: more than half of a 12-byte band posting).
-_BLOCK = np.dtype([("key", "<u4"), ("row", "<u8"), ("fingerprint", "<u8")])  # 20 bytes
-_BAND = np.dtype([("key", "<u4"), ("row", "<u8")])  # 12 bytes
-_CANDIDATE = np.dtype([("row_a", "<u8"), ("row_b", "<u8")])  # 16 bytes
-_SHARD_META = pd.DataFrame({"part": pd.Series([], dtype=np.int32), "blob": pd.Series([], dtype=object)})
 
-
-def _u32(buf: bytes) -> np.ndarray:
-    return np.frombuffer(buf, dtype="<u4").astype(np.uint32, copy=False)
+def _shard_frame(parts, kinds, blobs, src: int = -1) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "part": np.asarray(parts, dtype=np.int32),
+            "src": np.full(len(parts), src, dtype=np.int32),
+            "kind": np.frombuffer(kinds, dtype=np.int8),  # the kernels return the kinds as bytes
+            "blob": pd.Series(list(blobs), dtype=object),
+        }
+    )
 
 
 def _sketch_bytes(sigs: pd.DataFrame, language: str) -> bytes:
@@ -265,73 +277,48 @@ def _sketch_bytes(sigs: pd.DataFrame, language: str) -> bytes:
     return np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes()
 
 
-def _shards(records: np.ndarray, dest: np.ndarray) -> pd.DataFrame:
-    """``records`` (a packed record array) as one row per destination partition in ``dest``."""
-    order = np.argsort(dest, kind="stable")
-    records, dest = records[order], dest[order]
-    starts = np.flatnonzero(np.r_[True, dest[1:] != dest[:-1]]) if len(dest) else np.zeros(0, dtype=np.intp)
-    ends = np.r_[starts[1:], len(dest)].astype(np.intp)
-    blobs = [records[a:b].tobytes() for a, b in zip(starts, ends)]
-    return pd.DataFrame({"part": dest[starts].astype(np.int32), "blob": pd.Series(blobs, dtype=object)})
-
-
-def _records(shards: pd.DataFrame, dtype: np.dtype) -> np.ndarray:
-    """The records of the shards a partition received."""
-    blobs = [np.frombuffer(b, dtype=dtype) for b in shards["blob"]]
-    return np.concatenate(blobs) if blobs else np.zeros(0, dtype=dtype)
-
-
-def _key_dest(keys: np.ndarray, n: int) -> np.ndarray:
-    """The group partition of each 32-bit key (a multiplicative hash, so that packed band keys,
-    whose low bits are the band's value, spread evenly)."""
-    mixed = (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
-    return (mixed % np.uint64(n)).astype(np.int64)
-
-
-def _row_dest(rows: np.ndarray) -> np.ndarray:
-    return (rows >> np.uint64(_ROW_SHIFT)).astype(np.int64)
-
-
-def _lean_postings_partition(sigs: pd.DataFrame, language: str, kind: str, groups: int) -> pd.DataFrame:
-    fps = sigs["fingerprint"].to_numpy(dtype=np.uint64)
+def _local_signatures(sigs: pd.DataFrame, language: str):
+    """``(number, fingerprints, sketches)`` of a partition of signatures, as the kernels take them."""
     rows = sigs["row"].to_numpy(dtype=np.uint64)
-    block_docs, block_keys, band_docs, band_keys = lean_postings(
-        _rule(language), fps.astype("<u8").tobytes(), _sketch_bytes(sigs, language)
+    number = int(rows[0] >> np.uint64(_ROW_SHIFT)) if len(rows) else 0
+    fps = sigs["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
+    return number, fps, _sketch_bytes(sigs, language)
+
+
+def _shard_columns(shards: pd.DataFrame):
+    return shards["kind"].to_numpy(dtype=np.uint8).tobytes(), shards["blob"].tolist()
+
+
+def _lean_post_partition(sigs: pd.DataFrame, language: str, groups: int) -> pd.DataFrame:
+    number, fps, sketches = _local_signatures(sigs, language)
+    return _shard_frame(*lean_post(_rule(language), fps, sketches, groups), src=number)
+
+
+def _lean_candidates_partition(shards: pd.DataFrame, language: str) -> pd.DataFrame:
+    kinds, blobs = _shard_columns(shards)
+    srcs = shards["src"].to_numpy(dtype=np.int64).astype(np.uint32).tolist()
+    parts, kinds, blobs, _largest = lean_candidates(_rule(language), srcs, kinds, blobs)
+    return _shard_frame(parts, kinds, blobs)
+
+
+def _lean_attach_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+    """At the partition of the first rows: each candidate once, bare when a block group named
+    it, else with the first row's screen, to the partition of the second row."""
+    return _shard_frame(*lean_attach(_rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)))
+
+
+def _lean_screen_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+    """At the partition of the second rows: the candidates that can still match, with the second
+    row's signature, back to the partition of the first row."""
+    parts, kinds, blobs, _dropped = lean_screen(
+        _rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)
     )
-    if kind == "block":
-        at = _u32(block_docs).astype(np.intp)
-        records = np.empty(len(at), dtype=_BLOCK)
-        records["key"], records["row"], records["fingerprint"] = _u32(block_keys), rows[at], fps[at]
-    else:
-        at = _u32(band_docs).astype(np.intp)
-        records = np.empty(len(at), dtype=_BAND)
-        records["key"], records["row"] = _u32(band_keys), rows[at]
-    return _shards(records, _key_dest(records["key"], groups))
+    return _shard_frame(parts, kinds, blobs)
 
 
-def _candidate_shards(a: bytes, b: bytes) -> pd.DataFrame:
-    records = np.empty(len(a) // 8, dtype=_CANDIDATE)
-    records["row_a"], records["row_b"] = _u64(a), _u64(b)
-    return _shards(records, _row_dest(records["row_a"]))
-
-
-def _block_candidates_partition(shards: pd.DataFrame, language: str) -> pd.DataFrame:
-    part = _records(shards, _BLOCK)
-    a, b, _largest = lean_block_candidates(
-        _rule(language),
-        np.ascontiguousarray(part["key"]).tobytes(),
-        np.ascontiguousarray(part["row"]).tobytes(),
-        np.ascontiguousarray(part["fingerprint"]).tobytes(),
-    )
-    return _candidate_shards(a, b)
-
-
-def _band_candidates_partition(shards: pd.DataFrame) -> pd.DataFrame:
-    part = _records(shards, _BAND)
-    a, b, _largest = lean_band_candidates(
-        np.ascontiguousarray(part["key"]).tobytes(), np.ascontiguousarray(part["row"]).tobytes()
-    )
-    return _candidate_shards(a, b)
+def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+    """At the partition of the first rows: the rule's verdict on each candidate."""
+    return _pair_frame(lean_verify(_rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)))
 
 
 def _route(frame: dd.DataFrame, column: str, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
@@ -346,56 +333,20 @@ def _local(sigs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return (rows & np.uint64(0xFFFFFFFF)).astype(np.intp)
 
 
-def _attached_dtype(language: str) -> np.dtype:
-    words = len(_sketch_columns(language))
-    return np.dtype([("row_a", "<u8"), ("row_b", "<u8"), ("fingerprint", "<u8"), ("sketch", "<u8", (words,))])
-
-
-def _attach_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
-    """At the partition of the first rows: one candidate per pair, with the first row's
-    signature, addressed to the partition of the second row."""
-    cands = np.unique(_records(shards, _CANDIDATE))
-    at = _local(sigs, cands["row_a"])
-    records = np.empty(len(cands), dtype=_attached_dtype(language))
-    records["row_a"], records["row_b"] = cands["row_a"], cands["row_b"]
-    records["fingerprint"] = sigs["fingerprint"].to_numpy(dtype=np.uint64)[at]
-    records["sketch"] = sigs[_sketch_columns(language)].to_numpy(dtype=np.uint64)[at]
-    return _shards(records, _row_dest(records["row_b"]))
-
-
-def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
-    """At the partition of the second rows: the rule's verdict on each candidate."""
-    cands = _records(shards, _attached_dtype(language))
-    at = _local(sigs, cands["row_b"])
-    columns = lean_verify(
-        _rule(language),
-        np.ascontiguousarray(cands["row_a"]).tobytes(),
-        np.ascontiguousarray(cands["row_b"]).tobytes(),
-        np.ascontiguousarray(cands["fingerprint"]).tobytes(),
-        np.ascontiguousarray(cands["sketch"]).tobytes(),
-        sigs["fingerprint"].to_numpy(dtype=np.uint64)[at].astype("<u8").tobytes(),
-        np.ascontiguousarray(sigs[_sketch_columns(language)].to_numpy(dtype=np.uint64)[at]).astype("<u8").tobytes(),
-    )
-    return _pair_frame(columns)
-
-
 def _lean_pairs(sigs: dd.DataFrame, language: str, npartitions: Optional[int], shuffle_method: Optional[str]):
     n = sigs.npartitions
     groups = npartitions or n
-    block = sigs.map_partitions(_lean_postings_partition, language, "block", groups, meta=_SHARD_META)
-    band = sigs.map_partitions(_lean_postings_partition, language, "band", groups, meta=_SHARD_META)
-    cands = dd.concat(
-        [
-            _route(block, "part", groups, shuffle_method).map_partitions(
-                _block_candidates_partition, language, meta=_SHARD_META
-            ),
-            _route(band, "part", groups, shuffle_method).map_partitions(_band_candidates_partition, meta=_SHARD_META),
-        ]
+    posted = sigs.map_partitions(_lean_post_partition, language, groups, meta=_SHARD_META)
+    cands = _route(posted, "part", groups, shuffle_method).map_partitions(
+        _lean_candidates_partition, language, meta=_SHARD_META
     )
     attached = _route(cands, "part", n, shuffle_method).map_partitions(
-        _attach_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
+        _lean_attach_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
     )
-    return _route(attached, "part", n, shuffle_method).map_partitions(
+    screened = _route(attached, "part", n, shuffle_method).map_partitions(
+        _lean_screen_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
+    )
+    return _route(screened, "part", n, shuffle_method).map_partitions(
         _lean_verify_partition, sigs, language, meta=_PAIR_META, align_dataframes=False
     )
 
@@ -467,15 +418,15 @@ def _settled(collection):
 
 def _count_postings(sigs: pd.DataFrame, language: str, lean: bool) -> pd.DataFrame:
     """Postings of a partition of signatures and the bytes of their columns through the shuffle
-    (lean: a block posting is a u32 key, the row and the fingerprint, a band posting a u32 key and
-    the row; else every posting carries the key, the row and the whole signature)."""
+    (lean: a block posting is a u32 key, the u32 position and the fingerprint, a band posting a u32
+    key and the position; else every posting carries the key, the row and the whole signature)."""
     rule = _rule(language)
     names = _sketch_columns(language)
     blocks = rule.keys_per_document - rule.bands
     tokens = int((sigs[names].to_numpy(dtype=np.uint64) != 0).any(axis=1).sum())
     block, band = len(sigs) * blocks, tokens * rule.bands
     width = 8 * (3 + len(names))
-    nbytes = 20 * block + 12 * band if lean else width * (block + band)
+    nbytes = 16 * block + 8 * band if lean else width * (block + band)
     return pd.DataFrame({"postings": [block + band], "bytes": [nbytes]})
 
 

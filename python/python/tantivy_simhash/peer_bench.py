@@ -23,6 +23,14 @@ Tools (the peers are optional: a tool whose package is missing is skipped with a
 - ``rensa``: ``RMinHash`` (128 permutations) of word 3-shingles, ``RMinHashLSH`` (threshold 0.8,
   16 bands), each candidate kept when the sketches estimate a Jaccard of at least 0.8.
 
+With ``--min-resemblance T``, a second tantivy-simhash row reports only the rule's pairs whose
+sketches estimate a resemblance of at least ``T``, whichever branch matched them
+(``Rule.pairs_in_memory``'s opt-in ``min_resemblance``): for a reader who counts only pairs at
+resemblance >= 0.8 as duplicates, where the rule's default aims at 0.5. With ``--breakdown``, every
+pair of a tantivy-simhash row under 0.5 is explained (``Index.explain_texts``: the exact
+resemblance of the rule's own shingles, the chrome lines it leaves out, the estimate) and counted
+by branch and cause (:data:`CAUSES`), with the documents' sizes and what the pairs are.
+
 Scoring (the data's convention): a truth pair has resemblance >= 0.8; a reported pair under 0.5
 is a false positive; pairs in [0.5, 0.8) count neither way. The truth pairs are the corpus's
 designed pairs (each line of ``synthetic-*``; for the generated corpus, the copies of one base
@@ -91,6 +99,21 @@ def load_synthetic_set(path: str) -> Tuple[List[str], List[str], List[Tuple[int,
     return ids, texts, designed
 
 
+def synthetic_set_labels(path: str) -> Tuple[List[str], List[str]]:
+    """What :func:`load_synthetic_set` cannot keep in its three lists: the recipe of each
+    designed pair (``light``, ``heavy``, ``script`` ...) and the language of each document
+    (``zh-CN``, ``zh-TW`` ...), in the same order; for ``--breakdown``."""
+    opener = gzip.open if path.endswith(".gz") else open
+    recipes: List[str] = []
+    langs: List[str] = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            rec = json.loads(line)
+            recipes.append(rec.get("recipe") or "designed")
+            langs += [rec["a"].get("lang") or "", rec["b"].get("lang") or ""]
+    return recipes, langs
+
+
 def generated_corpus(docs: int, seed: int = 1) -> Tuple[List[str], List[str], List[Tuple[int, int]]]:
     """``docs`` documents of :mod:`tantivy_simhash.dask_bench`'s generator; the designed pairs
     are the documents made from one base text (copies, and the one original if any)."""
@@ -144,7 +167,7 @@ def _union_find_clusters(n: int, pairs: Iterable[Tuple[int, int]]) -> List[List[
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _run_tantivy_simhash(path: str, out: str) -> None:
+def _run_tantivy_simhash(path: str, out: str, min_resemblance: Optional[float] = None) -> None:
     import numpy as np
 
     from . import Rule
@@ -152,11 +175,19 @@ def _run_tantivy_simhash(path: str, out: str) -> None:
     texts = _read_docs(path)
     rule = Rule()
     fps, sketches = rule.sign_many(texts)
-    columns, _stats = rule.pairs_in_memory(fps, sketches, 0)
+    columns, _stats = rule.pairs_in_memory(fps, sketches, 0, min_resemblance=min_resemblance)
     a = np.frombuffer(columns[0], "<u8").tolist()
     b = np.frombuffer(columns[1], "<u8").tolist()
     pairs = list(zip(a, b))
-    _write_result(out, pairs, _union_find_clusters(len(texts), pairs))
+    # Why each pair matched, for --breakdown: distance, the sketches' estimate, band (-1: simhash).
+    evidence = list(
+        zip(
+            np.frombuffer(columns[2], "<u4").tolist(),
+            np.frombuffer(columns[3], "<f4").tolist(),
+            np.frombuffer(columns[4], "<i4").tolist(),
+        )
+    )
+    _write_result(out, pairs, _union_find_clusters(len(texts), pairs), evidence)
 
 
 def _run_rensa(path: str, out: str) -> None:
@@ -223,9 +254,12 @@ def _run_datatrove(path: str, out: str) -> None:
     _write_result(out, sorted(set(pairs)), [g for g in clusters.values() if len(g) > 1])
 
 
-def _write_result(out: str, pairs, clusters) -> None:
+def _write_result(out: str, pairs, clusters, evidence=None) -> None:
+    result = {"pairs": [list(map(int, p)) for p in pairs], "clusters": clusters}
+    if evidence is not None:
+        result["evidence"] = [list(e) for e in evidence]
     with open(out, "w") as f:
-        json.dump({"pairs": [list(map(int, p)) for p in pairs], "clusters": clusters}, f)
+        json.dump(result, f)
 
 
 _RUNNERS = {"tantivy-simhash": _run_tantivy_simhash, "datatrove": _run_datatrove, "rensa": _run_rensa}
@@ -253,12 +287,15 @@ def _own_peak_rss_mib() -> float:
     return max(peak_kib, children) / 1024.0
 
 
-def run_tool(tool: str, python: str, docs_path: str, out: str) -> Dict[str, float]:
-    """Runs ``tool`` in a child process; returns wall seconds, CPU seconds and peak RSS (MiB)."""
+def run_tool(tool: str, python: str, docs_path: str, out: str, min_resemblance: Optional[float] = None) -> Dict[str, float]:
+    """Runs ``tool`` in a child process; returns wall seconds, CPU seconds and peak RSS (MiB).
+    ``min_resemblance``: tantivy-simhash's opt-in (``Rule.pairs_in_memory``)."""
     # One core each: the numeric libraries' thread pools held to one thread.
     env = dict(os.environ, OMP_NUM_THREADS="1", RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if tool == "tantivy-simhash":
         argv = [python, "-m", "tantivy_simhash.peer_bench", "--child", tool, docs_path, out]
+        if min_resemblance is not None:
+            argv.append(str(min_resemblance))
     else:
         # The peers' Python need not have this package: the file runs as a script.
         argv = [python, os.path.abspath(__file__), "--child", tool, docs_path, out]
@@ -343,6 +380,101 @@ def score_clusters(truth: Truth, positives: Set[Tuple[int, int]], clusters: List
     }
 
 
+# ---------------------------------------------------------------------------------------------
+# --breakdown: why tantivy-simhash reports the pairs the truth calls false positives
+
+CAUSES = {
+    "chrome": "the rule's shingles >= 0.5 with site chrome left out",
+    "view": "the rule's shingles >= 0.5, no chrome (script folding, the scheme's tokens)",
+    "estimate": "the rule's shingles < 0.5, the band branch's estimate >= its threshold",
+    "simhash": "the rule's shingles < 0.5, simhash within k (a cosine of weighted tokens)",
+}
+
+
+def _median(values: List[float]) -> float:
+    v = sorted(values)
+    return float("nan") if not v else (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+
+def breakdown(
+    texts: Sequence[str],
+    truth: "Truth",
+    result: Dict,
+    labels: Dict[Tuple[int, int], str],
+    langs: Optional[Sequence[str]],
+    work: str,
+) -> List[Dict]:
+    """The pairs of one tantivy-simhash result whose exact resemblance is under 0.5, each
+    explained by :meth:`Index.explain_texts` (the rule's own shingles: the scheme's tokens, Han
+    characters one unit each, Traditional folded to Simplified, site chrome left out; and the
+    sketches' estimate), grouped by the rule's branch (``band`` -1 in the evidence: simhash) and
+    by cause (:data:`CAUSES`). Each group says how many pairs it holds, the medians of the raw
+    resemblance, of the rule-shingle resemblance, of the estimate and of the distance, the
+    shorter document's rule shingles (median and 10th percentile), and what the pairs are
+    (``labels``: each designed pair's recipe; other pairs are "not designed", with both
+    documents' languages when ``langs`` is given and they differ)."""
+    from . import Index
+
+    groups: Dict[Tuple[str, str], List[Dict]] = {}
+    index_dir = tempfile.mkdtemp(prefix="explain-", dir=work)
+    with Index.create(os.path.join(index_dir, "index")) as index:
+        for (a, b), (distance, estimate, band) in zip(result["pairs"], result["evidence"]):
+            raw = truth.resemblance(a, b)
+            if raw >= 0.5:
+                continue
+            e = index.explain_texts(texts[a], texts[b])
+            view = e["shingles"]["resemblance"]
+            chrome = any(e["chrome"][0]) or any(e["chrome"][1])
+            branch = "simhash" if band < 0 else "band"
+            if view >= 0.5:
+                cause = "chrome" if chrome else "view"
+            else:
+                cause = "simhash" if branch == "simhash" else "estimate"
+            label = labels.get((min(a, b), max(a, b)))
+            if label is None:
+                label = "not designed"
+                if langs and langs[a] != langs[b]:
+                    label += f" ({'/'.join(sorted((langs[a], langs[b])))})"
+            groups.setdefault((branch, cause), []).append(
+                {
+                    "raw": raw,
+                    "view": view,
+                    "estimate": estimate,
+                    "distance": distance,
+                    "shingles": min(e["shingles"]["shingles"]),
+                    "label": label,
+                }
+            )
+    rows = []
+    for (branch, cause), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        shingle_counts = sorted(m["shingles"] for m in members)
+        by_label: Dict[str, int] = {}
+        for m in members:
+            by_label[m["label"]] = by_label.get(m["label"], 0) + 1
+        rows.append(
+            {
+                "branch": branch,
+                "cause": cause,
+                "pairs": len(members),
+                "raw": _median([m["raw"] for m in members]),
+                "rule_shingles": _median([m["view"] for m in members]),
+                "estimate": _median([m["estimate"] for m in members]),
+                "distance": _median([m["distance"] for m in members]),
+                "shorter_shingles": _median(shingle_counts),
+                "shorter_shingles_p10": shingle_counts[len(shingle_counts) // 10],
+                "labels": ", ".join(f"{k} {v}" for k, v in sorted(by_label.items(), key=lambda kv: -kv[1])),
+            }
+        )
+    return rows
+
+
+def _print_table(columns: List[str], rows: List[Dict]) -> None:
+    table = [columns] + [[_fmt(r[c]) for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    for line in table:
+        print("  ".join(v.rjust(w) for v, w in zip(line, widths)))
+
+
 def _fmt(v) -> str:
     if isinstance(v, float):
         return "nan" if math.isnan(v) else (f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}")
@@ -355,7 +487,10 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
         tool, docs_path, out = argv[1:4]
-        _RUNNERS[tool](docs_path, out)
+        if argv[4:]:
+            _RUNNERS[tool](docs_path, out, float(argv[4]))
+        else:
+            _RUNNERS[tool](docs_path, out)
         with open(out + ".rss", "w") as f:
             f.write(str(_own_peak_rss_mib()))
         return 0
@@ -369,7 +504,14 @@ def main(argv=None) -> int:
                    help="the Python that has datatrove and rensa (default this one)")
     p.add_argument("--cluster-sample", type=int, default=100_000, help="cluster pairs measured for precision")
     p.add_argument("--json", action="store_true", help="print the rows as JSON lines too")
+    p.add_argument("--min-resemblance", type=float, default=None, metavar="T",
+                   help="also a tantivy-simhash row with Rule.pairs_in_memory's opt-in min_resemblance=T "
+                        "(every pair's sketch estimate >= T, whichever branch matched it)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="explain tantivy-simhash's false positives (resemblance < 0.5): branch, cause, sizes")
     args = p.parse_args(argv)
+    if args.min_resemblance is not None and not 0.0 <= args.min_resemblance <= 1.0:
+        p.error(f"--min-resemblance {args.min_resemblance}: expected a number in 0..1")
 
     corpora = []
     if args.data:
@@ -378,11 +520,14 @@ def main(argv=None) -> int:
             if not os.path.exists(path):
                 path = os.path.join(args.data, f"{name}.jsonl")
             ids, texts, designed = load_synthetic_set(path)
+            recipes, langs = synthetic_set_labels(path)
             if args.limit:
                 ids, texts, designed = ids[: 2 * args.limit], texts[: 2 * args.limit], designed[: args.limit]
-            corpora.append((name, ids, texts, designed))
+            corpora.append((name, ids, texts, designed, dict(zip(designed, recipes)), langs))
     if args.synthetic:
-        corpora.append((f"generated-{args.synthetic}", *generated_corpus(args.synthetic)))
+        ids, texts, designed = generated_corpus(args.synthetic)
+        corpora.append((f"generated-{args.synthetic}", ids, texts, designed,
+                        {p: "same base text" for p in designed}, None))
     if not corpora:
         p.error("nothing to run: give --data and/or --synthetic N")
 
@@ -390,10 +535,16 @@ def main(argv=None) -> int:
     for t in tools:
         if t not in TOOLS:
             p.error(f"unknown tool {t!r}; expected some of {', '.join(TOOLS)}")
+    # (label, tool, tantivy-simhash's min_resemblance)
+    runs = [(t, t, None) for t in tools]
+    if args.min_resemblance is not None and "tantivy-simhash" in tools:
+        at = runs.index(("tantivy-simhash", "tantivy-simhash", None)) + 1
+        runs.insert(at, (f"tantivy-simhash >= {args.min_resemblance:g}", "tantivy-simhash", args.min_resemblance))
     rows = []
+    explained = []
     rng = random.Random(7)
     with tempfile.TemporaryDirectory(prefix="peer-bench-") as work:
-        for name, ids, texts, designed in corpora:
+        for name, ids, texts, designed, labels, langs in corpora:
             docs_path = os.path.join(work, name, "docs.jsonl")
             os.makedirs(os.path.dirname(docs_path))
             with open(docs_path, "w", encoding="utf-8") as f:
@@ -401,16 +552,16 @@ def main(argv=None) -> int:
                     f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
             truth = Truth(texts)
             results = {}
-            for tool in tools:
+            for n, (label, tool, threshold) in enumerate(runs):
                 python = sys.executable if tool == "tantivy-simhash" else args.peer_python
                 why = _available(tool, python)
                 if why:
                     print(f"# {name}: {tool} skipped: {why}", file=sys.stderr)
                     continue
-                out = os.path.join(work, name, f"{tool}.json")
-                figures = run_tool(tool, python, docs_path, out)
+                out = os.path.join(work, name, f"{n}-{tool}.json")
+                figures = run_tool(tool, python, docs_path, out, threshold)
                 with open(out) as f:
-                    results[tool] = (figures, json.load(f))
+                    results[label] = (figures, json.load(f))
             positives = {p for p in designed if truth.resemblance(*p) >= 0.8}
             for _, (_, res) in results.items():
                 positives |= {tuple(p) for p in res["pairs"] if truth.resemblance(*p) >= 0.8}
@@ -424,17 +575,25 @@ def main(argv=None) -> int:
                 row.update(score(truth, positives, pairs))
                 row.update(score_clusters(truth, positives, res["clusters"], args.cluster_sample, rng))
                 rows.append(row)
+                if args.breakdown and "evidence" in res:
+                    for b in breakdown(texts, truth, res, labels, langs, work):
+                        explained.append({"corpus": name, "tool": tool, **b})
     columns = ["corpus", "docs", "tool", "docs_per_s_per_core", "docs_per_cpu_s", "wall_s", "cpu_s", "peak_rss_mib", "truth_pairs",
                "pairs", "precision", "false_positives", "recall", "cluster_pairs", "cluster_precision",
                "cluster_recall"]
-    table = [columns] + [[_fmt(r[c]) for c in columns] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-    for line in table:
-        print("  ".join(v.rjust(w) for v, w in zip(line, widths)))
+    _print_table(columns, rows)
+    if args.breakdown:
+        print("# tantivy-simhash's false positives (resemblance < 0.5) by branch and cause:")
+        for cause, what in CAUSES.items():
+            print(f"#   {cause}: {what}")
+        _print_table(["corpus", "tool", "branch", "cause", "pairs", "raw", "rule_shingles", "estimate", "distance",
+                      "shorter_shingles", "shorter_shingles_p10", "labels"], explained)
     print(f"# load average (1 min) at the end: {os.getloadavg()[0]:.1f}; cpus: {os.cpu_count()}")
     if args.json:
         for r in rows:
             print(json.dumps(r))
+        for r in explained:
+            print(json.dumps({"breakdown": True, **r}))
     return 0
 
 
