@@ -93,3 +93,20 @@ def test_no_pair_the_join_matches_is_screened_out():
     chance = [(pack(rng.integers(0, 16, BINS), 9000 + k), pack(rng.integers(0, 16, BINS), 9000 + k)) for k in range(500)]
     _, passed = screen(rule, chance)
     assert sum(passed) < 25
+
+
+def test_the_kernels_by_hand_give_the_single_machine_join():
+    """The five kernels called as the pipeline calls them, over 4 partitions, without Dask
+    (``dask_bench --count-records``): the pairs of ``Rule.pairs_in_memory`` on the same corpus,
+    and chance candidates screened out on the way."""
+    from tantivy_simhash.dask_bench import count_records, synthetic_partition
+
+    counted = count_records(6000, 4, seed=5, dup_fraction=0.3, pool=5.0)
+    rule = Rule()
+    fps, sketches = rule.sign_many(synthetic_partition(5, 0, 6000, 6000, 0.3, 5.0)["text"].tolist())
+    columns, _stats = rule.pairs_in_memory(fps, sketches, 0)
+    expected = sorted(zip(np.frombuffer(columns[0], "<u8").tolist(), np.frombuffer(columns[1], "<u8").tolist()))
+    assert len(expected) > 100
+    assert counted["pairs"] == expected
+    assert counted["dropped_per_doc"] > 0
+    assert counted["bytes_per_doc"]["postings"] == 16 * 4 + 8 * 12

@@ -609,7 +609,8 @@ impl<C> NearDupCollapse<C> {
         let settings = &self.settings;
         let order = settings.order;
         check_rank_order(&ranked, order)?;
-        let rule = settings.rule()?;
+        // The index's rule: the settings carry its spec (for a merge of results).
+        let rule = names.rule;
         let mut columns = WindowColumns::new(segments, names, &self.columns);
         let mut window = columns.hits(ranked)?;
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be
@@ -622,7 +623,8 @@ impl<C> NearDupCollapse<C> {
         if names.leader_order.is_some() {
             columns.read_leader_values(&mut window)?;
         }
-        let (mut groups, mut rest) = fold(window, settings, &rule, cutoff.is_none());
+        let sketches = columns.sketches(&window)?;
+        let (mut groups, mut rest) = fold(window, &sketches, settings, rule, cutoff.is_none());
         if !settings.keep_window {
             rest.clear();
         }
@@ -656,7 +658,11 @@ impl<C> NearDupCollapse<C> {
         columns: &mut WindowColumns<'_>,
     ) -> Result<()> {
         let order = self.settings.order;
-        window.sort_by(|a, b| rank_order(a, b, order));
+        // The inner collector ranks by key (ties by address): usually already in this order,
+        // where a sort would only move the hits.
+        if !window.is_sorted_by(|a, b| rank_order(a, b, order) != std::cmp::Ordering::Greater) {
+            window.sort_by(|a, b| rank_order(a, b, order));
+        }
         if !(self.settings.read_ids || self.settings.keep_window) {
             return Ok(());
         }

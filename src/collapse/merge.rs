@@ -4,7 +4,7 @@
 use super::rank::RankKey;
 use super::result::{rank_order, Settings};
 use super::result::{Collapsed, CollapsedHit};
-use super::window::{fold, window_cutoff};
+use super::window::{fold, window_cutoff, WindowSketches};
 use crate::error::{Error, Result};
 use std::cmp::Ordering;
 use tantivy::query::Bm25StatisticsProvider;
@@ -100,7 +100,8 @@ impl<K: RankKey> Collapsed<K> {
             hit.distance = None;
         }
         let rule = settings.rule()?;
-        let (groups, rest) = fold(hits, &settings, &rule, cutoff.is_none());
+        let sketches = WindowSketches::take_from(&mut hits);
+        let (groups, rest) = fold(hits, &sketches, &settings, &rule, cutoff.is_none());
         Ok(Collapsed {
             groups,
             rest,

@@ -8,7 +8,8 @@ use super::result::{rank_order, Settings};
 use super::result::{CollapsedGroup, CollapsedHit};
 use super::segment::{ColumnCache, ColumnNames, GroupValues, SegmentColumns};
 use crate::error::Result;
-use crate::signature::{Evidence, MatchRule, Signature};
+use crate::fingerprint::Fingerprint;
+use crate::signature::{Evidence, MatchRule, Sketch};
 use std::cmp::Ordering;
 use std::sync::Arc;
 use tantivy::index::SegmentId;
@@ -60,12 +61,13 @@ pub(super) fn window_cutoff<K: RankKey>(
 
 /// Whether `hit` joins the group led by `leader`, and the evidence: by tag or field, the same
 /// value; else the match rule, its simhash branch narrowed to the settings' distance, with
-/// each hit's bands taken once ([`HitBands`]).
+/// each hit's bands taken once ([`HitBands`]). Each side is a hit, its sketch words (from the
+/// [`WindowSketches`]) and its bands.
 fn joins<K>(
     settings: &Settings,
     rule: &MatchRule,
-    leader: (&CollapsedHit<K>, &[u32]),
-    hit: (&CollapsedHit<K>, &[u32]),
+    leader: (&CollapsedHit<K>, &[u64], &[u32]),
+    hit: (&CollapsedHit<K>, &[u64], &[u32]),
 ) -> Option<Option<Evidence>> {
     if settings.group_by != GroupBy::Rule {
         let same = leader.0.group.is_some() && leader.0.group == hit.0.group;
@@ -77,16 +79,63 @@ fn joins<K>(
         };
         return same.then_some(distance);
     }
-    let a = (leader.0.fingerprint?, sketch_words(leader.0), leader.1);
-    let b = (hit.0.fingerprint?, sketch_words(hit.0), hit.1);
+    let a = (leader.0.fingerprint?, leader.1, leader.2);
+    let b = (hit.0.fingerprint?, hit.1, hit.2);
     rule.matches_within_bands(a, b, settings.max_distance)
         .map(Some)
 }
 
-/// A hit's sketch words (none without a sketch: an empty sketch).
-fn sketch_words<K>(hit: &CollapsedHit<K>) -> &[u64] {
-    hit.sketch.as_ref().map_or(&[], |s| &s.words)
+/// The sketch words of a window's hits, in one buffer, by window position: the fold reads
+/// them there, and only the hits a result returns get a [`Sketch`] of their own (an
+/// allocation each; a window has `fetch` hits, a result about a third of them without
+/// [`keep_window`](super::NearDupCollapse::keep_window)).
+pub(super) struct WindowSketches {
+    words: Vec<u64>,
+    /// Where each hit's words are in `words`; `None` for a hit without a sketch (no
+    /// fingerprint).
+    spans: Vec<Option<(usize, usize)>>,
 }
+
+impl WindowSketches {
+    /// Takes the sketches the hits carry (results of shards, for their merge), leaving
+    /// `None`.
+    pub(super) fn take_from<K>(hits: &mut [CollapsedHit<K>]) -> WindowSketches {
+        let mut sketches = WindowSketches {
+            words: Vec::new(),
+            spans: Vec::with_capacity(hits.len()),
+        };
+        for hit in hits {
+            let span = hit.sketch.take().map(|sketch| {
+                let start = sketches.words.len();
+                sketches.words.extend_from_slice(&sketch.words);
+                (start, sketches.words.len())
+            });
+            sketches.spans.push(span);
+        }
+        sketches
+    }
+
+    /// The words of the hit at window position `slot` (none without a sketch).
+    fn words(&self, slot: usize) -> &[u64] {
+        match self.spans.get(slot).copied().flatten() {
+            Some((start, end)) => &self.words[start..end],
+            None => &[],
+        }
+    }
+
+    /// The hit's own copy of its sketch, for a result.
+    fn sketch(&self, slot: usize) -> Option<Sketch> {
+        let (start, end) = self.spans.get(slot).copied().flatten()?;
+        Some(Sketch {
+            words: self.words[start..end].to_vec(),
+        })
+    }
+}
+
+/// Band keys compared at once: a rule with at most this many bands (12 by default) keeps
+/// each hit's keys in one fixed array, whose comparison with a leader's is a few vector
+/// instructions.
+const LANES: usize = 16;
 
 /// The band keys of the groups' leaders, kept for the fold: each hit's keys are taken from its
 /// packed sketch once, not once per leader it is checked against (up to `limit` times), and
@@ -99,6 +148,10 @@ struct HitBands {
     runs: Vec<(usize, usize)>,
     /// The current hit's bands.
     hit: Vec<u32>,
+    /// The same keys in [`LANES`] lanes (when the rule has at most that many bands): the
+    /// leaders', and which of their lanes hold a band (none for a leader without bands).
+    leader_lanes: Vec<([u32; LANES], u32)>,
+    hit_lanes: ([u32; LANES], u32),
     /// `bands_into`'s buffer.
     words: Vec<u64>,
 }
@@ -110,22 +163,40 @@ impl HitBands {
             leaders: Vec::with_capacity(bands * limit),
             runs: Vec::with_capacity(limit),
             hit: Vec::with_capacity(bands),
+            leader_lanes: Vec::with_capacity(limit),
+            hit_lanes: ([0; LANES], 0),
             words: Vec::with_capacity(bands),
         }
     }
 
-    /// Takes the bands of `hit` (none when folding by value, or for a missing or empty
-    /// sketch).
-    fn take<K>(&mut self, settings: &Settings, rule: &MatchRule, hit: &CollapsedHit<K>) {
+    /// Whether the rule's bands fit in [`LANES`] lanes.
+    fn fit_lanes(rule: &MatchRule) -> bool {
+        rule.spec().minhash.bands as usize <= LANES
+    }
+
+    /// Takes the bands of `hit`, whose sketch words are `sketch` (none when folding by value,
+    /// or for a missing or empty sketch: all zero words).
+    fn take<K>(
+        &mut self,
+        settings: &Settings,
+        rule: &MatchRule,
+        hit: &CollapsedHit<K>,
+        sketch: &[u64],
+    ) {
         self.hit.clear();
+        self.hit_lanes = ([0; LANES], 0);
         if settings.group_by != GroupBy::Rule || hit.fingerprint.is_none() {
             return;
         }
-        if let Some(sketch) = hit.sketch.as_ref().filter(|s| !s.is_empty()) {
+        if sketch.iter().any(|&w| w != 0) {
             self.words.clear();
-            rule.bands_into(&sketch.words, &mut self.words);
+            rule.bands_into(sketch, &mut self.words);
             // Band keys have `key_bits` <= 32 bits (`MinHashConfig::check`).
             self.hit.extend(self.words.iter().map(|&k| k as u32));
+            if self.hit.len() <= LANES {
+                self.hit_lanes.0[..self.hit.len()].copy_from_slice(&self.hit);
+                self.hit_lanes.1 = low_lanes(self.hit.len());
+            }
         }
     }
 
@@ -140,36 +211,105 @@ impl HitBands {
         let start = self.leaders.len();
         self.leaders.extend_from_slice(&self.hit);
         self.runs.push((start, self.leaders.len()));
+        self.leader_lanes.push(self.hit_lanes);
+    }
+
+    /// What [`MatchRule::matches_within_bands`] says of leader `i` and the current hit (each
+    /// a fingerprint and its sketch words: the leader's by its window position), for a rule whose bands fit in [`LANES`] lanes:
+    /// the same answer, the band keys compared lane by lane at once.
+    fn rule_matches_leader(
+        &self,
+        rule: &MatchRule,
+        max_distance: u32,
+        i: usize,
+        leader: (Option<Fingerprint>, &WindowSketches, usize),
+        hit: (Option<Fingerprint>, &[u64]),
+    ) -> Option<Evidence> {
+        let distance = leader.0?.distance(hit.0?);
+        if distance <= max_distance {
+            return Some(Evidence::Simhash { distance });
+        }
+        if rule.spec().band_max_distance.is_some_and(|k| distance > k) {
+            return None;
+        }
+        let (lanes, valid) = &self.leader_lanes[i];
+        let shared = equal_lanes(lanes, &self.hit_lanes.0) & valid & self.hit_lanes.1;
+        if shared == 0 {
+            return None;
+        }
+        // The leader's words are read only here: most pairs share no band.
+        let leader_words = leader.1.words(leader.2);
+        rule.matches_sharing_band(leader_words, hit.1, shared.trailing_zeros(), distance)
     }
 }
 
-/// The greedy fold over the window (sorted best first): a hit joins the first group whose
-/// leader it matches, else leads a new group while fewer than `limit` exist; then, with a
-/// leader order, each group's leader is chosen ([`choose_leaders`]). Returns the groups and
-/// the window's other hits. Cost: the bands of each hit taken once, then up to `limit` rule
-/// checks per hit (a popcount and up to `bands` comparisons, and a pass over the sketches for
-/// a pair sharing a band).
+/// The mask of the first `n` (at most [`LANES`]) lanes.
+fn low_lanes(n: usize) -> u32 {
+    ((1u64 << n) - 1) as u32
+}
+
+/// Bit `i` set when lane `i` of `a` and `b` are equal (branch-free: vectorised).
+#[inline]
+fn equal_lanes(a: &[u32; LANES], b: &[u32; LANES]) -> u32 {
+    let mut mask = 0u32;
+    for i in 0..LANES {
+        mask |= u32::from(a[i] == b[i]) << i;
+    }
+    mask
+}
+
+/// The greedy fold over the window (sorted best first), whose sketch words are in
+/// `sketches` (by window position): a hit joins the first group whose leader it matches, else
+/// leads a new group while fewer than `limit` exist; then, with a leader order, each group's
+/// leader is chosen ([`choose_leaders`]). Returns the groups and the window's other hits; the
+/// groups' hits get their sketches back, the others too with
+/// [`keep_window`](super::NearDupCollapse::keep_window) (else the result drops them). Cost: the
+/// bands of each hit taken once, then up to `limit` rule checks per hit (a popcount and up to
+/// `bands` comparisons, and a pass over the sketches for a pair sharing a band), and a copy of
+/// each returned sketch.
 pub(super) fn fold<K: RankKey>(
     window: Vec<CollapsedHit<K>>,
+    sketches: &WindowSketches,
     settings: &Settings,
     rule: &MatchRule,
     complete: bool,
 ) -> (Vec<CollapsedGroup<K>>, Vec<CollapsedHit<K>>) {
     let mut groups: Vec<CollapsedGroup<K>> = Vec::with_capacity(settings.limit.min(window.len()));
     let mut bands = HitBands::new(rule, groups.capacity());
+    // The window position of each group's leader (its sketch words in `sketches`).
+    let mut leader_slots: Vec<usize> = Vec::with_capacity(groups.capacity());
     let mut rest = Vec::new();
-    'hits: for mut hit in window {
-        bands.take(settings, rule, &hit);
+    let lanes = settings.group_by == GroupBy::Rule && HitBands::fit_lanes(rule);
+    'hits: for (slot, mut hit) in window.into_iter().enumerate() {
+        let words = sketches.words(slot);
+        bands.take(settings, rule, &hit, words);
         for (i, group) in groups.iter_mut().enumerate() {
-            let found = joins(
-                settings,
-                rule,
-                (&group.leader, bands.leader(i)),
-                (&hit, &bands.hit),
-            );
+            let found = if lanes {
+                bands
+                    .rule_matches_leader(
+                        rule,
+                        settings.max_distance,
+                        i,
+                        (group.leader.fingerprint, sketches, leader_slots[i]),
+                        (hit.fingerprint, words),
+                    )
+                    .map(Some)
+            } else {
+                joins(
+                    settings,
+                    rule,
+                    (
+                        &group.leader,
+                        sketches.words(leader_slots[i]),
+                        bands.leader(i),
+                    ),
+                    (&hit, words, &bands.hit),
+                )
+            };
             if let Some(evidence) = found {
                 hit.distance = evidence.map(|e| e.distance());
                 hit.resemblance = evidence.and_then(|e| e.resemblance());
+                hit.sketch = sketches.sketch(slot);
                 group.members.push(hit);
                 group.count += 1;
                 continue 'hits;
@@ -178,7 +318,9 @@ pub(super) fn fold<K: RankKey>(
         hit.resemblance = None;
         if groups.len() < settings.limit {
             hit.distance = hit.fingerprint.map(|_| 0);
+            hit.sketch = sketches.sketch(slot);
             bands.push_leader();
+            leader_slots.push(slot);
             groups.push(CollapsedGroup {
                 leader: hit,
                 members: Vec::new(),
@@ -187,6 +329,9 @@ pub(super) fn fold<K: RankKey>(
             });
         } else {
             hit.distance = None;
+            if settings.keep_window {
+                hit.sketch = sketches.sketch(slot);
+            }
             rest.push(hit);
         }
     }
@@ -334,19 +479,22 @@ impl<'a> WindowColumns<'a> {
         Ok(self.opened[ord].as_deref())
     }
 
-    /// The inner collector's ranked hits as window hits, with their signatures (ids, values
-    /// and distances not read yet).
+    /// The inner collector's ranked hits as window hits, with their fingerprints (sketches,
+    /// ids, values and distances not read yet: [`sketches`](Self::sketches) reads the
+    /// window's sketches once it is cut and ranked).
     pub(super) fn hits<K>(&mut self, ranked: Vec<(K, DocAddress)>) -> Result<Vec<CollapsedHit<K>>> {
         let mut window = Vec::with_capacity(ranked.len());
         for (key, address) in ranked {
-            let signature = self.signature(address)?;
+            let fingerprint = self
+                .segment(address.segment_ord as usize)?
+                .and_then(|s| s.signatures.fingerprint(address.doc_id));
             window.push(CollapsedHit {
                 key,
                 id: String::new(),
                 address,
                 shard: 0,
-                fingerprint: signature.as_ref().map(|s| s.fingerprint),
-                sketch: signature.map(|s| s.sketch),
+                fingerprint,
+                sketch: None,
                 distance: None,
                 resemblance: None,
                 group: None,
@@ -356,13 +504,28 @@ impl<'a> WindowColumns<'a> {
         Ok(window)
     }
 
-    /// The signature of the document at `address`, if it has a fingerprint. Cost: one
-    /// fingerprint and 32 sketch-word reads (bit-packed columns, a few ns each), after the
-    /// segment's columns are taken from the cache.
-    fn signature(&mut self, address: DocAddress) -> Result<Option<Signature>> {
-        Ok(self
-            .segment(address.segment_ord as usize)?
-            .and_then(|s| s.signatures.get(address.doc_id)))
+    /// The sketch words of the window's hits, by position, into one buffer (a hit with a
+    /// fingerprint has a sketch, all zero if it was added without one). Cost: one contiguous
+    /// read per hit (32 words by default) and the buffer's allocation.
+    pub(super) fn sketches<K>(&mut self, window: &[CollapsedHit<K>]) -> Result<WindowSketches> {
+        let mut sketches = WindowSketches {
+            words: Vec::with_capacity(window.len() * self.names.rule.minhash().sketch_words()),
+            spans: Vec::with_capacity(window.len()),
+        };
+        for hit in window {
+            let start = sketches.words.len();
+            let read = hit.fingerprint.is_some()
+                && self
+                    .segment(hit.address.segment_ord as usize)?
+                    .is_some_and(|s| {
+                        s.signatures
+                            .sketch_words_into(hit.address.doc_id, &mut sketches.words)
+                    });
+            sketches
+                .spans
+                .push(read.then_some((start, sketches.words.len())));
+        }
+        Ok(sketches)
     }
 
     /// Reads the grouping column of each hit: a string as stored, a number rendered

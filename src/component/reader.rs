@@ -156,6 +156,13 @@ impl SegmentSignatures {
         self.file.fingerprint(doc)
     }
 
+    /// Appends the sketch words of `doc` (all of the rule's, zero where the segment keeps
+    /// none) to `out`; `false`, appending nothing, when the document has no signature. Cost:
+    /// one contiguous read; no allocation beyond `out`'s growth.
+    pub(crate) fn sketch_words_into(&self, doc: DocId, out: &mut Vec<u64>) -> bool {
+        self.file.sketch_words_into(doc, out)
+    }
+
     /// The `rows * bits` bits of band `band` of `doc`'s sketch. Cost: reads only the one or
     /// two sketch words that hold them; no allocation.
     pub(crate) fn band(&self, doc: DocId, config: &MinHashConfig, band: u32) -> u64 {
@@ -246,6 +253,16 @@ impl NearFilter {
             distance,
         }
     }
+}
+
+/// Touches the buckets `buckets` of the segments `segments` (pairwise) for
+/// [`SignatureReader::touch_runs`].
+fn touch_round(segments: &[Option<&SegmentSignatures>], buckets: &[(usize, usize)]) -> u8 {
+    segments
+        .iter()
+        .zip(buckets)
+        .filter_map(|(segment, &bucket)| Some(segment.as_ref()?.file().touch_bytes(bucket)))
+        .fold(0, |sum, byte| sum ^ byte)
 }
 
 /// A document [`SignatureReader::for_each_match`] found: where it is, why it matches, and its
@@ -363,16 +380,33 @@ impl SignatureReader {
         Ok(())
     }
 
-    /// Touches the first bytes every segment's probe of `keys` reads, in one tight loop: the
-    /// segments x keys cache misses then overlap (measured: lookup p50 at 1M documents in 8
-    /// segments, docs/COMPONENT.md "Measured"), where the probes one by one wait for each.
+    /// Touches the memory every segment's probe of `keys` reads, in two tight loops: first
+    /// every bucket's bounds, then the first and last bytes of every bucket's entries. The
+    /// segments x keys cache misses of each loop overlap (measured: lookup p50 at 1M
+    /// documents in 8 segments, docs/COMPONENT.md "Measured"), where the probes one by one
+    /// wait for each, and a single loop waits for each bucket's bounds before its entries.
     pub(crate) fn touch_runs(&self, keys: &[u64]) {
+        // Up to this many buckets are touched in one round (a stack buffer; larger lookups
+        // go round by round).
+        const ROUND: usize = 64;
+        let mut buckets = [(0usize, 0usize); ROUND];
         let mut sum = 0u8;
-        for segment in &self.segments {
-            for (position, &key) in keys.iter().enumerate() {
-                sum ^= segment.file().touch_run(position, key);
+        let probes = self
+            .segments
+            .iter()
+            .flat_map(|segment| keys.iter().enumerate().map(move |(p, &k)| (segment, p, k)));
+        let mut pending = 0;
+        let mut round: [Option<&SegmentSignatures>; ROUND] = [None; ROUND];
+        for (segment, position, key) in probes {
+            buckets[pending] = segment.file().bucket_bytes(position, key);
+            round[pending] = Some(segment);
+            pending += 1;
+            if pending == ROUND {
+                sum ^= touch_round(&round, &buckets);
+                pending = 0;
             }
         }
+        sum ^= touch_round(&round[..pending], &buckets[..pending]);
         std::hint::black_box(sum);
     }
 

@@ -702,8 +702,13 @@ def deduplicate(
     clusters_out = named.map_partitions(
         _clusters_partition, sigs, align_dataframes=False, meta=pd.DataFrame({"id": id_meta, "cluster": id_meta})
     )
-    by_a = _route(pairs.map_partitions(_with_part, "row_a", meta=_PAIR_META.assign(part=np.int32(0))[:0]),
-                  "part", n, shuffle_method)
+    if max_postings_per_key is None:
+        # The lean shuffle verified each pair at the partition of its first row: partition ``i``
+        # of the pairs lines up with partition ``i`` of the signatures already.
+        by_a = pairs
+    else:
+        by_a = _route(pairs.map_partitions(_with_part, "row_a", meta=_PAIR_META.assign(part=np.int32(0))[:0]),
+                      "part", n, shuffle_method)
     by_b = _route(
         by_a.map_partitions(
             _first_ids_partition, sigs, align_dataframes=False,

@@ -133,6 +133,72 @@ def synthetic_corpus(docs: int, partitions: int, seed: int = 1, dup_fraction: fl
     )
 
 
+def count_records(docs: int, partitions: int, seed: int = 1, dup_fraction: float = 0.2, pool: float = 5.0) -> dict:
+    """The lean shuffle's records, step by step, over the corpus in ``partitions`` partitions: the
+    five kernels of ``python/src/lean.rs`` called in this process as the pipeline calls them (no
+    Dask), the shards of each step delivered by hand. Returns bytes per document of each step,
+    candidates, screened, dropped and survivors per document, and the pairs as ``(row_a, row_b)``
+    input positions (what the single-machine join reports)."""
+    from . import Rule
+    from ._native import lean_attach, lean_candidates, lean_post, lean_screen, lean_verify
+
+    rule = Rule()
+    bounds = np.linspace(0, docs, partitions + 1).astype(int)
+    local = []
+    for p in range(partitions):
+        texts = synthetic_partition(seed, int(bounds[p]), int(bounds[p + 1]), docs, dup_fraction, pool)["text"].tolist()
+        local.append((p, *rule.sign_many(texts)))
+
+    def deliver(outs):
+        inbox: dict = {}
+        nbytes: dict = {}
+        for src, (parts, kinds, blobs) in outs:
+            for part, kind, blob in zip(parts, kinds, blobs):
+                box = inbox.setdefault(part, ([], bytearray(), []))
+                box[0].append(src)
+                box[1].append(kind)
+                box[2].append(blob)
+                nbytes[kind] = nbytes.get(kind, 0) + len(blob)
+        return inbox, nbytes
+
+    def box(inbox, p):
+        srcs, kinds, blobs = inbox.get(p, ([], bytearray(), []))
+        return srcs, bytes(kinds), blobs
+
+    inbox, posted = deliver([(p, lean_post(rule, fps, sk, partitions)) for p, fps, sk in local])
+    outs = []
+    for p in range(partitions):
+        parts, kinds, blobs, _largest = lean_candidates(rule, *box(inbox, p))
+        outs.append((p, (parts, kinds, blobs)))
+    inbox, candidates = deliver(outs)
+    inbox, attached = deliver([(p, lean_attach(rule, p, fps, sk, *box(inbox, p)[1:])) for p, fps, sk in local])
+    outs, dropped = [], 0
+    for p, fps, sk in local:
+        parts, kinds, blobs, d = lean_screen(rule, p, fps, sk, *box(inbox, p)[1:])
+        outs.append((p, (parts, kinds, blobs)))
+        dropped += d
+    inbox, back = deliver(outs)
+    pairs = []
+    for p, fps, sk in local:
+        a, b = lean_verify(rule, p, fps, sk, *box(inbox, p)[1:])[:2]
+        position = lambda rows: (int(bounds[r >> 32]) + (r & 0xFFFFFFFF) for r in np.frombuffer(rows, "<u8").tolist())
+        pairs += list(zip(position(a), position(b)))
+    screen_width = 12 + 32  # the pair and bit 0 of the default rule's 256 bins
+    steps = {"postings": posted, "candidates": candidates, "attach": attached, "back": back}
+    per_doc = {name: round(sum(v.values()) / docs, 1) for name, v in steps.items()}
+    return {
+        "docs": docs,
+        "partitions": partitions,
+        "bytes_per_doc": per_doc,
+        "record_bytes_per_doc": round(sum(per_doc.values()), 1),
+        "candidates_per_doc": round(sum(candidates.values()) / 12 / docs, 3),
+        "screened_per_doc": round(attached.get(5, 0) / screen_width / docs, 3),
+        "dropped_per_doc": round(dropped / docs, 3),
+        "survivors_per_doc": round(sum(back.values()) / (20 + rule.sketch_bytes) / docs, 3),
+        "pairs": sorted(pairs),
+    }
+
+
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -152,9 +218,17 @@ def main(argv=None) -> int:
     p.add_argument("--memory-limit", default="8GiB", help="per worker (default 8GiB)")
     p.add_argument("--out", default=None, help="output directory (default: a temporary one, removed)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
+    p.add_argument("--count-records", action="store_true",
+                   help="only count the lean shuffle's records step by step (its kernels in this process, no Dask)")
     args = p.parse_args(argv)
     if args.docs < 1 or args.workers < 1:
         p.error("--docs and --workers must be at least 1")
+    if args.count_records:
+        counted = count_records(args.docs, args.partitions or max(4 * args.workers, args.docs // 20_000), 1,
+                                args.dup_fraction, args.pool)
+        counted["pairs"] = len(counted["pairs"])
+        print(json.dumps(counted))
+        return 0
 
     from distributed import Client, LocalCluster
 

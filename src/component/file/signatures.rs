@@ -56,6 +56,18 @@ impl ComponentFile {
             .then(|| Fingerprint(self.word(doc, 0)))
     }
 
+    /// Appends `doc`'s sketch words (all of the rule's, zero where the file keeps none) to
+    /// `out`; `false`, appending nothing, when it has no signature.
+    pub(crate) fn sketch_words_into(&self, doc: DocId, out: &mut Vec<u64>) -> bool {
+        let Some(raw) = self.raw(doc) else {
+            return false;
+        };
+        let stored = raw.get(8..).unwrap_or(&[]);
+        out.extend(stored.chunks_exact(8).map(|c| u64_at(c, 0).unwrap_or(0)));
+        out.resize(out.len() + (self.full_words - self.words), 0);
+        true
+    }
+
     /// Reads `doc`'s signature into `out`; `false` when it has none.
     pub(crate) fn read_into(&self, doc: DocId, out: &mut Signature) -> bool {
         let Some(mut words) = self.words(doc) else {

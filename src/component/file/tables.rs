@@ -1,7 +1,7 @@
 //! Reading the key tables: one key's run of documents (a bucket read and a binary search), and
 //! the scan of a table by residue that the batch jobs stream.
 
-use super::{low_mask, u32_at, u64_at, ComponentFile, FamilyView, VALUE_MASK};
+use super::{low_mask, u32_at, ComponentFile, FamilyView, VALUE_MASK};
 use crate::error::{Error, Result};
 use tantivy::DocId;
 
@@ -32,20 +32,36 @@ impl ComponentFile {
         })
     }
 
-    /// Reads the memory that [`run`](Self::run)`(position, key)` will read first (the key's
-    /// bucket bounds and its first entry), returning a byte of it, so that a caller touching
-    /// many keys in a tight loop has their cache misses overlap instead of waiting for each in
-    /// turn. Never fails: bounds that are out of range (a damaged file) read nothing here and
-    /// are reported by `run`.
-    pub(crate) fn touch_run(&self, position: usize, key: u64) -> u8 {
+    /// Reads `key`'s bucket bounds in table `position` (the first memory
+    /// [`run`](Self::run)`(position, key)` reads) and returns the byte range of the bucket's
+    /// entries (the next); empty when there is no such table, or for bounds out of range,
+    /// which `run` reports. Never fails. A caller reading the bounds of many keys first, then
+    /// touching their entries ([`touch_bytes`](Self::touch_bytes)), in tight loops, has the
+    /// cache misses of each step overlap instead of waiting for each in turn.
+    pub(crate) fn bucket_bytes(&self, position: usize, key: u64) -> (usize, usize) {
         let Some(family) = self.families.get(position) else {
-            return 0;
+            return (0, 0);
         };
         let data = self.bytes.as_slice();
         let bucket = family.plan.bucket_of(key & VALUE_MASK);
-        let start = u32_at(data, family.starts + bucket * 4).unwrap_or(0) as usize;
-        let at = family.entries + start * family.plan.entry_bytes as usize;
-        data.get(at).copied().unwrap_or(0)
+        let at = family.starts + bucket * 4;
+        let start = u32_at(data, at).unwrap_or(0) as usize;
+        let end = u32_at(data, at + 4).unwrap_or(0) as usize;
+        let width = family.plan.entry_bytes as usize;
+        (
+            family.entries + start * width,
+            family.entries + end.max(start) * width,
+        )
+    }
+
+    /// Reads the first and the last byte of `range` (a bucket's entries: one to three cache
+    /// lines), returning them combined; nothing for an empty or out-of-range one.
+    pub(crate) fn touch_bytes(&self, (start, end): (usize, usize)) -> u8 {
+        if start >= end {
+            return 0;
+        }
+        let data = self.bytes.as_slice();
+        data.get(start).copied().unwrap_or(0) ^ data.get(end - 1).copied().unwrap_or(0)
     }
 
     /// The documents under `key` at key position `position`, in doc id order (deleted ones
@@ -163,14 +179,26 @@ impl<'a> KeyRun<'a> {
         max_doc: 0,
     };
 
+    /// Entry `i` (0 out of range). Each width (3 to 8 bytes) is one fixed-size read: the
+    /// binary search of a probe and the scan of its run decode entries in their inner loops.
     fn entry(&self, i: usize) -> u64 {
         let at = i * self.width;
-        match self.width {
-            4 => u32_at(self.entries, at).map_or(0, u64::from),
-            8 => u64_at(self.entries, at).unwrap_or(0),
-            width => self.entries.get(at..at + width).map_or(0, |b| {
-                b.iter().rev().fold(0, |v, &byte| v << 8 | u64::from(byte))
-            }),
+        let Some(bytes) = self.entries.get(at..at + self.width) else {
+            return 0;
+        };
+        let le = |b: [u8; 8]| u64::from_le_bytes(b);
+        match *bytes {
+            [a, b, c] => le([a, b, c, 0, 0, 0, 0, 0]),
+            [a, b, c, d] => le([a, b, c, d, 0, 0, 0, 0]),
+            [a, b, c, d, e] => le([a, b, c, d, e, 0, 0, 0]),
+            [a, b, c, d, e, f] => le([a, b, c, d, e, f, 0, 0]),
+            [a, b, c, d, e, f, g] => le([a, b, c, d, e, f, g, 0]),
+            [a, b, c, d, e, f, g, h] => le([a, b, c, d, e, f, g, h]),
+            // Opening refuses other widths.
+            _ => bytes
+                .iter()
+                .rev()
+                .fold(0, |v, &byte| v << 8 | u64::from(byte)),
         }
     }
 
