@@ -9,7 +9,7 @@
 //! in another order than the join's, is signed at once on the indexing thread and its tokens
 //! replayed instead (the writer's usual path, moved to this thread).
 
-use super::staged::StagingPool;
+use super::staged::{StagingPool, POOLED_BYTES};
 use super::{join_text_values, sign_and_stage, Current, CURRENT};
 use crate::fingerprint::{is_han, Scheme};
 use crate::signature::{MatchRule, Signature, Signer};
@@ -169,8 +169,15 @@ impl Session {
         }
     }
 
-    /// Keeps the signer and buffers for the next document.
-    pub(super) fn put_back(self) {
+    /// Keeps the signer and buffers for the next document; a buffer a very long document grew
+    /// is freed rather than kept for the thread's lifetime.
+    pub(super) fn put_back(mut self) {
+        if self.text.capacity() > POOLED_BYTES {
+            self.text = String::new();
+        }
+        if self.ranges.capacity() * std::mem::size_of::<Range<usize>>() > POOLED_BYTES {
+            self.ranges = Vec::new();
+        }
         SPARE.with(|s| *s.borrow_mut() = Some(self));
     }
 
