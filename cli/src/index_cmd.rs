@@ -1,4 +1,4 @@
-//! `neardup index`: JSONL files into an index, through [`DedupWriter`].
+//! `neardup index`: JSONL files into an index, through [`DedupWriter`](tantivy_simhash::DedupWriter).
 
 use super::app::{self, FrontEnd, Ingest, Requested, Store};
 use super::index_summary::{print_summary, Summary};

@@ -29,7 +29,9 @@ impl DedupWriter {
     /// [`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts) counts them). Other
     /// indexed text fields are analysed by tantivy as usual; a fingerprinted field tantivy does not
     /// index with that analyzer costs the signing analysis on top of whatever tantivy does with it.
-    /// A document the id policy settles (skipped or reported) is not signed.
+    /// A document the id policy settles (skipped or reported) is not signed. Under
+    /// [`Policy::Off`] tantivy's indexing thread signs the document as it cuts its text, and
+    /// the outcome is [`Outcome::Queued`] (see [`Policy::Off`]).
     ///
     /// ```
     /// # use tantivy::doc;
@@ -120,9 +122,9 @@ impl DedupWriter {
     /// text: that (no check needs the signature first); otherwise `doc` signed here, with its
     /// tokens staged for tantivy. One analysis either way.
     fn sign_here_or_when_indexed(&self, doc: &TantivyDocument) -> Signed {
-        match (&self.deferred, self.policy) {
-            (Some(signing), Policy::Off) => Signed::WhenIndexed(Arc::clone(signing)),
-            _ => {
+        match self.signing_when_indexed() {
+            Some(signing) => Signed::WhenIndexed(Arc::clone(signing)),
+            None => {
                 let (signature, staged) = self.sign_and_stage(doc);
                 Signed::Here {
                     signature,
@@ -131,6 +133,14 @@ impl DedupWriter {
                 }
             }
         }
+    }
+
+    /// How tantivy's indexing thread signs the documents added now, if it does: under
+    /// [`Policy::Off`], when every fingerprinted field is cut by the index's tokenizer.
+    fn signing_when_indexed(&self) -> Option<&Arc<DeferredSigning>> {
+        self.deferred
+            .as_ref()
+            .filter(|_| self.policy == Policy::Off)
     }
 
     /// Checks `doc` and looks its id up in the last commit; settles it when the id policy
@@ -284,7 +294,8 @@ impl DedupWriter {
     }
 
     /// Adds many documents: checks their ids, signs the ones the id policy leaves open in
-    /// parallel (rayon, one signer per worker), then adds them in the given order under the
+    /// parallel (rayon, one signer per worker; under [`Policy::Off`] tantivy's indexing threads
+    /// sign them instead, as for [`add_document`](Self::add_document)), then adds them in the given order under the
     /// policies (so within a batch the earlier document wins under [`IdPolicy::KeepFirst`] and
     /// [`Policy::Reject`], the later under [`IdPolicy::Replace`]). One analysis per signed
     /// document, as [`add_document`](Self::add_document). Stops at the first error; documents
@@ -299,7 +310,7 @@ impl DedupWriter {
         let rule = self.index.rule();
         let settled: Vec<Result<Settled>> = docs.iter().map(|d| self.settle_by_id(d)).collect();
         // Documents tantivy's threads sign (`Policy::Off`) are not signed here.
-        let sign_here = !matches!((&self.deferred, self.policy), (Some(_), Policy::Off));
+        let sign_here = self.signing_when_indexed().is_none();
         let sigs: Vec<Option<(Signature, Option<Arc<StagedTokens>>)>> = docs
             .par_iter()
             .zip(&settled)
