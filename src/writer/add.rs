@@ -309,19 +309,22 @@ impl DedupWriter {
         let scheme = self.index.scheme();
         let rule = self.index.rule();
         let settled: Vec<Result<Settled>> = docs.iter().map(|d| self.settle_by_id(d)).collect();
-        // Documents tantivy's threads sign (`Policy::Off`) are not signed here.
-        let sign_here = self.signing_when_indexed().is_none();
-        let sigs: Vec<Option<(Signature, Option<Arc<StagedTokens>>)>> = docs
-            .par_iter()
-            .zip(&settled)
-            .map_init(
-                || rule.signer(scheme),
-                |signer, (doc, settled)| {
-                    (sign_here && matches!(settled, Ok(Settled::Open(..))))
-                        .then(|| self.sign_and_stage_with(signer, doc))
-                },
-            )
-            .collect();
+        let sigs: Vec<Option<(Signature, Option<Arc<StagedTokens>>)>> =
+            if self.signing_when_indexed().is_some() {
+                // Tantivy's threads sign them (`Policy::Off`): no signer is needed here.
+                docs.iter().map(|_| None).collect()
+            } else {
+                docs.par_iter()
+                    .zip(&settled)
+                    .map_init(
+                        || rule.signer(scheme),
+                        |signer, (doc, settled)| {
+                            matches!(settled, Ok(Settled::Open(..)))
+                                .then(|| self.sign_and_stage_with(signer, doc))
+                        },
+                    )
+                    .collect()
+            };
         let mut outcomes = Vec::with_capacity(docs.len());
         for ((doc, settled), sig) in docs.into_iter().zip(settled).zip(sigs) {
             let outcome = match (settled?, sig) {
