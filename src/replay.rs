@@ -2,11 +2,13 @@
 //! account is on [`AnalyzedDocument`]).
 
 mod document;
+mod signing;
 mod split;
 mod staged;
 mod tokenizer;
 
 pub use document::AnalyzedDocument;
+pub(crate) use signing::{take_signature, DeferredSigning};
 use split::stage;
 pub(crate) use staged::{StagedTokens, StagingPool};
 use staged::{StagingBuffers, TokenLog, ValueSpan};
@@ -143,23 +145,59 @@ pub(crate) fn sign_and_stage(
     (signature, staged)
 }
 
-thread_local! {
-    /// The staged tokens of the document this thread is indexing.
-    static CURRENT: RefCell<Option<Arc<StagedTokens>>> = const { RefCell::new(None) };
+/// What this thread knows of the document it is indexing: the tokens to replay, the
+/// value-by-value signing in progress, the signature made on this thread.
+#[derive(Default)]
+pub(super) struct Current {
+    /// The document signed on this thread ([`AnalyzedDocument`]'s number); 0 for any other.
+    doc: u64,
+    staged: Option<Arc<StagedTokens>>,
+    session: Option<signing::Session>,
+    signature: Option<Signature>,
 }
 
-fn make_current(staged: &Option<Arc<StagedTokens>>) {
+thread_local! {
+    static CURRENT: RefCell<Current> = RefCell::new(Current::default());
+}
+
+/// Makes `doc`'s tokens this thread's current ones (tantivy is about to cut its values): its
+/// staged tokens, or for a document to sign here, a signing session (started once per
+/// document: tantivy reads a document's values more than once).
+fn make_current(doc: &TantivyDocument, tokens: &document::Tokens) {
     CURRENT.with(|current| {
         let mut current = current.borrow_mut();
-        let same = match (current.as_ref(), staged) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same {
-            current.clone_from(staged);
+        match tokens {
+            document::Tokens::Deferred { number, signing } => {
+                if current.doc != *number {
+                    current.clear();
+                    current.doc = *number;
+                    signing.start(doc, &mut current);
+                }
+            }
+            document::Tokens::Staged(staged) => {
+                let same = match (current.staged.as_ref(), staged) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if current.doc != 0 || !same {
+                    current.clear();
+                    current.staged.clone_from(staged);
+                }
+            }
         }
     });
+}
+
+impl Current {
+    fn clear(&mut self) {
+        self.doc = 0;
+        self.staged = None;
+        self.signature = None;
+        if let Some(session) = self.session.take() {
+            session.put_back();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 use crate::error::Result;
 use crate::fingerprint::{Fingerprint, Fingerprinter};
 use crate::lookup::NearDupLookup;
-use crate::replay::{self, document_text, AnalyzedDocument, StagedTokens, StagingPool};
+use crate::replay::{
+    self, document_text, AnalyzedDocument, DeferredSigning, StagedTokens, StagingPool,
+};
 use crate::schema::NearDupIndex;
 use crate::signature::{Signature, Signer, DEFAULT_MAX_POSTINGS_PER_KEY};
 use crate::sync::lock;
@@ -103,6 +105,10 @@ pub struct DedupWriter {
     payload: String,
     /// The scheme's analysis, as staged tokens name it.
     analysis: u64,
+    /// How tantivy's indexing threads sign documents under [`Policy::Off`]; `None` when the
+    /// fingerprinted fields are not all cut by the index's replaying tokenizer (the writer
+    /// signs them itself then).
+    deferred: Option<Arc<DeferredSigning>>,
 }
 
 impl DedupWriter {
@@ -126,6 +132,14 @@ impl DedupWriter {
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
+        let staging = Arc::default();
+        let deferred = DeferredSigning::new(
+            index.scheme(),
+            index.rule(),
+            &index.text_fields,
+            &index.replay_fields,
+            &staging,
+        );
         let mut pending = Pending::new(next_sequence, DEFAULT_MAX_POSTINGS_PER_KEY);
         pending.follow(&searcher)?;
         Ok(DedupWriter {
@@ -138,9 +152,10 @@ impl DedupWriter {
             pending: Mutex::new(pending),
             fingerprinters: Mutex::new(Vec::new()),
             signers: Mutex::new(Vec::new()),
-            staging: Arc::default(),
+            staging,
             payload,
             analysis,
+            deferred,
         })
     }
 

@@ -38,7 +38,7 @@ enum Expected {
 
 fn expected_of(outcome: &Outcome) -> Expected {
     match outcome {
-        Outcome::Added { .. } => Expected::Added,
+        Outcome::Added { .. } | Outcome::Queued => Expected::Added,
         Outcome::Duplicate { of, evidence, .. } => Expected::Duplicate {
             of: of.clone(),
             evidence: *evidence,

@@ -57,7 +57,7 @@ impl<'a> Event<'a> {
     /// The event of document `id`'s outcome; `None` for a plain add or a skipped id.
     fn of(outcome: &'a Outcome, id: &'a str) -> Option<Event<'a>> {
         match outcome {
-            Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
+            Outcome::Added { .. } | Outcome::Queued | Outcome::IdTaken { .. } => None,
             Outcome::Duplicate { of, evidence, .. } => Some(Event::Rejected {
                 id,
                 of,

@@ -98,6 +98,9 @@ pub(crate) fn read_doc(doc: &Bound<'_, PyAny>, fields: &FieldMap) -> PyResult<In
 /// ``"replaced"`` (added; its near-duplicates, listed in ``replaced``, were deleted),
 /// ``"rejected"`` (not added: ``of`` is its nearest near-duplicate) or ``"skipped"`` (not
 /// added, ``ids="keep"``: its id is already in the index, or a document that replaced it is).
+/// ``fingerprint`` is the document's, or ``None`` for a skipped document and under
+/// ``policy="off"``, where tantivy's indexing thread signs the document as it indexes its text
+/// (``Index.fingerprint_of`` reads it after the commit).
 #[pyclass(module = "tantivy_simhash", frozen, get_all)]
 #[derive(Clone)]
 pub(crate) struct Outcome {
@@ -155,7 +158,7 @@ impl Outcome {
             replaced: Vec::new(),
         };
         match outcome {
-            LibOutcome::Added { .. } | LibOutcome::IdTaken { .. } => {}
+            LibOutcome::Added { .. } | LibOutcome::Queued | LibOutcome::IdTaken { .. } => {}
             LibOutcome::Duplicate { of, .. } => o.of = Some(of),
             LibOutcome::Tagged { group, of, .. } => {
                 o.group = Some(group);

@@ -35,7 +35,7 @@ impl IngestCounts {
     /// Counts one document's outcome. Free.
     pub fn tally(&mut self, outcome: &Outcome) {
         match outcome {
-            Outcome::Added { .. } => self.added += 1,
+            Outcome::Added { .. } | Outcome::Queued => self.added += 1,
             Outcome::Duplicate { .. } => self.rejected += 1,
             Outcome::IdTaken { replaced: true, .. } => self.skipped_replaced_id += 1,
             Outcome::IdTaken { .. } => self.skipped_existing_id += 1,
@@ -75,7 +75,7 @@ impl IngestCounts {
 /// near-duplicate is indexed) or `skipped` (not added: its id is taken).
 pub fn outcome_name(outcome: &Outcome) -> &'static str {
     match outcome {
-        Outcome::Added { .. } => "added",
+        Outcome::Added { .. } | Outcome::Queued => "added",
         Outcome::Tagged { .. } => "tagged",
         Outcome::Replaced { .. } => "replaced",
         Outcome::Duplicate { .. } => "rejected",

@@ -265,6 +265,20 @@ impl PluginWriter for ComponentWriter {
                 has_fingerprint |= slot == 0;
             }
         }
+        if !has_fingerprint {
+            // A document the writer left to sign on this thread (`Policy::Off`): tantivy has
+            // cut its text by now, which signed it.
+            if let (Some(signature), Some((first, sketch))) = (
+                crate::replay::take_signature(),
+                self.scratch.split_first_mut(),
+            ) {
+                *first = signature.fingerprint.0;
+                for (w, &word) in sketch.iter_mut().zip(&signature.sketch.words) {
+                    *w = word;
+                }
+                has_fingerprint = true;
+            }
+        }
         self.present.push(has_fingerprint);
         self.words.extend_from_slice(&self.scratch);
         Ok(())

@@ -378,9 +378,23 @@ impl Tokenizer for SimhashTokenizer {
     type TokenStream<'a> = SimhashTokenStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> SimhashTokenStream<'a> {
+        self.token_stream_with(text, &mut |_, _, _| {})
+    }
+}
+
+impl SimhashTokenizer {
+    /// [`Tokenizer::token_stream`], also giving each token (its text and byte offsets in
+    /// `text`) to `also` as it is cut: one analysis for the index and a signature
+    /// (`crate::replay`'s signing on the indexing thread).
+    pub(crate) fn token_stream_with<'a>(
+        &'a mut self,
+        text: &'a str,
+        also: &mut dyn FnMut(&str, usize, usize),
+    ) -> SimhashTokenStream<'a> {
         let mut tokens = std::mem::take(&mut self.tokens);
         let mut len = 0;
         self.for_each_token(text, &mut |word, from, to| {
+            also(word, from, to);
             if len == tokens.len() {
                 tokens.push(Token::default());
             }

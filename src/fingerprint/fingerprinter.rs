@@ -16,6 +16,8 @@ pub struct Fingerprinter {
     pub(super) acc: [i64; 64],
     /// How words, word shingles and character n-grams weigh under the scheme.
     pub(super) weightings: [Weighting; 3],
+    /// Where the current analysis pass is (line, last token's script).
+    pub(super) pass: PassState,
 }
 
 /// How a [`Fingerprinter`] reads tokens.
@@ -90,8 +92,52 @@ impl Fingerprinter {
         sink: Option<S>,
         sink_lines: bool,
     ) -> FingerprintDetails {
+        self.begin_values(sink_lines && sink.is_some());
+        self.analyse(text, sink);
+        self.finish_values()
+    }
+
+    /// Starts an analysis pass over one or more text values (joined by line breaks, as one
+    /// text): empties the buffers. `count_lines`: the caller needs each token's line (lines are
+    /// counted anyway when the scheme damps short lines).
+    pub(crate) fn begin_values(&mut self, count_lines: bool) {
+        self.token_hashes.clear();
+        self.token_lines.clear();
+        self.line_tokens.clear();
+        self.token_text.clear();
+        let inner = &self.scheme.inner;
+        self.pass = PassState {
+            seed: inner.seed,
+            damp: inner.short_line,
+            want_text: inner.features.uses_char_ngrams(),
+            count_lines: inner.short_line > 0 || count_lines,
+            ..PassState::default()
+        };
+    }
+
+    /// One token of the current value (`value`, cut by the built-in tokenizer, at byte
+    /// `from`): records it; returns its seeded hash and its 0-based line in the joined text.
+    #[inline]
+    pub(crate) fn value_token(&mut self, value: &str, token: &str, from: usize) -> (u64, u32) {
+        self.pass.token(
+            &mut self.token_hashes,
+            &mut self.token_lines,
+            &mut self.token_text,
+            value,
+            token,
+            from,
+        )
+    }
+
+    /// Starts a value on 0-based line `line` of the joined text.
+    pub(crate) fn start_value(&mut self, line: u32) {
+        self.pass.line_base = line;
+        self.pass.lines = LineCounter::default();
+    }
+
+    /// The fingerprint of the values passed since [`begin_values`](Self::begin_values).
+    pub(crate) fn finish_values(&mut self) -> FingerprintDetails {
         let inner = Arc::clone(&self.scheme.inner);
-        self.analyse(&inner, text, sink, sink_lines);
         let tokens = self.token_hashes.len();
         self.occurrence_weights(inner.short_line);
         self.acc = [0; 64];
@@ -108,63 +154,32 @@ impl Fingerprinter {
         self.details(&inner, tokens, distinct)
     }
 
-    /// The analysis pass: every token's seeded hash into `token_hashes`, its line into
-    /// `token_lines` when the scheme damps short lines, the tokens' text into `token_text` when
-    /// character n-grams need it; each token also goes to `sink`.
-    fn analyse<S: TokenSink>(
-        &mut self,
-        inner: &SchemeInner,
-        text: &str,
-        mut sink: Option<S>,
-        sink_lines: bool,
-    ) {
-        self.token_hashes.clear();
-        self.token_lines.clear();
-        self.line_tokens.clear();
-        self.token_text.clear();
-        let (seed, damp) = (inner.seed, inner.short_line);
-        let want_text = inner.features.uses_char_ngrams();
+    /// The analysis pass over `text` as one value: every token's seeded hash into
+    /// `token_hashes`, its line into `token_lines` when the scheme damps short lines, the
+    /// tokens' text into `token_text` when character n-grams need it; each token also goes to
+    /// `sink`.
+    fn analyse<S: TokenSink>(&mut self, text: &str, mut sink: Option<S>) {
         let normalized;
-        let input: &str = match &inner.tokenization {
+        let input: &str = match &self.scheme.inner.tokenization {
             Tokenization::Builtin { .. } => text,
             Tokenization::Analyzer { .. } => {
-                normalized = inner.normalization.apply(text);
+                normalized = self.scheme.inner.normalization.apply(text);
                 &normalized
             }
         };
         let Fingerprinter {
             analysis,
+            pass,
             token_hashes,
             token_lines,
             token_text,
             ..
         } = self;
-        let mut prev_han = false;
-        let count_lines = damp > 0 || (sink_lines && sink.is_some());
-        let mut lines = LineCounter::default();
         let mut on_token = |t: &str, offset_from: usize, offset_to: usize| {
-            let line = if count_lines {
-                lines.line_at(input, offset_from)
-            } else {
-                0
-            };
-            if damp > 0 {
-                token_lines.push(line);
-            }
-            let hash = xxh3_64_with_seed(t.as_bytes(), seed ^ WORD_TAG);
-            token_hashes.push(hash);
+            let (hash, line) =
+                pass.token(token_hashes, token_lines, token_text, input, t, offset_from);
             if let Some(sink) = sink.as_mut() {
                 sink(t, hash, line, offset_from, offset_to);
-            }
-            if want_text {
-                let han = t.chars().next().is_some_and(is_han);
-                // Han tokens join without a space, like the text they came from.
-                let joins = han && prev_han;
-                if !token_text.is_empty() && !joins {
-                    token_text.push(' ');
-                }
-                token_text.push_str(t);
-                prev_han = han;
             }
         };
         match analysis {
@@ -306,6 +321,56 @@ impl Fingerprinter {
             tokens,
             features: distinct,
         }
+    }
+}
+
+/// The per-token state of an analysis pass over text values joined by line breaks (a plain
+/// text is one value): the line the current value starts on, and whether the last token was
+/// Han (Han tokens join without a space in `token_text`, like the text they came from).
+#[derive(Default)]
+pub(super) struct PassState {
+    seed: u64,
+    damp: u32,
+    want_text: bool,
+    count_lines: bool,
+    /// The line of the joined text the current value starts on.
+    line_base: u32,
+    lines: LineCounter,
+    prev_han: bool,
+}
+
+impl PassState {
+    #[inline]
+    fn token(
+        &mut self,
+        token_hashes: &mut Vec<u64>,
+        token_lines: &mut Vec<u32>,
+        token_text: &mut String,
+        value: &str,
+        t: &str,
+        offset_from: usize,
+    ) -> (u64, u32) {
+        let line = if self.count_lines {
+            self.line_base
+                .saturating_add(self.lines.line_at(value, offset_from))
+        } else {
+            0
+        };
+        if self.damp > 0 {
+            token_lines.push(line);
+        }
+        let hash = xxh3_64_with_seed(t.as_bytes(), self.seed ^ WORD_TAG);
+        token_hashes.push(hash);
+        if self.want_text {
+            let han = t.chars().next().is_some_and(is_han);
+            let joins = han && self.prev_han;
+            if !token_text.is_empty() && !joins {
+                token_text.push(' ');
+            }
+            token_text.push_str(t);
+            self.prev_han = han;
+        }
+        (hash, line)
     }
 }
 

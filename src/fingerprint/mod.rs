@@ -574,6 +574,17 @@ impl Scheme {
         }
     }
 
+    /// The built-in tokenizer of this scheme, if it uses it (what
+    /// [`text_analyzer`](Self::text_analyzer) wraps).
+    pub(crate) fn builtin_tokenizer(&self) -> Option<SimhashTokenizer> {
+        match &self.inner.tokenization {
+            Tokenization::Builtin { han } => {
+                Some(SimhashTokenizer::new(self.inner.normalization, *han))
+            }
+            Tokenization::Analyzer { .. } => None,
+        }
+    }
+
     /// Whether tantivy can index the tokens this scheme's fingerprinting made instead of
     /// analysing again: only the built-in tokenisation gives each text value the tokens the
     /// registered analyzer gives it (a user analyzer sees normalised text when fingerprinting
@@ -600,6 +611,7 @@ impl Scheme {
             token_lines: Vec::new(),
             line_tokens: Vec::new(),
             token_text: String::new(),
+            pass: fingerprinter::PassState::default(),
             counts: FeatureCounts::default(),
             acc: [0; 64],
             weightings: {

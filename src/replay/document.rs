@@ -1,7 +1,9 @@
 //! [`AnalyzedDocument`]: the document type tantivy indexes, carrying its staged tokens.
 
 use super::make_current;
+use super::signing::DeferredSigning;
 use super::staged::StagedTokens;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tantivy::schema::Document;
 use tantivy::TantivyDocument;
@@ -41,6 +43,15 @@ use tantivy::TantivyDocument;
 ///    ([`crate::register_tokenizer`]) replays the current tokens for a text **equal** to a
 ///    staged value, and analyses any other text as before.
 ///
+/// Under [`Policy::Off`](crate::Policy::Off) nothing needs the signature before the document
+/// is added, so the writer does not sign it: the document tells the indexing thread to sign
+/// it, the same tokenizer gives the signer each fingerprinted value's tokens as it cuts them
+/// for the index (no token log), and the segment component stores the finished signature.
+/// A document whose Han run continues across a joining line break, or whose fingerprinted
+/// fields are not in field-id order (the order tantivy cuts them in), is signed whole on the
+/// indexing thread and replayed as above; a value tantivy does not cut with this tokenizer
+/// leaves the component to sign the joined text (two analyses, the same signature).
+///
 /// Correctness never depends on tantivy's internal order: tokens are replayed only for a text
 /// byte-equal to the value they were made from, by the same scheme's analysis, and a value is
 /// given exactly the tokens analysing it alone gives (a Han run that continues across the line
@@ -51,12 +62,46 @@ use tantivy::TantivyDocument;
 /// test asserts that nothing is analysed twice.
 pub struct AnalyzedDocument {
     doc: TantivyDocument,
-    staged: Option<Arc<StagedTokens>>,
+    tokens: Tokens,
 }
+
+/// The tokens a document carries for tantivy, or the signing tantivy's thread is to do.
+pub(super) enum Tokens {
+    /// The writer's staged tokens (none: tantivy analyses the document as usual).
+    Staged(Option<Arc<StagedTokens>>),
+    /// To be signed on the indexing thread as tantivy cuts its values
+    /// ([`Policy::Off`](crate::Policy::Off)); `number` tells the document from the thread's
+    /// previous one.
+    Deferred {
+        number: u64,
+        signing: Arc<DeferredSigning>,
+    },
+}
+
+/// Numbers documents signed on tantivy's threads (0 is none).
+static NEXT_NUMBER: AtomicU64 = AtomicU64::new(1);
 
 impl AnalyzedDocument {
     pub(crate) fn with_tokens(doc: TantivyDocument, staged: Option<Arc<StagedTokens>>) -> Self {
-        AnalyzedDocument { doc, staged }
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Staged(staged),
+        }
+    }
+
+    /// `doc`, to be signed on tantivy's indexing thread by `signing`, which the segment
+    /// component then stores.
+    pub(crate) fn signed_when_indexed(
+        doc: TantivyDocument,
+        signing: &Arc<DeferredSigning>,
+    ) -> Self {
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Deferred {
+                number: NEXT_NUMBER.fetch_add(1, Ordering::Relaxed),
+                signing: Arc::clone(signing),
+            },
+        }
     }
 
     /// The document.
@@ -69,9 +114,10 @@ impl AnalyzedDocument {
         self.doc
     }
 
-    /// Whether the document carries tokens for tantivy to replay.
+    /// Whether the document carries tokens for tantivy to replay, or is signed while tantivy
+    /// cuts its text.
     pub fn has_tokens(&self) -> bool {
-        self.staged.is_some()
+        !matches!(self.tokens, Tokens::Staged(None))
     }
 }
 
@@ -81,7 +127,10 @@ impl std::fmt::Debug for AnalyzedDocument {
             .field("doc", &self.doc)
             .field(
                 "staged_values",
-                &self.staged.as_ref().map(|s| s.values.len()),
+                &match &self.tokens {
+                    Tokens::Staged(staged) => staged.as_ref().map(|s| s.values.len()),
+                    Tokens::Deferred { .. } => None,
+                },
             )
             .finish()
     }
@@ -89,7 +138,10 @@ impl std::fmt::Debug for AnalyzedDocument {
 
 impl From<TantivyDocument> for AnalyzedDocument {
     fn from(doc: TantivyDocument) -> Self {
-        AnalyzedDocument { doc, staged: None }
+        AnalyzedDocument {
+            doc,
+            tokens: Tokens::Staged(None),
+        }
     }
 }
 
@@ -100,7 +152,7 @@ impl Document for AnalyzedDocument {
     fn iter_fields_and_values(&self) -> Self::FieldsValuesIter<'_> {
         // tantivy reads a document's values before it tokenizes them, on the thread that
         // indexes it: from here on, this thread's tokenizer can replay this document's tokens.
-        make_current(&self.staged);
+        make_current(&self.doc, &self.tokens);
         self.doc.iter_fields_and_values()
     }
 

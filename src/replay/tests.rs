@@ -130,6 +130,125 @@ fn stage_default(
     staged
 }
 
+/// Text for signing on the indexing thread: [`text_strategy`]'s pieces and site chrome (link
+/// lists and a site name, which the signature drops by line), so both paths of the signer run.
+fn chrome_text_strategy() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        text_strategy(),
+        Just("Home | News | About | Contact".to_string()),
+        Just("Page title - Example Site".to_string()),
+        Just("Example Site".to_string()),
+    ];
+    prop::collection::vec(line, 0..4).prop_map(|lines| lines.join("\n"))
+}
+
+/// Signs the document of `values` as tantivy's indexing thread does under `Policy::Off`:
+/// reads its values, cuts each fingerprinted value in field order with the replaying
+/// tokenizer (`cut` false: a value tantivy does not cut with it), then the component takes the
+/// signature. Oracles: `Signer::sign` of the joined text, and the built-in tokenizer on each
+/// value alone. Returns whether the document was signed value by value (no token log).
+fn deferred_check(
+    tokenizer: &mut ReplayTokenizer,
+    han: HanSegmentation,
+    values: &[(bool, String)],
+    cut: impl Fn(usize) -> bool,
+) -> bool {
+    let scheme = han_scheme(han);
+    let rule = MatchRule::default();
+    let (title, body) = two_field_schema();
+    let mut doc = TantivyDocument::new();
+    for (in_title, v) in values {
+        doc.add_text(if *in_title { title } else { body }, v);
+    }
+    let fields = [title, body];
+    let expected = rule.signer(&scheme).sign(&document_text(&doc, &fields));
+    let signing = DeferredSigning::new(
+        &scheme,
+        &rule,
+        &Arc::new(fields.to_vec()),
+        &fields,
+        &Arc::default(),
+    )
+    .expect("both fields are cut by the scheme's tokenizer");
+    let doc = AnalyzedDocument::signed_when_indexed(doc, &signing);
+    // As tantivy does: read the values (more than once), then cut them in field order.
+    let _ = doc.iter_fields_and_values().count();
+    let _ = doc.iter_fields_and_values().count();
+    // Signed value by value, or (an empty document) at once, but not from a token log.
+    let by_value = CURRENT.with(|c| c.borrow().staged.is_none());
+    let in_field_order = values
+        .iter()
+        .filter(|v| v.0)
+        .chain(values.iter().filter(|v| !v.0));
+    for (i, (_, v)) in in_field_order.enumerate() {
+        if cut(i) {
+            assert_eq!(replayed(tokenizer, v), analysed(han, v), "value {v:?}");
+        }
+    }
+    assert_eq!(take_signature(), Some(expected), "{values:?}");
+    // Taken once: the next document starts afresh.
+    assert_eq!(take_signature(), None);
+    by_value
+}
+
+#[test]
+fn documents_signed_on_the_indexing_thread_equal_the_joined_texts_signature() {
+    let han = HanSegmentation::Jieba;
+    let (mut tokenizer, counters) = ReplayTokenizer::new(&han_scheme(han));
+    let all = |_| true;
+    let plain = [
+        (true, "A title".to_string()),
+        (false, "The body, on two\nlines".to_string()),
+        (false, String::new()),
+        (false, "a second body value".to_string()),
+    ];
+    assert!(deferred_check(&mut tokenizer, han, &plain, all));
+    let chrome = [
+        (true, "Page title - Example Site".to_string()),
+        (
+            false,
+            "Home | News | About | Contact\nThe text itself.\nExample Site".to_string(),
+        ),
+    ];
+    assert!(deferred_check(&mut tokenizer, han, &chrome, all));
+    // A Han run across the joining line break: signed at once and replayed instead.
+    let across = [(true, "北京大".to_string()), (false, " 学的".to_string())];
+    assert!(!deferred_check(&mut tokenizer, han, &across, all));
+    assert!(deferred_check(&mut tokenizer, han, &[], all));
+    // Every value was cut once, none analysed twice.
+    assert_eq!(
+        counters.get(),
+        AnalysisCounts {
+            replayed: 8,
+            analysed: 0
+        }
+    );
+    // A value tantivy does not cut with this tokenizer: the joined text is signed instead.
+    assert!(deferred_check(&mut tokenizer, han, &plain, |i| i != 1));
+}
+
+#[test]
+fn han_runs_cross_only_between_han_ends() {
+    let crosses = |values: &[&str]| {
+        let mut text = String::new();
+        let mut ranges = Vec::new();
+        for v in values {
+            if !ranges.is_empty() {
+                text.push('\n');
+            }
+            ranges.push(text.len()..text.len() + v.len());
+            text.push_str(v);
+        }
+        signing::han_run_crosses(&text, &ranges)
+    };
+    assert!(crosses(&["北京", "大学"]));
+    assert!(crosses(&["北京 ", "  ", "\t大学"]));
+    assert!(!crosses(&["北京.", "大学"]));
+    assert!(!crosses(&["北京", "word 大学"]));
+    assert!(!crosses(&["word", "大学"]));
+    assert!(!crosses(&["北京"]));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -142,6 +261,22 @@ proptest! {
     ) {
         let han = if chars { HanSegmentation::Chars } else { HanSegmentation::Jieba };
         staged_check(han, &values);
+    }
+
+    /// Oracle: `Signer::sign` of the joined text. Documents signed on one indexing thread one
+    /// after another (its signer and buffers reused) each get exactly the joined text's
+    /// signature, and tantivy indexes each value's own tokens, whichever path signs them.
+    #[test]
+    fn signing_on_the_indexing_thread_gives_the_joined_texts_signature(
+        documents in prop::collection::vec(
+            prop::collection::vec((any::<bool>(), chrome_text_strategy()), 0..4), 1..5),
+        chars in any::<bool>(),
+    ) {
+        let han = if chars { HanSegmentation::Chars } else { HanSegmentation::Jieba };
+        let (mut tokenizer, _) = ReplayTokenizer::new(&han_scheme(han));
+        for values in &documents {
+            deferred_check(&mut tokenizer, han, values, |_| true);
+        }
     }
 
     /// One signer staging document after document reuses the buffers tantivy dropped (the

@@ -3,7 +3,7 @@
 
 use super::staged::StagedTokens;
 use super::{analysis_id, CURRENT};
-use crate::fingerprint::{Scheme, SIMHASH_TOKENIZER_NAME};
+use crate::fingerprint::{Scheme, SimhashTokenStream, SimhashTokenizer, SIMHASH_TOKENIZER_NAME};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Tokenizer};
@@ -13,7 +13,9 @@ use tantivy::tokenizer::{BoxTokenStream, TextAnalyzer, Token, TokenStream, Token
 /// ([`NearDupIndex::analysis_counts`](crate::NearDupIndex::analysis_counts)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AnalysisCounts {
-    /// Values indexed from the tokens the writer made when signing (no second analysis).
+    /// Values whose one analysis served both the signature and the index: indexed from the
+    /// tokens the writer made when signing, or (under [`Policy::Off`](crate::Policy::Off))
+    /// signed by tantivy's indexing thread as it cut them.
     pub replayed: u64,
     /// Values the tokenizer analysed: fields not fingerprinted, documents added without the
     /// writer's signing (a signature or fingerprint given, the inner writer), and query text.
@@ -40,6 +42,9 @@ impl ReplayCounters {
 pub(crate) struct ReplayTokenizer {
     analysis: u64,
     inner: TextAnalyzer,
+    /// The scheme's built-in tokenizer, which also signs values on the indexing thread
+    /// ([`super::signing`]); `None` under a user analyzer.
+    builtin: Option<SimhashTokenizer>,
     counters: Arc<ReplayCounters>,
     /// The token replayed values are read into: its text keeps its allocation from value to
     /// value (a fresh token would allocate and grow its text for every value).
@@ -52,6 +57,7 @@ impl ReplayTokenizer {
         let tokenizer = ReplayTokenizer {
             analysis: analysis_id(scheme),
             inner: scheme.text_analyzer(),
+            builtin: scheme.builtin_tokenizer(),
             counters: Arc::clone(&counters),
             token: Token::default(),
         };
@@ -68,9 +74,10 @@ pub(crate) fn register(index: &tantivy::Index, scheme: &Scheme) -> Arc<ReplayCou
     counters
 }
 
-/// Replayed tokens, or the inner analyzer's stream.
+/// Replayed tokens, the tokens of a value signed as it was cut, or the inner analyzer's stream.
 pub(crate) enum ReplayStream<'a> {
     Replay(Replayed<'a>),
+    Signed(SimhashTokenStream<'a>),
     Analyse(BoxTokenStream<'a>),
 }
 
@@ -93,9 +100,35 @@ impl Tokenizer for ReplayTokenizer {
     type TokenStream<'a> = ReplayStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> ReplayStream<'a> {
+        let analysis = self.analysis;
+        if let Some(builtin) = self.builtin.as_mut() {
+            let signed = CURRENT.with(|current| {
+                let mut current = current.borrow_mut();
+                let session = current.session.as_mut()?;
+                if !session.expects(analysis, text) {
+                    return None;
+                }
+                // One analysis: the tokens tantivy indexes are the ones the signer reads.
+                session.start_value();
+                let stream = builtin.token_stream_with(text, &mut |t, from, to| {
+                    session.token(text, t, from, to);
+                });
+                if let Some(signature) = session.end_value() {
+                    current.signature = Some(signature);
+                    if let Some(session) = current.session.take() {
+                        session.put_back();
+                    }
+                }
+                Some(stream)
+            });
+            if let Some(stream) = signed {
+                self.counters.replayed.fetch_add(1, Ordering::Relaxed);
+                return ReplayStream::Signed(stream);
+            }
+        }
         let found = CURRENT.with(|current| {
             let current = current.borrow();
-            let staged = current.as_ref()?;
+            let staged = current.staged.as_ref()?;
             let value = staged.find(self.analysis, text)?;
             Some((Arc::clone(staged), value.parts, value.base))
         });
@@ -129,6 +162,7 @@ impl TokenStream for ReplayStream<'_> {
     fn advance(&mut self) -> bool {
         match self {
             ReplayStream::Analyse(s) => s.advance(),
+            ReplayStream::Signed(s) => s.advance(),
             ReplayStream::Replay(r) => {
                 while r.next >= r.end {
                     r.part += 1;
@@ -157,6 +191,7 @@ impl TokenStream for ReplayStream<'_> {
     fn token(&self) -> &Token {
         match self {
             ReplayStream::Analyse(s) => s.token(),
+            ReplayStream::Signed(s) => s.token(),
             ReplayStream::Replay(r) => r.token,
         }
     }
@@ -164,6 +199,7 @@ impl TokenStream for ReplayStream<'_> {
     fn token_mut(&mut self) -> &mut Token {
         match self {
             ReplayStream::Analyse(s) => s.token_mut(),
+            ReplayStream::Signed(s) => s.token_mut(),
             ReplayStream::Replay(r) => r.token,
         }
     }

@@ -14,7 +14,7 @@ pub use rule::{Evidence, MatchRule, RuleSpec};
 pub use shingles::Shingling;
 
 use crate::fingerprint::{
-    Fingerprint, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
+    Fingerprint, FingerprintDetails, FingerprintKind, Fingerprinter, Scheme, TokenizationParameters,
 };
 
 /// Where [`Signer::sign_logging`] records the tokens of the text it signs (text and byte
@@ -68,6 +68,11 @@ pub struct Signer {
     builtin_offsets: bool,
     collector: ShingleCollector,
     bins: minhash::Bins,
+    /// The chrome lines of the text being signed, whether its tokens' lines matter, and
+    /// whether their spans are read (set by `begin`).
+    chrome: Option<Vec<chrome::LineChrome>>,
+    lines: bool,
+    spans: bool,
 }
 
 impl Signer {
@@ -84,6 +89,9 @@ impl Signer {
             ),
             collector: ShingleCollector::default(),
             bins: minhash::Bins::default(),
+            chrome: None,
+            lines: false,
+            spans: false,
         }
     }
 
@@ -113,19 +121,8 @@ impl Signer {
         text: &str,
         mut log: Option<&mut dyn TokenSink>,
     ) -> (Signature, FingerprintKind) {
-        // Lines matter only to chrome detection; most texts have no chrome shape and cost one
-        // scan for a spaced separator.
-        let chrome = if self.shingling.chrome {
-            chrome::chrome_lines(text)
-        } else {
-            None
-        };
-        let lines = self.shingling.min_line_words > 0 || chrome.is_some();
-        // Token offsets index `text` itself only under the built-in tokenizer (a user
-        // analyzer's offsets index the normalised text).
-        let spans = lines && self.builtin_offsets;
-        let collector = &mut self.collector;
-        collector.clear(lines);
+        self.begin(Some(text));
+        let (collector, spans) = (&mut self.collector, self.spans);
         let details = self.fingerprinter.fingerprint_with_tokens(
             text,
             Some(|t: &str, hash, line, from, to| {
@@ -134,11 +131,68 @@ impl Signer {
                     log.push(t, from, to);
                 }
             }),
-            lines,
+            self.lines,
         );
+        self.finish(details)
+    }
+
+    /// Whether signing text values one by one ([`begin_values`](Self::begin_values)) needs
+    /// the values' joined text first: chrome lines are found in the whole text before any
+    /// token is read.
+    pub(crate) fn needs_joined_text(&self) -> bool {
+        self.shingling.chrome
+    }
+
+    /// Starts signing text values one by one, as tantivy's indexing thread cuts them (the
+    /// built-in tokenizer only): the values joined by line breaks are the signed text, so the
+    /// signature equals [`sign`](Self::sign)'s of the joined text when no Han run continues
+    /// across a joining line break (the caller checks). `joined`: the joined text, needed when
+    /// [`needs_joined_text`](Self::needs_joined_text).
+    pub(crate) fn begin_values(&mut self, joined: Option<&str>) {
+        self.begin(joined);
+        self.fingerprinter.begin_values(self.lines);
+    }
+
+    /// One token of the current value, at byte offsets `from..to` of `value`.
+    #[inline]
+    pub(crate) fn value_token(&mut self, value: &str, token: &str, from: usize, to: usize) {
+        let (hash, line) = self.fingerprinter.value_token(value, token, from);
+        let span = self.spans.then(|| value.get(from..to)).flatten();
+        self.collector.token(token, hash, line, span);
+    }
+
+    /// Starts a value on 0-based line `line` of the joined text (the line breaks before it,
+    /// joining ones included).
+    pub(crate) fn start_value(&mut self, line: u32) {
+        self.fingerprinter.start_value(line);
+    }
+
+    /// The signature of the values given since [`begin_values`](Self::begin_values).
+    pub(crate) fn finish_values(&mut self) -> Signature {
+        let details = self.fingerprinter.finish_values();
+        self.finish(details).0
+    }
+
+    /// Chrome lines and whether lines matter, for the text about to be signed.
+    fn begin(&mut self, text: Option<&str>) {
+        // Lines matter only to chrome detection; most texts have no chrome shape and cost one
+        // scan for a spaced separator.
+        self.chrome = match text {
+            Some(text) if self.shingling.chrome => chrome::chrome_lines(text),
+            _ => None,
+        };
+        self.lines = self.shingling.min_line_words > 0 || self.chrome.is_some();
+        // Token offsets index the signed text itself only under the built-in tokenizer (a
+        // user analyzer's offsets index the normalised text).
+        self.spans = self.lines && self.builtin_offsets;
+        self.collector.clear(self.lines);
+    }
+
+    /// The sketch from the analysis pass's tokens, and the signature.
+    fn finish(&mut self, details: FingerprintDetails) -> (Signature, FingerprintKind) {
         let token_hashes = self.fingerprinter.token_hashes();
         self.collector.complete(token_hashes);
-        if let Some(chrome) = &chrome {
+        if let Some(chrome) = &self.chrome {
             self.collector.drop_chrome(chrome);
         }
         let bins = &mut self.bins;

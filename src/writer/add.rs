@@ -7,7 +7,7 @@ use super::pending::{Pending, PendingDoc};
 use super::{DedupWriter, IdPolicy, Outcome, Policy, MAX_ID_BYTES};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::replay::{AnalyzedDocument, StagedTokens};
+use crate::replay::{AnalyzedDocument, DeferredSigning, StagedTokens};
 use crate::signature::Signature;
 use crate::sync::lock;
 use rayon::prelude::*;
@@ -59,8 +59,8 @@ impl DedupWriter {
             Settled::Open(id, committed) => (id, committed),
             Settled::Done(outcome) => return Ok(outcome),
         };
-        let (signature, staged) = self.sign_and_stage(&doc);
-        self.add_prepared(doc, id, committed, signature, true, staged)
+        let signed = self.sign_here_or_when_indexed(&doc);
+        self.add_prepared(doc, id, committed, signed)
     }
 
     /// Adds `doc` with a signature computed elsewhere (with the index's scheme and rule, for
@@ -108,7 +108,29 @@ impl DedupWriter {
     ) -> Result<Outcome> {
         let id = self.prepare(&doc)?;
         let committed = CommittedId::read(&self.searcher, self.id_policy, &id)?;
-        self.add_prepared(doc, id, committed, signature, with_sketch, None)
+        let signed = Signed::Here {
+            signature,
+            with_sketch,
+            staged: None,
+        };
+        self.add_prepared(doc, id, committed, signed)
+    }
+
+    /// Under [`Policy::Off`], when tantivy's indexing thread can sign `doc` as it cuts its
+    /// text: that (no check needs the signature first); otherwise `doc` signed here, with its
+    /// tokens staged for tantivy. One analysis either way.
+    fn sign_here_or_when_indexed(&self, doc: &TantivyDocument) -> Signed {
+        match (&self.deferred, self.policy) {
+            (Some(signing), Policy::Off) => Signed::WhenIndexed(Arc::clone(signing)),
+            _ => {
+                let (signature, staged) = self.sign_and_stage(doc);
+                Signed::Here {
+                    signature,
+                    with_sketch: true,
+                    staged,
+                }
+            }
+        }
     }
 
     /// Checks `doc` and looks its id up in the last commit; settles it when the id policy
@@ -143,11 +165,16 @@ impl DedupWriter {
         mut doc: TantivyDocument,
         id: String,
         committed: CommittedId,
-        signature: Signature,
-        with_sketch: bool,
-        staged: Option<Arc<StagedTokens>>,
+        signed: Signed,
     ) -> Result<Outcome> {
-        self.add_signature_fields(&mut doc, &signature, with_sketch);
+        if let Signed::Here {
+            signature,
+            with_sketch,
+            ..
+        } = &signed
+        {
+            self.add_signature_fields(&mut doc, signature, *with_sketch);
+        }
         let mut pending = lock(&self.pending);
         // The id check, the near-duplicate check and the insertion are one step under the lock:
         // of two threads adding one id, exactly one wins.
@@ -159,9 +186,12 @@ impl DedupWriter {
             }
         };
         self.number(&mut pending, &mut doc);
-        if self.policy == Policy::Off {
-            return self.add_unchecked(pending, doc, &id, replacing.as_deref(), &signature, staged);
-        }
+        let (signature, staged) = match signed {
+            Signed::Here {
+                signature, staged, ..
+            } if self.policy != Policy::Off => (signature, staged),
+            signed => return self.add_unchecked(pending, doc, &id, replacing.as_deref(), signed),
+        };
         let kept = match self.check(
             &mut pending,
             &mut doc,
@@ -209,14 +239,24 @@ impl DedupWriter {
         doc: TantivyDocument,
         id: &str,
         replacing: Option<&str>,
-        signature: &Signature,
-        staged: Option<Arc<StagedTokens>>,
+        signed: Signed,
     ) -> Result<Outcome> {
         self.delete_old_version(&mut pending, replacing);
         pending.ids.insert(&Arc::from(id), None);
         drop(pending);
-        let fingerprint = signature.fingerprint;
-        self.add_to_tantivy(doc, staged, Outcome::Added { fingerprint })
+        match signed {
+            Signed::Here {
+                signature, staged, ..
+            } => {
+                let fingerprint = signature.fingerprint;
+                self.add_to_tantivy(doc, staged, Outcome::Added { fingerprint })
+            }
+            Signed::WhenIndexed(signing) => {
+                self.writer
+                    .add_document(AnalyzedDocument::signed_when_indexed(doc, &signing))?;
+                Ok(Outcome::Queued)
+            }
+        }
     }
 
     /// Adds the signature fields to `doc`: the fingerprint, and with `with_sketch` the sketch
@@ -258,13 +298,15 @@ impl DedupWriter {
         let scheme = self.index.scheme();
         let rule = self.index.rule();
         let settled: Vec<Result<Settled>> = docs.iter().map(|d| self.settle_by_id(d)).collect();
+        // Documents tantivy's threads sign (`Policy::Off`) are not signed here.
+        let sign_here = !matches!((&self.deferred, self.policy), (Some(_), Policy::Off));
         let sigs: Vec<Option<(Signature, Option<Arc<StagedTokens>>)>> = docs
             .par_iter()
             .zip(&settled)
             .map_init(
                 || rule.signer(scheme),
                 |signer, (doc, settled)| {
-                    matches!(settled, Ok(Settled::Open(..)))
+                    (sign_here && matches!(settled, Ok(Settled::Open(..))))
                         .then(|| self.sign_and_stage_with(signer, doc))
                 },
             )
@@ -273,12 +315,17 @@ impl DedupWriter {
         for ((doc, settled), sig) in docs.into_iter().zip(settled).zip(sigs) {
             let outcome = match (settled?, sig) {
                 (Settled::Done(outcome), _) => outcome,
-                (Settled::Open(id, committed), Some((sig, staged))) => {
-                    self.add_prepared(doc, id, committed, sig, true, staged)?
+                (Settled::Open(id, committed), Some((signature, staged))) => {
+                    let signed = Signed::Here {
+                        signature,
+                        with_sketch: true,
+                        staged,
+                    };
+                    self.add_prepared(doc, id, committed, signed)?
                 }
                 (Settled::Open(id, committed), None) => {
-                    let (sig, staged) = self.sign_and_stage(&doc);
-                    self.add_prepared(doc, id, committed, sig, true, staged)?
+                    let signed = self.sign_here_or_when_indexed(&doc);
+                    self.add_prepared(doc, id, committed, signed)?
                 }
             };
             outcomes.push(outcome);
@@ -332,6 +379,19 @@ impl DedupWriter {
         }
         Ok(id)
     }
+}
+
+/// A document's signature, or who makes it.
+enum Signed {
+    /// Signed by the writer or given by the caller (`with_sketch` false: the fingerprint
+    /// only), stored in the document's fields; with the tokens the signing logged.
+    Here {
+        signature: Signature,
+        with_sketch: bool,
+        staged: Option<Arc<StagedTokens>>,
+    },
+    /// Signed on tantivy's indexing thread ([`Policy::Off`]).
+    WhenIndexed(Arc<DeferredSigning>),
 }
 
 /// A document after its id check: settled by the id policy, or open (its id and what the last

@@ -23,7 +23,12 @@ use crate::signature::Evidence;
 /// makes that list grow). Measured figures: docs/PERFORMANCE.md, "Indexing".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Policy {
-    /// Only store signatures and keys; no lookup. The fastest.
+    /// Only store signatures and keys; no lookup. The fastest: nothing needs the signature
+    /// before the document is added, so tantivy's indexing thread signs it while it cuts the
+    /// text for the index (one analysis, off the caller's thread) and the outcome is
+    /// [`Outcome::Queued`], without the fingerprint. When a fingerprinted field is not indexed
+    /// with [`SIMHASH_TOKENIZER_NAME`](crate::SIMHASH_TOKENIZER_NAME) or the scheme uses a
+    /// user analyzer, the writer signs instead and the outcome is [`Outcome::Added`].
     Off,
     /// Skip the document: it is not added.
     #[default]
@@ -72,11 +77,18 @@ impl Policy {
 /// What happened to a document given to [`DedupWriter`](super::DedupWriter).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// Added; no near-duplicate (or [`Policy::Off`]).
+    /// Added; no near-duplicate (or [`Policy::Off`], when the writer signed it).
     Added {
         /// Its fingerprint.
         fingerprint: Fingerprint,
     },
+    /// Added under [`Policy::Off`] without a check, and signed by tantivy's indexing thread
+    /// as it cuts the document's text (one analysis for the index and the signature, off the
+    /// caller's thread), so its fingerprint is not known when `add_document` returns: read it
+    /// from the index after the commit. The writer signs it itself, giving
+    /// [`Outcome::Added`], when tantivy does not cut every fingerprinted field with the
+    /// index's tokenizer ([`crate::SIMHASH_TOKENIZER_NAME`]).
+    Queued,
     /// Not added ([`Policy::Reject`]): `of` is its nearest near-duplicate.
     Duplicate {
         /// The id of the nearest near-duplicate.
@@ -119,22 +131,22 @@ pub enum Outcome {
 
 impl Outcome {
     /// The document's fingerprint; `None` for [`Outcome::IdTaken`] (such a document is not
-    /// signed).
+    /// signed) and [`Outcome::Queued`] (signed later).
     pub fn fingerprint(&self) -> Option<Fingerprint> {
         match self {
             Outcome::Added { fingerprint }
             | Outcome::Duplicate { fingerprint, .. }
             | Outcome::Tagged { fingerprint, .. }
             | Outcome::Replaced { fingerprint, .. } => Some(*fingerprint),
-            Outcome::IdTaken { .. } => None,
+            Outcome::IdTaken { .. } | Outcome::Queued => None,
         }
     }
 
-    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`] and
-    /// [`Outcome::IdTaken`].
+    /// Why the document matched its nearest near-duplicate; `None` for [`Outcome::Added`],
+    /// [`Outcome::Queued`] and [`Outcome::IdTaken`].
     pub fn evidence(&self) -> Option<Evidence> {
         match self {
-            Outcome::Added { .. } | Outcome::IdTaken { .. } => None,
+            Outcome::Added { .. } | Outcome::Queued | Outcome::IdTaken { .. } => None,
             Outcome::Duplicate { evidence, .. }
             | Outcome::Tagged { evidence, .. }
             | Outcome::Replaced { evidence, .. } => Some(*evidence),

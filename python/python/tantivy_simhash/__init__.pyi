@@ -47,7 +47,9 @@ class Outcome:
     def id(self) -> str: ...
     @property
     def fingerprint(self) -> Optional[int]:
-        """None for a skipped document."""
+        """None for a skipped document, and under ``policy="off"``, where tantivy's indexing
+        thread signs the document as it indexes its text (:meth:`Index.fingerprint_of` reads it
+        after the commit)."""
     @property
     def of(self) -> Optional[str]:
         """The nearest near-duplicate (tagged, rejected, replaced)."""
