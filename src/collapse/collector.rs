@@ -568,7 +568,13 @@ impl<C> NearDupCollapse<C> {
     ) -> Result<Collapsed<K>> {
         let mut fetch = self.settings.fetch;
         loop {
-            let result = run(&self.with_fetch(fetch))?;
+            // The first fetch is this collapse's own (its inner collector made for it): no
+            // copy of the settings and the collector for it.
+            let result = if fetch == self.settings.fetch {
+                run(self)?
+            } else {
+                run(&self.with_fetch(fetch))?
+            };
             if result.groups.len() >= self.settings.limit
                 || result.is_complete()
                 || fetch >= self.settings.max_fetch
