@@ -65,9 +65,9 @@ pub(crate) const DEFAULT_MAX_POSTINGS_PER_KEY: usize = 1024;
 /// ## What a result contains: the window
 ///
 /// The inner `TopDocs` fetches `fetch` hits (by default 3 x the number of groups asked for;
-/// measured on natural-en under the match rule, docs/PERFORMANCE.md: 1.6-2.2x the time of
-/// `TopDocs` returning as many hits without ids, 0.5-0.8x when both read their ids; 2 x widened
-/// twice as many queries, 29 in 500, and found fewer members).
+/// measured on natural-en under the match rule with the segment component, docs/PERFORMANCE.md:
+/// 1.3-1.5x the time of `TopDocs(10)` without ids, 0.3-0.7x when both read their ids (1 and 16
+/// segments); 2 x widened twice as many queries, 29 in 500, and found fewer members).
 /// The **window** is the set of hits the collapse works on:
 /// - when the query has fewer than `fetch` hits, all of them ([`Collapsed::is_complete`]);
 /// - otherwise every hit that ranks **strictly** better than the `fetch`-th hit (its key is the
