@@ -322,3 +322,49 @@ fn single_analysis_stores_the_signature_and_indexes_the_tokens_of_two_analyses()
         assert_eq!(ours, theirs, "{policy:?}");
     }
 }
+
+/// Under `Off` tantivy's indexing thread signs each document as it cuts its text with the
+/// tokenizer registered under the scheme's name. When that tokenizer is the user's own, it
+/// never sees the signing session: the segment component signs the joined text itself. Oracle:
+/// `Signer::sign` of the joined text, for every stored document.
+#[test]
+fn off_signs_the_joined_text_when_the_users_tokenizer_cuts_the_values() {
+    let docs = documents();
+    let scheme = Scheme::default();
+    let config = NearDupConfig::new("id", ["title", "body"]);
+    let mut signer = config.rule().unwrap().signer(&scheme);
+    let (schema, id, title, body) = schema(&config);
+    let index = Index::create_in_ram(schema);
+    index.tokenizers().register(
+        SIMHASH_TOKENIZER_NAME,
+        tantivy::tokenizer::TextAnalyzer::from(tantivy::tokenizer::SimpleTokenizer::default()),
+    );
+    let index = NearDupIndex::create(index, config).unwrap();
+    assert!(
+        index.analysis_counts().is_none(),
+        "the user's tokenizer stays"
+    );
+    let mut w = index
+        .writer_with_num_threads(2, 40_000_000, Policy::Off)
+        .unwrap();
+    let sample = &docs.texts[..120];
+    for d in sample {
+        assert_eq!(
+            w.add_document(tantivy_doc(id, title, body, d)).unwrap(),
+            Outcome::Queued
+        );
+    }
+    w.commit().unwrap();
+    let stored = stored_signatures(&index);
+    assert_eq!(stored.len(), sample.len());
+    for d in sample {
+        let mut joined = String::new();
+        for v in std::iter::once(&d.1).chain(&d.2) {
+            if !joined.is_empty() {
+                joined.push('\n');
+            }
+            joined.push_str(v);
+        }
+        assert_eq!(stored[d.0.as_str()], signer.sign(&joined), "{}", d.0);
+    }
+}
