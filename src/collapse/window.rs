@@ -226,20 +226,14 @@ impl HitBands {
         hit: (Option<Fingerprint>, &[u64]),
     ) -> Option<Evidence> {
         let distance = leader.0?.distance(hit.0?);
-        if distance <= max_distance {
-            return Some(Evidence::Simhash { distance });
-        }
-        if rule.spec().band_max_distance.is_some_and(|k| distance > k) {
-            return None;
-        }
-        let (lanes, valid) = &self.leader_lanes[i];
-        let shared = equal_lanes(lanes, &self.hit_lanes.0) & valid & self.hit_lanes.1;
-        if shared == 0 {
-            return None;
-        }
-        // The leader's words are read only here: most pairs share no band.
-        let leader_words = leader.1.words(leader.2);
-        rule.matches_sharing_band(leader_words, hit.1, shared.trailing_zeros(), distance)
+        let first_shared_band = || {
+            let (lanes, valid) = &self.leader_lanes[i];
+            let shared = equal_lanes(lanes, &self.hit_lanes.0) & valid & self.hit_lanes.1;
+            (shared != 0).then(|| shared.trailing_zeros())
+        };
+        // The leader's words are read only for a pair sharing a band (most share none).
+        let words = || (leader.1.words(leader.2), hit.1);
+        rule.matches_by(distance, max_distance, first_shared_band, words)
     }
 }
 

@@ -309,16 +309,40 @@ impl MatchRule {
         b: &Signature,
         max_distance: u32,
     ) -> Option<Evidence> {
-        let distance = a.fingerprint.distance(b.fingerprint);
+        self.matches_by(
+            a.fingerprint.distance(b.fingerprint),
+            max_distance,
+            // `None` for an empty sketch, so both are known not to be empty.
+            || a.sketch.first_shared_band(&b.sketch, &self.spec.minhash),
+            || (&a.sketch.words, &b.sketch.words),
+        )
+    }
+
+    /// The rule for two documents whose fingerprints are `distance` apart, for callers that
+    /// keep band keys their own way: a simhash match within `max_distance`; otherwise, where
+    /// the rule's band distance allows, a resemblance match through `first_shared_band` (asked
+    /// only then; `None` when they share none), verified on the sketch words `words` gives
+    /// (read only for a pair sharing a band). The one decision [`matches_within`],
+    /// [`matches_within_bands`] and the collapse's fold make.
+    ///
+    /// [`matches_within`]: Self::matches_within
+    /// [`matches_within_bands`]: Self::matches_within_bands
+    pub(crate) fn matches_by<'w>(
+        &self,
+        distance: u32,
+        max_distance: u32,
+        first_shared_band: impl FnOnce() -> Option<u32>,
+        words: impl FnOnce() -> (&'w [u64], &'w [u64]),
+    ) -> Option<Evidence> {
         if distance <= max_distance {
             return Some(Evidence::Simhash { distance });
         }
         if self.spec.band_max_distance.is_some_and(|k| distance > k) {
             return None;
         }
-        // `first_shared_band` is `None` for an empty sketch, so both are known not to be empty.
-        let band = a.sketch.first_shared_band(&b.sketch, &self.spec.minhash)?;
-        self.matches_sharing_band(&a.sketch.words, &b.sketch.words, band, distance)
+        let band = first_shared_band()?;
+        let (a, b) = words();
+        self.matches_sharing_band(a, b, band, distance)
     }
 
     /// [`matches_within`](Self::matches_within) for a caller that keeps each signature's band
@@ -333,22 +357,20 @@ impl MatchRule {
         b: (Fingerprint, &[u64], &[u32]),
         max_distance: u32,
     ) -> Option<Evidence> {
-        let distance = a.0.distance(b.0);
-        if distance <= max_distance {
-            return Some(Evidence::Simhash { distance });
-        }
-        if self.spec.band_max_distance.is_some_and(|k| distance > k) {
-            return None;
-        }
-        let shared =
-            a.2.iter()
-                .zip(b.2)
-                .fold(false, |any, (x, y)| any | (x == y));
-        if !shared {
-            return None;
-        }
-        let band = a.2.iter().zip(b.2).position(|(x, y)| x == y)?;
-        self.matches_sharing_band(a.1, b.1, band as u32, distance)
+        let first_shared_band = || {
+            let shared =
+                a.2.iter()
+                    .zip(b.2)
+                    .fold(false, |any, (x, y)| any | (x == y));
+            if !shared {
+                return None;
+            }
+            let band = a.2.iter().zip(b.2).position(|(x, y)| x == y)?;
+            Some(band as u32)
+        };
+        self.matches_by(a.0.distance(b.0), max_distance, first_shared_band, || {
+            (a.1, b.1)
+        })
     }
 
     /// Appends the bands (all `rows * bits` bits of each) of the sketch `words` to `out`, one
