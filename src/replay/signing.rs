@@ -114,8 +114,7 @@ pub(super) fn han_run_crosses(text: &str, ranges: &[Range<usize>]) -> bool {
         let Some(value) = text.get(range.clone()) else {
             continue;
         };
-        let mut chars = value.chars().filter(|c| !c.is_whitespace());
-        let Some(first) = chars.next() else {
+        let Some(first) = value.chars().find(|c| !c.is_whitespace()) else {
             continue;
         };
         if tail_is_han && is_han(first) {
