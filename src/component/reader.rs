@@ -233,12 +233,12 @@ impl SegmentSignatures {
 }
 
 /// The query's side of the simhash key tables' filter bits: for each block key position, the
-/// query fingerprint's bits outside that key ([`BlockLayout::combo_rest`]), and the distance
+/// query fingerprint's bits outside that key ([`BlockLayout::rests_into`]), and the distance
 /// a candidate must be within. The bits a candidate differs in there are a lower bound of
 /// its distance, so one beyond `distance` on them is not within it: dropped from the table
 /// without reading its row.
 ///
-/// [`BlockLayout::combo_rest`]: crate::BlockLayout
+/// [`BlockLayout::rests_into`]: crate::BlockLayout
 pub(crate) struct NearFilter {
     rests: Vec<u64>,
     distance: u32,
@@ -246,12 +246,9 @@ pub(crate) struct NearFilter {
 
 impl NearFilter {
     pub(crate) fn new(layout: &BlockLayout, fp: Fingerprint, distance: u32) -> NearFilter {
-        NearFilter {
-            rests: (0..layout.num_keys())
-                .map(|combo| layout.combo_rest(combo, fp))
-                .collect(),
-            distance,
-        }
+        let mut rests = Vec::with_capacity(layout.num_keys());
+        layout.rests_into(fp, &mut rests);
+        NearFilter { rests, distance }
     }
 }
 

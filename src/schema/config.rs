@@ -106,7 +106,7 @@ impl NearDupConfig {
     /// Uses `layout` for the keys; its [`BlockLayout::max_distance`] is the default `k` of
     /// lookups and of [`DedupWriter`](crate::DedupWriter).
     pub fn with_layout(mut self, layout: BlockLayout) -> Self {
-        self.rule.layout = layout.clone();
+        self.rule.layout = layout;
         self.layout = layout;
         self
     }
@@ -116,15 +116,15 @@ impl NearDupConfig {
     /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature) finds
     /// the documents the rule matches.
     pub fn with_rule(mut self, rule: MatchRule) -> Self {
-        self.layout = rule.layout().clone();
-        self.rule = rule.spec().clone();
+        self.layout = *rule.layout();
+        self.rule = *rule.spec();
         self
     }
 
     /// The match rule. Errors with [`Error::InvalidConfig`] when its parameters are invalid
     /// (they come from [`MatchRule`], so only a hand-edited record can make them so).
     pub fn rule(&self) -> Result<MatchRule> {
-        MatchRule::new(self.rule.clone())
+        MatchRule::new(self.rule)
     }
 
     /// The names of the signature fields (fingerprint, keys, sketch words).
@@ -272,11 +272,11 @@ impl NearDupConfig {
             rule: self.rule().map(|r| r.id()).unwrap_or_default(),
             settings: Some(RecordedSettings {
                 scheme: self.scheme.parameters(),
-                layout: self.layout.clone(),
+                layout: self.layout,
                 id_field: self.id_field.clone(),
                 text_fields: self.text_fields.clone(),
                 group_field: self.group_field.clone(),
-                rule: Some(self.rule.clone()),
+                rule: Some(self.rule),
             }),
             application: None,
         }

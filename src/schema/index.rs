@@ -311,7 +311,7 @@ impl NearDupIndex {
         // under that name is theirs and stays.
         let analysis_counters = register_scheme_tokenizer(&index, &config.scheme);
         let replay_fields = replay_fields(&schema, &config.scheme, &text_fields);
-        let rule = config.rule()?.interned();
+        let rule = config.rule()?;
         let (signature_fields, first_sketch) =
             resolve_signature_fields(&schema, &config, fingerprint)?;
         Ok(NearDupIndex {
@@ -334,7 +334,7 @@ impl NearDupIndex {
             replay_fields: Arc::new(replay_fields),
             analysis_counters,
             reader: Arc::new(Mutex::new(None)),
-            warmer: Arc::new(crate::component::ComponentWarmer::new(rule.clone())),
+            warmer: Arc::new(crate::component::ComponentWarmer::new(rule)),
         })
     }
 
@@ -398,8 +398,8 @@ impl NearDupIndex {
     }
 
     /// The match rule.
-    pub fn rule(&self) -> &'static MatchRule {
-        self.fields.rule
+    pub fn rule(&self) -> &MatchRule {
+        &self.fields.rule
     }
 
     /// Where signatures are stored.
@@ -412,7 +412,7 @@ impl NearDupIndex {
     /// (16 by default) with key postings; cannot fail.
     pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
         self.signature_fields
-            .add_to_document(self.fields.rule, signature, doc);
+            .add_to_document(&self.fields.rule, signature, doc);
     }
 
     /// Adds the fingerprint (and its block keys, when the index has key postings) to `doc`,

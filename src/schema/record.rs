@@ -182,11 +182,11 @@ impl IndexRecord {
                 self.scheme
             )));
         }
-        let mut rule = settings.rule.clone().unwrap_or_default();
-        rule.layout = settings.layout.clone();
+        let mut rule = settings.rule.unwrap_or_default();
+        rule.layout = settings.layout;
         Ok(NearDupConfig {
             scheme,
-            layout: settings.layout.clone(),
+            layout: settings.layout,
             rule,
             id_field: settings.id_field.clone(),
             text_fields: settings.text_fields.clone(),

@@ -590,7 +590,7 @@ pub(crate) fn signature_index(
     let n_field = builder.add_u64_field("n", INDEXED | FAST);
     names.add_to_schema(&mut builder);
     let component = crate::component::NearDupComponent::new(
-        rule.clone(),
+        *rule,
         names.fingerprint.clone(),
         names.sketch.clone(),
     );
