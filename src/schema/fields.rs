@@ -26,10 +26,6 @@ pub struct NearDupFields {
     pub id: Field,
     /// The fingerprint (`u64`, fast).
     pub fingerprint: Field,
-    /// The keys field: the layout's block keys and the rule's band keys (`u64`, indexed,
-    /// multi-valued) when [`key_postings`](Self::key_postings), else a field that holds no
-    /// value (the keys live in the signature columns only).
-    pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
     /// [`SEQUENCE_FIELD`] (`u64`, fast), if the schema has it.
@@ -41,16 +37,9 @@ pub struct NearDupFields {
     pub(super) first_sketch: Field,
     pub(super) sketch_words: u32,
     pub(super) rule: MatchRule,
-    pub(super) key_postings: bool,
 }
 
 impl NearDupFields {
-    /// Whether the keys are indexed as postings ([`NearDupConfig::with_key_postings`]); `false`
-    /// when they live in the signature columns only (read through key tables).
-    pub fn key_postings(&self) -> bool {
-        self.key_postings
-    }
-
     /// The match rule of the index.
     pub fn rule(&self) -> &MatchRule {
         &self.rule

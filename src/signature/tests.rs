@@ -585,7 +585,7 @@ pub(crate) fn signature_index(
     use tantivy::schema::{Schema, FAST, INDEXED};
     use tantivy::{Index, IndexWriter, TantivyDocument, Term};
 
-    let names = SignatureFields::new("fp", "keys", rule);
+    let names = SignatureFields::new("fp", rule);
     let mut builder = Schema::builder();
     let n_field = builder.add_u64_field("n", INDEXED | FAST);
     names.add_to_schema(&mut builder);
