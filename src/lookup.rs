@@ -18,7 +18,7 @@ use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use crate::sync::lock;
 use std::sync::Arc;
 use tantivy::columnar::Column;
-use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, Term};
+use tantivy::{DocAddress, ReloadPolicy, Searcher, Term};
 
 impl NearDupIndex {
     /// tantivy's [`Searcher`] over the last commit, from a reader this index keeps (manual
@@ -32,23 +32,24 @@ impl NearDupIndex {
     /// opening or reloading the reader fails.
     pub fn searcher(&self) -> Result<Searcher> {
         let mut guard = lock(&self.reader);
-        if let Some(reader) = guard.as_ref() {
-            crate::component::reload_fresh(|| reader.reload())?;
-            return Ok(reader.searcher());
+        if let Some(warmed) = guard.as_ref() {
+            crate::component::reload_fresh(|| warmed.reader.reload())?;
+            return Ok(warmed.reader.searcher());
         }
-        let reader = self.manual_reader()?;
-        let searcher = reader.searcher();
-        *guard = Some(reader);
+        let warmed = self.manual_reader()?;
+        let searcher = warmed.reader.searcher();
+        *guard = Some(warmed);
         Ok(searcher)
     }
 
-    /// A reader of this index that reloads only when asked, with the component's warmer,
-    /// retrying a searcher that a merge made stale while it was opened.
-    pub(crate) fn manual_reader(&self) -> Result<IndexReader> {
-        Ok(crate::component::reload_fresh(|| {
-            self.reader_builder()
+    /// A reader of this index that reloads only when asked, with a warmer of its own (so no
+    /// other reader's garbage collection releases its searchers' files), retrying a searcher
+    /// that a merge made stale while it was opened.
+    pub(crate) fn manual_reader(&self) -> Result<crate::component::WarmedReader> {
+        Ok(crate::component::WarmedReader::open(&self.warmer, || {
+            self.index
+                .reader_builder()
                 .reload_policy(ReloadPolicy::Manual)
-                .try_into()
         })?)
     }
 
@@ -59,7 +60,11 @@ impl NearDupIndex {
     /// searcher holds it (without the warmer, reading it then fails with
     /// [`Error::OldFormat`]'s "has no near-duplicate file"). Cost: per reload, opening each
     /// segment's component file (a few microseconds each); the warmer lives as long as this
-    /// handle or a clone of it.
+    /// handle or a clone of it. The readers made from this builder share one warmer (tantivy
+    /// numbers each reader's searchers on its own and collects each one's garbage with only
+    /// its own live searchers): keep one such reader per handle, or a searcher of one may lose
+    /// its files when another reloads after a merge. The handle's own reader
+    /// ([`searcher`](Self::searcher)) and each writer's have warmers of their own.
     pub fn reader_builder(&self) -> tantivy::IndexReaderBuilder {
         let warmer: Arc<dyn tantivy::Warmer> = self.warmer.clone();
         self.index
@@ -550,7 +555,7 @@ impl NearDupLookup {
 mod tests {
     use super::*;
     use crate::{NearDupConfig, Policy};
-    use tantivy::{doc, Warmer};
+    use tantivy::doc;
 
     /// An index of `segments` committed segments of 40 documents each (ids `d{s}-{i}`), its
     /// writer dropped.
@@ -639,7 +644,10 @@ mod tests {
         drop(writer);
         let fresh = index.searcher().unwrap();
         assert_eq!(fresh.segment_readers().len(), 1);
-        index.warmer.garbage_collect(&[fresh.generation()]);
+        lock(&index.reader)
+            .as_ref()
+            .unwrap()
+            .collect_garbage(&[fresh.generation()]);
         assert_eq!(
             index.id_tables().held_segments(),
             1,

@@ -347,7 +347,10 @@ impl SignatureSource for ComponentWriter {
 /// live generation nor consumer holds it.
 pub(crate) struct ComponentWarmer {
     rule: MatchRule,
-    held: std::sync::Mutex<std::collections::HashMap<u64, HeldSegments>>,
+    /// By reader (a tag: 0 for the readers of the public reader builder, one of its own for
+    /// each [`ReaderWarmer`]) and generation: tantivy numbers generations per reader, and
+    /// collects garbage per reader with only its own live generations.
+    held: std::sync::Mutex<std::collections::HashMap<(u64, u64), HeldSegments>>,
     id_tables: IdTables,
 }
 
@@ -380,6 +383,8 @@ pub(crate) fn reload_fresh<T>(mut open: impl FnMut() -> tantivy::Result<T>) -> t
 
 /// What one searcher generation holds.
 struct HeldSegments {
+    /// The segments, in the searcher's order (which searcher these files belong to).
+    segments: Vec<tantivy::index::SegmentId>,
     _metas: Vec<tantivy::index::SegmentMeta>,
     files: Vec<ComponentFile>,
     _tables: Vec<Arc<SegmentTables>>,
@@ -403,18 +408,21 @@ impl ComponentWarmer {
     /// it warmed that searcher: a reader made from it takes them instead of opening them again.
     pub(crate) fn files_of(&self, searcher: &tantivy::Searcher) -> Option<Vec<ComponentFile>> {
         let held = crate::sync::lock(&self.held);
-        let files = &held.get(&searcher.generation().generation_id())?.files;
-        let same = files.len() == searcher.segment_readers().len()
-            && files
-                .iter()
-                .zip(searcher.segment_readers())
-                .all(|(file, segment)| file.max_doc() == segment.max_doc());
-        same.then(|| files.clone())
+        let generation = searcher.generation().generation_id();
+        // Several readers may have a generation of this number: the one of these segments.
+        let found = held.iter().find(|((_, g), h)| {
+            *g == generation
+                && h.segments.len() == searcher.segment_readers().len()
+                && h.segments
+                    .iter()
+                    .zip(searcher.segment_readers())
+                    .all(|(id, segment)| *id == segment.segment_id())
+        })?;
+        Some(found.1.files.clone())
     }
-}
 
-impl tantivy::Warmer for ComponentWarmer {
-    fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
+    /// [`tantivy::Warmer::warm`] for the reader tagged `tag`.
+    fn warm_as(&self, tag: u64, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
         let index = searcher.index();
         // A tracked meta per segment keeps its files from garbage collection, whether or not the
         // segment is still part of the index (a merge may have replaced it already).
@@ -440,9 +448,15 @@ impl tantivy::Warmer for ComponentWarmer {
             .iter()
             .map(|segment| self.id_tables.segment(segment.segment_id()))
             .collect();
+        let segments = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| segment.segment_id())
+            .collect();
         crate::sync::lock(&self.held).insert(
-            searcher.generation().generation_id(),
+            (tag, searcher.generation().generation_id()),
             HeldSegments {
+                segments,
                 _metas: metas,
                 files,
                 _tables: tables,
@@ -451,10 +465,90 @@ impl tantivy::Warmer for ComponentWarmer {
         Ok(())
     }
 
-    fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
+    /// [`tantivy::Warmer::garbage_collect`] for the reader tagged `tag`: only its entries.
+    fn collect_as(&self, tag: u64, live_generations: &[&tantivy::SearcherGeneration]) {
         let live: std::collections::HashSet<u64> =
             live_generations.iter().map(|g| g.generation_id()).collect();
-        crate::sync::lock(&self.held).retain(|id, _| live.contains(id));
+        crate::sync::lock(&self.held).retain(|(t, id), _| *t != tag || live.contains(id));
+    }
+}
+
+/// The warmer of one reader the crate opens for itself ([`NearDupIndex::searcher`]'s, each
+/// writer's): its entries in the shared [`ComponentWarmer`] under a tag of its own, so that
+/// another reader's garbage collection (which knows only that reader's live generations, with
+/// numbers that may equal this reader's) never releases them, and dropped with the reader
+/// ([`WarmedReader`]), which releases them.
+///
+/// [`NearDupIndex::searcher`]: crate::NearDupIndex::searcher
+pub(crate) struct ReaderWarmer {
+    shared: Arc<ComponentWarmer>,
+    tag: u64,
+}
+
+impl ReaderWarmer {
+    pub(crate) fn new(shared: Arc<ComponentWarmer>) -> Arc<ReaderWarmer> {
+        // Tag 0 is the public reader builder's.
+        static NEXT_TAG: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let tag = NEXT_TAG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(ReaderWarmer { shared, tag })
+    }
+}
+
+impl tantivy::Warmer for ReaderWarmer {
+    fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
+        self.shared.warm_as(self.tag, searcher)
+    }
+
+    fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
+        self.shared.collect_as(self.tag, live_generations);
+    }
+}
+
+impl Drop for ReaderWarmer {
+    fn drop(&mut self) {
+        crate::sync::lock(&self.shared.held).retain(|(t, _), _| *t != self.tag);
+    }
+}
+
+/// A reader with the warmer that only it uses (tantivy holds warmers weakly): the reader is
+/// dropped first, then its warmer, which releases what it held.
+pub(crate) struct WarmedReader {
+    pub(crate) reader: tantivy::IndexReader,
+    _warmer: Arc<ReaderWarmer>,
+}
+
+impl WarmedReader {
+    /// A reader of `index` made by `builder` (with no warmer yet) with a warmer of its own.
+    pub(crate) fn open(
+        shared: &Arc<ComponentWarmer>,
+        builder: impl Fn() -> tantivy::IndexReaderBuilder,
+    ) -> tantivy::Result<WarmedReader> {
+        let warmer = ReaderWarmer::new(Arc::clone(shared));
+        let weak: std::sync::Weak<dyn tantivy::Warmer> = {
+            let strong: Arc<dyn tantivy::Warmer> = warmer.clone();
+            Arc::downgrade(&strong)
+        };
+        let reader = reload_fresh(|| builder().warmers(vec![weak.clone()]).try_into())?;
+        Ok(WarmedReader {
+            reader,
+            _warmer: warmer,
+        })
+    }
+
+    /// The warmer's garbage collection now (tantivy runs it on a thread every second).
+    #[cfg(test)]
+    pub(crate) fn collect_garbage(&self, live: &[&tantivy::SearcherGeneration]) {
+        tantivy::Warmer::garbage_collect(&*self._warmer, live);
+    }
+}
+
+impl tantivy::Warmer for ComponentWarmer {
+    fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
+        self.warm_as(0, searcher)
+    }
+
+    fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
+        self.collect_as(0, live_generations);
     }
 }
 

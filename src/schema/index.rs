@@ -17,7 +17,7 @@ use crate::signature::{MatchRule, Signature};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tantivy::schema::{Field, FieldType};
-use tantivy::{Directory, Index, IndexReader, TantivyDocument};
+use tantivy::{Directory, Index, TantivyDocument};
 
 /// A tantivy [`Index`] with a checked record of the scheme and layout that built it.
 ///
@@ -35,7 +35,7 @@ pub struct NearDupIndex {
     /// Where signatures are stored.
     pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
     /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
-    pub(crate) reader: Arc<Mutex<Option<IndexReader>>>,
+    pub(crate) reader: Arc<Mutex<Option<crate::component::WarmedReader>>>,
     /// Keeps the component files of the segments of live searchers of this handle's readers
     /// (tantivy readers hold warmers weakly).
     pub(crate) warmer: Arc<crate::component::ComponentWarmer>,
