@@ -27,10 +27,14 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
+
+#: The Dask pipeline's default band key width (``tantivy_simhash.dask.DEFAULT_KEY_BITS``; repeated
+#: here so that generating the corpus does not import Dask).
+DEFAULT_KEY_BITS = 32
 
 _VOCAB_SIZE = 20_000
 _SYLLABLES = [
@@ -133,16 +137,24 @@ def synthetic_corpus(docs: int, partitions: int, seed: int = 1, dup_fraction: fl
     )
 
 
-def count_records(docs: int, partitions: int, seed: int = 1, dup_fraction: float = 0.2, pool: float = 5.0) -> dict:
+def count_records(
+    docs: int,
+    partitions: int,
+    seed: int = 1,
+    dup_fraction: float = 0.2,
+    pool: float = 5.0,
+    key_bits: Optional[int] = None,
+) -> dict:
     """The lean shuffle's records, step by step, over the corpus in ``partitions`` partitions: the
     five kernels of ``python/src/lean.rs`` called in this process as the pipeline calls them (no
-    Dask), the shards of each step delivered by hand. Returns bytes per document of each step,
-    candidates, screened, dropped and survivors per document, and the pairs as ``(row_a, row_b)``
-    input positions (what the single-machine join reports)."""
+    Dask), the shards of each step delivered by hand, under ``Rule(key_bits=key_bits)`` (default:
+    the pipeline's, ``tantivy_simhash.dask.DEFAULT_KEY_BITS``). Returns bytes per document of each
+    step, candidates, screened, dropped and survivors per document, and the pairs as ``(row_a,
+    row_b)`` input positions (what the single-machine join reports)."""
     from . import Rule
     from ._native import lean_attach, lean_candidates, lean_post, lean_screen, lean_verify
 
-    rule = Rule()
+    rule = Rule(key_bits=DEFAULT_KEY_BITS if key_bits is None else key_bits)
     bounds = np.linspace(0, docs, partitions + 1).astype(int)
     local = []
     for p in range(partitions):
@@ -183,12 +195,13 @@ def count_records(docs: int, partitions: int, seed: int = 1, dup_fraction: float
         a, b = lean_verify(rule, p, fps, sk, *box(inbox, p)[1:])[:2]
         position = lambda rows: (int(bounds[r >> 32]) + (r & 0xFFFFFFFF) for r in np.frombuffer(rows, "<u8").tolist())
         pairs += list(zip(position(a), position(b)))
-    screen_width = 12 + 32  # the pair and bit 0 of the default rule's 256 bins
+    screen_width = 12 + 32  # the pair and bit 0 of each of the rule's 256 bins
     steps = {"postings": posted, "candidates": candidates, "attach": attached, "back": back}
     per_doc = {name: round(sum(v.values()) / docs, 1) for name, v in steps.items()}
     return {
         "docs": docs,
         "partitions": partitions,
+        "key_bits": rule.key_bits,
         "bytes_per_doc": per_doc,
         "record_bytes_per_doc": round(sum(per_doc.values()), 1),
         "candidates_per_doc": round(sum(candidates.values()) / 12 / docs, 3),
@@ -218,6 +231,9 @@ def main(argv=None) -> int:
     p.add_argument("--memory-limit", default="8GiB", help="per worker (default 8GiB)")
     p.add_argument("--out", default=None, help="output directory (default: a temporary one, removed)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
+    p.add_argument("--key-bits", type=int, default=DEFAULT_KEY_BITS,
+                   help=f"band key bits of the rule, pipeline and baseline alike (default {DEFAULT_KEY_BITS}, the "
+                        "pipeline's; 20 is the index's)")
     p.add_argument("--count-records", action="store_true",
                    help="only count the lean shuffle's records step by step (its kernels in this process, no Dask)")
     args = p.parse_args(argv)
@@ -225,7 +241,7 @@ def main(argv=None) -> int:
         p.error("--docs and --workers must be at least 1")
     if args.count_records:
         counted = count_records(args.docs, args.partitions or max(4 * args.workers, args.docs // 20_000), 1,
-                                args.dup_fraction, args.pool)
+                                args.dup_fraction, args.pool, args.key_bits)
         counted["pairs"] = len(counted["pairs"])
         print(json.dumps(counted))
         return 0
@@ -243,6 +259,7 @@ def main(argv=None) -> int:
         "workers": args.workers,
         "partitions": partitions,
         "max_postings_per_key": cap,
+        "key_bits": args.key_bits,
         "shuffle_method": args.shuffle_method or "default",
     }
 
@@ -256,7 +273,7 @@ def main(argv=None) -> int:
         # Baseline in this process, the workers idle: sign + single-machine join, one thread.
         n0 = min(args.baseline_docs, args.docs)
         texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
-        rule = Rule()
+        rule = Rule(key_bits=args.key_bits)
         t = time.perf_counter()
         fps, sketches = rule.sign_many(texts)
         columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
@@ -275,7 +292,9 @@ def main(argv=None) -> int:
         generate_s = time.perf_counter() - t
         before = client.run(_rss_mib)
         t = time.perf_counter()
-        summary = deduplicate(docs, out, max_postings_per_key=cap, shuffle_method=args.shuffle_method)
+        summary = deduplicate(
+            docs, out, key_bits=args.key_bits, max_postings_per_key=cap, shuffle_method=args.shuffle_method
+        )
         total_s = time.perf_counter() - t
         peaks = client.run(_peak_rss_mib)
         time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
