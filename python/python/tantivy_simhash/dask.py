@@ -1,8 +1,10 @@
 """Near-duplicates of corpora beyond one machine, on Dask distributed.
 
 The same match rule as the index (:class:`tantivy_simhash.Rule`: simhash within 3, or a shared
-MinHash band and an estimated resemblance of at least 0.55), computed as a MapReduce over a
-Dask DataFrame of documents, with the crate's kernels doing the work inside each partition.
+MinHash band and an estimated resemblance of at least 0.55) with 32-bit band keys by default
+(``key_bits``, :data:`DEFAULT_KEY_BITS`; the index's are 20 bits: pass ``key_bits=20`` for exactly
+its pairs), computed as a MapReduce over a Dask DataFrame of documents, with the crate's kernels
+doing the work inside each partition.
 The exact join (the default, ``max_postings_per_key=None``) takes the **lean shuffle**:
 
 1. **sign** (map): each partition signs its texts (one analysis per text, in Rust, the GIL
@@ -10,8 +12,8 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
    row says where its signature is; the signatures stay there (persisted);
 2. **post** (map): one posting per key: for the 4 simhash block keys ``key`` (32 bits), the
    position in the partition (32 bits) and the fingerprint (16 bytes); for the 12 MinHash bands
-   ``key`` (the band and its whole value, 32 bits) and the position (8 bytes): 160 bytes a
-   document, no sketch;
+   the band's whole key and the position, the band's number beside one of them (8 bytes): 160
+   bytes a document, no sketch;
 3. **shuffle on key** and **candidates** (map): in each block group, the pairs within the
    rule's distance (decided by the fingerprints; reported by their first shared block key
    only); in each band group, every pair: together a superset of the pairs the rule matches
@@ -35,7 +37,8 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
 
 With a hot-key bound (``max_postings_per_key=m``) the pipeline takes the **key-group path**
 instead, which reproduces the bounded single-machine join (``signature::pairs_in_key_group``):
-every posting carries the whole signature (``16 x 280`` bytes a document through the shuffle);
+every posting carries the whole signature (``16 x (24 + sketch)`` bytes a document through the
+shuffle: 3,200 with 32-bit band keys);
 the shuffled postings are persisted and read twice (hot keys first); a key held by more than
 ``m`` distinct signatures compares each one with the next ``m`` only (input order), so a pair is
 missed only when every key it shares is hot and it lies more than ``m`` apart in its first
@@ -48,8 +51,10 @@ the first document of its component in input order; a document's own id when it 
 
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
 postings (160 bytes a document), 12 bytes per candidate pair to its first row, 12 (sure pairs)
-or 44 (screened pairs) to its second, and 180 (the pair, a fingerprint and a sketch) back for
-each pair that survives the screen. Its work per group is quadratic:
+or 44 (screened pairs) to its second, and 196 (the pair, a fingerprint and a 176-byte sketch; 180
+with 20-bit band keys) back for each pair that survives the screen. Chance band collisions add
+``12 * n / 2**key_bits / 2`` candidates a document at ``n`` documents: ~5.7 at 1M with 20 bits,
+0.0014 with 32 bits (11 at 8 billion). Its work per group is quadratic:
 a pair of a block group costs a popcount, a pair of a band group a candidate; groups of texts
 from one vocabulary or one template can be large (use the bound to cap them).
 

@@ -7,8 +7,10 @@ each, generates the corpus inside the workers (:func:`synthetic_partition`), run
 throughput per worker, shuffle payload per document, peak resident memory per worker, and as
 a baseline measured in the same run, the throughput of signing and the single-machine join
 (``Rule.pairs_in_memory``) in one thread of the client on the first ``--baseline-docs``
-documents, which the per-worker throughput is divided by; with ``--baseline-docs`` equal to
-``--docs`` it also checks that the pipeline wrote exactly the single-machine join's pairs.
+documents, which the per-worker throughput is divided by (``worker_vs_thread``; by CPU seconds,
+which the machine's other load does not dilute, ``worker_vs_thread_cpu``); with
+``--baseline-docs`` equal to ``--docs`` it also checks that the pipeline wrote exactly the
+single-machine join's pairs.
 
 The corpus: ``--dup-fraction`` of the documents are edited copies of one of a pool of shared
 base texts (``--pool`` of them per 100 documents): up to 15% of their words replaced, inserted
@@ -261,6 +263,7 @@ def main(argv=None) -> int:
         "max_postings_per_key": cap,
         "key_bits": args.key_bits,
         "shuffle_method": args.shuffle_method or "default",
+        "load_average_1m_at_start": round(os.getloadavg()[0], 1),
     }
 
     # The workers start first: a process inherits its parent's peak RSS (Linux keeps the maximum
@@ -274,10 +277,11 @@ def main(argv=None) -> int:
         n0 = min(args.baseline_docs, args.docs)
         texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
         rule = Rule(key_bits=args.key_bits)
-        t = time.perf_counter()
-        fps, sketches = rule.sign_many(texts)
+        t, cpu = time.perf_counter(), time.thread_time()
+        fps, sketches = rule.sign_many(texts)  # on this thread, as the join
         columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
         baseline = n0 / (time.perf_counter() - t)
+        baseline_cpu_s = time.thread_time() - cpu
         del texts, fps, sketches
         figures["baseline_docs"] = n0
         figures["baseline_docs_per_s"] = round(baseline)
@@ -291,11 +295,15 @@ def main(argv=None) -> int:
         wait(docs)
         generate_s = time.perf_counter() - t
         before = client.run(_rss_mib)
+        workers_cpu = client.run(_cpu_seconds)
+        client_cpu = _cpu_seconds()
         t = time.perf_counter()
         summary = deduplicate(
             docs, out, key_bits=args.key_bits, max_postings_per_key=cap, shuffle_method=args.shuffle_method
         )
         total_s = time.perf_counter() - t
+        client_cpu = _cpu_seconds() - client_cpu
+        workers_cpu = sum(v - workers_cpu[k] for k, v in client.run(_cpu_seconds).items())
         peaks = client.run(_peak_rss_mib)
         time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
         metrics = client.run_on_scheduler(_shuffle_metrics)
@@ -306,6 +314,14 @@ def main(argv=None) -> int:
             "pipeline_s": round(total_s, 1),
             "docs_per_s_per_worker": round(args.docs / total_s / args.workers),
             "worker_vs_thread": round(args.docs / total_s / args.workers / baseline, 2),
+            # The same ratio by CPU time, which the machine's other load does not dilute: the
+            # workers' processes (every thread: the task thread, the shuffle's comm and disk
+            # threads) plus this process's (the scheduler and the client) during the pipeline,
+            # against the baseline thread's.
+            "workers_cpu_s": round(workers_cpu, 2),
+            "client_and_scheduler_cpu_s": round(client_cpu, 2),
+            "baseline_cpu_s": round(baseline_cpu_s, 2),
+            "worker_vs_thread_cpu": round(args.docs / (workers_cpu + client_cpu) / (n0 / baseline_cpu_s), 2),
             "pairs": summary["pairs"],
             "clustered": summary["clustered"],
             "clusters": summary["clusters"],
@@ -350,6 +366,14 @@ def _shuffle_metrics(dask_scheduler=None):
                 if name in key:
                     out[name] += value
     return out
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU seconds of this process, all its threads."""
+    import psutil
+
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
 
 
 def _rss_mib() -> float:
