@@ -2,10 +2,7 @@
 //! groups) and the documents of a term.
 
 use crate::error::Result;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tantivy::columnar::StrColumn;
-use tantivy::index::SegmentId;
 use tantivy::schema::{Field, IndexRecordOption, Schema};
 use tantivy::{DocAddress, DocId, DocSet, InvertedIndexReader, Term, TERMINATED};
 
@@ -106,37 +103,4 @@ pub(crate) fn for_each_posting_up_to(
         }
     }
     Ok(())
-}
-
-/// Per-segment entries shared by every searcher of the process (id tables, key tables), by
-/// segment and column name. An entry lives while a searcher holds it: segments are immutable,
-/// so an entry never goes stale, and one of a merged-away segment is freed with its last
-/// searcher.
-pub(crate) struct SegmentRegistry<T> {
-    entries: OnceLock<SegmentEntries<T>>,
-}
-
-type SegmentEntries<T> = Mutex<HashMap<(SegmentId, String), Weak<T>>>;
-
-impl<T: Default> SegmentRegistry<T> {
-    /// An empty registry (for a `static`).
-    pub(crate) const fn new() -> Self {
-        SegmentRegistry {
-            entries: OnceLock::new(),
-        }
-    }
-
-    /// The shared entry of `segment`'s column `field`, made (empty) if no searcher holds one.
-    pub(crate) fn entry(&self, segment: SegmentId, field: &str) -> Arc<T> {
-        let mut map = crate::sync::lock(self.entries.get_or_init(Default::default));
-        let key = (segment, field.to_string());
-        if let Some(found) = map.get(&key).and_then(Weak::upgrade) {
-            return found;
-        }
-        // Forget segments no searcher holds any more (merged away, or their searchers dropped).
-        map.retain(|_, weak| weak.strong_count() > 0);
-        let fresh = Arc::new(T::default());
-        map.insert(key, Arc::downgrade(&fresh));
-        fresh
-    }
 }

@@ -7,21 +7,34 @@
 //!
 //! Building a table streams the whole dictionary once (about as long as 1 in 1,000 of its
 //! ids read one by one) and keeps about the ids' bytes + 8 B per distinct id. So a segment
-//! gets its table only after it has served `max(32, ids / 1024)` id reads (in any searcher
-//! of this process): a one-off lookup never pays the build, a writer or a service that looks
-//! up many documents pays it once per segment. Tables are shared by every searcher and
-//! [`NearDupCollapse`](crate::NearDupCollapse) of the segment in the process and freed with
-//! the last of them (segments are immutable, so a table never goes stale; deletes do not
-//! change the dictionary). The same tables serve any string column read this way: a
-//! collapse's string group values (a tag or a `GroupBy::Field` of type str), and through
-//! [`StrColumns`] the groups (`Tag`) and replaced ids (`Replace`) that
+//! gets its table only after it has served `max(32, ids / 1024)` id reads through the same
+//! [`IdTables`]: a one-off lookup never pays the build, a writer or a service that looks up
+//! many documents pays it once per segment.
+//!
+//! Who owns the tables: an [`IdTables`], never the process. A [`NearDupIndex`]'s reader
+//! warmer holds one ([`crate::component::ComponentWarmer`]): every searcher of its readers,
+//! and every consumer it makes ([`NearDupIndex::lookups`], the writer's checks against
+//! committed segments, the CLI's and Python's collapses), shares the tables of a segment
+//! while a live searcher generation holds that segment, so a reload keeps the tables of the
+//! segments it did not change, and a merged-away segment's are freed with the last searcher
+//! and consumer holding it. A consumer made from a bare `Searcher`
+//! ([`NearDupLookup::new`](crate::NearDupLookup::new), a
+//! [`NearDupCollapse`](crate::NearDupCollapse)) owns tables of its own, freed with it.
+//! Segments are immutable, so a table never goes stale; deletes do not change the
+//! dictionary. The same tables serve any string column read this way: a collapse's string
+//! group values (a tag or a `GroupBy::Field` of type str), and through [`StrColumns`] the
+//! groups (`Tag`) and replaced ids (`Replace`) that
 //! [`NearDupLookup::group_of`](crate::NearDupLookup::group_of) and the writer's checks
 //! against committed segments read.
+//!
+//! [`NearDupIndex`]: crate::NearDupIndex
+//! [`NearDupIndex::lookups`]: crate::NearDupIndex::lookups
 
-use crate::columns::{field_name, read_ords_into, SegmentRegistry};
+use crate::columns::{field_name, read_ords_into};
 use crate::error::Result;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use tantivy::columnar::StrColumn;
 use tantivy::index::SegmentId;
 use tantivy::schema::Field;
@@ -61,8 +74,8 @@ impl IdTable {
     }
 }
 
-/// What the process knows about one segment's id column: how often it was read, and its table
-/// once built.
+/// What an [`IdTables`] knows about one segment's id column: how often it was read, and its
+/// table once built.
 #[derive(Debug, Default)]
 pub(crate) struct SegmentIds {
     reads: AtomicU64,
@@ -120,18 +133,77 @@ pub(crate) fn read_segment_strs(
     Ok(out)
 }
 
-/// The process's id tables, by segment and column name.
-static REGISTRY: SegmentRegistry<SegmentIds> = SegmentRegistry::new();
-
-/// The shared entry of `segment`'s column `field`.
-pub(crate) fn segment_ids(segment: SegmentId, field: &str) -> Arc<SegmentIds> {
-    REGISTRY.entry(segment, field)
+/// One segment's string tables, by column name.
+#[derive(Debug, Default)]
+pub(crate) struct SegmentTables {
+    columns: Mutex<HashMap<String, Arc<SegmentIds>>>,
 }
 
-/// One string column of one segment and its entry in the process's tables.
+impl SegmentTables {
+    /// The entry of column `field`, made (empty) on first use.
+    pub(crate) fn column(&self, field: &str) -> Arc<SegmentIds> {
+        let mut columns = crate::sync::lock(&self.columns);
+        if let Some(found) = columns.get(field) {
+            return found.clone();
+        }
+        let fresh = Arc::new(SegmentIds::default());
+        columns.insert(field.to_string(), fresh.clone());
+        fresh
+    }
+}
+
+/// The string tables of the segments one owner reads (a [`NearDupIndex`](crate::NearDupIndex)'s
+/// warmer, or one consumer), by segment. Cloning shares them. An entry lives while something
+/// holds its [`SegmentTables`]: the warmer, for each segment of a live searcher generation,
+/// and every consumer reading the segment; an entry nobody holds is forgotten.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IdTables {
+    segments: Arc<Mutex<HashMap<SegmentId, Weak<SegmentTables>>>>,
+}
+
+impl IdTables {
+    /// The tables of `segment`, made (empty) if nothing holds them. Cost: a hash look-up under
+    /// a lock (and a sweep of forgotten entries when one is made).
+    pub(crate) fn segment(&self, segment: SegmentId) -> Arc<SegmentTables> {
+        let mut map = crate::sync::lock(&self.segments);
+        if let Some(found) = map.get(&segment).and_then(Weak::upgrade) {
+            return found;
+        }
+        // Forget segments nothing holds any more (merged away, their searchers dropped).
+        map.retain(|_, weak| weak.strong_count() > 0);
+        let fresh = Arc::new(SegmentTables::default());
+        map.insert(segment, Arc::downgrade(&fresh));
+        fresh
+    }
+
+    /// The entry of `segment`'s column `field`, and the segment's tables that keep it shared
+    /// (hold both while reading).
+    pub(crate) fn column(
+        &self,
+        segment: SegmentId,
+        field: &str,
+    ) -> (Arc<SegmentTables>, Arc<SegmentIds>) {
+        let tables = self.segment(segment);
+        let column = tables.column(field);
+        (tables, column)
+    }
+
+    /// How many segments have tables that something holds (for tests).
+    #[cfg(test)]
+    pub(crate) fn held_segments(&self) -> usize {
+        crate::sync::lock(&self.segments)
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+}
+
+/// One string column of one segment and its entry in the owner's tables.
 struct SegmentStrs {
     column: StrColumn,
     table: Arc<SegmentIds>,
+    /// Keeps the segment's entry in the owner's [`IdTables`] while this reads it.
+    _segment: Arc<SegmentTables>,
 }
 
 impl SegmentStrs {
@@ -155,10 +227,12 @@ impl SegmentStrs {
 }
 
 /// A string field's columns in every segment of a searcher (`None` where a segment has none),
-/// read through the process's tables: the groups and replaced ids a lookup or the writer's
-/// committed check reads.
+/// read through an owner's [`IdTables`]: the ids, groups and replaced ids a lookup or the
+/// writer's committed check reads.
 #[derive(Default)]
 pub(crate) struct StrColumns {
+    /// The tables the segments' columns are read through.
+    tables: IdTables,
     /// The searcher and the field's name, to open a segment's column the first time it is read.
     source: Option<(tantivy::Searcher, String)>,
     /// Each segment's column, opened on first read: opening one reads its dictionary's block
@@ -169,15 +243,20 @@ pub(crate) struct StrColumns {
 
 impl StrColumns {
     /// The columns of `field` (none without a field) in `searcher`'s segments, each opened when
-    /// first read. Cost: a clone of the searcher. Errors: [`crate::Error::Tantivy`] when the
-    /// searcher's schema has no such field (a searcher of another index); a column that cannot
-    /// be opened is an error of the read that opens it.
-    pub(crate) fn open(searcher: &tantivy::Searcher, field: Option<Field>) -> Result<Self> {
+    /// first read, read through `tables`. Cost: a clone of the searcher. Errors:
+    /// [`crate::Error::Tantivy`] when the searcher's schema has no such field (a searcher of
+    /// another index); a column that cannot be opened is an error of the read that opens it.
+    pub(crate) fn open(
+        searcher: &tantivy::Searcher,
+        field: Option<Field>,
+        tables: &IdTables,
+    ) -> Result<Self> {
         let Some(field) = field else {
             return Ok(StrColumns::default());
         };
         let name = field_name(searcher.schema(), field)?.to_string();
         Ok(StrColumns {
+            tables: tables.clone(),
             segments: searcher
                 .segment_readers()
                 .iter()
@@ -221,9 +300,13 @@ impl StrColumns {
             return Ok(strs.as_ref());
         }
         let segment = searcher.segment_reader(address.segment_ord);
-        let opened = segment.fast_fields().str(name)?.map(|column| SegmentStrs {
-            column,
-            table: segment_ids(segment.segment_id(), name),
+        let opened = segment.fast_fields().str(name)?.map(|column| {
+            let (tables, table) = self.tables.column(segment.segment_id(), name);
+            SegmentStrs {
+                column,
+                table,
+                _segment: tables,
+            }
         });
         // Another thread may have opened it meanwhile: either copy is the same column.
         let _ = cell.set(opened);
@@ -263,8 +346,9 @@ mod tests {
         writer.commit().unwrap();
         let searcher = index.reader().unwrap().searcher();
         assert_eq!(searcher.segment_readers().len(), 3);
-        let strs = StrColumns::open(&searcher, Some(field)).unwrap();
-        let none = StrColumns::open(&searcher, None).unwrap();
+        let tables = IdTables::default();
+        let strs = StrColumns::open(&searcher, Some(field), &tables).unwrap();
+        let none = StrColumns::open(&searcher, None, &tables).unwrap();
         let mut expected = Vec::new();
         for (ord, segment) in searcher.segment_readers().iter().enumerate() {
             let column = segment.fast_fields().str("replaced").unwrap().unwrap();
@@ -294,8 +378,77 @@ mod tests {
         let built = searcher
             .segment_readers()
             .iter()
-            .filter(|s| segment_ids(s.segment_id(), "replaced").is_built())
+            .filter(|s| tables.column(s.segment_id(), "replaced").1.is_built())
             .count();
         assert_eq!(built, 3, "every segment's table was built by the reads");
+    }
+
+    /// An index of `segments` segments of `per_segment` documents, each with one distinct id.
+    fn id_index(segments: usize, per_segment: usize) -> (Index, Field) {
+        let mut builder = Schema::builder();
+        let field = builder.add_text_field("id", STRING | FAST);
+        let index = Index::create_in_ram(builder.build());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 20_000_000).unwrap();
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        for s in 0..segments {
+            for d in 0..per_segment {
+                let mut doc = TantivyDocument::default();
+                doc.add_text(field, format!("id-{s}-{d}"));
+                writer.add_document(doc).unwrap();
+            }
+            writer.commit().unwrap();
+        }
+        (index, field)
+    }
+
+    /// A segment's table is built by the read that makes `max(32, ids / 1024)` reads through
+    /// the same tables, not one before; reads through other tables do not count.
+    #[test]
+    fn a_table_is_built_after_max_32_or_ids_over_1024_reads() {
+        for (ids, threshold) in [(100usize, 32u64), (40_000, 39)] {
+            let (index, field) = id_index(1, ids);
+            let searcher = index.reader().unwrap().searcher();
+            let tables = IdTables::default();
+            let strs = StrColumns::open(&searcher, Some(field), &tables).unwrap();
+            let elsewhere = StrColumns::open(&searcher, Some(field), &IdTables::default()).unwrap();
+            let segment = searcher.segment_reader(0).segment_id();
+            let address = DocAddress::new(0, 7);
+            for _ in 0..threshold * 2 {
+                assert_eq!(elsewhere.first(address).unwrap().as_deref(), Some("id-0-7"));
+            }
+            for read in 1..=threshold {
+                assert!(
+                    !tables.column(segment, "id").1.is_built(),
+                    "{ids} ids, read {read}"
+                );
+                assert_eq!(strs.first(address).unwrap().as_deref(), Some("id-0-7"));
+            }
+            assert!(tables.column(segment, "id").1.is_built(), "{ids} ids");
+        }
+    }
+
+    /// Two readers over one [`IdTables`] share a segment's table (the reads of both count, and
+    /// the table one built serves the other); the tables of a segment nothing holds any more
+    /// are forgotten, so a reader of the same segment made afterwards starts afresh.
+    #[test]
+    fn readers_over_one_tables_share_and_a_released_segment_is_forgotten() {
+        let (index, field) = id_index(2, 50);
+        let searcher = index.reader().unwrap().searcher();
+        let tables = IdTables::default();
+        let a = StrColumns::open(&searcher, Some(field), &tables).unwrap();
+        let b = StrColumns::open(&searcher, Some(field), &tables).unwrap();
+        let address = DocAddress::new(1, 3);
+        for _ in 0..16 {
+            assert_eq!(a.first(address).unwrap().as_deref(), Some("id-1-3"));
+            assert_eq!(b.first(address).unwrap().as_deref(), Some("id-1-3"));
+        }
+        let segment = searcher.segment_reader(1).segment_id();
+        assert!(tables.column(segment, "id").1.is_built());
+        assert_eq!(tables.held_segments(), 1, "segment 0 was never read");
+        drop((a, b));
+        assert_eq!(tables.held_segments(), 0);
+        let c = StrColumns::open(&searcher, Some(field), &tables).unwrap();
+        assert_eq!(c.first(address).unwrap().as_deref(), Some("id-1-3"));
+        assert!(!tables.column(segment, "id").1.is_built());
     }
 }

@@ -11,7 +11,7 @@ use crate::columns::for_each_posting;
 use crate::component::reader::{NearFilter, SignatureReader};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::id_table::StrColumns;
+use crate::id_table::{IdTables, StrColumns};
 use crate::layout::check_distance;
 use crate::schema::{NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
@@ -71,10 +71,20 @@ impl NearDupIndex {
     /// Cost: a reload and opening each segment's columns; keep it for many lookups.
     /// Errors: those of [`searcher`](Self::searcher) and [`NearDupLookup::new`].
     pub fn lookups(&self) -> Result<NearDupLookup> {
-        let searcher = self.searcher()?;
-        // The warmer opened the searcher's component files: the handle takes them.
-        let files = self.warmer.files_of(&searcher);
-        NearDupLookup::open(self.fields, &searcher, files)
+        self.lookups_of(&self.searcher()?)
+    }
+
+    /// A [`NearDupLookup`] over `searcher`, a searcher of one of this index's readers: it takes
+    /// the component files the warmer opened for it and reads ids through the warmer's tables
+    /// (shared with every searcher and consumer of this index).
+    pub(crate) fn lookups_of(&self, searcher: &Searcher) -> Result<NearDupLookup> {
+        let files = self.warmer.files_of(searcher);
+        NearDupLookup::open(self.fields, searcher, files, self.warmer.id_tables())
+    }
+
+    /// The string tables this index's consumers share (owned by its readers' warmer).
+    pub(crate) fn id_tables(&self) -> &IdTables {
+        self.warmer.id_tables()
     }
 
     /// The documents of the last commit that the index's rule matches with `text` (signed with
@@ -131,11 +141,14 @@ pub struct NearDupLookup {
     searcher: Searcher,
     segments: Vec<SegmentIdColumns>,
     /// The id, group ([`Policy::Tag`](crate::Policy::Tag)) and replaced-id columns, read through
-    /// the process's string tables ([`crate::id_table`]).
+    /// `id_tables` ([`crate::id_table`]).
     ids: StrColumns,
     groups: StrColumns,
     replaced: StrColumns,
     signatures: SignatureReader,
+    /// The string tables the columns are read through: the index's warmer's when made by
+    /// [`NearDupIndex::lookups`], else this handle's own.
+    id_tables: IdTables,
     max_postings_per_key: usize,
 }
 
@@ -148,14 +161,16 @@ impl NearDupLookup {
     /// [`Error::Schema`] when the searcher's schema lacks a field of `fields` (a searcher of
     /// another index).
     pub fn new(fields: NearDupFields, searcher: &Searcher) -> Result<Self> {
-        NearDupLookup::open(fields, searcher, None)
+        NearDupLookup::open(fields, searcher, None, &IdTables::default())
     }
 
-    /// [`new`](Self::new), with the searcher's component files when they are open already.
+    /// [`new`](Self::new), with the searcher's component files when they are open already,
+    /// reading string columns through `id_tables`.
     fn open(
         fields: NearDupFields,
         searcher: &Searcher,
         files: Option<Vec<crate::component::ComponentFile>>,
+        id_tables: &IdTables,
     ) -> Result<Self> {
         let mut segments = Vec::with_capacity(searcher.segment_readers().len());
         for seg in searcher.segment_readers() {
@@ -171,9 +186,9 @@ impl NearDupLookup {
             Some(files) => SignatureReader::from_files(searcher, files),
             None => SignatureReader::new(searcher, fields.rule())?,
         };
-        let ids = StrColumns::open(searcher, Some(fields.id))?;
-        let groups = StrColumns::open(searcher, fields.group)?;
-        let replaced = StrColumns::open(searcher, fields.replaced)?;
+        let ids = StrColumns::open(searcher, Some(fields.id), id_tables)?;
+        let groups = StrColumns::open(searcher, fields.group, id_tables)?;
+        let replaced = StrColumns::open(searcher, fields.replaced, id_tables)?;
         Ok(NearDupLookup {
             fields,
             searcher: searcher.clone(),
@@ -182,6 +197,7 @@ impl NearDupLookup {
             groups,
             replaced,
             signatures,
+            id_tables: id_tables.clone(),
             max_postings_per_key: DEFAULT_MAX_POSTINGS_PER_KEY,
         })
     }
@@ -224,6 +240,12 @@ impl NearDupLookup {
     /// reference).
     pub(crate) fn signature_reader(&self) -> &SignatureReader {
         &self.signatures
+    }
+
+    /// The string tables this handle reads ids through (for the writer's reads of the same
+    /// searcher). Cost: none.
+    pub(crate) fn id_tables(&self) -> &IdTables {
+        &self.id_tables
     }
 
     /// Every live document that the index's [`MatchRule`](crate::MatchRule) matches with
@@ -417,11 +439,14 @@ impl NearDupLookup {
     /// is not in this searcher or the document has no id. Errors: [`Error::Io`] when
     /// reading the id column's dictionary fails.
     ///
-    /// Cost: once the segment has served `max(32, ids / 1024)` id reads in this process, one
-    /// column read and a copy, from the segment's id table (its ids decoded once, about their
-    /// bytes + 8 B each in memory, shared by every searcher of the segment and freed with the
-    /// last; building it streams the dictionary once). Before that, each read decompresses a
-    /// block of the id column's dictionary (~13 us), so a one-off lookup never pays the build.
+    /// Cost: once the segment has served `max(32, ids / 1024)` id reads, one column read and a
+    /// copy, from the segment's id table (its ids decoded once, about their bytes + 8 B each
+    /// in memory; building it streams the dictionary once). Before that, each read
+    /// decompresses a block of the id column's dictionary (~13 us), so a one-off lookup never
+    /// pays the build. Who shares a table: a handle from [`NearDupIndex::lookups`] shares it
+    /// with every searcher and consumer of that [`NearDupIndex`] while a live searcher holds
+    /// the segment (its readers' warmer owns the tables); one from [`new`](Self::new) keeps
+    /// its own, freed with it.
     pub fn id_of(&self, address: DocAddress) -> Result<Option<String>> {
         self.ids.first(address)
     }
@@ -476,7 +501,7 @@ impl NearDupLookup {
     }
 
     /// The group of the document at `address` (under [`Policy::Tag`](crate::Policy::Tag)), read
-    /// from the group column through the process's string tables as ids are; `None` without a
+    /// from the group column through the string tables ids are read through; `None` without a
     /// group field or value. Cost and errors as [`id_of`](Self::id_of).
     pub fn group_of(&self, address: DocAddress) -> Result<Option<String>> {
         self.groups.first(address)
@@ -518,5 +543,116 @@ impl NearDupLookup {
                 .for_each_key_doc(ord, &keys, usize::MAX, &near, visit)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{NearDupConfig, Policy};
+    use tantivy::{doc, Warmer};
+
+    /// An index of `segments` committed segments of 40 documents each (ids `d{s}-{i}`), its
+    /// writer dropped.
+    fn index_of_segments(segments: usize) -> NearDupIndex {
+        let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"])).unwrap();
+        let (id, body) = (index.field("id").unwrap(), index.field("body").unwrap());
+        let mut writer = index
+            .writer_with_num_threads(1, 20_000_000, Policy::Off)
+            .unwrap();
+        for s in 0..segments {
+            for i in 0..40 {
+                let text = format!(
+                    "document {i} of segment {s}, with words of its own {}",
+                    i * 7
+                );
+                writer
+                    .add_document(doc!(id => format!("d{s}-{i}"), body => text))
+                    .unwrap();
+            }
+            writer.commit().unwrap();
+        }
+        index
+    }
+
+    /// Reads the id of document 0 of every segment 32 times (the threshold of 40-id segments).
+    fn read_ids(lookups: &NearDupLookup, reads: usize) {
+        for (ord, segment) in lookups.searcher().segment_readers().iter().enumerate() {
+            for _ in 0..reads {
+                let id = lookups.id_of(DocAddress::new(ord as u32, 0)).unwrap();
+                assert!(
+                    id.is_some_and(|id| id.starts_with('d')),
+                    "{ord} {segment:?}"
+                );
+            }
+        }
+    }
+
+    fn built(index: &NearDupIndex, searcher: &Searcher) -> Vec<bool> {
+        searcher
+            .segment_readers()
+            .iter()
+            .map(|s| index.id_tables().column(s.segment_id(), "id").1.is_built())
+            .collect()
+    }
+
+    /// Two lookup handles of one reader's searcher share each segment's id table: half the
+    /// threshold's reads through each build it. Handles made with `NearDupLookup::new` read
+    /// through tables of their own and build none of the index's.
+    #[test]
+    fn lookups_of_one_index_share_id_tables_and_bare_ones_do_not() {
+        let index = index_of_segments(2);
+        let searcher = index.searcher().unwrap();
+        let bare = NearDupLookup::new(index.fields(), &searcher).unwrap();
+        read_ids(&bare, 64);
+        assert_eq!(built(&index, &searcher), [false, false]);
+        let a = index.lookups().unwrap();
+        let b = index.lookups().unwrap();
+        read_ids(&a, 16);
+        assert_eq!(built(&index, &searcher), [false, false]);
+        read_ids(&b, 16);
+        assert_eq!(built(&index, &searcher), [true, true]);
+    }
+
+    /// After a merge and a reload, the warmer's garbage collection of the old generation frees
+    /// the merged-away segments' tables: the index holds tables of the new searcher's segment
+    /// only, not built yet, and lookups on it give the same ids.
+    #[test]
+    fn a_reload_after_a_merge_drops_the_old_segments_tables() {
+        let index = index_of_segments(3);
+        let old = index.searcher().unwrap();
+        let lookups = index.lookups().unwrap();
+        read_ids(&lookups, 32);
+        assert_eq!(built(&index, &old), [true, true, true]);
+        let old_ids: Vec<_> = old
+            .segment_readers()
+            .iter()
+            .map(|s| s.segment_id())
+            .collect();
+        drop((lookups, old));
+
+        let mut writer: tantivy::IndexWriter = index
+            .index()
+            .writer_with_num_threads(1, 20_000_000)
+            .unwrap();
+        writer.merge(&old_ids).wait().unwrap();
+        drop(writer);
+        let fresh = index.searcher().unwrap();
+        assert_eq!(fresh.segment_readers().len(), 1);
+        index.warmer.garbage_collect(&[fresh.generation()]);
+        assert_eq!(
+            index.id_tables().held_segments(),
+            1,
+            "the old segments are held"
+        );
+        assert_eq!(built(&index, &fresh), [false]);
+        let lookups = index.lookups().unwrap();
+        let mut ids: Vec<String> = (0..fresh.segment_reader(0).max_doc())
+            .filter_map(|doc| lookups.id_of(DocAddress::new(0, doc)).unwrap())
+            .collect();
+        ids.sort();
+        assert_eq!(ids.len(), 120);
+        assert_eq!(ids.first().map(String::as_str), Some("d0-0"));
+        assert_eq!(built(&index, &fresh), [true]);
     }
 }

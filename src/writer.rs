@@ -128,7 +128,7 @@ impl DedupWriter {
             index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
         let reader = index.manual_reader()?;
-        let searcher = NearDupLookup::new(index.fields, &reader.searcher())?;
+        let searcher = index.lookups_of(&reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
@@ -269,7 +269,7 @@ impl DedupWriter {
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
         crate::component::reload_fresh(|| self.reader.reload())?;
-        self.searcher = NearDupLookup::new(self.index.fields, &self.reader.searcher())?;
+        self.searcher = self.index.lookups_of(&self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()

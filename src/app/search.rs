@@ -122,7 +122,9 @@ fn make_collapse(
 ) -> Result<Box<CollapseFn>> {
     // Exact group sizes cost a lookup of each leader's keys (docs/PERFORMANCE.md): worth it
     // for a person reading "N near-duplicates".
-    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit).exact_counts(true);
+    let mut collapse = NearDupCollapse::by_score(store.index.fields(), limit)
+        .exact_counts(true)
+        .sharing_id_tables(store.index.id_tables());
     if let Collapse::Field(field) = &settings.collapse {
         collapse = collapse.group_by(GroupBy::Field(field.clone()))?;
     }

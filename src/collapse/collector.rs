@@ -12,6 +12,7 @@ use super::window::{
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
+use crate::id_table::IdTables;
 use crate::schema::NearDupFields;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -285,6 +286,14 @@ impl<C> NearDupCollapse<C> {
         }
     }
 
+    /// Reads string columns (ids, string groups) through `tables` instead of tables of its
+    /// own: the CLI's and Python's searches share their index's tables this way
+    /// ([`NearDupIndex::id_tables`](crate::NearDupIndex)), one collapse being made per search.
+    pub(crate) fn sharing_id_tables(mut self, tables: &IdTables) -> Self {
+        self.columns = Arc::new(ColumnCache::reading_through(tables.clone()));
+        self
+    }
+
     /// Fetches `fetch` hits (at least 1) before folding. Raises `max_fetch` to it if needed.
     pub fn fetch(mut self, fetch: usize) -> Self {
         self.settings.fetch = fetch.max(1);
@@ -445,14 +454,13 @@ impl<C> NearDupCollapse<C> {
     /// addresses. [`keep_window`](Self::keep_window) always reads them.
     ///
     /// Cost: a segment's ids are read through its **id table** (every id of the segment in
-    /// memory, about the ids' bytes + 8 B each; shared in the process with
-    /// [`NearDupLookup::id_of`](crate::NearDupLookup::id_of)) once the process has read
-    /// `max(32, ids / 1024)` of its ids: an id then costs a column read and a copy. Before
-    /// that (and for a collapse used once), the ids of one search are read per segment in
-    /// one pass over the dictionary blocks they fall in, one block decompression each (~13 us
-    /// on natural-en). The table is built (one pass over the segment's dictionary) by the
-    /// search that crosses the threshold, and freed when neither this collapse (see
-    /// [`NearDupCollapse`]) nor a searcher reads the segment any more.
+    /// memory, about the ids' bytes + 8 B each; this collapse's own, kept across its
+    /// searches) once this collapse has read `max(32, ids / 1024)` of its ids: an id then
+    /// costs a column read and a copy. Before that (and for a collapse used once), the ids of
+    /// one search are read per segment in one pass over the dictionary blocks they fall in,
+    /// one block decompression each (~13 us on natural-en). The table is built (one pass over
+    /// the segment's dictionary) by the search that crosses the threshold, and freed with the
+    /// segment's cached columns (see [`NearDupCollapse`]) or the collapse.
     pub fn read_ids(mut self, read_ids: bool) -> Self {
         self.settings.read_ids = read_ids;
         self

@@ -6,8 +6,9 @@
 //! column: opened per search, that was most of a collapse's own cost on 16 segments
 //! (docs/PERFORMANCE.md). A [`ColumnCache`] belongs to one [`NearDupCollapse`] (shared by the
 //! re-searches of its widening) and keeps each segment's opened columns, and its entry in the
-//! process's id tables ([`crate::id_table`]), so that a segment whose ids the collapse reads often
-//! gets its table and an id costs a column read.
+//! collapse's id tables ([`crate::id_table`]; the index's, for the CLI's and Python's
+//! searches), so that a segment whose ids the collapse reads often gets its table and an id
+//! costs a column read.
 //!
 //! [`NearDupCollapse`]: super::NearDupCollapse
 
@@ -16,7 +17,7 @@ use super::result::Settings;
 use crate::columns::field_name;
 use crate::component::reader::SegmentSignatures;
 use crate::error::Result;
-use crate::id_table::{read_segment_strs, segment_ids, SegmentIds};
+use crate::id_table::{read_segment_strs, IdTables, SegmentIds, SegmentTables};
 use crate::schema::NearDupFields;
 use crate::signature::MatchRule;
 use std::collections::HashMap;
@@ -78,17 +79,26 @@ impl ColumnNames {
 /// used, is released after that many searches (or with the collapse).
 const RELEASE_AFTER_SEARCHES: u64 = 64;
 
-/// A string column and the segment's entry in the process's tables of that column.
+/// A string column and the segment's entry in the collapse's tables of that column.
 pub(super) struct StrValues {
     column: Option<StrColumn>,
     entry: Arc<SegmentIds>,
+    /// Keeps the segment's entry in the tables while the collapse caches this column.
+    _segment: Arc<SegmentTables>,
 }
 
 impl StrValues {
-    fn open(ff: &FastFieldReaders, segment: SegmentId, field: &str) -> Result<StrValues> {
+    fn open(
+        ff: &FastFieldReaders,
+        tables: &IdTables,
+        segment: SegmentId,
+        field: &str,
+    ) -> Result<StrValues> {
+        let (held, entry) = tables.column(segment, field);
         Ok(StrValues {
             column: ff.str(field)?,
-            entry: segment_ids(segment, field),
+            entry,
+            _segment: held,
         })
     }
 
@@ -103,7 +113,7 @@ impl StrValues {
     }
 }
 
-/// What a collapse groups by in one segment: a string column (read through the process's
+/// What a collapse groups by in one segment: a string column (read through the collapse's
 /// tables) or a numeric one.
 pub(super) enum GroupValues {
     Str(StrValues),
@@ -122,13 +132,18 @@ pub(super) struct SegmentColumns {
 
 impl SegmentColumns {
     /// Opens the columns `names` names in a segment. Cost: one column open each (19 at most).
-    fn open(reader: &SegmentReader, segment: SegmentId, names: &ColumnNames) -> Result<Self> {
+    fn open(
+        reader: &SegmentReader,
+        tables: &IdTables,
+        segment: SegmentId,
+        names: &ColumnNames,
+    ) -> Result<Self> {
         let ff = reader.fast_fields();
         let group = match &names.group_by {
             None => None,
-            Some((field, ValueKind::Str)) => {
-                Some(GroupValues::Str(StrValues::open(ff, segment, field)?))
-            }
+            Some((field, ValueKind::Str)) => Some(GroupValues::Str(StrValues::open(
+                ff, tables, segment, field,
+            )?)),
             Some((field, kind)) => Some(GroupValues::Numeric(
                 SegmentValues::open(ff, field, *kind)?,
                 *kind,
@@ -136,7 +151,7 @@ impl SegmentColumns {
         };
         Ok(SegmentColumns {
             signatures: SegmentSignatures::open(reader, names.rule)?,
-            ids: StrValues::open(ff, segment, &names.id)?,
+            ids: StrValues::open(ff, tables, segment, &names.id)?,
             group,
             leader_order: match &names.leader_order {
                 Some((field, kind)) => Some(SegmentValues::open(ff, field, *kind)?),
@@ -150,6 +165,9 @@ impl SegmentColumns {
 #[derive(Default)]
 pub(super) struct ColumnCache {
     state: Mutex<CacheState>,
+    /// The tables string columns are read through (the collapse's own unless it shares its
+    /// index's).
+    tables: IdTables,
 }
 
 #[derive(Default)]
@@ -161,6 +179,14 @@ struct CacheState {
 }
 
 impl ColumnCache {
+    /// An empty cache reading string columns through `tables`.
+    pub(super) fn reading_through(tables: IdTables) -> ColumnCache {
+        ColumnCache {
+            state: Mutex::default(),
+            tables,
+        }
+    }
+
     /// Starts a search: returns its number, and releases the segments no search read for
     /// [`RELEASE_AFTER_SEARCHES`].
     pub(super) fn start_search(&self) -> u64 {
@@ -186,7 +212,7 @@ impl ColumnCache {
             *last = search.max(*last);
             return Ok(columns.clone());
         }
-        let opened = Arc::new(SegmentColumns::open(reader, segment, names)?);
+        let opened = Arc::new(SegmentColumns::open(reader, &self.tables, segment, names)?);
         Ok(self.keep(search, segment, &opened))
     }
 

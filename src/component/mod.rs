@@ -7,6 +7,7 @@ pub(crate) mod reader;
 pub(crate) use file::ComponentFile;
 
 use crate::error::Error;
+use crate::id_table::{IdTables, SegmentTables};
 use crate::signature::MatchRule;
 use file::SignatureSource;
 use std::any::Any;
@@ -339,9 +340,15 @@ impl SignatureSource for ComponentWriter {
 /// after a merge deletes them; this component's file is opened by each reader when needed,
 /// and garbage collection after a merge keeps only the files of segments whose metadata is
 /// alive. [`NearDupIndex::reader_builder`](crate::NearDupIndex::reader_builder) attaches one.
+///
+/// It also owns the string tables of its searchers' segments ([`IdTables`]): each generation
+/// holds its segments' tables, so every searcher and consumer of those segments shares them,
+/// a reload keeps those of the segments it did not change, and a segment's are freed once no
+/// live generation nor consumer holds it.
 pub(crate) struct ComponentWarmer {
     rule: MatchRule,
     held: std::sync::Mutex<std::collections::HashMap<u64, HeldSegments>>,
+    id_tables: IdTables,
 }
 
 /// How a warm fails when a segment was merged away, and its component file collected, between
@@ -375,6 +382,7 @@ pub(crate) fn reload_fresh<T>(mut open: impl FnMut() -> tantivy::Result<T>) -> t
 struct HeldSegments {
     _metas: Vec<tantivy::index::SegmentMeta>,
     files: Vec<ComponentFile>,
+    _tables: Vec<Arc<SegmentTables>>,
 }
 
 impl ComponentWarmer {
@@ -382,7 +390,13 @@ impl ComponentWarmer {
         ComponentWarmer {
             rule,
             held: Default::default(),
+            id_tables: IdTables::default(),
         }
+    }
+
+    /// The string tables of this warmer's searchers (shared: a clone reads the same tables).
+    pub(crate) fn id_tables(&self) -> &IdTables {
+        &self.id_tables
     }
 
     /// The component files this warmer opened for `searcher`'s segments (in segment order), if
@@ -421,11 +435,17 @@ impl tantivy::Warmer for ComponentWarmer {
                 Err(other) => return Err(other.into()),
             }
         }
+        let tables = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| self.id_tables.segment(segment.segment_id()))
+            .collect();
         crate::sync::lock(&self.held).insert(
             searcher.generation().generation_id(),
             HeldSegments {
                 _metas: metas,
                 files,
+                _tables: tables,
             },
         );
         Ok(())

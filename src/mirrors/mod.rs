@@ -12,7 +12,6 @@ use pages::{
 use crate::error::{Error, Result};
 use crate::fingerprint::Scheme;
 use crate::layout::BlockLayout;
-use crate::lookup::NearDupLookup;
 use crate::replay::document_text;
 use crate::schema::NearDupIndex;
 use crate::signature::{MatchRule, RuleSpec, Signature, Signer};
@@ -404,7 +403,7 @@ impl MirrorFinder {
             .map(|n| stored(n))
             .collect::<Result<Vec<_>>>()?;
         let searcher = index.searcher()?;
-        let lookups = NearDupLookup::new(index.fields(), &searcher)?;
+        let lookups = index.lookups_of(&searcher)?;
         let mut pages = Vec::new();
         for (ord, seg) in searcher.segment_readers().iter().enumerate() {
             for doc in seg.doc_ids_alive() {

@@ -107,7 +107,7 @@ pub(super) struct Pending {
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
     pub(super) ids: PendingIds,
-    /// The committed groups and replaced ids, read through the process's string tables.
+    /// The committed groups and replaced ids, read through the writer's searcher's string tables.
     groups: StrColumns,
     replaced: StrColumns,
     keys: Vec<u64>,
@@ -175,8 +175,9 @@ impl Pending {
     /// opened.
     pub(super) fn follow(&mut self, searcher: &NearDupLookup) -> Result<()> {
         // Opened first, so that a failure leaves nothing half-followed.
-        let groups = StrColumns::open(searcher.searcher(), searcher.fields().group)?;
-        let replaced = StrColumns::open(searcher.searcher(), searcher.fields().replaced)?;
+        let tables = searcher.id_tables();
+        let groups = StrColumns::open(searcher.searcher(), searcher.fields().group, tables)?;
+        let replaced = StrColumns::open(searcher.searcher(), searcher.fields().replaced, tables)?;
         self.groups = groups;
         self.replaced = replaced;
         Ok(())
