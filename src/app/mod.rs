@@ -23,7 +23,7 @@ mod search;
 pub use ingest::{
     check_memory, outcome_name, BadRecord, FieldValue, FrontEnd, Ingest, IngestCounts, InputDoc,
 };
-pub use reports::{clusters, largest_clusters, mirrors, GroupSize, Mirrors, ReportCaps};
+pub use reports::{clusters, largest_clusters, mirrors, pair_join, GroupSize, Mirrors, ReportCaps};
 pub use search::{
     similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
     WIDE_WINDOW,
@@ -96,9 +96,6 @@ pub struct StoreSettings {
     pub language: String,
     /// The largest distance the layout guarantees (fixed at creation).
     pub k: u32,
-    /// Whether the keys are indexed as postings (fixed at creation:
-    /// [`NearDupConfig::with_key_postings`]).
-    pub key_postings: bool,
     /// The dedup policy of the last `index` run (the default for the next run).
     pub policy: String,
 }
@@ -125,8 +122,6 @@ pub struct Requested {
     pub language: Option<String>,
     /// The largest distance the keys guarantee; fixed at creation.
     pub k: Option<u32>,
-    /// Whether the keys are indexed as postings (default: columns only); fixed at creation.
-    pub key_postings: Option<bool>,
     /// The dedup policy.
     pub policy: Option<Policy>,
 }
@@ -326,8 +321,7 @@ fn config_for(record: &StoreSettings) -> Result<NearDupConfig> {
     let layout = BlockLayout::for_distance(record.k).map_err(|e| Error::Setting(e.to_string()))?;
     Ok(NearDupConfig::new("id", ["title", "text"])
         .with_scheme(scheme)
-        .with_layout(layout)
-        .with_key_postings(record.key_postings))
+        .with_layout(layout))
 }
 
 fn schema_for(config: &NearDupConfig) -> Schema {
@@ -413,7 +407,6 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
         fields: saved.fields,
         language,
         k: layout.max_distance(),
-        key_postings: record.key_postings(),
         policy: saved.policy,
     };
     Ok(Some((index, record, settings)))
@@ -605,15 +598,6 @@ fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
             ));
         }
     }
-    if let Some(wanted) = req.key_postings.filter(|&w| w != record.key_postings) {
-        let storage = |postings: bool| if postings { "on" } else { "off" };
-        return Err(fixed_setting(
-            dir,
-            "--key-postings",
-            storage(record.key_postings),
-            storage(wanted),
-        ));
-    }
     if holds_no_document(&index)? {
         // No document was committed with the recorded mapping (say, a first run with a
         // mistyped --text-field failed on line 1): it is not the index's yet, and a rerun
@@ -657,7 +641,6 @@ fn create(dir: &Path, req: &Requested, stale_claim: Option<std::fs::File>) -> Re
         },
         language: req.language.clone().unwrap_or_else(|| "auto".into()),
         k: req.k.unwrap_or(3),
-        key_postings: req.key_postings.unwrap_or(false),
         policy: req.policy.unwrap_or(Policy::Tag).name().to_string(),
     };
     // Check the settings before anything is written.
