@@ -94,11 +94,15 @@ impl Evidence {
 /// index's rule) is the width of a band's key: unrelated documents share a band by chance with
 /// probability ``2**-key_bits`` per band, so a join meets ``12 * n / 2**key_bits`` chance
 /// candidates per document (~11 at 1M with 20 bits, 0.003 with 32); a wider key is more bits of
-/// the same hash, so a wider rule's pairs are a subset of a narrower one's.
+/// the same hash, so a wider rule's pairs are a subset of a narrower one's. ``fold_scripts``
+/// (default ``True``, as every index): Traditional Chinese is folded to Simplified before
+/// signing, so a page and its other-script edition match; ``False`` signs the characters as
+/// written, for a caller whose resemblance does not fold scripts (the evaluation data's, for one).
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Rule {
     rule: MatchRule,
     language: String,
+    fold_scripts: bool,
     signer: Mutex<Signer>,
 }
 
@@ -174,14 +178,20 @@ impl Rule {
 #[pymethods]
 impl Rule {
     #[new]
-    #[pyo3(signature = (language = "auto", *, key_bits = DEFAULT_KEY_BITS))]
-    fn new(language: &str, key_bits: u32) -> PyResult<Self> {
-        let scheme = crate::store::scheme_for(language)?;
+    #[pyo3(signature = (language = "auto", *, key_bits = DEFAULT_KEY_BITS, fold_scripts = true))]
+    fn new(language: &str, key_bits: u32, fold_scripts: bool) -> PyResult<Self> {
+        let normalization = tantivy_simhash::Normalization {
+            traditional_to_simplified: fold_scripts,
+            ..Default::default()
+        };
+        let scheme = tantivy_simhash::app::scheme_with(language, normalization)
+            .map_err(crate::Failure::from)?;
         let rule = rule_with_key_bits(key_bits)?;
         let signer = Mutex::new(rule.signer(&scheme));
         Ok(Rule {
             rule,
             language: language.to_string(),
+            fold_scripts,
             signer,
         })
     }
@@ -456,6 +466,12 @@ impl Rule {
         self.language.clone()
     }
 
+    /// Whether Traditional Chinese is folded to Simplified before signing.
+    #[getter]
+    fn fold_scripts(&self) -> bool {
+        self.fold_scripts
+    }
+
     fn __str__(&self) -> String {
         self.rule.to_string()
     }
@@ -469,9 +485,10 @@ impl Rule {
 
     fn __repr__(&self) -> String {
         format!(
-            "Rule(language={:?}, key_bits={})",
+            "Rule(language={:?}, key_bits={}, fold_scripts={})",
             self.language,
-            self.rule.minhash().key_bits
+            self.rule.minhash().key_bits,
+            if self.fold_scripts { "True" } else { "False" }
         )
     }
 }

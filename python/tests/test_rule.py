@@ -149,7 +149,7 @@ def test_a_wider_band_key_is_more_bits_of_the_same_key(texts):
     assert (narrow.key_bits, wide.key_bits) == (20, 32)
     assert (narrow.sketch_bytes, wide.sketch_bytes) == (160, 176)
     assert "key32" in wide.id and "key20" in narrow.id
-    assert repr(wide) == 'Rule(language="auto", key_bits=32)'
+    assert repr(wide) == 'Rule(language="auto", key_bits=32, fold_scripts=True)'
     blocks = narrow.keys_per_document - narrow.bands
     for t in texts:
         a, b = narrow.sign(t), wide.sign(t)
@@ -173,3 +173,20 @@ def test_a_band_key_width_outside_16_to_32_is_refused_with_the_reason():
         Rule("auto", 32)  # keyword only
     with pytest.raises(OverflowError):
         Rule(key_bits=-1)
+
+
+def test_fold_scripts_false_signs_traditional_chinese_as_written():
+    """The default folds Traditional to Simplified (a page and its other-script edition sign
+    alike); fold_scripts=False does not, and signs Simplified text as the default does."""
+    simplified = "这是一个关于搜索引擎如何发现重复网页的简短说明，它们在不同的网站上以不同的字体发布。" * 3
+    traditional = "這是一個關於搜索引擎如何發現重複網頁的簡短說明，它們在不同的網站上以不同的字體發佈。" * 3
+    folding, as_written = Rule(), Rule(fold_scripts=False)
+    assert folding.fold_scripts and not as_written.fold_scripts
+    assert "fold_scripts=False" in repr(as_written)
+    assert folding.sign(traditional) == folding.sign(simplified)
+    assert as_written.sign(simplified) == folding.sign(simplified)
+    a, b = as_written.sign(traditional), as_written.sign(simplified)
+    assert a != b
+    assert as_written.matches(a, b) is None, "the two scripts share few characters"
+    with pytest.raises(ValueError, match="unknown language"):
+        Rule("klingon", fold_scripts=False)

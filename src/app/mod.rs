@@ -46,7 +46,8 @@ use tantivy::tokenizer::{
 use tantivy::Index;
 
 use crate::fingerprint::{
-    HanSegmentation, Scheme, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
+    HanSegmentation, Normalization, Scheme, Tokenization, TokenizationParameters,
+    SIMHASH_TOKENIZER_NAME,
 };
 use crate::layout::BlockLayout;
 use crate::schema::{IndexRecord, NearDupConfig, NearDupIndex, RECORD_FILE};
@@ -267,9 +268,17 @@ const LANGUAGES: &[(&str, Language)] = &[
 /// character), or a stemming language (`english`, `french`, ...). Errors with
 /// [`Error::Setting`] naming the languages when there is none.
 pub fn scheme_for(language: &str) -> Result<Scheme> {
+    scheme_with(language, Normalization::default())
+}
+
+/// [`scheme_for`] with `normalization` instead of the default one (for a caller who does not
+/// count Traditional and Simplified Chinese copies of a text as near-duplicates, say). Errors
+/// as [`scheme_for`].
+pub fn scheme_with(language: &str, normalization: Normalization) -> Result<Scheme> {
+    let builder = Scheme::builder().normalization(normalization);
     let built = match language {
-        "auto" => return Ok(Scheme::default()),
-        "han-chars" => Scheme::builder()
+        "auto" => builder.build(),
+        "han-chars" => builder
             .tokenization(Tokenization::Builtin {
                 han: HanSegmentation::Chars,
             })
@@ -282,7 +291,7 @@ pub fn scheme_for(language: &str) -> Result<Scheme> {
                     names.join(", ")
                 )));
             };
-            Scheme::builder().analyzer(&name, analyzer).build()
+            builder.analyzer(&name, analyzer).build()
         }
     };
     built.map_err(|e| Error::Setting(e.to_string()))

@@ -372,7 +372,9 @@ class Rule:
     not fit each other or the rule.
     """
 
-    def __init__(self, language: str = "auto", *, key_bits: int = 20) -> None: ...
+    def __init__(self, language: str = "auto", *, key_bits: int = 20, fold_scripts: bool = True) -> None:
+        """``fold_scripts=False``: Traditional Chinese signed as written, not folded to
+        Simplified (the index's scheme folds; for a caller whose resemblance does not)."""
     def sign(self, text: str) -> Signature:
         """The signature of ``text`` (one analysis; GIL released)."""
     def matches(self, a: Signature, b: Signature) -> Optional[Evidence]:
@@ -421,6 +423,9 @@ class Rule:
     @property
     def key_bits(self) -> int:
         """Bits of a band key (16 to 32)."""
+    @property
+    def fold_scripts(self) -> bool:
+        """Whether Traditional Chinese is folded to Simplified before signing."""
 
 def components(a: bytes, b: bytes) -> Tuple[bytes, bytes]:
     """Connected components of the edges ``(a[i], b[i])`` (u64 buffers): ``(nodes, labels)``,
