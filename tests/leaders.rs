@@ -18,12 +18,17 @@ type Found = BTreeSet<(String, Vec<String>)>;
 
 /// Brute-force leader clustering of `live` (in input order) within `k` by `rule`.
 fn brute_leaders(rule: &MatchRule, live: &[(String, Signature)], k: u32) -> Found {
+    brute_leaders_by(live, |a, b| rule.matches_within(a, b, k).is_some())
+}
+
+/// Brute-force leader clustering of `live` (in input order) by the match `matches`.
+fn brute_leaders_by(
+    live: &[(String, Signature)],
+    matches: impl Fn(&Signature, &Signature) -> bool,
+) -> Found {
     let mut leaders: Vec<(usize, Vec<usize>)> = Vec::new();
     for (i, (_, sig)) in live.iter().enumerate() {
-        match leaders
-            .iter_mut()
-            .find(|(l, _)| rule.matches_within(&live[*l].1, sig, k).is_some())
-        {
+        match leaders.iter_mut().find(|(l, _)| matches(&live[*l].1, sig)) {
             Some((_, members)) => members.push(i),
             None => leaders.push((i, vec![i])),
         }
@@ -46,6 +51,14 @@ fn brute_components(
     live: &[(String, Signature)],
     k: u32,
 ) -> BTreeSet<Vec<String>> {
+    brute_components_by(live, |a, b| rule.matches_within(a, b, k).is_some())
+}
+
+/// Brute-force connected components by the match `matches`, as sorted id lists.
+fn brute_components_by(
+    live: &[(String, Signature)],
+    matches: impl Fn(&Signature, &Signature) -> bool,
+) -> BTreeSet<Vec<String>> {
     let n = live.len();
     let mut label: Vec<usize> = (0..n).collect();
     // Label propagation until stable: quadratic and slow, but independent of union-find.
@@ -53,8 +66,7 @@ fn brute_components(
         let mut changed = false;
         for i in 0..n {
             for j in i + 1..n {
-                if label[i] != label[j] && rule.matches_within(&live[i].1, &live[j].1, k).is_some()
-                {
+                if label[i] != label[j] && matches(&live[i].1, &live[j].1) {
                     let m = label[i].min(label[j]);
                     label[i] = m;
                     label[j] = m;
@@ -260,4 +272,112 @@ fn leader_clusters_equal_brute_force_on_signed_texts() {
     assert_eq!(found_components(&graph), brute_components(&rule, &live, k));
     let streamed = join(&searcher, k).clusters().unwrap();
     assert_eq!(leaders_of(&streamed), truth);
+}
+
+/// `PairJoin::min_resemblance`: pairs, leader clusters and components equal brute force over
+/// the rule's pairs whose sketches estimate at least the floor (a pair with an empty sketch
+/// stays), on signed texts (both branches, estimates spread from copies to strangers) and on
+/// bare fingerprints (empty sketches: every pair stays).
+#[test]
+fn min_resemblance_pairs_and_clusters_equal_brute_force() {
+    let texts = edited_texts_under_chrome(13, 500);
+    let docs: Vec<_> = texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (format!("t{:04}", (i * 613) % 10_000), Ok(t)))
+        .collect();
+    let (searcher, rule, live) = build(BlockLayout::default(), &docs);
+    let k = rule.layout().max_distance();
+    let minhash = *rule.minhash();
+    let all: BTreeSet<(String, String)> =
+        brute_pairs(&live, |a, b| rule.matches_within(a, b, k).is_some());
+    let mut dropped_simhash = 0;
+    for min in [0.0f32, 0.5, 0.67, 0.9] {
+        let keeps = |a: &Signature, b: &Signature| {
+            rule.matches_within(a, b, k).is_some()
+                && (a.sketch.is_empty()
+                    || b.sketch.is_empty()
+                    || a.sketch.resemblance(&b.sketch, &minhash) >= min)
+        };
+        let join = join(&searcher, k).min_resemblance(min).unwrap();
+        let mut pairs = BTreeSet::new();
+        let stats = join
+            .for_each_id_pair(|p| {
+                assert!(pairs.insert((p.a.min(p.b).to_string(), p.a.max(p.b).to_string())));
+            })
+            .unwrap();
+        let truth = brute_pairs(&live, keeps);
+        assert_eq!(pairs, truth, "min_resemblance {min}");
+        assert_eq!(stats.pairs, truth.len() as u64);
+        assert_eq!(
+            stats.below_min_resemblance,
+            (all.len() - truth.len()) as u64
+        );
+        dropped_simhash += all
+            .difference(&truth)
+            .filter(|(a, b)| {
+                let sig = |id: &str| &live.iter().find(|(x, _)| x == id).unwrap().1;
+                sig(a).fingerprint.distance(sig(b).fingerprint) <= k
+            })
+            .count();
+        assert_eq!(
+            leaders_of(&join.clusters().unwrap()),
+            brute_leaders_by(&live, keeps)
+        );
+        assert_eq!(
+            components_of(&join.components().unwrap()),
+            brute_components_by(&live, keeps)
+        );
+    }
+    // Not vacuous: the floors drop pairs of both branches and keep others.
+    assert!(dropped_simhash > 0, "no simhash match was dropped");
+    let at_067 = brute_pairs(&live, |a, b| {
+        rule.matches_within(a, b, k).is_some() && a.sketch.resemblance(&b.sketch, &minhash) >= 0.67
+    });
+    assert!(
+        !at_067.is_empty() && at_067.len() < all.len(),
+        "{} of {}",
+        at_067.len(),
+        all.len()
+    );
+
+    // Bare fingerprints have empty sketches: no estimate, so every pair stays.
+    let docs = chained_fingerprints(300, k, 5);
+    let (searcher, rule, live) = build(BlockLayout::default(), &docs);
+    let strict = join(&searcher, k).min_resemblance(1.0).unwrap();
+    let mut n = 0u64;
+    let stats = strict.for_each_doc_pair(|_| n += 1).unwrap();
+    let truth = brute_pairs(&live, |a, b| rule.matches_within(a, b, k).is_some());
+    assert_eq!(n, truth.len() as u64);
+    assert!(n > 0);
+    assert_eq!(stats.below_min_resemblance, 0);
+    assert_eq!(
+        leaders_of(&strict.clusters().unwrap()),
+        brute_leaders(&rule, &live, k)
+    );
+
+    // Out of range: a clear error.
+    for bad in [-0.1f32, 1.5, f32::NAN] {
+        let e = join(&searcher, k)
+            .min_resemblance(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected a number in 0..=1"), "{e}");
+    }
+}
+
+/// Every pair of `live` that `matches`, as (smaller id, larger id).
+fn brute_pairs(
+    live: &[(String, Signature)],
+    matches: impl Fn(&Signature, &Signature) -> bool,
+) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (i, (a, sa)) in live.iter().enumerate() {
+        for (b, sb) in &live[i + 1..] {
+            if matches(sa, sb) {
+                out.insert((a.min(b).clone(), a.max(b).clone()));
+            }
+        }
+    }
+    out
 }

@@ -10,23 +10,46 @@ use tantivy_simhash::PairStats;
 use tantivy_simhash::{Cluster, ClusterMode, PairJoin, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY};
 
 /// The streaming join of every pair (no signature gathered in memory).
-fn pair_join(store: &Store, k: Option<u32>) -> CliResult<PairJoin> {
-    let k = store.checked_k(k)?;
-    let searcher = store.index.searcher()?;
-    Ok(PairJoin::with_max_distance(
-        store.index.fields(),
-        &searcher,
-        k,
+/// How a batch command narrows the rule (`-k`, `--min-resemblance`); the default keeps it whole.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Narrowing {
+    pub(crate) k: Option<u32>,
+    pub(crate) min_resemblance: Option<f32>,
+}
+
+/// The streaming join of `store` narrowed by `narrowing`.
+fn pair_join(store: &Store, narrowing: Narrowing) -> CliResult<PairJoin> {
+    Ok(app::pair_join(
+        store,
+        narrowing.k,
+        narrowing.min_resemblance,
     )?)
 }
 
-/// The rule a join pairs by, with its narrowed simhash radius.
-fn rule_text(rule: &tantivy_simhash::MatchRule, max_distance: u32) -> String {
-    let brief = super::output::rule_brief(rule);
-    if max_distance == rule.layout().max_distance() {
-        brief
-    } else {
-        format!("{brief}; simhash branch narrowed to distance {max_distance}")
+/// The rule a join pairs by, with its narrowed simhash radius and its resemblance floor.
+fn rule_text(join: &PairJoin, min_resemblance: Option<f32>) -> String {
+    let (rule, max_distance) = (join.rule(), join.max_distance());
+    let mut text = super::output::rule_brief(rule);
+    if max_distance != rule.layout().max_distance() {
+        text.push_str(&format!(
+            "; simhash branch narrowed to distance {max_distance}"
+        ));
+    }
+    if let Some(min) = min_resemblance {
+        text.push_str(&format!(
+            "; only pairs whose sketches estimate a resemblance >= {min}"
+        ));
+    }
+    text
+}
+
+/// Says on stderr how many of the rule's pairs a resemblance floor left out.
+fn note_below(stats: &PairStats, min_resemblance: Option<f32>) {
+    if let Some(min) = min_resemblance {
+        super::eprintln_quiet(&format!(
+            "note: {} of the rule left out: their sketches estimate a resemblance under {min}",
+            count(stats.below_min_resemblance, "pair", "pairs")
+        ));
     }
 }
 
@@ -64,7 +87,8 @@ pub(crate) fn warn_hot_keys(stats: &PairStats, bound: usize) {
 
 pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     let store = app::open(&args.rule.dir)?;
-    let join = pair_join(&store, args.rule.k)?;
+    let min = args.rule.min_resemblance;
+    let join = pair_join(&store, args.rule.narrowing())?;
     let mut out = Out::new(args.json);
     // The join meets pairs in an order that depends on the segments; they are sorted by ids
     // (byte order of the smaller id, then the other), so that two indexes of the same input
@@ -102,11 +126,12 @@ pub(super) fn pairs(args: &PairsArgs) -> CliResult<Status> {
     }
     let printed = shown;
     warn_hot_keys(&stats, DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
+    note_below(&stats, min);
     if !out.is_json() {
         super::eprintln_quiet(&format!(
             "{} by the rule ({}) among {}{}",
             count(total, "pair", "pairs"),
-            rule_text(join.rule(), join.max_distance()),
+            rule_text(&join, min),
             count(join.num_docs() as u64, "document", "documents"),
             if printed < total as usize {
                 format!(" ({printed} printed)")
@@ -131,7 +156,7 @@ pub(super) fn clusters(args: &ClustersArgs) -> CliResult<Status> {
     let mut out = Out::new(args.json);
     clusters_in(
         &store,
-        args.rule.k,
+        args.rule.narrowing(),
         args.limit,
         args.min_size,
         args.members,
@@ -146,7 +171,7 @@ pub(super) fn clusters(args: &ClustersArgs) -> CliResult<Status> {
 /// largest first.
 pub(crate) fn clusters_in(
     store: &Store,
-    k: Option<u32>,
+    narrowing: Narrowing,
     limit: usize,
     min_size: usize,
     members: usize,
@@ -154,10 +179,11 @@ pub(crate) fn clusters_in(
     out: &mut Out,
 ) -> CliResult<()> {
     // Both modes run over the streaming join (no signature gathered in memory).
-    let join = pair_join(store, k)?;
+    let min_resemblance = narrowing.min_resemblance;
+    let join = pair_join(store, narrowing)?;
     let clusters = join.clusters_by(mode)?;
-    let (rule, max_distance) = (join.rule(), join.max_distance());
     warn_hot_keys(&clusters.join_stats(), DEFAULT_JOIN_MAX_POSTINGS_PER_KEY);
+    note_below(&clusters.join_stats(), min_resemblance);
     let (sorted, total) = app::largest_clusters(&clusters, min_size, limit);
     let clustered: usize = clusters.iter().map(|c| c.len()).sum();
     if !out.is_json() {
@@ -169,7 +195,7 @@ pub(crate) fn clusters_in(
                 ClusterMode::Leader => "each matching its leader (the first added) by the rule",
                 ClusterMode::Components => "linked by chains of pairs by the rule",
             },
-            rule_text(rule, max_distance),
+            rule_text(&join, min_resemblance),
             count(clustered as u64, "document", "documents"),
             clusters.num_docs()
         ))?;

@@ -137,7 +137,7 @@ fn show_read_commands(store: &app::Store, shown_dir: &str, out: &mut Out) -> Cli
     out.line(format_args!(
         "$ neardup clusters {shown_dir} -n 3 --members 3"
     ))?;
-    clusters_in(store, None, 3, 2, 3, ClusterMode::Leader, out)?;
+    clusters_in(store, Default::default(), 3, 2, 3, ClusterMode::Leader, out)?;
     out.line("")?;
 
     out.line(format_args!("$ neardup mirrors {shown_dir}"))?;

@@ -289,6 +289,21 @@ struct BatchRuleArgs {
     /// the index's k); the resemblance branch is unchanged.
     #[arg(long, short = 'k', value_name = "K")]
     k: Option<u32>,
+    /// Opt-in: only pairs whose sketches estimate at least this resemblance (0-1), whichever
+    /// branch of the rule matched them; clusters are made of those pairs. For a reader who
+    /// counts only pairs at resemblance 0.8 as duplicates, 0.67 (the rule's own threshold,
+    /// 0.55, aims at 0.5; its simhash branch can match pairs under it).
+    #[arg(long, value_name = "R")]
+    min_resemblance: Option<f32>,
+}
+
+impl BatchRuleArgs {
+    fn narrowing(&self) -> batch_cmds::Narrowing {
+        batch_cmds::Narrowing {
+            k: self.k,
+            min_resemblance: self.min_resemblance,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

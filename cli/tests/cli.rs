@@ -1242,6 +1242,57 @@ fn pairs_and_clusters_agree_with_brute_force() {
     assert_eq!(json_lines(&out).len(), 2.min(expected.len()));
     let out = neardup(&["pairs", p(&dir), "-k", "4"]);
     assert_eq!(code(&out), 2, "k beyond the layout is a usage error");
+    // --min-resemblance keeps the pairs whose sketches estimate at least it, whichever branch
+    // matched (an empty sketch has no estimate and stays), and says how many it left out.
+    let minhash = *rule.minhash();
+    let sig_of = |id: &str| &sigs[docs.iter().position(|(d, _)| d == id).unwrap()];
+    for min in ["0.67", "0.9"] {
+        let floor: f32 = min.parse().unwrap();
+        let kept: Vec<RulePair> = expected
+            .iter()
+            .filter(|(a, b, _, _)| {
+                let (x, y) = (sig_of(a), sig_of(b));
+                x.sketch.is_empty()
+                    || y.sketch.is_empty()
+                    || x.sketch.resemblance(&y.sketch, &minhash) >= floor
+            })
+            .cloned()
+            .collect();
+        let out = neardup(&["pairs", p(&dir), "--json", "--min-resemblance", min]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let mut got: Vec<(String, String)> = json_lines(&out)
+            .iter()
+            .map(|v| {
+                (
+                    v["a"].as_str().unwrap().into(),
+                    v["b"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        got.sort();
+        let want: Vec<(String, String)> = kept.iter().map(|k| (k.0.clone(), k.1.clone())).collect();
+        assert_eq!(got, want, "--min-resemblance {min}");
+        let left_out = expected.len() - kept.len();
+        assert!(
+            stderr(&out).contains(&format!("{left_out} pair")),
+            "{}",
+            stderr(&out)
+        );
+        if min == "0.9" {
+            assert!(
+                left_out > 0 && !kept.is_empty(),
+                "{left_out} of {}",
+                expected.len()
+            );
+        }
+    }
+    let out = neardup(&["pairs", p(&dir), "--min-resemblance", "1.5"]);
+    assert_ne!(code(&out), 0);
+    assert!(
+        stderr(&out).contains("expected a number in 0..=1"),
+        "{}",
+        stderr(&out)
+    );
 
     // Clusters: connected components of the brute-force pairs.
     let index_of = |id: &str| docs.iter().position(|(d, _)| d == id).unwrap();

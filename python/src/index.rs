@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex, RwLock};
 use tantivy_simhash::app::{Collapse, FieldMap, LeaderChoice, Search, SearchSettings, SimilarTo};
+use tantivy_simhash::ClusterMode;
 use tantivy_simhash::IdPolicy;
-use tantivy_simhash::{ClusterMode, PairJoin};
 
 /// An index directory in the format of the ``neardup`` command line: documents with an id, a
 /// text and optionally a title and a host, fingerprinted with a scheme fixed at creation.
@@ -279,16 +279,21 @@ impl Index {
     /// ``distance`` is the simhash distance, ``resemblance`` the sketches' estimate for a pair
     /// matched by resemblance (``None`` for a simhash match). The pairs are computed on a
     /// thread of their own as you iterate (one pass over the index; the GIL is free
-    /// meanwhile).
-    #[pyo3(signature = (k = None))]
-    fn pairs(&self, k: Option<u32>) -> PyResult<PairIterator> {
+    /// meanwhile). ``min_resemblance`` (opt-in, 0 to 1): only the pairs whose sketches
+    /// estimate at least that resemblance, whichever branch matched them (a pair with an empty
+    /// sketch stays); 0.67 keeps what a reader at resemblance 0.8 counts. Raises
+    /// ``ValueError`` for a ``k`` beyond the index's or a ``min_resemblance`` outside 0..1.
+    #[pyo3(signature = (k = None, *, min_resemblance = None))]
+    fn pairs(&self, k: Option<u32>, min_resemblance: Option<f32>) -> PyResult<PairIterator> {
         let store = self.store()?;
-        let k = store.checked_k(k)?;
+        // Checked here, so that a bad argument raises at the call, not at the first pair.
+        let join =
+            tantivy_simhash::app::pair_join(&store, k, min_resemblance).map_err(Failure::from)?;
+        drop(join);
         let (tx, rx) = sync_channel(4096);
         std::thread::spawn(move || {
             let run = || -> Result<(), Failure> {
-                let searcher = store.index.searcher()?;
-                let join = PairJoin::with_max_distance(store.index.fields(), &searcher, k)?;
+                let join = tantivy_simhash::app::pair_join(&store, k, min_resemblance)?;
                 let mut receiver_gone = false;
                 join.for_each_id_pair(|p| {
                     if receiver_gone {
@@ -314,14 +319,16 @@ impl Index {
     /// matches its leader. ``mode="components"``: connected components of the pairs of
     /// :meth:`pairs` (chains: two members may share little). Cost: the streaming all-pairs
     /// join over the index's key tables (no signature held in memory) and the clusters.
-    /// Raises ``ValueError`` for another mode.
-    #[pyo3(signature = (k = None, *, min_size = 2, mode = "leader"))]
+    /// ``min_resemblance``: clusters of :meth:`pairs` with that opt-in. Raises ``ValueError``
+    /// for another mode or a ``min_resemblance`` outside 0..1.
+    #[pyo3(signature = (k = None, *, min_size = 2, mode = "leader", min_resemblance = None))]
     fn clusters(
         &self,
         py: Python<'_>,
         k: Option<u32>,
         min_size: usize,
         mode: &str,
+        min_resemblance: Option<f32>,
     ) -> PyResult<Vec<Cluster>> {
         let mode: ClusterMode = mode.parse().map_err(|_| {
             Failure::Value(format!(
@@ -329,7 +336,7 @@ impl Index {
             ))
         })?;
         let store = self.store()?;
-        Ok(py.detach(|| clusters(&store, k, min_size, mode))?)
+        Ok(py.detach(|| clusters(&store, k, min_resemblance, min_size, mode))?)
     }
 
     /// Why documents ``a`` and ``b`` (ids) are near-duplicates, or why not, as a dict (the
@@ -616,10 +623,11 @@ fn similar(
 fn clusters(
     store: &Store,
     k: Option<u32>,
+    min_resemblance: Option<f32>,
     min_size: usize,
     mode: ClusterMode,
 ) -> Result<Vec<Cluster>, Failure> {
-    let all = tantivy_simhash::app::clusters(store, k, mode)?;
+    let all = tantivy_simhash::app::clusters(store, k, min_resemblance, mode)?;
     let (sorted, _) = tantivy_simhash::app::largest_clusters(&all, min_size, 0);
     Ok(sorted
         .into_iter()

@@ -41,11 +41,6 @@ pub(crate) fn policy_named(name: &str) -> Result<Policy, Failure> {
 }
 
 impl Store {
-    /// `k` (the index's own by default), refused when the index's keys cannot guarantee it.
-    pub(crate) fn checked_k(&self, k: Option<u32>) -> Result<u32, Failure> {
-        Ok(self.inner.checked_k(k)?)
-    }
-
     /// The current settings (language, k, field mapping, policy).
     pub(crate) fn settings(&self) -> StoreSettings {
         self.settings

@@ -1,5 +1,6 @@
 """Index, writer and read operations against brute-force oracles over the demo corpus."""
 
+import struct
 import threading
 
 import pytest
@@ -31,6 +32,43 @@ def test_pairs_follow_the_match_rule(py_index_path, fingerprints):
                 assert a < b and d == popcount(fingerprints[a] ^ fingerprints[b]) > k
                 assert 0.55 <= r <= 1.0
         assert set(index.pairs()) == set(index.pairs(k=3))
+
+
+def test_min_resemblance_keeps_the_pairs_whose_sketches_estimate_at_least_it(py_index_path, corpus):
+    """The opt-in against an estimate made apart from the index: each pair's two texts signed
+    by ``Rule.sign`` and compared by ``Rule.matches`` (its evidence carries the sketches'
+    estimate for either branch); leader clusters of the kept pairs as the brute-force walk."""
+    from tantivy_simhash import Rule
+
+    rule = Rule()
+    texts = {d["id"]: document_text(d) for d in corpus}
+    sigs = {i: rule.sign(t) for i, t in texts.items()}
+    with Index.open(py_index_path) as index:
+        every = set(index.pairs())
+        for floor in (0.67, 0.9):
+            kept = set(index.pairs(min_resemblance=floor))
+            assert kept <= every
+            # Compared in f32, as the estimate is (0.9 as a double is above 0.9 as an f32).
+            at_least = struct.unpack("f", struct.pack("f", floor))[0]
+            expected = {p for p in every if estimate(rule, sigs[p[0]], sigs[p[1]]) >= at_least}
+            assert kept == expected, floor
+            found = index.clusters(min_resemblance=floor)
+            assert sorted((c.leader, c.members) for c in found) == leader_clusters([d["id"] for d in corpus], kept)
+        assert set(index.pairs(min_resemblance=0.0)) == every
+        assert len(set(index.pairs(min_resemblance=0.9))) < len(every)
+        for bad in (-0.5, 1.5):
+            with pytest.raises(ValueError, match="expected a number in 0..=1"):
+                index.pairs(min_resemblance=bad)
+            with pytest.raises(ValueError, match="expected a number in 0..=1"):
+                index.clusters(min_resemblance=bad)
+
+
+def estimate(rule, a, b):
+    """The sketches' resemblance estimate of two matching signatures (1.0 when either sketch
+    is empty: no estimate, the pair stays)."""
+    if not any(a.sketch) or not any(b.sketch):
+        return 1.0
+    return rule.matches(a, b).resemblance
 
 
 def test_clusters_by_leader_equal_brute_force(py_index_path, corpus):

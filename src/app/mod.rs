@@ -23,7 +23,7 @@ mod search;
 pub use ingest::{
     check_memory, outcome_name, BadRecord, FieldValue, FrontEnd, Ingest, IngestCounts, InputDoc,
 };
-pub use reports::{clusters, largest_clusters, mirrors, GroupSize, Mirrors, ReportCaps};
+pub use reports::{clusters, largest_clusters, mirrors, pair_join, GroupSize, Mirrors, ReportCaps};
 pub use search::{
     similar, Collapse, LeaderChoice, Search, SearchHit, SearchSettings, Similar, SimilarTo,
     WIDE_WINDOW,

@@ -10,15 +10,37 @@ use crate::report::{write_report, ReportOptions, ReportStats};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Every cluster of the store's live documents under `mode`, by the index's rule with its
-/// simhash branch narrowed to `k` (the index's `k` by default), sorted by id: the streaming
-/// join's [`PairJoin::clusters_by`], which holds no signature (memory: the join's compact pairs
-/// for leaders, a 4-byte union-find per document for components, and the clusters). Errors:
-/// [`Error::Setting`] for a `k` beyond the index's; those of [`PairJoin::clusters_by`].
-pub fn clusters(store: &Store, k: Option<u32>, mode: ClusterMode) -> Result<Clusters> {
+/// The streaming join of the store's live documents by the index's rule, its simhash branch
+/// narrowed to `k` (the index's `k` by default) and, with `min_resemblance`, only the pairs
+/// whose sketches estimate at least that ([`PairJoin::min_resemblance`]). Cost: opening each
+/// segment's component file and id column. Errors: [`Error::Setting`] for a `k` beyond the
+/// index's or a `min_resemblance` outside 0..=1; those of
+/// [`PairJoin::new`].
+pub fn pair_join(store: &Store, k: Option<u32>, min_resemblance: Option<f32>) -> Result<PairJoin> {
     let k = store.checked_k(k)?;
     let searcher = store.index.searcher()?;
-    PairJoin::with_max_distance(store.index.fields(), &searcher, k)?.clusters_by(mode)
+    let join = PairJoin::with_max_distance(store.index.fields(), &searcher, k)?;
+    match min_resemblance {
+        // A bad floor is the caller's argument, as a bad `k` is.
+        Some(min) => join.min_resemblance(min).map_err(|e| match e {
+            Error::InvalidConfig(m) => Error::Setting(m),
+            other => other,
+        }),
+        None => Ok(join),
+    }
+}
+
+/// Every cluster of the store's live documents under `mode`, by [`pair_join`]'s pairs, sorted
+/// by id: the streaming join's [`PairJoin::clusters_by`], which holds no signature (memory: the
+/// join's compact pairs for leaders, a 4-byte union-find per document for components, and the
+/// clusters). Errors: those of [`pair_join`] and [`PairJoin::clusters_by`].
+pub fn clusters(
+    store: &Store,
+    k: Option<u32>,
+    min_resemblance: Option<f32>,
+    mode: ClusterMode,
+) -> Result<Clusters> {
+    pair_join(store, k, min_resemblance)?.clusters_by(mode)
 }
 
 /// The clusters of at least `min_size` (and 2) documents, largest first (ties by id), at most

@@ -7,7 +7,7 @@ mod pairs;
 mod rule;
 mod shingles;
 
-pub(crate) use minhash::band_from_words;
+pub(crate) use minhash::{band_from_words, resemblance_of};
 pub use minhash::{MinHashConfig, Sketch};
 pub use pairs::{distinct_signatures, pairs_in_key_group, pairs_in_memory, PairStats};
 pub use rule::{Evidence, MatchRule, RuleSpec};

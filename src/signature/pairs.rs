@@ -14,6 +14,10 @@ pub struct PairStats {
     pub comparisons: u64,
     /// Keys whose postings (distinct signatures) exceeded the bound.
     pub hot_keys: u64,
+    /// Pairs of the rule left out because their sketches estimate less than an opt-in
+    /// minimum resemblance ([`PairJoin::min_resemblance`](crate::PairJoin::min_resemblance));
+    /// 0 without one. Not counted in `pairs`.
+    pub below_min_resemblance: u64,
 }
 
 impl PairStats {
@@ -22,6 +26,7 @@ impl PairStats {
         self.pairs += other.pairs;
         self.comparisons += other.comparisons;
         self.hot_keys += other.hot_keys;
+        self.below_min_resemblance += other.below_min_resemblance;
     }
 }
 

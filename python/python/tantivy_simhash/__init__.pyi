@@ -260,14 +260,23 @@ class Index:
     ) -> List[Match]:
         """The documents the index's match rule matches with a document (itself left out) or a
         text, strongest evidence first; with ``k``, simhash-only: those within ``k``."""
-    def pairs(self, k: Optional[int] = None) -> PairIterator:
+    def pairs(
+        self, k: Optional[int] = None, *, min_resemblance: Optional[float] = None
+    ) -> PairIterator:
         """Every pair the match rule matches, as ``(id_a, id_b, distance, resemblance)``
         (``resemblance`` is ``None`` for a simhash match); ``k`` narrows the simhash branch
-        (default: the index's k)."""
+        (default: the index's k); ``min_resemblance`` (opt-in): only the pairs whose sketches
+        estimate at least that resemblance, whichever branch matched them."""
     def clusters(
-        self, k: Optional[int] = None, *, min_size: int = 2, mode: str = "leader"
+        self,
+        k: Optional[int] = None,
+        *,
+        min_size: int = 2,
+        mode: str = "leader",
+        min_resemblance: Optional[float] = None,
     ) -> List[Cluster]:
-        """Leader clusters (``mode="components"``: connected components), largest first."""
+        """Leader clusters (``mode="components"``: connected components), largest first;
+        ``min_resemblance``: of the pairs :meth:`pairs` gives with it."""
     def explain(self, a: str, b: str) -> Dict[str, Any]:
         """Why documents ``a`` and ``b`` are near-duplicates, or why not (``neardup explain --json``)."""
     def report(

@@ -73,9 +73,11 @@ pub(crate) fn join(
     rule: &MatchRule,
     max_distance: u32,
     max_postings_per_key: usize,
+    min_resemblance: Option<f32>,
     mut emit: impl FnMut(&Found),
 ) -> Result<PairStats> {
-    let ctx = Context::new(segments, searcher, rule, max_distance, max_postings_per_key);
+    let mut ctx = Context::new(segments, searcher, rule, max_distance, max_postings_per_key);
+    ctx.min_resemblance = min_resemblance;
     let tasks = ctx.plan();
     let mut stats = PairStats::default();
     // Tasks run on the pool while this thread emits their pairs in task order: no barrier
@@ -144,6 +146,8 @@ struct Context<'a> {
     /// read in one sequential pass, so that runs compare fingerprints from memory instead of
     /// a random read of the file per run member.
     fingerprints: Vec<Vec<u64>>,
+    /// The opt-in floor on the sketches' estimate ([`PairJoin::min_resemblance`]).
+    min_resemblance: Option<f32>,
 }
 
 impl<'a> Context<'a> {
@@ -171,6 +175,7 @@ impl<'a> Context<'a> {
             cap: cap.max(1),
             block_masks,
             fingerprints: Vec::new(),
+            min_resemblance: None,
         };
         ctx.fingerprints = ctx.per_document(|segment, doc| segment.file().word(doc, 0));
         ctx
@@ -273,6 +278,12 @@ impl<'a> Context<'a> {
                     self.band_run(task.position, run, &mut scratch, &mut found);
                 }
             }
+        }
+        if let Some(min) = self.min_resemblance {
+            let width = self.rule.minhash().sketch_words();
+            found = found.at_least(min, self.rule.minhash(), width, |row, out| {
+                self.segment(row).sketch_words_into(row as u32, out);
+            });
         }
         Ok(found)
     }

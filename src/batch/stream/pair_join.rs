@@ -57,6 +57,8 @@ pub struct PairJoin {
     pub(super) ids: Vec<Option<StrColumn>>,
     /// The name of the sequence field (the order documents were added), if the index has one.
     pub(super) sequence: Option<String>,
+    /// [`min_resemblance`](Self::min_resemblance), if set.
+    pub(super) min_resemblance: Option<f32>,
 }
 
 impl std::fmt::Debug for PairJoin {
@@ -112,6 +114,7 @@ impl PairJoin {
             segments,
             ids,
             sequence,
+            min_resemblance: None,
         })
     }
 
@@ -128,6 +131,31 @@ impl PairJoin {
     pub fn max_postings_per_key(mut self, max_postings_per_key: usize) -> Self {
         self.max_postings_per_key = max_postings_per_key.max(1);
         self
+    }
+
+    /// Opt-in: only the rule's pairs whose sketches estimate a resemblance of at least `min`
+    /// (0 to 1), **whichever branch matched them**, in pairs and in both kinds of clusters.
+    /// For a reader who counts only pairs above the rule's own threshold (0.55) as
+    /// duplicates: the rule's simhash branch (within `k`, a test on weighted token counts)
+    /// can match pairs whose shingles are at 0.45, and its estimate has a standard deviation
+    /// of about 0.03 at 0.5 (256 bins of 4 bits), so 0.67, five deviations from both 0.5 and
+    /// 0.8, keeps what a reader at 0.8 counts and drops what one at 0.5 calls a false
+    /// positive. A pair with an empty sketch (a text without shingles) has no estimate and
+    /// stays. The rule, its keys and the index are unchanged; the pairs left out are counted
+    /// in [`PairStats::below_min_resemblance`](crate::PairStats::below_min_resemblance).
+    ///
+    /// Cost: a sketch read for each document of a simhash match and an estimate for each pair
+    /// of distinct sketches among them (documents of one sketch are decided once), in the
+    /// join's threads. Errors: [`Error::InvalidConfig`] when `min` is not a number in 0..=1.
+    pub fn min_resemblance(mut self, min: f32) -> Result<Self> {
+        if !(min.is_finite() && (0.0..=1.0).contains(&min)) {
+            return Err(Error::InvalidConfig(format!(
+                "min_resemblance = {min}; expected a number in 0..=1 (0.67 counts the pairs a \
+                 reader at resemblance 0.8 counts; leave it unset for every pair of the rule)"
+            )));
+        }
+        self.min_resemblance = Some(min);
+        Ok(self)
     }
 
     /// The rule the pairs satisfy.
@@ -175,6 +203,7 @@ impl PairJoin {
             &self.rule,
             self.max_distance,
             self.max_postings_per_key,
+            self.min_resemblance,
             emit,
         )
     }

@@ -88,12 +88,20 @@ fn joined(
         .unwrap();
     pool.install(|| {
         let mut out = Vec::new();
-        let stats = join(reader.segments(), &searcher, rule, max_distance, cap, |f| {
-            f.for_each_pair(|a, b, e| {
-                assert!(a < b, "{a:?} {b:?} {e:?}");
-                out.push((number(a), number(b), e))
-            })
-        })
+        let stats = join(
+            reader.segments(),
+            &searcher,
+            rule,
+            max_distance,
+            cap,
+            None,
+            |f| {
+                f.for_each_pair(|a, b, e| {
+                    assert!(a < b, "{a:?} {b:?} {e:?}");
+                    out.push((number(a), number(b), e))
+                })
+            },
+        )
         .unwrap();
         (out, stats)
     })
