@@ -290,9 +290,8 @@ impl Pending {
         let config = rule.minhash();
         // A band key is a bit field of the words: equal in both where the words' XOR is zero
         // in that field (what `MatchRule::bands_into` of each would compare, without a copy).
-        let word = |w: usize| {
-            query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0)
-        };
+        let word =
+            |w: usize| query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0);
         let band = (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?;
         rule.matches_sharing_band(query, sketch, band, distance)
     }
