@@ -39,9 +39,12 @@ const MAX_KEY_BITS: u32 = 64 - COMBO_BITS;
 /// crate's batch jobs do not (they read the signature columns and compute the keys, see
 /// [`NearDupGraph`](crate::NearDupGraph)).
 ///
-/// Cost: building a layout allocates its combination table (at most a few hundred entries for
-/// the layouts above); the accessors are free; a fingerprint's keys cost `num_keys()` shifts
-/// and masks. Nothing here does I/O.
+/// A layout is its three numbers (a `Copy` value of 20 bytes): the blocks and combinations are
+/// computed when used, so building one allocates nothing. Cost: the accessors are free; a
+/// fingerprint's keys ([`keys_into`](Self::keys_into)) cost `num_keys()` combinations
+/// stepped through in order, a shift and a mask per block; a key of one combination by its
+/// index ([`key`](Self::key), [`key_range`](Self::key_range)) first finds its blocks, about
+/// `blocks` steps. Nothing here does I/O.
 ///
 /// ```
 /// use tantivy_simhash::{BlockLayout, Fingerprint};
@@ -54,16 +57,18 @@ const MAX_KEY_BITS: u32 = 64 - COMBO_BITS;
 /// assert!(BlockLayout::new(4, 1, 4).is_err()); // 4 blocks cannot guarantee k = 4
 /// # Ok::<(), tantivy_simhash::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "LayoutSpec", into = "LayoutSpec")]
 pub struct BlockLayout {
     blocks: u32,
     blocks_per_key: u32,
     max_distance: u32,
-    /// (shift, width) of each block.
-    spans: Vec<(u32, u32)>,
-    /// The blocks of each key, in key order.
-    combos: Vec<Vec<u32>>,
+    /// `binomial(blocks, blocks_per_key)`, checked to fit 16 bits of key at construction.
+    num_keys: u32,
+    /// The width of the narrow blocks (64 / `blocks`) and how many blocks are one bit wider
+    /// (64 % `blocks`): kept so that a block's span costs no division.
+    base_width: u8,
+    wider_blocks: u8,
 }
 
 /// The serialised form: the three numbers that define a layout.
@@ -105,8 +110,8 @@ impl BlockLayout {
     ///
     /// Errors ([`Error::InvalidConfig`], saying what to use instead) when the layout cannot
     /// guarantee `max_distance` (`blocks - blocks_per_key < max_distance`), or when a key
-    /// would not fit (more than 48 key bits, more than 65,536 combinations). Cost: the
-    /// combination table, `C(blocks, blocks_per_key)` entries.
+    /// would not fit (more than 48 key bits, more than 65,536 combinations). Cost: a few
+    /// checks; nothing is allocated.
     pub fn new(blocks: u32, blocks_per_key: u32, max_distance: u32) -> Result<Self> {
         if blocks == 0 || blocks > 64 || blocks_per_key == 0 || blocks_per_key > blocks {
             return Err(Error::InvalidConfig(format!(
@@ -140,25 +145,66 @@ impl BlockLayout {
     }
 
     fn build(blocks: u32, blocks_per_key: u32, max_distance: u32) -> Self {
-        let base = 64 / blocks;
-        let extra = 64 % blocks;
-        let mut spans = Vec::with_capacity(blocks as usize);
-        let mut shift = 0;
-        for i in 0..blocks {
-            let width = base + u32::from(i < extra);
-            spans.push((shift, width));
-            shift += width;
-        }
-        let mut combos = Vec::new();
-        let mut current = Vec::new();
-        combinations(blocks, blocks_per_key, 0, &mut current, &mut combos);
         BlockLayout {
             blocks,
             blocks_per_key,
             max_distance,
-            spans,
-            combos,
+            num_keys: binomial(blocks, blocks_per_key) as u32,
+            base_width: (64 / blocks) as u8,
+            wider_blocks: (64 % blocks) as u8,
         }
+    }
+
+    /// (shift, width) of block `block`: `blocks` blocks of 64/`blocks` bits from bit 0 up, the
+    /// first 64 % `blocks` of them one bit wider.
+    #[inline]
+    fn span(&self, block: u32) -> (u32, u32) {
+        let base = u32::from(self.base_width);
+        let extra = u32::from(self.wider_blocks);
+        (
+            block * base + block.min(extra),
+            base + u32::from(block < extra),
+        )
+    }
+
+    /// The blocks of every combination, in key order (combinations in lexicographic order of
+    /// their ascending block lists), each as a mask with bit `b` set for block `b`.
+    fn combos(&self) -> Combos {
+        Combos::new(self.blocks, self.blocks_per_key)
+    }
+
+    /// The blocks of combination `combo` (below `num_keys()`) as a mask: the `combo`-th
+    /// `blocks_per_key`-subset in lexicographic order, found by counting the subsets that
+    /// start with each smaller block. Cost: at most `blocks` binomials of `blocks_per_key`
+    /// terms.
+    fn combo(&self, combo: usize) -> u64 {
+        let (n, k) = (self.blocks, self.blocks_per_key);
+        let mut rank = combo as u64;
+        let mut mask = 0u64;
+        let mut next = 0;
+        for slot in 0..k {
+            let left = k - slot - 1;
+            for block in next..n {
+                let with_block = binomial(n - block - 1, left);
+                if rank < with_block {
+                    mask |= 1 << block;
+                    next = block + 1;
+                    break;
+                }
+                rank -= with_block;
+            }
+        }
+        mask
+    }
+
+    /// The key bits of the blocks in `combo` (a mask): their bits of `fp`, concatenated from
+    /// the lowest block up.
+    #[inline]
+    fn combo_bits(&self, combo: u64, fp: Fingerprint) -> u64 {
+        blocks_of(combo).fold(0u64, |bits, b| {
+            let (shift, width) = self.span(b);
+            (bits << width) | ((fp.0 >> shift) & mask(width))
+        })
     }
 
     /// The layout this crate recommends for `max_distance`: 4 x 16 singles for k <= 3, 5 single
@@ -195,7 +241,7 @@ impl BlockLayout {
 
     /// Keys per fingerprint.
     pub fn num_keys(&self) -> usize {
-        self.combos.len()
+        self.num_keys as usize
     }
 
     /// A stable identifier, recorded by indexes, e.g. `blocks=4;per_key=1;k=3`.
@@ -239,12 +285,7 @@ impl BlockLayout {
     /// [`key`](Self::key) for a `combo` the caller knows is below `num_keys()` (a loop over
     /// the combinations, a position of [`keys`](Self::keys)).
     pub(crate) fn combo_key(&self, combo: usize, fp: Fingerprint) -> u64 {
-        let mut bits = 0u64;
-        for &b in &self.combos[combo] {
-            let (shift, width) = self.spans[b as usize];
-            bits = (bits << width) | ((fp.0 >> shift) & mask(width));
-        }
-        ((combo as u64) << MAX_KEY_BITS) | bits
+        ((combo as u64) << MAX_KEY_BITS) | self.combo_bits(self.combo(combo), fp)
     }
 
     /// All keys of `fp`, in combination order. Cost: one allocation of `num_keys()` keys;
@@ -257,7 +298,11 @@ impl BlockLayout {
 
     /// Appends the keys of `fp` to `out` (`num_keys()` of them). Never fails.
     pub fn keys_into(&self, fp: Fingerprint, out: &mut Vec<u64>) {
-        out.extend((0..self.num_keys()).map(|c| self.combo_key(c, fp)));
+        out.extend(
+            self.combos()
+                .enumerate()
+                .map(|(c, combo)| ((c as u64) << MAX_KEY_BITS) | self.combo_bits(combo, fp)),
+        );
     }
 
     /// The numeric range that holds every key of combination `combo`. Cost: a sum over the
@@ -269,10 +314,7 @@ impl BlockLayout {
 
     /// [`key_range`](Self::key_range) for a `combo` the caller knows is below `num_keys()`.
     pub(crate) fn combo_key_range(&self, combo: usize) -> RangeInclusive<u64> {
-        let width: u32 = self.combos[combo]
-            .iter()
-            .map(|&b| self.spans[b as usize].1)
-            .sum();
+        let width: u32 = blocks_of(self.combo(combo)).map(|b| self.span(b).1).sum();
         let lo = (combo as u64) << MAX_KEY_BITS;
         lo..=lo | mask(width)
     }
@@ -281,15 +323,34 @@ impl BlockLayout {
     /// order (64 minus the key's width of them). The key tables keep some of them beside each
     /// document: the bits two fingerprints differ in there are a lower bound of their
     /// distance, so a candidate farther than a lookup's distance on them is dropped without
-    /// reading its row. Cost: a shift and a mask per block.
+    /// reading its row. Cost: a shift and a mask per block, after finding the combination's
+    /// blocks; [`rests_into`](Self::rests_into) gives every combination's in one pass.
+    #[cfg(test)]
     pub(crate) fn combo_rest(&self, combo: usize, fp: Fingerprint) -> u64 {
-        // Blocks ascend by shift and a combination lists them in order: removing them from
-        // the highest down keeps the lower ones' shifts valid.
-        self.combos[combo].iter().rev().fold(fp.0, |bits, &b| {
-            let (shift, width) = self.spans[b as usize];
+        self.rest_of(self.combo(combo), fp)
+    }
+
+    /// The rest of every combination (the bits of `fp` outside its blocks, moved down to bit 0
+    /// in their order: see `combo_rest`), in order, appended to `out`. Cost: as
+    /// [`keys_into`](Self::keys_into).
+    pub(crate) fn rests_into(&self, fp: Fingerprint, out: &mut Vec<u64>) {
+        out.extend(self.combos().map(|combo| self.rest_of(combo, fp)));
+    }
+
+    /// The bits of `fp` outside the blocks of `combo` (a mask), moved down in their order.
+    fn rest_of(&self, combo: u64, fp: Fingerprint) -> u64 {
+        // Blocks ascend by shift: removing them from the highest down keeps the lower ones'
+        // shifts valid.
+        let mut bits = fp.0;
+        let mut left = combo;
+        while left != 0 {
+            let b = 63 - left.leading_zeros();
+            left &= !(1u64 << b);
+            let (shift, width) = self.span(b);
             let above = bits.checked_shr(shift + width).unwrap_or(0);
-            (bits & mask(shift)) | above.checked_shl(shift).unwrap_or(0)
-        })
+            bits = (bits & mask(shift)) | above.checked_shl(shift).unwrap_or(0);
+        }
+        bits
     }
 
     /// The combination index a key belongs to (free; a key of another layout gives a
@@ -303,22 +364,21 @@ impl BlockLayout {
     /// `num_keys()` mask tests on the XOR of the two.
     pub fn first_shared_key(&self, a: Fingerprint, b: Fingerprint) -> Option<usize> {
         let diff = a.0 ^ b.0;
-        self.combos.iter().position(|combo| {
-            combo.iter().all(|&blk| {
-                let (shift, width) = self.spans[blk as usize];
-                (diff >> shift) & mask(width) == 0
-            })
-        })
+        // The blocks of `diff` with a differing bit; a combination of none of them is shared.
+        let differing = (0..self.blocks).fold(0u64, |m, blk| {
+            let (shift, width) = self.span(blk);
+            m | (u64::from((diff >> shift) & mask(width) != 0) << blk)
+        });
+        self.combos().position(|combo| combo & differing == 0)
     }
 
     /// Expected candidates per lookup among `docs` uniformly random fingerprints (documents that
     /// share at least one key with the query, counted once per shared key). Cost: one pass
     /// over the combinations.
     pub fn expected_candidates(&self, docs: u64) -> f64 {
-        self.combos
-            .iter()
+        self.combos()
             .map(|combo| {
-                let bits: u32 = combo.iter().map(|&b| self.spans[b as usize].1).sum();
+                let bits: u32 = blocks_of(combo).map(|b| self.span(b).1).sum();
                 docs as f64 / 2f64.powi(bits as i32)
             })
             .sum()
@@ -342,15 +402,73 @@ fn binomial(n: u32, k: u32) -> u64 {
     r
 }
 
-fn combinations(n: u32, k: u32, start: u32, current: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
-    if current.len() == k as usize {
-        out.push(current.clone());
-        return;
+/// The blocks of a combination mask, lowest first.
+#[inline]
+fn blocks_of(combo: u64) -> impl Iterator<Item = u32> {
+    let mut left = combo;
+    std::iter::from_fn(move || {
+        (left != 0).then(|| {
+            let b = left.trailing_zeros();
+            left &= left - 1;
+            b
+        })
+    })
+}
+
+/// The `k`-subsets of `0..n` in lexicographic order of their ascending lists, as masks (bit
+/// `b` for block `b`): `[0, 1], [0, 2], ..., [1, 2], ...`. The order is the keys' (a key
+/// holds its combination's index), so it is part of the on-disk format.
+struct Combos {
+    n: u32,
+    k: usize,
+    /// The current subset, ascending, in the first `k` slots.
+    current: [u8; 64],
+    started: bool,
+    done: bool,
+}
+
+impl Combos {
+    fn new(n: u32, k: u32) -> Combos {
+        Combos {
+            n,
+            k: k as usize,
+            current: [0; 64],
+            started: false,
+            done: k == 0 || k > n,
+        }
     }
-    for i in start..n {
-        current.push(i);
-        combinations(n, k, i + 1, current, out);
-        current.pop();
+}
+
+impl Iterator for Combos {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.done {
+            return None;
+        }
+        let k = self.k;
+        if !self.started {
+            self.started = true;
+            for (i, slot) in self.current[..k].iter_mut().enumerate() {
+                *slot = i as u8;
+            }
+        } else {
+            // The last slot that can still move right moves one block; the slots after it
+            // follow it in a row.
+            let n = self.n as usize;
+            let Some(i) = (0..k)
+                .rev()
+                .find(|&i| (self.current[i] as usize) < n - k + i)
+            else {
+                self.done = true;
+                return None;
+            };
+            self.current[i] += 1;
+            for j in i + 1..k {
+                self.current[j] = self.current[j - 1] + 1;
+            }
+        }
+        Some(self.current[..k].iter().fold(0u64, |m, &b| m | (1 << b)))
     }
 }
 
@@ -443,6 +561,84 @@ mod tests {
         }
     }
 
+    /// The combinations of the old layout (a table built by recursion), whose order the keys
+    /// on disk follow.
+    fn combinations(n: u32, k: u32, start: u32, current: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        if current.len() == k as usize {
+            out.push(current.clone());
+            return;
+        }
+        for i in start..n {
+            current.push(i);
+            combinations(n, k, i + 1, current, out);
+            current.pop();
+        }
+    }
+
+    /// The combinations stepped through and found by index are the recursion's table, in its
+    /// order, and the spans tile the 64 bits as the old table did; so keys (which hold the
+    /// combination's index) are the ones indexes already hold.
+    #[test]
+    fn combinations_and_spans_are_the_tables_of_the_old_layout() {
+        let mut all = layouts();
+        all.extend(
+            [(1, 1), (3, 2), (16, 4), (20, 2), (64, 2), (13, 13)]
+                .map(|(b, k)| BlockLayout::build(b, k, b - k)),
+        );
+        for layout in all {
+            let mut table = Vec::new();
+            combinations(
+                layout.blocks,
+                layout.blocks_per_key,
+                0,
+                &mut Vec::new(),
+                &mut table,
+            );
+            let masks: Vec<u64> = table
+                .iter()
+                .map(|c| c.iter().fold(0u64, |m, &b| m | (1 << b)))
+                .collect();
+            assert_eq!(
+                layout.combos().collect::<Vec<_>>(),
+                masks,
+                "{}",
+                layout.id()
+            );
+            assert_eq!(layout.num_keys(), masks.len());
+            for (i, &m) in masks.iter().enumerate() {
+                assert_eq!(layout.combo(i), m, "{} combination {i}", layout.id());
+            }
+            let mut shift = 0;
+            for b in 0..layout.blocks {
+                let width = 64 / layout.blocks + u32::from(b < 64 % layout.blocks);
+                assert_eq!(layout.span(b), (shift, width));
+                shift += width;
+            }
+            assert_eq!(shift, 64);
+        }
+    }
+
+    #[test]
+    fn the_default_layouts_keys_are_its_four_16_bit_blocks() {
+        let layout = BlockLayout::default();
+        let fp = Fingerprint(0x0123_4567_89ab_cdef);
+        let keys = layout.keys(fp);
+        assert_eq!(
+            keys,
+            [
+                0xcdef,
+                (1 << 48) | 0x89ab,
+                (2 << 48) | 0x4567,
+                (3 << 48) | 0x0123
+            ]
+        );
+        let mut rests = Vec::new();
+        layout.rests_into(fp, &mut rests);
+        assert_eq!(rests[0], 0x0123_4567_89ab);
+        assert_eq!(rests[3], 0x4567_89ab_cdef);
+        assert_eq!(std::mem::size_of::<BlockLayout>(), 20);
+    }
+
     #[test]
     fn adversarial_spread_flips_are_found() {
         // k flips, one per block, in every block position: the worst case for pigeonhole.
@@ -452,8 +648,7 @@ mod tests {
                 for first in 0..layout.blocks() {
                     let pos: Vec<u32> = (0..k)
                         .map(|i| {
-                            let (shift, width) =
-                                layout.spans[((first + i) % layout.blocks()) as usize];
+                            let (shift, width) = layout.span((first + i) % layout.blocks());
                             shift + width - 1
                         })
                         .collect();

@@ -101,7 +101,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn rule(&self) -> &'static MatchRule {
+    fn rule(&self) -> &MatchRule {
         self.fields.rule()
     }
 

@@ -80,20 +80,17 @@ fn policies_are_named_as_the_front_ends_name_them() {
     assert_eq!(Policy::from_name("keep"), None);
 }
 
-/// Keys in postings are gone (the keys live in the segment component's tables): asking for
-/// them is refused with what to do, and creates nothing; the default store works.
+/// The keys live in the segment component's tables only: a new store's schema has no keys
+/// field (nor any field the component does not read but the signature's).
 #[test]
-fn asking_for_key_postings_is_refused_with_what_to_do() {
+fn a_new_store_has_no_keys_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
-    let req = Requested {
-        key_postings: Some(true),
-        ..Requested::default()
-    };
-    let err = app::open_or_create(&path, &req).err().unwrap();
-    assert!(err.to_string().contains("no longer supported"), "{err}");
     let (store, created) = app::open_or_create(&path, &Requested::default()).unwrap();
     assert!(created);
-    assert!(!store.record.key_postings);
-    assert!(!store.index.fields().key_postings());
+    let schema = store.index.index().schema();
+    assert!(schema.get_field("simhash_keys").is_err());
+    let fingerprint = store.index.fields().fingerprint;
+    let first_sketch = store.index.fields().sketch_fields().next().unwrap();
+    assert_eq!(first_sketch.field_id(), fingerprint.field_id() + 1);
 }

@@ -580,7 +580,7 @@ fn components(pairs: &BTreeMap<(usize, usize), Evidence>) -> BTreeSet<Vec<String
 #[test]
 fn rule_pairs_and_clusters_equal_brute_force_across_segments_and_deletes() {
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut signer = rule.signer(t.index.scheme());
     let texts = edited_texts_under_chrome(21, 300);
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();
@@ -734,7 +734,7 @@ fn numbered(p: &IdPair) -> (usize, usize) {
 
 fn check_hot_key(n: usize, bound: usize) {
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let sigs = hot_key_corpus(n, 5);
     let mut w = t.index.writer(100_000_000, Policy::Off).unwrap();
     for (i, sig) in sigs.iter().enumerate() {

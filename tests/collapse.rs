@@ -1065,7 +1065,7 @@ fn scored_ids(s: &NearDupLookup, q: &dyn Query) -> Vec<(Score, String)> {
 fn the_collapse_folds_by_the_match_rule() {
     let texts = signed_texts(600, 31);
     let t = build_signed(&texts, 0, 80);
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut signer = rule.signer(t.index.scheme());
     let sigs: HashMap<String, Signature> = texts
         .iter()

@@ -66,7 +66,7 @@ fn check(
     live: &BTreeSet<usize>,
     label: &str,
 ) {
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let k = rule.layout().max_distance();
     let fields = t.index.fields();
     let (mut by_resemblance, mut matches) = (0, 0);
@@ -320,7 +320,7 @@ fn only_segment_file(dir: &Path, index: &NearDupIndex) -> Vec<u8> {
 fn fingerprint_only_segments_store_no_sketch_and_merge_like_a_rebuild() {
     let dir = tempfile::tempdir().unwrap();
     let (t, sigs, mut writer) = signed_index_without_merges(dir.path());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let empty = tantivy_simhash::Sketch::empty(rule.minhash());
     let fingerprint_only = |i: usize| !i.is_multiple_of(3);
     let doc = |i: usize| tantivy::doc!(t.id => format!("d{i}"), t.body => "text");

@@ -61,7 +61,7 @@ fn hot_keys_stay_linear(n: usize) {
     let bound = DEFAULT_MAX_POSTINGS_PER_KEY;
     let (texts, planted) = corpus(n);
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let keys = rule.keys_per_document() as u64;
     let mut signer = rule.signer(t.index.scheme());
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();

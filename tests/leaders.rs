@@ -100,7 +100,7 @@ fn build(
     docs: &[(String, Result<String, Fingerprint>)],
 ) -> (NearDupLookup, MatchRule, Vec<(String, Signature)>) {
     let t = ram_index(layout);
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut w = unmerged_writer(&t.index, Policy::Off);
     let mut live = Vec::new();
     for (i, (id, content)) in docs.iter().enumerate() {
@@ -223,7 +223,7 @@ fn leader_clusters_equal_brute_force_on_fingerprint_chains() {
     ] {
         let k = layout.max_distance();
         let docs = chained_fingerprints(700, k, seed);
-        let (searcher, rule, live) = build(layout.clone(), &docs);
+        let (searcher, rule, live) = build(layout, &docs);
         let graph = graph(&searcher);
         let truth = brute_leaders(&rule, &live, k);
         let found = found_leaders(&graph);

@@ -128,7 +128,7 @@ fn named(outcome: &Outcome) -> Vec<String> {
 fn replace_and_reject_decide_like_the_oracle_over_a_hot_key_whatever_the_commits() {
     {
         let t = ram_index(BlockLayout::default());
-        let rule = t.index.rule().clone();
+        let rule = *t.index.rule();
         let docs = corpus(&rule);
         // The template's band key is hot: every document holds it.
         let template_key = rule.keys(&docs[0].1)[rule.layout().num_keys()];

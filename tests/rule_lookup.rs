@@ -12,7 +12,7 @@ use tantivy_simhash::{BlockLayout, NearDupQuery, Policy, Signature};
 #[test]
 fn rule_lookup_equals_brute_force_across_segments_and_deletes() {
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut signer = rule.signer(t.index.scheme());
     let texts = edited_texts(11, 240);
     let sigs: Vec<Signature> = texts.iter().map(|x| signer.sign(x)).collect();

@@ -29,7 +29,7 @@ fn rule_128() -> MatchRule {
 fn an_index_of_the_128_bin_rule_keeps_it_and_refuses_the_new_default() {
     assert_eq!(MatchRule::default().spec().minhash.slots, 256);
     let old_rule = rule_128();
-    let t = ram_index_with(config(BlockLayout::default()).with_rule(old_rule.clone()));
+    let t = ram_index_with(config(BlockLayout::default()).with_rule(old_rule));
     let texts = edited_texts(5, 120);
     let mut writer = t.index.writer(30_000_000, Policy::Off).unwrap();
     let docs = texts.iter().enumerate().map(|(i, text)| {

@@ -130,7 +130,7 @@ fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes
         for (threads, commit_every) in [(1, 1000), (3, 23), (2, 7)] {
             let label = format!("{policy:?}, {threads} threads, a commit every {commit_every}");
             let t = ram_index(BlockLayout::default());
-            let rule = t.index.rule().clone();
+            let rule = *t.index.rule();
             let mut signer = rule.signer(t.index.scheme());
             let mut writer = t
                 .index
@@ -140,7 +140,7 @@ fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes
                 .index_writer()
                 .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
             let mut oracle = Oracle {
-                rule: rule.clone(),
+                rule,
                 policy,
                 live: Vec::new(),
             };
@@ -206,7 +206,7 @@ fn every_policy_decides_like_the_rule_oracle_across_commits_segments_and_deletes
 fn reject_with_threads_stores_no_two_documents_the_rule_matches() {
     let texts = edited_texts(17, 400);
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut writer = t.index.writer(30_000_000, Policy::Reject).unwrap();
     let threads = 4;
     let mut signatures: HashMap<String, Signature> = HashMap::new();
@@ -279,7 +279,7 @@ fn reject_with_threads_stores_no_two_documents_the_rule_matches() {
 #[test]
 fn a_fingerprint_only_document_matches_by_simhash_only() {
     let t = ram_index(BlockLayout::default());
-    let rule = t.index.rule().clone();
+    let rule = *t.index.rule();
     let mut signer = rule.signer(t.index.scheme());
     let texts = edited_texts(23, 200);
     // A pair the rule matches by resemblance only (beyond the simhash radius).

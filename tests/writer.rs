@@ -580,7 +580,7 @@ fn the_record_rebuilds_the_configuration() {
     let config = NearDupConfig::new("id", ["body", "title"])
         .with_scheme(scheme.clone())
         .with_layout(BlockLayout::for_distance(5).unwrap())
-        .with_field_names("fp", "fp_keys")
+        .with_fingerprint_field("fp")
         .with_group_field(None);
     let index = Index::create_in_ram(schema_with(&config));
     NearDupIndex::create(index.clone(), config.clone()).unwrap();

@@ -100,7 +100,6 @@ pub(super) fn run(args: &IndexArgs) -> CliResult<Status> {
         host_field: args.host_field.clone(),
         language: args.language.clone(),
         k: args.k,
-        key_postings: None,
         policy: args.dedup.map(Policy::from),
     };
     let (store, _created) = app::open_or_create(&args.index, &req)?;

@@ -90,11 +90,15 @@ impl Evidence {
 /// The product's definition of a near-duplicate, with the scheme that signs texts for it:
 /// two documents match when their simhash fingerprints are within 3 bits, or when they share one
 /// of 12 MinHash bands and their 256-bin x 4-bit sketches estimate a resemblance of at least
-/// 0.55. ``language`` takes :class:`Scheme`'s values.
+/// 0.55. ``language`` takes :class:`Scheme`'s values. ``fold_scripts`` (default ``True``, as
+/// every index): Traditional Chinese is folded to Simplified before signing, so a page and its
+/// other-script edition match; ``False`` signs the characters as written, for a caller whose
+/// resemblance does not fold scripts (the evaluation data's, for one).
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Rule {
     rule: MatchRule,
     language: String,
+    fold_scripts: bool,
     signer: Mutex<Signer>,
 }
 
@@ -170,14 +174,20 @@ impl Rule {
 #[pymethods]
 impl Rule {
     #[new]
-    #[pyo3(signature = (language = "auto"))]
-    fn new(language: &str) -> PyResult<Self> {
-        let scheme = crate::store::scheme_for(language)?;
+    #[pyo3(signature = (language = "auto", *, fold_scripts = true))]
+    fn new(language: &str, fold_scripts: bool) -> PyResult<Self> {
+        let normalization = tantivy_simhash::Normalization {
+            traditional_to_simplified: fold_scripts,
+            ..Default::default()
+        };
+        let scheme = tantivy_simhash::app::scheme_with(language, normalization)
+            .map_err(crate::Failure::from)?;
         let rule = MatchRule::default();
         let signer = Mutex::new(rule.signer(&scheme));
         Ok(Rule {
             rule,
             language: language.to_string(),
+            fold_scripts,
             signer,
         })
     }
@@ -452,12 +462,22 @@ impl Rule {
         self.language.clone()
     }
 
+    /// Whether Traditional Chinese is folded to Simplified before signing.
+    #[getter]
+    fn fold_scripts(&self) -> bool {
+        self.fold_scripts
+    }
+
     fn __str__(&self) -> String {
         self.rule.to_string()
     }
 
     fn __repr__(&self) -> String {
-        format!("Rule(language={:?})", self.language)
+        format!(
+            "Rule(language={:?}, fold_scripts={})",
+            self.language,
+            if self.fold_scripts { "True" } else { "False" }
+        )
     }
 }
 

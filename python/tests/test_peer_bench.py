@@ -96,3 +96,29 @@ def test_the_opt_in_row_and_the_breakdown_agree_with_the_rule_pair_by_pair(capsy
                 assert (g["rule_shingles"] >= 0.5) == (g["cause"] in ("chrome", "view"))
                 got[g["branch"]] = got.get(g["branch"], 0) + g["pairs"]
         assert got == by_branch
+
+
+def test_scripts_as_written_row_signs_without_folding(tmp_path, capsys):
+    """--scripts-as-written adds a row signed by Rule(fold_scripts=False): a page and its
+    Traditional edition (raw resemblance far under 0.5) are a pair of the default row (a false
+    positive by the data's convention) and not of that row; an exact copy is in both."""
+    simplified = "这是一个关于搜索引擎如何发现重复网页的简短说明，它们在不同的网站上以不同的字体发布。" * 4
+    traditional = "這是一個關於搜索引擎如何發現重複網頁的簡短說明，它們在不同的網站上以不同的字體發佈。" * 4
+    other = "今天的天气很好，我们一起去公园散步，看到了很多美丽的花朵和高大的树木，心情非常愉快。" * 4
+    lines = [
+        {"recipe": "script", "a": {"id": "s-a", "text": simplified, "lang": "zh-CN"},
+         "b": {"id": "s-b", "text": traditional, "lang": "zh-TW"}},
+        {"recipe": "exact-format", "a": {"id": "c-a", "text": other, "lang": "zh-CN"},
+         "b": {"id": "c-b", "text": other, "lang": "zh-CN"}},
+    ]
+    with open(tmp_path / "tiny.jsonl", "w", encoding="utf-8") as f:
+        for rec in lines:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    assert pb.main(["--data", str(tmp_path), "--sets", "tiny", "--tools", "tantivy-simhash",
+                    "--scripts-as-written", "--json"]) == 0
+    rows = {r["tool"]: r for r in (json.loads(line) for line in capsys.readouterr().out.splitlines()
+                                   if line.startswith("{"))}
+    folded, as_written = rows["tantivy-simhash"], rows["tantivy-simhash, scripts as written"]
+    assert pb.jaccard(pb.shingles("\n" + simplified), pb.shingles("\n" + traditional)) < 0.5
+    assert (folded["pairs"], folded["false_positives"]) == (2, 1)
+    assert (as_written["pairs"], as_written["false_positives"]) == (1, 0)

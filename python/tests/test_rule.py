@@ -139,3 +139,20 @@ def test_min_resemblance_keeps_the_pairs_whose_estimate_reaches_it_whichever_bra
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="min_resemblance"):
             rule.pairs_in_memory(fps, sketches, 0, min_resemblance=bad)
+
+
+def test_fold_scripts_false_signs_traditional_chinese_as_written():
+    """The default folds Traditional to Simplified (a page and its other-script edition sign
+    alike); fold_scripts=False does not, and signs Simplified text as the default does."""
+    simplified = "这是一个关于搜索引擎如何发现重复网页的简短说明，它们在不同的网站上以不同的字体发布。" * 3
+    traditional = "這是一個關於搜索引擎如何發現重複網頁的簡短說明，它們在不同的網站上以不同的字體發佈。" * 3
+    folding, as_written = Rule(), Rule(fold_scripts=False)
+    assert folding.fold_scripts and not as_written.fold_scripts
+    assert "fold_scripts=False" in repr(as_written)
+    assert folding.sign(traditional) == folding.sign(simplified)
+    assert as_written.sign(simplified) == folding.sign(simplified)
+    a, b = as_written.sign(traditional), as_written.sign(simplified)
+    assert a != b
+    assert as_written.matches(a, b) is None, "the two scripts share few characters"
+    with pytest.raises(ValueError, match="unknown language"):
+        Rule("klingon", fold_scripts=False)

@@ -46,7 +46,8 @@ use tantivy::tokenizer::{
 use tantivy::Index;
 
 use crate::fingerprint::{
-    HanSegmentation, Scheme, Tokenization, TokenizationParameters, SIMHASH_TOKENIZER_NAME,
+    HanSegmentation, Normalization, Scheme, Tokenization, TokenizationParameters,
+    SIMHASH_TOKENIZER_NAME,
 };
 use crate::layout::BlockLayout;
 use crate::schema::{IndexRecord, NearDupConfig, NearDupIndex, RECORD_FILE};
@@ -96,9 +97,6 @@ pub struct StoreSettings {
     pub language: String,
     /// The largest distance the layout guarantees (fixed at creation).
     pub k: u32,
-    /// Whether the keys are indexed as postings (fixed at creation:
-    /// [`NearDupConfig::with_key_postings`]).
-    pub key_postings: bool,
     /// The dedup policy of the last `index` run (the default for the next run).
     pub policy: String,
 }
@@ -125,8 +123,6 @@ pub struct Requested {
     pub language: Option<String>,
     /// The largest distance the keys guarantee; fixed at creation.
     pub k: Option<u32>,
-    /// Whether the keys are indexed as postings (default: columns only); fixed at creation.
-    pub key_postings: Option<bool>,
     /// The dedup policy.
     pub policy: Option<Policy>,
 }
@@ -272,9 +268,17 @@ const LANGUAGES: &[(&str, Language)] = &[
 /// character), or a stemming language (`english`, `french`, ...). Errors with
 /// [`Error::Setting`] naming the languages when there is none.
 pub fn scheme_for(language: &str) -> Result<Scheme> {
+    scheme_with(language, Normalization::default())
+}
+
+/// [`scheme_for`] with `normalization` instead of the default one (for a caller who does not
+/// count Traditional and Simplified Chinese copies of a text as near-duplicates, say). Errors
+/// as [`scheme_for`].
+pub fn scheme_with(language: &str, normalization: Normalization) -> Result<Scheme> {
+    let builder = Scheme::builder().normalization(normalization);
     let built = match language {
-        "auto" => return Ok(Scheme::default()),
-        "han-chars" => Scheme::builder()
+        "auto" => builder.build(),
+        "han-chars" => builder
             .tokenization(Tokenization::Builtin {
                 han: HanSegmentation::Chars,
             })
@@ -287,7 +291,7 @@ pub fn scheme_for(language: &str) -> Result<Scheme> {
                     names.join(", ")
                 )));
             };
-            Scheme::builder().analyzer(&name, analyzer).build()
+            builder.analyzer(&name, analyzer).build()
         }
     };
     built.map_err(|e| Error::Setting(e.to_string()))
@@ -326,8 +330,7 @@ fn config_for(record: &StoreSettings) -> Result<NearDupConfig> {
     let layout = BlockLayout::for_distance(record.k).map_err(|e| Error::Setting(e.to_string()))?;
     Ok(NearDupConfig::new("id", ["title", "text"])
         .with_scheme(scheme)
-        .with_layout(layout)
-        .with_key_postings(record.key_postings))
+        .with_layout(layout))
 }
 
 fn schema_for(config: &NearDupConfig) -> Schema {
@@ -413,7 +416,6 @@ fn read_record(dir: &Path) -> Result<Option<(Index, IndexRecord, StoreSettings)>
         fields: saved.fields,
         language,
         k: layout.max_distance(),
-        key_postings: record.key_postings(),
         policy: saved.policy,
     };
     Ok(Some((index, record, settings)))
@@ -605,15 +607,6 @@ fn open_existing(dir: &Path, req: &Requested) -> Result<Store> {
             ));
         }
     }
-    if let Some(wanted) = req.key_postings.filter(|&w| w != record.key_postings) {
-        let storage = |postings: bool| if postings { "on" } else { "off" };
-        return Err(fixed_setting(
-            dir,
-            "--key-postings",
-            storage(record.key_postings),
-            storage(wanted),
-        ));
-    }
     if holds_no_document(&index)? {
         // No document was committed with the recorded mapping (say, a first run with a
         // mistyped --text-field failed on line 1): it is not the index's yet, and a rerun
@@ -657,7 +650,6 @@ fn create(dir: &Path, req: &Requested, stale_claim: Option<std::fs::File>) -> Re
         },
         language: req.language.clone().unwrap_or_else(|| "auto".into()),
         k: req.k.unwrap_or(3),
-        key_postings: req.key_postings.unwrap_or(false),
         policy: req.policy.unwrap_or(Policy::Tag).name().to_string(),
     };
     // Check the settings before anything is written.

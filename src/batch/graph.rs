@@ -255,7 +255,7 @@ impl NearDupGraph {
             .collect::<tantivy::Result<_>>()?;
         Ok(NearDupGraph {
             searcher: tantivy_searcher,
-            rule: fields.rule().clone(),
+            rule: *fields.rule(),
             max_distance,
             max_postings_per_key: DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
             ids,

@@ -272,7 +272,7 @@ impl<C> NearDupCollapse<C> {
                 fetch,
                 max_fetch: limit.saturating_mul(DEFAULT_MAX_OVERFETCH).max(fetch),
                 max_distance: rule.layout().max_distance(),
-                rule: rule.spec().clone(),
+                rule: *rule.spec(),
                 order,
                 group_by: GroupBy::Rule,
                 leader_order: None,
@@ -624,7 +624,7 @@ impl<C> NearDupCollapse<C> {
         let order = settings.order;
         check_rank_order(&ranked, order)?;
         // The index's rule: the settings carry its spec (for a merge of results).
-        let rule = names.rule;
+        let rule = &names.rule;
         let mut columns = WindowColumns::new(segments, names, &self.columns);
         let mut window = columns.hits(ranked)?;
         // The inner collector returns at most `fetch` hits: exactly `fetch` means there may be

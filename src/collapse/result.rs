@@ -89,7 +89,7 @@ pub(super) struct Settings {
 impl Settings {
     /// The match rule (checked again: a part deserialised from a shard may carry anything).
     pub(super) fn rule(&self) -> Result<MatchRule> {
-        MatchRule::new(self.rule.clone())
+        MatchRule::new(self.rule)
             .map_err(|e| Error::InvalidConfig(format!("a collapse result's settings: {e}")))
     }
 }

@@ -33,7 +33,7 @@ use tantivy::SegmentReader;
 /// opened by name).
 pub(super) struct ColumnNames {
     /// The index's match rule (the signatures are read from the segment component).
-    pub(super) rule: &'static MatchRule,
+    pub(super) rule: MatchRule,
     pub(super) id: String,
     /// The field hits are grouped by (the group field by tag, the user's field by field) and
     /// its kind; `None` by the rule.
@@ -66,7 +66,7 @@ impl ColumnNames {
             )),
         };
         Ok(ColumnNames {
-            rule: fields.rule(),
+            rule: *fields.rule(),
             id: field_name(schema, fields.id)?.to_string(),
             group_by,
             leader_order,
@@ -150,7 +150,7 @@ impl SegmentColumns {
             )),
         };
         Ok(SegmentColumns {
-            signatures: SegmentSignatures::open(reader, names.rule)?,
+            signatures: SegmentSignatures::open(reader, &names.rule)?,
             ids: StrValues::open(ff, tables, segment, &names.id)?,
             group,
             leader_order: match &names.leader_order {

@@ -497,7 +497,7 @@ mod tests {
         // tantivy's plain reader holds no meta of its segments: as if not yet warmed.
         let stale = index.reader().unwrap().searcher();
         merge_all_and_collect(&index);
-        let warmer = ComponentWarmer::new(rule.clone());
+        let warmer = ComponentWarmer::new(rule);
         let err = warmer.warm(&stale).unwrap_err();
         assert!(
             matches!(&err, TantivyError::InternalError(m) if m.starts_with(STALE_SEARCHER)),
@@ -512,7 +512,7 @@ mod tests {
         let rule = MatchRule::default();
         let sigs = signatures(&rule, 40);
         let (index, _fields, _) = signature_index(&rule, &sigs, 10, |_| false);
-        let warmer = ComponentWarmer::new(rule.clone());
+        let warmer = ComponentWarmer::new(rule);
         let warmed = index.reader().unwrap().searcher();
         warmer.warm(&warmed).unwrap();
         merge_all_and_collect(&index);

@@ -21,19 +21,15 @@ use tantivy::{DocAddress, DocId, Searcher, SegmentReader};
 pub(crate) struct SignatureFields {
     /// The fingerprint field.
     pub(crate) fingerprint: String,
-    /// The keys field (kept for the record's field names; it holds no value: the keys live in
-    /// the segment component's tables).
-    pub(crate) keys: String,
     /// The sketch fields, one per 64-bit word.
     pub(crate) sketch: Vec<String>,
 }
 
 impl SignatureFields {
-    /// The field names for `rule`: `fingerprint`, `keys`, and `{fingerprint}_sketch{i}`.
-    pub(crate) fn new(fingerprint: &str, keys: &str, rule: &MatchRule) -> SignatureFields {
+    /// The field names for `rule`: `fingerprint` and `{fingerprint}_sketch{i}`.
+    pub(crate) fn new(fingerprint: &str, rule: &MatchRule) -> SignatureFields {
         SignatureFields {
             fingerprint: fingerprint.to_string(),
-            keys: keys.to_string(),
             sketch: (0..rule.minhash().sketch_words())
                 .map(|i| format!("{fingerprint}_sketch{i}"))
                 .collect(),
@@ -49,13 +45,12 @@ impl SignatureFields {
     }
 
     /// Adds the fields to `builder` (as
-    /// [`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)): the fingerprint, the
-    /// keys and the sketch words as plain `u64` fields that tantivy neither indexes nor stores
+    /// [`NearDupConfig::add_fields`](crate::NearDupConfig::add_fields)): the fingerprint and
+    /// the sketch words as plain `u64` fields that tantivy neither indexes nor stores
     /// (they carry each document's signature to the segment component). Cost: none beyond
     /// the schema; tantivy panics on a field name the builder already has, as for any field.
     pub(crate) fn add_to_schema(&self, builder: &mut SchemaBuilder) {
         builder.add_u64_field(&self.fingerprint, NumericOptions::default());
-        builder.add_u64_field(&self.keys, NumericOptions::default());
         for name in &self.sketch {
             builder.add_u64_field(name, NumericOptions::default());
         }
@@ -84,8 +79,6 @@ impl SignatureFields {
                 )));
             }
         }
-        // The keys field holds no value, but an index of this format has it.
-        get(&self.keys)?;
         Ok(ResolvedSignatureFields {
             fingerprint,
             sketch: self.sketch.iter().map(|n| get(n)).collect::<Result<_>>()?,
@@ -233,12 +226,12 @@ impl SegmentSignatures {
 }
 
 /// The query's side of the simhash key tables' filter bits: for each block key position, the
-/// query fingerprint's bits outside that key ([`BlockLayout::combo_rest`]), and the distance
+/// query fingerprint's bits outside that key ([`BlockLayout::rests_into`]), and the distance
 /// a candidate must be within. The bits a candidate differs in there are a lower bound of
 /// its distance, so one beyond `distance` on them is not within it: dropped from the table
 /// without reading its row.
 ///
-/// [`BlockLayout::combo_rest`]: crate::BlockLayout
+/// [`BlockLayout::rests_into`]: crate::BlockLayout
 pub(crate) struct NearFilter {
     rests: Vec<u64>,
     distance: u32,
@@ -246,12 +239,9 @@ pub(crate) struct NearFilter {
 
 impl NearFilter {
     pub(crate) fn new(layout: &BlockLayout, fp: Fingerprint, distance: u32) -> NearFilter {
-        NearFilter {
-            rests: (0..layout.num_keys())
-                .map(|combo| layout.combo_rest(combo, fp))
-                .collect(),
-            distance,
-        }
+        let mut rests = Vec::with_capacity(layout.num_keys());
+        layout.rests_into(fp, &mut rests);
+        NearFilter { rests, distance }
     }
 }
 

@@ -60,7 +60,7 @@ impl DeferredSigning {
         Some(Arc::new(DeferredSigning {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scheme: scheme.clone(),
-            rule: rule.clone(),
+            rule: *rule,
             text_fields: Arc::clone(text_fields),
             analysis: super::analysis_id(scheme),
             staging: Arc::clone(staging),

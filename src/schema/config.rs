@@ -27,7 +27,8 @@ pub const REPLACED_FIELD: &str = "simhash_replaced";
 /// How an index uses fingerprints: the scheme, the layout and the field names.
 ///
 /// Defaults: [`Scheme::default`], [`BlockLayout::default`] (4 x 16, k <= 3), fields `simhash`
-/// (fingerprint), `simhash_keys` (keys) and `simhash_group` (group, for [`Policy::Tag`](crate::Policy::Tag)).
+/// (fingerprint; the sketch words are `simhash_sketch0`, `simhash_sketch1`, ...) and
+/// `simhash_group` (group, for [`Policy::Tag`](crate::Policy::Tag)).
 #[derive(Clone, Debug)]
 pub struct NearDupConfig {
     pub(super) scheme: Scheme,
@@ -37,11 +38,7 @@ pub struct NearDupConfig {
     pub(super) id_field: String,
     pub(super) text_fields: Vec<String>,
     pub(super) fingerprint_field: String,
-    pub(super) keys_field: String,
     pub(super) group_field: Option<String>,
-    /// `Some(true)` asks for keys in postings, a storage this version no longer has (refused
-    /// when the index is created or opened).
-    pub(super) key_postings: Option<bool>,
 }
 
 impl NearDupConfig {
@@ -59,24 +56,8 @@ impl NearDupConfig {
             id_field: id_field.into(),
             text_fields: text_fields.into_iter().map(Into::into).collect(),
             fingerprint_field: "simhash".into(),
-            keys_field: "simhash_keys".into(),
             group_field: Some("simhash_group".into()),
-            key_postings: None,
         }
-    }
-
-    /// Kept so that code written for earlier versions fails with a message rather than a
-    /// compile error: the rule's keys now always live in the segment component's sorted tables
-    /// (the segment component, [`NearDupComponent`](crate::NearDupComponent)). `true` makes [`NearDupIndex::create`](crate::NearDupIndex::create) and
-    /// [`NearDupIndex::open`](crate::NearDupIndex::open) fail with [`Error::InvalidConfig`]; `false` changes nothing.
-    pub fn with_key_postings(mut self, key_postings: bool) -> Self {
-        self.key_postings = Some(key_postings);
-        self
-    }
-
-    /// Always `false`: the keys live in the segment component's tables, never in postings.
-    pub fn key_postings(&self) -> bool {
-        false
     }
 
     /// The tantivy segment plugin (the segment component, [`NearDupComponent`](crate::NearDupComponent)) an index of this configuration needs
@@ -106,7 +87,7 @@ impl NearDupConfig {
     /// Uses `layout` for the keys; its [`BlockLayout::max_distance`] is the default `k` of
     /// lookups and of [`DedupWriter`](crate::DedupWriter).
     pub fn with_layout(mut self, layout: BlockLayout) -> Self {
-        self.rule.layout = layout.clone();
+        self.rule.layout = layout;
         self.layout = layout;
         self
     }
@@ -116,35 +97,26 @@ impl NearDupConfig {
     /// [`NearDupLookup::lookup_signature`](crate::NearDupLookup::lookup_signature) finds
     /// the documents the rule matches.
     pub fn with_rule(mut self, rule: MatchRule) -> Self {
-        self.layout = rule.layout().clone();
-        self.rule = rule.spec().clone();
+        self.layout = *rule.layout();
+        self.rule = *rule.spec();
         self
     }
 
     /// The match rule. Errors with [`Error::InvalidConfig`] when its parameters are invalid
     /// (they come from [`MatchRule`], so only a hand-edited record can make them so).
     pub fn rule(&self) -> Result<MatchRule> {
-        MatchRule::new(self.rule.clone())
+        MatchRule::new(self.rule)
     }
 
-    /// The names of the signature fields (fingerprint, keys, sketch words).
+    /// The names of the signature fields (fingerprint, sketch words).
     pub(crate) fn signature_fields(&self) -> SignatureFields {
-        SignatureFields::new(
-            &self.fingerprint_field,
-            &self.keys_field,
-            &MatchRule::default(),
-        )
-        .with_sketch_words(self.rule.minhash.sketch_words())
+        SignatureFields::new(&self.fingerprint_field, &MatchRule::default())
+            .with_sketch_words(self.rule.minhash.sketch_words())
     }
 
-    /// Renames the fingerprint and key fields.
-    pub fn with_field_names(
-        mut self,
-        fingerprint: impl Into<String>,
-        keys: impl Into<String>,
-    ) -> Self {
-        self.fingerprint_field = fingerprint.into();
-        self.keys_field = keys.into();
+    /// Renames the fingerprint field, and with it the sketch fields (`{name}_sketch0`, ...).
+    pub fn with_fingerprint_field(mut self, name: impl Into<String>) -> Self {
+        self.fingerprint_field = name.into();
         self
     }
 
@@ -180,21 +152,17 @@ impl NearDupConfig {
         &self.fingerprint_field
     }
 
-    /// The name of the keys field.
-    pub fn keys_field(&self) -> &str {
-        &self.keys_field
-    }
-
     /// The name of the group field, if there is one.
     pub fn group_field(&self) -> Option<&str> {
         self.group_field.as_deref()
     }
 
-    /// Adds the fingerprint, key and (if configured) group fields to `builder`. The id and text
-    /// fields are the caller's: add them yourself (the id as `STRING | FAST`).
+    /// Adds the signature (fingerprint and sketch words) and (if configured) group fields to
+    /// `builder`. The id and text fields are the caller's: add them yourself (the id as
+    /// `STRING | FAST`).
     ///
-    /// The fingerprint, the keys and the sketch words are plain `u64` fields that tantivy
-    /// neither indexes nor stores (the segment component keeps the signatures and the keys);
+    /// The fingerprint and the sketch words are plain `u64` fields that tantivy neither
+    /// indexes nor stores (the segment component keeps the signatures and the keys);
     /// the group a `STRING | FAST` text field (so `TermQuery` can fetch a whole group and its
     /// column collapses results).
     ///
@@ -240,7 +208,7 @@ impl NearDupConfig {
             let taken = if names.contains(&name.as_str()) {
                 Some("is named twice (the id field and the text fields need distinct names)")
             } else if ours.get_field(name).is_ok() {
-                Some("is a name of this crate's fields; rename the field, or the crate's with NearDupConfig::with_field_names")
+                Some("is a name of this crate's fields; rename the field, or the crate's with NearDupConfig::with_fingerprint_field")
             } else {
                 None
             };
@@ -267,16 +235,14 @@ impl NearDupConfig {
             scheme: self.scheme.id().to_string(),
             layout: self.layout.id(),
             fingerprint_field: self.fingerprint_field.clone(),
-            keys_field: self.keys_field.clone(),
-            key_postings: self.key_postings(),
             rule: self.rule().map(|r| r.id()).unwrap_or_default(),
             settings: Some(RecordedSettings {
                 scheme: self.scheme.parameters(),
-                layout: self.layout.clone(),
+                layout: self.layout,
                 id_field: self.id_field.clone(),
                 text_fields: self.text_fields.clone(),
                 group_field: self.group_field.clone(),
-                rule: Some(self.rule.clone()),
+                rule: Some(self.rule),
             }),
             application: None,
         }

@@ -10,25 +10,22 @@ use crate::signature::MatchRule;
 use tantivy::schema::{Field, FieldType, Schema};
 
 /// The handle every feature takes: the resolved fields of a near-duplicate index and its match
-/// rule. Small and `Copy` (about 64 bytes), so collectors, queries and lookups hold it by value.
+/// rule. Small and `Copy` (112 bytes, the rule's parameters included), so collectors, queries and
+/// lookups hold it by value.
 ///
 /// Get it from [`NearDupIndex::fields`](crate::NearDupIndex::fields). It holds everything reading an index needs (which
 /// columns and postings to open, the rule that decides a match, the layout of its keys); the
 /// [`Scheme`] is not in it: a scheme may hold a user analyzer and an IDF table, which cannot be
 /// `Copy`, and only turning text into a fingerprint needs it (the entry points that take text,
 /// such as [`NearDupQuery::from_text`](crate::NearDupQuery::from_text), take the
-/// [`NearDupIndex`](crate::NearDupIndex)). The rule is kept for the life of the process (one copy per distinct rule,
-/// a few hundred bytes), which is what makes the handle `Copy`.
+/// [`NearDupIndex`](crate::NearDupIndex)). The rule is a plain `Copy` value (its parameters;
+/// the layout's blocks and combinations are computed when used), held by value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NearDupFields {
     /// The user's id field (`STRING | FAST`).
     pub id: Field,
     /// The fingerprint (`u64`, fast).
     pub fingerprint: Field,
-    /// The keys field: the layout's block keys and the rule's band keys (`u64`, indexed,
-    /// multi-valued) when [`key_postings`](Self::key_postings), else a field that holds no
-    /// value (the keys live in the signature columns only).
-    pub keys: Field,
     /// The group id (string, fast), if configured.
     pub group: Option<Field>,
     /// [`SEQUENCE_FIELD`] (`u64`, fast), if the schema has it.
@@ -39,26 +36,19 @@ pub struct NearDupFields {
     /// ([`NearDupConfig::add_fields`] adds them together; resolving checks it).
     pub(super) first_sketch: Field,
     pub(super) sketch_words: u32,
-    pub(super) rule: &'static MatchRule,
-    pub(super) key_postings: bool,
+    pub(super) rule: MatchRule,
 }
 
 impl NearDupFields {
-    /// Whether the keys are indexed as postings ([`NearDupConfig::with_key_postings`]); `false`
-    /// when they live in the signature columns only (read through key tables).
-    pub fn key_postings(&self) -> bool {
-        self.key_postings
-    }
-
     /// The match rule of the index.
-    pub fn rule(&self) -> &'static MatchRule {
-        self.rule
+    pub fn rule(&self) -> &MatchRule {
+        &self.rule
     }
 
     /// The layout of the block keys (the rule's simhash branch); its
     /// [`max_distance`](BlockLayout::max_distance) is the default `k` of lookups, queries and
     /// collapses.
-    pub fn layout(&self) -> &'static BlockLayout {
+    pub fn layout(&self) -> &BlockLayout {
         self.rule.layout()
     }
 

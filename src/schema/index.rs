@@ -200,7 +200,7 @@ impl NearDupIndex {
         // fields, and "the rule differs" says what to do where "a field is missing" does not.
         let found = IndexRecord::read(&index)?;
         match &found {
-            Some(found) => found.check_parameters(&config.record())?,
+            Some(found) => found.check(&config.record())?,
             None => return Err(no_record(&config.record().scheme)),
         }
         let this = NearDupIndex::resolve(index, config)?;
@@ -263,14 +263,6 @@ impl NearDupIndex {
             "the id field must be a text field indexed with the `raw` tokenizer and \
              fast: declare it as STRING | FAST (and STORED if you want it back)",
         )?;
-        if config.key_postings == Some(true) {
-            return Err(Error::InvalidConfig(
-                "keys in postings (NearDupConfig::with_key_postings(true)) are no longer \
-                 supported: the keys live in the segment component's sorted tables; remove the \
-                 setting"
-                    .into(),
-            ));
-        }
         if index.settings().sort_by_field.is_some() {
             return Err(Error::InvalidConfig(
                 "the index is sorted by a field (IndexSettings::sort_by_field), which shuffles \
@@ -285,13 +277,6 @@ impl NearDupIndex {
             |t| matches!(t, FieldType::U64(_)),
             "the fingerprint field must be a u64 field; use NearDupConfig::add_fields",
         )?;
-        let keys = required_field(
-            &schema,
-            &config.keys_field,
-            |t| matches!(t, FieldType::U64(_)),
-            "the keys field must be a u64 field; use NearDupConfig::add_fields",
-        )?;
-        let key_postings = false;
         let group = config
             .group_field
             .as_deref()
@@ -311,7 +296,7 @@ impl NearDupIndex {
         // under that name is theirs and stays.
         let analysis_counters = register_scheme_tokenizer(&index, &config.scheme);
         let replay_fields = replay_fields(&schema, &config.scheme, &text_fields);
-        let rule = config.rule()?.interned();
+        let rule = config.rule()?;
         let (signature_fields, first_sketch) =
             resolve_signature_fields(&schema, &config, fingerprint)?;
         Ok(NearDupIndex {
@@ -319,14 +304,12 @@ impl NearDupIndex {
             fields: NearDupFields {
                 id,
                 fingerprint,
-                keys,
                 group,
                 sequence,
                 replaced,
                 first_sketch,
                 sketch_words: signature_fields.sketch_fields().len() as u32,
                 rule,
-                key_postings,
             },
             signature_fields: Arc::new(signature_fields),
             config: Arc::new(config),
@@ -334,7 +317,7 @@ impl NearDupIndex {
             replay_fields: Arc::new(replay_fields),
             analysis_counters,
             reader: Arc::new(Mutex::new(None)),
-            warmer: Arc::new(crate::component::ComponentWarmer::new(rule.clone())),
+            warmer: Arc::new(crate::component::ComponentWarmer::new(rule)),
         })
     }
 
@@ -398,8 +381,8 @@ impl NearDupIndex {
     }
 
     /// The match rule.
-    pub fn rule(&self) -> &'static MatchRule {
-        self.fields.rule
+    pub fn rule(&self) -> &MatchRule {
+        &self.fields.rule
     }
 
     /// Where signatures are stored.
@@ -412,7 +395,7 @@ impl NearDupIndex {
     /// (16 by default) with key postings; cannot fail.
     pub fn add_signature_to(&self, doc: &mut TantivyDocument, signature: &Signature) {
         self.signature_fields
-            .add_to_document(self.fields.rule, signature, doc);
+            .add_to_document(&self.fields.rule, signature, doc);
     }
 
     /// Adds the fingerprint (and its block keys, when the index has key postings) to `doc`,

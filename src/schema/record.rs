@@ -33,6 +33,10 @@ pub(super) const OLD_RECORD_FORMATS: [&str; 3] = [
 /// It lives in a small file (`.tantivy-simhash.json` in the index directory) written by [`NearDupIndex::create`](crate::NearDupIndex::create) and in the
 /// payload of every commit made through [`DedupWriter::commit`](crate::DedupWriter::commit).
 ///
+/// Indexes of this format made before the keys field was dropped record it too
+/// (`keys_field`, `key_postings: false`) and have that field, which never held a value, in
+/// their schema: they open and write as any other, those entries and that field ignored.
+///
 /// ```
 /// # use tantivy::schema::{Schema, FAST, STRING, TEXT};
 /// # use tantivy::Index;
@@ -58,11 +62,6 @@ pub struct IndexRecord {
     pub(super) scheme: String,
     pub(super) layout: String,
     pub(super) fingerprint_field: String,
-    pub(super) keys_field: String,
-    /// Whether the keys are indexed as postings ([`NearDupConfig::with_key_postings`]); records
-    /// written before the option existed have postings.
-    #[serde(default = "postings_by_default")]
-    pub(super) key_postings: bool,
     /// The match rule's id ([`MatchRule::id`]); empty in records of format 1.
     #[serde(default)]
     pub(super) rule: String,
@@ -74,11 +73,6 @@ pub struct IndexRecord {
 }
 
 pub(super) type Record = IndexRecord;
-
-/// Records without `key_postings` were written when every index had key postings.
-pub(super) fn postings_by_default() -> bool {
-    true
-}
 
 /// The parameters that rebuild a [`NearDupConfig`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,13 +136,6 @@ impl IndexRecord {
         self.settings.as_ref().map(|s| &s.layout)
     }
 
-    /// Whether the index's keys are indexed as postings
-    /// ([`NearDupConfig::with_key_postings`]; `true` for records written before the option
-    /// existed).
-    pub fn key_postings(&self) -> bool {
-        self.key_postings
-    }
-
     /// What the application stored with [`NearDupIndex::set_application_data`](crate::NearDupIndex::set_application_data).
     pub fn application(&self) -> Option<&serde_json::Value> {
         self.application.as_ref()
@@ -182,18 +169,16 @@ impl IndexRecord {
                 self.scheme
             )));
         }
-        let mut rule = settings.rule.clone().unwrap_or_default();
-        rule.layout = settings.layout.clone();
+        let mut rule = settings.rule.unwrap_or_default();
+        rule.layout = settings.layout;
         Ok(NearDupConfig {
             scheme,
-            layout: settings.layout.clone(),
+            layout: settings.layout,
             rule,
             id_field: settings.id_field.clone(),
             text_fields: settings.text_fields.clone(),
             fingerprint_field: self.fingerprint_field.clone(),
-            keys_field: self.keys_field.clone(),
             group_field: settings.group_field.clone(),
-            key_postings: Some(self.key_postings),
         })
     }
 
@@ -203,20 +188,7 @@ impl IndexRecord {
 
     /// Compares what the index records (`self`) with what the caller asks for.
     pub(super) fn check(&self, expected: &Record) -> Result<()> {
-        self.check_parameters(expected)?;
-        if self.key_postings != expected.key_postings {
-            return Err(Error::IndexMismatch {
-                what: "key storage",
-                found: key_storage(self.key_postings).into(),
-                expected: key_storage(expected.key_postings).into(),
-            });
-        }
-        Ok(())
-    }
-
-    /// [`check`](Self::check) without the key storage, which only the schema settles.
-    pub(super) fn check_parameters(&self, expected: &Record) -> Result<()> {
-        let pairs: [(&'static str, &String, &String); 5] = [
+        let pairs: [(&'static str, &String, &String); 4] = [
             ("scheme", &self.scheme, &expected.scheme),
             ("layout", &self.layout, &expected.layout),
             (
@@ -224,7 +196,6 @@ impl IndexRecord {
                 &self.fingerprint_field,
                 &expected.fingerprint_field,
             ),
-            ("keys field", &self.keys_field, &expected.keys_field),
             ("match rule", &self.rule, &expected.rule),
         ];
         for (what, found, wanted) in pairs {
@@ -237,15 +208,6 @@ impl IndexRecord {
             }
         }
         Ok(())
-    }
-}
-
-/// How a record's key storage reads in an error.
-pub(super) fn key_storage(key_postings: bool) -> &'static str {
-    if key_postings {
-        "keys in postings (NearDupConfig::with_key_postings(true))"
-    } else {
-        "keys in columns only (NearDupConfig::with_key_postings(false))"
     }
 }
 

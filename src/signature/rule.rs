@@ -8,7 +8,6 @@ use crate::fingerprint::Fingerprint;
 use crate::layout::BlockLayout;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Mutex;
 
 /// Key tag of the band family: keys `(0x8000 | band) << 48 | low key_bits of the band`. Simhash
 /// block keys use tags below 0x8000 (their combination index), so both families share one keys
@@ -17,7 +16,7 @@ pub(crate) const BAND_KEY_TAG: u64 = 0x8000;
 const TAG_SHIFT: u32 = 48;
 
 /// The parameters of a [`MatchRule`], as indexes record them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuleSpec {
     /// Simhash branch: any pair within `layout.max_distance()` matches (and shares a block key).
     pub layout: BlockLayout,
@@ -178,7 +177,7 @@ impl fmt::Display for Evidence {
 /// assert_eq!(rule.keys(&a).len(), rule.keys_per_document());
 /// assert!(rule.matches(&a, &a).is_some());
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MatchRule {
     spec: RuleSpec,
 }
@@ -412,23 +411,6 @@ impl MatchRule {
     /// A [`super::Signer`] for `scheme` under this rule. Cost as [`super::Signer::new`].
     pub fn signer(&self, scheme: &crate::Scheme) -> super::Signer {
         super::Signer::new(scheme, self)
-    }
-
-    /// This rule, kept for the life of the process: equal rules share one copy. It is what
-    /// lets [`NearDupFields`](crate::NearDupFields) be `Copy`. A process keeps one copy (a few
-    /// hundred bytes) per distinct rule it opens an index with, so the memory is bounded by the
-    /// distinct parameter sets, not by how many indexes are opened.
-    pub(crate) fn interned(self) -> &'static MatchRule {
-        static RULES: Mutex<Vec<&'static MatchRule>> = Mutex::new(Vec::new());
-        let mut rules = RULES
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(&rule) = rules.iter().find(|&&r| *r == self) {
-            return rule;
-        }
-        let rule: &'static MatchRule = Box::leak(Box::new(self));
-        rules.push(rule);
-        rule
     }
 }
 

@@ -585,12 +585,12 @@ pub(crate) fn signature_index(
     use tantivy::schema::{Schema, FAST, INDEXED};
     use tantivy::{Index, IndexWriter, TantivyDocument, Term};
 
-    let names = SignatureFields::new("fp", "keys", rule);
+    let names = SignatureFields::new("fp", rule);
     let mut builder = Schema::builder();
     let n_field = builder.add_u64_field("n", INDEXED | FAST);
     names.add_to_schema(&mut builder);
     let component = crate::component::NearDupComponent::new(
-        rule.clone(),
+        *rule,
         names.fingerprint.clone(),
         names.sketch.clone(),
     );

@@ -371,7 +371,6 @@ impl DedupWriter {
         }
         let reserved = [
             Some(fields.fingerprint),
-            Some(fields.keys),
             fields.group,
             fields.sequence,
             fields.replaced,

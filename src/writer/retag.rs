@@ -148,7 +148,7 @@ impl DedupWriter {
     /// The fields the index fills itself: never copied from a supplied document.
     fn reserved_fields(&self, group_field: Field) -> Vec<Field> {
         let fields = self.index.fields;
-        [fields.fingerprint, fields.keys, group_field]
+        [fields.fingerprint, group_field]
             .into_iter()
             .chain(fields.sequence)
             .chain(fields.replaced)

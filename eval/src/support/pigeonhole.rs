@@ -57,7 +57,7 @@ impl PigeonholeTable {
             })
             .collect::<Result<_>>()?;
         Ok(PigeonholeTable {
-            layout: layout.clone(),
+            layout: *layout,
             fingerprints: fingerprints.to_vec(),
             tables,
         })

@@ -363,7 +363,9 @@ class Rule:
     not fit each other or the rule.
     """
 
-    def __init__(self, language: str = "auto") -> None: ...
+    def __init__(self, language: str = "auto", *, fold_scripts: bool = True) -> None:
+        """``fold_scripts=False``: Traditional Chinese signed as written, not folded to
+        Simplified (the index's scheme folds; for a caller whose resemblance does not)."""
     def sign(self, text: str) -> Signature:
         """The signature of ``text`` (one analysis; GIL released)."""
     def matches(self, a: Signature, b: Signature) -> Optional[Evidence]:
@@ -409,6 +411,9 @@ class Rule:
     def id(self) -> str: ...
     @property
     def language(self) -> str: ...
+    @property
+    def fold_scripts(self) -> bool:
+        """Whether Traditional Chinese is folded to Simplified before signing."""
 
 def components(a: bytes, b: bytes) -> Tuple[bytes, bytes]:
     """Connected components of the edges ``(a[i], b[i])`` (u64 buffers): ``(nodes, labels)``,

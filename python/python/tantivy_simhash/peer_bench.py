@@ -167,13 +167,14 @@ def _union_find_clusters(n: int, pairs: Iterable[Tuple[int, int]]) -> List[List[
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _run_tantivy_simhash(path: str, out: str, min_resemblance: Optional[float] = None) -> None:
+def _run_tantivy_simhash(path: str, out: str, min_resemblance: Optional[float] = None,
+                         fold_scripts: bool = True) -> None:
     import numpy as np
 
     from . import Rule
 
     texts = _read_docs(path)
-    rule = Rule()
+    rule = Rule(fold_scripts=fold_scripts)
     fps, sketches = rule.sign_many(texts)
     columns, _stats = rule.pairs_in_memory(fps, sketches, 0, min_resemblance=min_resemblance)
     a = np.frombuffer(columns[0], "<u8").tolist()
@@ -287,15 +288,17 @@ def _own_peak_rss_mib() -> float:
     return max(peak_kib, children) / 1024.0
 
 
-def run_tool(tool: str, python: str, docs_path: str, out: str, min_resemblance: Optional[float] = None) -> Dict[str, float]:
+def run_tool(tool: str, python: str, docs_path: str, out: str, min_resemblance: Optional[float] = None,
+             fold_scripts: bool = True) -> Dict[str, float]:
     """Runs ``tool`` in a child process; returns wall seconds, CPU seconds and peak RSS (MiB).
-    ``min_resemblance``: tantivy-simhash's opt-in (``Rule.pairs_in_memory``)."""
+    ``min_resemblance``: tantivy-simhash's opt-in (``Rule.pairs_in_memory``); ``fold_scripts``:
+    its ``Rule(fold_scripts=...)``."""
     # One core each: the numeric libraries' thread pools held to one thread.
     env = dict(os.environ, OMP_NUM_THREADS="1", RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if tool == "tantivy-simhash":
         argv = [python, "-m", "tantivy_simhash.peer_bench", "--child", tool, docs_path, out]
-        if min_resemblance is not None:
-            argv.append(str(min_resemblance))
+        argv += ["-" if min_resemblance is None else str(min_resemblance),
+                 "fold" if fold_scripts else "as-written"]
     else:
         # The peers' Python need not have this package: the file runs as a script.
         argv = [python, os.path.abspath(__file__), "--child", tool, docs_path, out]
@@ -487,8 +490,9 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
         tool, docs_path, out = argv[1:4]
-        if argv[4:]:
-            _RUNNERS[tool](docs_path, out, float(argv[4]))
+        if tool == "tantivy-simhash" and argv[4:]:
+            minimum = None if argv[4] == "-" else float(argv[4])
+            _RUNNERS[tool](docs_path, out, minimum, argv[5:6] != ["as-written"])
         else:
             _RUNNERS[tool](docs_path, out)
         with open(out + ".rss", "w") as f:
@@ -507,6 +511,10 @@ def main(argv=None) -> int:
     p.add_argument("--min-resemblance", type=float, default=None, metavar="T",
                    help="also a tantivy-simhash row with Rule.pairs_in_memory's opt-in min_resemblance=T "
                         "(every pair's sketch estimate >= T, whichever branch matched it)")
+    p.add_argument("--scripts-as-written", action="store_true",
+                   help="also a tantivy-simhash row with Rule(fold_scripts=False) (and --min-resemblance's "
+                        "opt-in when given): Traditional Chinese not folded to Simplified, as the data's "
+                        "resemblance does not fold it")
     p.add_argument("--breakdown", action="store_true",
                    help="explain tantivy-simhash's false positives (resemblance < 0.5): branch, cause, sizes")
     args = p.parse_args(argv)
@@ -535,11 +543,17 @@ def main(argv=None) -> int:
     for t in tools:
         if t not in TOOLS:
             p.error(f"unknown tool {t!r}; expected some of {', '.join(TOOLS)}")
-    # (label, tool, tantivy-simhash's min_resemblance)
-    runs = [(t, t, None) for t in tools]
-    if args.min_resemblance is not None and "tantivy-simhash" in tools:
-        at = runs.index(("tantivy-simhash", "tantivy-simhash", None)) + 1
-        runs.insert(at, (f"tantivy-simhash >= {args.min_resemblance:g}", "tantivy-simhash", args.min_resemblance))
+    # (label, tool, tantivy-simhash's min_resemblance, its fold_scripts)
+    runs = [(t, t, None, True) for t in tools]
+    if "tantivy-simhash" in tools:
+        at = runs.index(("tantivy-simhash", "tantivy-simhash", None, True)) + 1
+        m = args.min_resemblance
+        label = "tantivy-simhash" if m is None else f"tantivy-simhash >= {m:g}"
+        if m is not None:
+            runs.insert(at, (label, "tantivy-simhash", m, True))
+            at += 1
+        if args.scripts_as_written:
+            runs.insert(at, (f"{label}, scripts as written", "tantivy-simhash", m, False))
     rows = []
     explained = []
     rng = random.Random(7)
@@ -552,14 +566,14 @@ def main(argv=None) -> int:
                     f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
             truth = Truth(texts)
             results = {}
-            for n, (label, tool, threshold) in enumerate(runs):
+            for n, (label, tool, threshold, fold_scripts) in enumerate(runs):
                 python = sys.executable if tool == "tantivy-simhash" else args.peer_python
                 why = _available(tool, python)
                 if why:
                     print(f"# {name}: {tool} skipped: {why}", file=sys.stderr)
                     continue
                 out = os.path.join(work, name, f"{n}-{tool}.json")
-                figures = run_tool(tool, python, docs_path, out, threshold)
+                figures = run_tool(tool, python, docs_path, out, threshold, fold_scripts)
                 with open(out) as f:
                     results[label] = (figures, json.load(f))
             positives = {p for p in designed if truth.resemblance(*p) >= 0.8}

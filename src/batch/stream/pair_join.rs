@@ -108,7 +108,7 @@ impl PairJoin {
             .map(|f| searcher.schema().get_field_name(f).to_string());
         Ok(PairJoin {
             searcher: searcher.clone(),
-            rule: rule.clone(),
+            rule: *rule,
             max_distance,
             max_postings_per_key: crate::batch::DEFAULT_JOIN_MAX_POSTINGS_PER_KEY,
             segments,

@@ -62,6 +62,7 @@ pub(super) fn write_version(
     let mut counts = vec![0u64; plans.len()];
     let mut signature = Signature::default();
     let mut keys = Vec::with_capacity(rule.keys_per_document());
+    let mut rests = Vec::with_capacity(rule.layout().num_keys());
     let mut any_sketch = false;
     // Pass 1: which documents have a signature, and each position's entry count (an empty
     // sketch has no band keys), which place the directory; whether any sketch is stored.
@@ -145,6 +146,8 @@ pub(super) fn write_version(
             load(words, &mut signature);
             keys.clear();
             rule.keys_into(&signature, &mut keys);
+            rests.clear();
+            rule.layout().rests_into(signature.fingerprint, &mut rests);
             for (list, p) in filed.iter_mut().zip(pass.clone()) {
                 let (Some(&key), Some(plan)) = (keys.get(p), plans.get(p)) else {
                     continue;
@@ -153,7 +156,7 @@ pub(super) fn write_version(
                 let bucket = plan.bucket_of(value) as u32;
                 let entry = ((value >> plan.bucket_bits) << plan.doc_bits) | u64::from(doc);
                 let entry = if plan.filter_bits > 0 {
-                    let rest = rule.layout().combo_rest(p, signature.fingerprint);
+                    let rest = rests.get(p).copied().unwrap_or(0);
                     (entry << plan.filter_bits) | (rest & low_mask(plan.filter_bits))
                 } else {
                     entry

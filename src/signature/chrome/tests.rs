@@ -500,7 +500,7 @@ fn without_the_option_chrome_counts() {
         0,
         false,
     );
-    let mut spec = MatchRule::default().spec().clone();
+    let mut spec = *MatchRule::default().spec();
     spec.shingling.chrome = false;
     let rule = MatchRule::new(spec).unwrap();
     let mut signer = rule.signer(&Scheme::default());

@@ -394,7 +394,7 @@ fn main() -> Res<()> {
     );
     let corpus = corpus(n, 42);
     let (_tmp, index, build) = open_or_build_index(&args, &corpus, threads)?;
-    let rule = index.rule().clone();
+    let rule = *index.rule();
     let searcher = index.lookups()?;
     let tantivy_searcher = searcher.searcher().clone();
 

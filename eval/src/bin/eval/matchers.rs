@@ -374,14 +374,14 @@ pub(crate) fn matchers() -> Vec<(String, AnyMatcher)> {
             "today-simhash-k3".into(),
             AnyMatcher::Simhash(SimhashMatcher {
                 candidate: Candidate::Scheme(Scheme::default()),
-                layout: k3.clone(),
+                layout: k3,
             }),
         ),
         (
             "peer-py-simhash-k3".into(),
             AnyMatcher::Simhash(SimhashMatcher {
                 candidate: Candidate::PySimhash,
-                layout: k3.clone(),
+                layout: k3,
             }),
         ),
         (
@@ -424,7 +424,7 @@ pub(crate) fn matchers() -> Vec<(String, AnyMatcher)> {
             rule(3, 8, 12, 3, bits, slots, 0.55),
         ),
         ("rule-no-chrome".into(), {
-            let mut spec = MatchRule::default().spec().clone();
+            let mut spec = *MatchRule::default().spec();
             spec.shingling.chrome = false;
             MatchRule::new(spec).unwrap_or_else(|e| {
                 eprintln!("bad rule: {e}");

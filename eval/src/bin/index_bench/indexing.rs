@@ -91,7 +91,9 @@ pub(crate) fn indexing_index(
     impl Fn(&Doc) -> TantivyDocument,
 )> {
     let dir = tempfile::tempdir()?;
-    let config = NearDupConfig::new("id", ["title", "text"]).with_key_postings(key_postings);
+    // Keys live in the component's tables whatever `key_postings` says (always false now).
+    debug_assert!(!key_postings);
+    let config = NearDupConfig::new("id", ["title", "text"]);
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | FAST | STORED);
     let indexing = TextFieldIndexing::default()

@@ -65,7 +65,7 @@ pub(crate) fn rule_signatures(
 /// Indexes `sigs` in 8 commits (no merges) in a temporary directory, and drops the writer and
 /// the index (for a fresh handle); returns the directory.
 pub(crate) fn build_rule_index(sigs: &[Signature], rule: &MatchRule) -> Res<tempfile::TempDir> {
-    let config = lookup_config().with_rule(rule.clone());
+    let config = lookup_config().with_rule(*rule);
     build_in_eight_commits(sigs, config, "signatures", |w, doc, sig| {
         w.add_document_with_signature(doc, sig.clone()).map(|_| ())
     })
