@@ -24,8 +24,9 @@
 //! by its block group, and both reach the partition of the first row), so it matches only by
 //! the resemblance branch: its sketches must agree in at least `min_agreeing_bins` bins, and a
 //! bin whose bit 0 differs does not agree, so the screen drops no match. Every survivor is
-//! decided by `MatchRule::matches` itself. Group keys are 32 bits: a collision only adds
-//! candidates, which the verification rejects.
+//! decided by `MatchRule::matches` itself. Block group keys are folded to 32 bits: a collision
+//! only adds candidates, which the verification rejects. Band groups are exact (band, key):
+//! see [`BandGroups`].
 
 use crate::rule::Rule;
 use crate::Failure;
@@ -42,13 +43,60 @@ fn fold32(key: u64) -> u32 {
     ((z ^ (z >> 31)) >> 32) as u32
 }
 
-/// The group key of band `band` holding `value` (all `rows * bits` bits of it): the band and
-/// its value packed exactly when they fit 32 bits (the default rule: 4 + 20 bits), else folded.
-fn band_group(band: u32, value: u64, value_bits: u32, band_bits: u32) -> u32 {
-    if value_bits + band_bits <= 32 {
-        ((band as u64) << value_bits | value) as u32
-    } else {
-        fold32(value ^ (u64::from(band) << 48).rotate_left(7))
+/// How band postings name their group (band, key): packed into the 32-bit key when the band's
+/// number and its key fit (the default rule: 4 + 20 bits), else the key alone (up to 32 bits)
+/// with the band's number in the top bits of the 32-bit position word. Either way a group is
+/// exactly one (band, key), so a band group holds exactly the documents that share that band's
+/// key: no chance candidates beyond the rule's own, at 8 bytes a posting.
+#[derive(Clone, Copy)]
+struct BandGroups {
+    key_bits: u32,
+    band_bits: u32,
+}
+
+impl BandGroups {
+    fn of(config: &MinHashConfig) -> BandGroups {
+        BandGroups {
+            key_bits: config.key_bits,
+            band_bits: band_bits(config.bands),
+        }
+    }
+
+    /// Whether the band's number rides in the key (else in the position word).
+    fn packed(self) -> bool {
+        self.key_bits + self.band_bits <= 32
+    }
+
+    /// Documents a partition may hold: positions must leave room for the band's number when it
+    /// rides in the position word.
+    fn max_positions(self) -> u64 {
+        if self.packed() {
+            1 << 32
+        } else {
+            1 << (32 - self.band_bits)
+        }
+    }
+
+    /// The posting `(key, position word)` of band `band` holding `value` at `pos`.
+    fn posting(self, band: u32, value: u64, pos: u32) -> (u32, u32) {
+        if self.packed() {
+            ((u64::from(band) << self.key_bits | value) as u32, pos)
+        } else {
+            (value as u32, band << (32 - self.band_bits) | pos)
+        }
+    }
+
+    /// The group (band and key, as one number) and the position of a posting.
+    fn group(self, key: u32, word: u32) -> (u64, u32) {
+        if self.packed() {
+            (u64::from(key), word)
+        } else {
+            let shift = 32 - self.band_bits;
+            (
+                u64::from(key) << self.band_bits | u64::from(word >> shift),
+                word & ((1 << shift) - 1),
+            )
+        }
     }
 }
 
@@ -159,7 +207,9 @@ fn partition_of(row: u64) -> u32 {
 /// Step 1: the postings of one partition of signatures (the buffers of `Rule.sign_many`),
 /// addressed to `groups` key-group partitions: per simhash block key `key u32, position u32,
 /// fingerprint u64` (kind 0), per MinHash band of a document with tokens `key u32, position
-/// u32` (kind 1). Returns ``(parts, kinds, blobs)``. Cost: the keys of each document.
+/// u32` (kind 1; the band's number in one of them, [`BandGroups`]). Returns ``(parts, kinds,
+/// blobs)``. Errors for a partition of more documents than the position word leaves room for
+/// (2^28 with 32-bit band keys and 12 bands). Cost: the keys of each document.
 #[pyfunction]
 pub(crate) fn lean_post<'py>(
     py: Python<'py>,
@@ -175,17 +225,21 @@ pub(crate) fn lean_post<'py>(
             Failure::Value("groups = 0; expected at least one key-group partition".into()).into(),
         );
     }
-    if local.fps.len() > u32::MAX as usize {
+    let config = rule.minhash();
+    let groups_of_bands = BandGroups::of(config);
+    if local.fps.len() as u64 > groups_of_bands.max_positions() {
         return Err(Failure::Value(format!(
-            "{} documents in one partition; expected at most {}",
+            "{} documents in one partition; expected at most {} under a rule of {} bands with \
+             {}-bit band keys (the band's number shares the position's 32 bits): repartition \
+             the input",
             local.fps.len(),
-            u32::MAX
+            groups_of_bands.max_positions(),
+            config.bands,
+            config.key_bits
         ))
         .into());
     }
     let shards = py.detach(|| {
-        let config = rule.minhash();
-        let nbits = band_bits(config.bands);
         let layout = rule.layout();
         let mut shards = Shards::default();
         let mut keys = Vec::with_capacity(layout.num_keys());
@@ -208,10 +262,11 @@ pub(crate) fn lean_post<'py>(
                 words: words.to_vec(),
             };
             for band in 0..config.bands {
-                let key = band_group(band, sketch.band(config, band), config.key_bits, nbits);
+                let (key, word) =
+                    groups_of_bands.posting(band, sketch.band(config, band), i as u32);
                 let out = shards.to(key_partition(key, groups), BAND_POSTINGS);
                 out.extend_from_slice(&key.to_le_bytes());
-                out.extend_from_slice(&pos);
+                out.extend_from_slice(&word.to_le_bytes());
             }
         }
         shards
@@ -307,10 +362,12 @@ pub(crate) fn lean_candidates<'py>(
             }
         }
         drop(postings);
-        let mut bands: Vec<(u32, u64)> = Vec::new();
+        let groups_of_bands = BandGroups::of(rule.minhash());
+        let mut bands: Vec<(u64, u64)> = Vec::new();
         for &(n, bytes) in &band {
             for r in bytes.chunks_exact(8) {
-                bands.push((le_u32(&r[..4]), row(n, r)));
+                let (group, pos) = groups_of_bands.group(le_u32(&r[..4]), le_u32(&r[4..8]));
+                bands.push((group, u64::from(srcs[n]) << 32 | u64::from(pos)));
             }
         }
         bands.sort_unstable();

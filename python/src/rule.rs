@@ -90,10 +90,14 @@ impl Evidence {
 /// The product's definition of a near-duplicate, with the scheme that signs texts for it:
 /// two documents match when their simhash fingerprints are within 3 bits, or when they share one
 /// of 12 MinHash bands and their 256-bin x 4-bit sketches estimate a resemblance of at least
-/// 0.55. ``language`` takes :class:`Scheme`'s values. ``fold_scripts`` (default ``True``, as
-/// every index): Traditional Chinese is folded to Simplified before signing, so a page and its
-/// other-script edition match; ``False`` signs the characters as written, for a caller whose
-/// resemblance does not fold scripts (the evaluation data's, for one).
+/// 0.55. ``language`` takes :class:`Scheme`'s values. ``key_bits`` (16 to 32, default 20: the
+/// index's rule) is the width of a band's key: unrelated documents share a band by chance with
+/// probability ``2**-key_bits`` per band, so a join meets ``12 * n / 2**key_bits`` chance
+/// candidates per document (~11 at 1M with 20 bits, 0.003 with 32); a wider key is more bits of
+/// the same hash, so a wider rule's pairs are a subset of a narrower one's. ``fold_scripts``
+/// (default ``True``, as every index): Traditional Chinese is folded to Simplified before
+/// signing, so a page and its other-script edition match; ``False`` signs the characters as
+/// written, for a caller whose resemblance does not fold scripts (the evaluation data's, for one).
 #[pyclass(module = "tantivy_simhash", frozen)]
 pub(crate) struct Rule {
     rule: MatchRule,
@@ -174,15 +178,15 @@ impl Rule {
 #[pymethods]
 impl Rule {
     #[new]
-    #[pyo3(signature = (language = "auto", *, fold_scripts = true))]
-    fn new(language: &str, fold_scripts: bool) -> PyResult<Self> {
+    #[pyo3(signature = (language = "auto", *, key_bits = DEFAULT_KEY_BITS, fold_scripts = true))]
+    fn new(language: &str, key_bits: u32, fold_scripts: bool) -> PyResult<Self> {
         let normalization = tantivy_simhash::Normalization {
             traditional_to_simplified: fold_scripts,
             ..Default::default()
         };
         let scheme = tantivy_simhash::app::scheme_with(language, normalization)
             .map_err(crate::Failure::from)?;
-        let rule = MatchRule::default();
+        let rule = rule_with_key_bits(key_bits)?;
         let signer = Mutex::new(rule.signer(&scheme));
         Ok(Rule {
             rule,
@@ -472,13 +476,44 @@ impl Rule {
         self.rule.to_string()
     }
 
+    /// Bits of a band key (16 to 32): two unrelated documents share a band by chance with
+    /// probability `2^-key_bits` per band.
+    #[getter]
+    fn key_bits(&self) -> u32 {
+        self.rule.minhash().key_bits
+    }
+
     fn __repr__(&self) -> String {
         format!(
-            "Rule(language={:?}, fold_scripts={})",
+            "Rule(language={:?}, key_bits={}, fold_scripts={})",
             self.language,
+            self.rule.minhash().key_bits,
             if self.fold_scripts { "True" } else { "False" }
         )
     }
+}
+
+/// The band key width of the default rule (the index's).
+const DEFAULT_KEY_BITS: u32 = 20;
+
+/// The default rule with band keys of `key_bits` bits: the same bins, the same estimate and the
+/// same threshold, band keys taken from more bits of the same hash of each band's bins (so two
+/// sketches that share a `key_bits`-bit key share every narrower one). Errors (``ValueError``)
+/// outside 16..=32.
+fn rule_with_key_bits(key_bits: u32) -> Result<MatchRule, Failure> {
+    let spec = tantivy_simhash::RuleSpec {
+        minhash: MinHashConfig {
+            key_bits,
+            ..MinHashConfig::default()
+        },
+        ..tantivy_simhash::RuleSpec::default()
+    };
+    MatchRule::new(spec).map_err(|e| {
+        Failure::Value(format!(
+            "Rule(key_bits={key_bits}): {e}; pass 20 (the index's rule) or up to 32 (fewer chance \
+             band candidates on large corpora)"
+        ))
+    })
 }
 
 /// The connected components of the graph whose edges are ``(a[i], b[i])`` (little-endian u64

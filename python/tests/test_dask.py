@@ -42,22 +42,37 @@ def mixed_corpus() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def signed(mixed_corpus):
-    rule = Rule()
-    return rule, [rule.sign(t) for t in mixed_corpus["text"]]
+def oracle(mixed_corpus):
+    """``oracle(key_bits)``: the rule of that band key width, the signatures of the corpus, and
+    every (i, j) -> (distance, band) with i < j that the rule matches (a brute force)."""
+    cache = {}
+
+    def of(key_bits):
+        if key_bits not in cache:
+            rule = Rule(key_bits=key_bits)
+            sigs = [rule.sign(t) for t in mixed_corpus["text"]]
+            out = {}
+            for i, a in enumerate(sigs):
+                for j in range(i + 1, len(sigs)):
+                    e = rule.matches(a, sigs[j])
+                    if e is not None:
+                        out[(i, j)] = (e.distance, -1 if e.band is None else e.band)
+            cache[key_bits] = (rule, sigs, out)
+        return cache[key_bits]
+
+    return of
 
 
 @pytest.fixture(scope="module")
-def brute_force(signed):
-    """Every (i, j) -> (distance, band) with i < j that the rule matches: the oracle."""
-    rule, sigs = signed
-    out = {}
-    for i, a in enumerate(sigs):
-        for j in range(i + 1, len(sigs)):
-            e = rule.matches(a, sigs[j])
-            if e is not None:
-                out[(i, j)] = (e.distance, -1 if e.band is None else e.band)
-    return out
+def signed(oracle):
+    """The pipeline's default rule and the corpus's signatures under it."""
+    return oracle(tsd.DEFAULT_KEY_BITS)[:2]
+
+
+@pytest.fixture(scope="module")
+def brute_force(oracle):
+    """Every pair the pipeline's default rule matches (the oracle)."""
+    return oracle(tsd.DEFAULT_KEY_BITS)[2]
 
 
 def as_dask(corpus: pd.DataFrame) -> dd.DataFrame:
@@ -80,9 +95,17 @@ def pairs_by_index(pairs: pd.DataFrame, index) -> dict:
     return out
 
 
-def test_the_exact_pipeline_finds_the_brute_force_pairs(client, mixed_corpus, brute_force):
+@pytest.mark.parametrize("key_bits", [None, 20])
+def test_the_exact_pipeline_finds_the_brute_force_pairs(client, mixed_corpus, oracle, key_bits):
+    """Under the pipeline's default rule (32-bit band keys: the band's number travels in the
+    position word) and the index's (20-bit: packed into the group key)."""
     docs = as_dask(mixed_corpus)
-    pairs = tsd.find_pairs(docs, max_postings_per_key=None).compute()
+    if key_bits is None:
+        pairs = tsd.find_pairs(docs, max_postings_per_key=None).compute()
+        brute_force = oracle(tsd.DEFAULT_KEY_BITS)[2]
+    else:
+        pairs = tsd.find_pairs(docs, key_bits=key_bits, max_postings_per_key=None).compute()
+        brute_force = oracle(key_bits)[2]
     found = pairs_by_index(pairs, input_index(docs))
     assert len(brute_force) > 10_000
     assert found == brute_force
@@ -105,7 +128,7 @@ def test_the_bounded_pipeline_equals_the_single_machine_join(client, mixed_corpu
         distance = np.frombuffer(columns[2], "<u4")
         expected = {(int(x), int(y)): (int(d), int(k)) for x, y, d, k in zip(a, b, distance, band)}
         assert stats["hot_keys"] > 0, "the bound must bite for this test to mean something"
-        pairs, hot = tsd._find_pairs(docs, "id", "text", "auto", cap, None, None, None)
+        pairs, hot = tsd._find_pairs(docs, "id", "text", ("auto", rule.key_bits), cap, None, None, None)
         assert hot == stats["hot_keys"]
         assert pairs_by_index(pairs.compute(), index) == expected
 
@@ -177,6 +200,11 @@ def test_bad_input_is_refused_with_the_reason(client, mixed_corpus):
         tsd.signatures(docs, language="klingon")
     with pytest.raises(ValueError, match="max_postings_per_key = 0"):
         tsd.find_pairs(docs, max_postings_per_key=0)
+    for call in (tsd.signatures, tsd.find_pairs):
+        with pytest.raises(ValueError, match=r"Rule\(key_bits=40\): .*expected 16 to 32"):
+            call(docs, key_bits=40)
+    with pytest.raises(ValueError, match=r"Rule\(key_bits=12\)"):
+        tsd.deduplicate(docs, "unused", key_bits=12)
     missing = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["some text", None]}), npartitions=1)
     with pytest.raises(ValueError, match="document 'b' has no 'text' value"):
         tsd.signatures(missing).compute()
@@ -223,7 +251,8 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
 
     docs = pd.DataFrame({"id": [d["id"] for d in corpus], "text": [document_text(d) for d in corpus]})
     docs = dd.from_pandas(docs, npartitions=4, sort=False)
-    tsd.deduplicate(docs, str(tmp_path), max_postings_per_key=None, mode="components")
+    # The index's rule: 20-bit band keys (the pipeline's default is 32).
+    tsd.deduplicate(docs, str(tmp_path), key_bits=20, max_postings_per_key=None, mode="components")
     pairs = pq.read_table(tmp_path / "pairs").to_pandas()
     clusters = pq.read_table(tmp_path / "clusters").to_pandas()
     found = {}
@@ -250,7 +279,7 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
 
     # By leader (the default): the index's leader clusters exactly, leader ids and members (the
     # index's input order is the corpus order, as the rows').
-    tsd.deduplicate(docs, str(tmp_path / "leader"))
+    tsd.deduplicate(docs, str(tmp_path / "leader"), key_bits=20)
     by_leader = pq.read_table(tmp_path / "leader" / "clusters").to_pandas()
     groups = {}
     for i, c in zip(by_leader.id, by_leader.cluster):
@@ -261,6 +290,24 @@ def test_the_pipeline_equals_neardup_and_the_index_on_the_demo_corpus(client, ne
         assert found_leaders == sorted((c.leader, c.members) for c in index.clusters())
     out = run_cli(neardup, "clusters", str(cli_index), "-n", "0", "--json").stdout
     assert found_leaders == sorted((c["cluster"], c["members"]) for c in json_lines(out))
+
+
+def test_the_chosen_rule_reaches_the_workers(client, mixed_corpus):
+    """The workers sign with the rule the caller names: the sketches of ``signatures`` equal
+    ``Rule(key_bits=...)``'s on the client, for the default (32) and another width (16, whose
+    sketch is 8 bytes shorter than the index's)."""
+    from tantivy_simhash import dask_bench
+
+    assert tsd.DEFAULT_KEY_BITS == dask_bench.DEFAULT_KEY_BITS == 32
+    docs = as_dask(mixed_corpus)
+    texts = mixed_corpus["text"].tolist()
+    for key_bits, width in ((None, 176), (16, 152)):
+        rule = Rule(key_bits=tsd.DEFAULT_KEY_BITS if key_bits is None else key_bits)
+        sigs = (tsd.signatures(docs) if key_bits is None else tsd.signatures(docs, key_bits=key_bits)).compute()
+        names = [c for c in sigs.columns if c.startswith("s")]
+        assert rule.sketch_bytes == width == 8 * len(names)
+        _fps, sketches = rule.sign_many(texts)
+        assert np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes() == sketches
 
 
 def test_the_lean_shuffle_is_exact_with_other_partition_counts(client, mixed_corpus, brute_force):

@@ -97,11 +97,11 @@ def test_no_pair_the_join_matches_is_screened_out():
 
 def test_the_kernels_by_hand_give_the_single_machine_join():
     """The five kernels called as the pipeline calls them, over 4 partitions, without Dask
-    (``dask_bench --count-records``): the pairs of ``Rule.pairs_in_memory`` on the same corpus,
-    and chance candidates screened out on the way."""
+    (``dask_bench --count-records``), under the index's rule (20-bit band keys): the pairs of
+    ``Rule.pairs_in_memory`` on the same corpus, and chance candidates screened out on the way."""
     from tantivy_simhash.dask_bench import count_records, synthetic_partition
 
-    counted = count_records(6000, 4, seed=5, dup_fraction=0.3, pool=5.0)
+    counted = count_records(6000, 4, seed=5, dup_fraction=0.3, pool=5.0, key_bits=20)
     rule = Rule()
     fps, sketches = rule.sign_many(synthetic_partition(5, 0, 6000, 6000, 0.3, 5.0)["text"].tolist())
     columns, _stats = rule.pairs_in_memory(fps, sketches, 0)
@@ -110,3 +110,68 @@ def test_the_kernels_by_hand_give_the_single_machine_join():
     assert counted["pairs"] == expected
     assert counted["dropped_per_doc"] > 0
     assert counted["bytes_per_doc"]["postings"] == 16 * 4 + 8 * 12
+
+
+def test_the_kernels_by_hand_give_the_single_machine_join_at_every_key_width():
+    """The same by hand under rules of other band key widths: 16 and 28 bits (the band's number
+    packed into the 32-bit group key) and 29 and 32 (the band's number in the position word)."""
+    from tantivy_simhash.dask_bench import count_records, synthetic_partition
+
+    texts = synthetic_partition(5, 0, 3000, 3000, 0.3, 5.0)["text"].tolist()
+    for key_bits in (16, 28, 29, 32):
+        counted = count_records(3000, 3, seed=5, dup_fraction=0.3, pool=5.0, key_bits=key_bits)
+        rule = Rule(key_bits=key_bits)
+        fps, sketches = rule.sign_many(texts)
+        columns, _stats = rule.pairs_in_memory(fps, sketches, 0)
+        expected = sorted(zip(np.frombuffer(columns[0], "<u8").tolist(), np.frombuffer(columns[1], "<u8").tolist()))
+        assert len(expected) > 50
+        assert counted["key_bits"] == key_bits
+        assert counted["pairs"] == expected, key_bits
+
+
+def test_band_groups_are_exactly_the_documents_sharing_a_band_key():
+    """``lean_post`` then ``lean_candidates`` (one partition, one key group) name exactly the pairs
+    that share a band's key, plus those within the simhash distance: a brute force over sketches
+    whose band keys come from a pool of 20 values, the same values in every band (a group of the
+    value alone would pair documents across bands) and values equal in their low 20 bits (a group
+    of fewer bits would pair those)."""
+    from tantivy_simhash._native import lean_candidates, lean_post
+
+    rng = np.random.default_rng(3)
+    n = 300
+    for key_bits in (20, 32):
+        rule = Rule(key_bits=key_bits)
+        band_words = rule.sketch_bytes // 8 - BINS * BITS // 64
+        mask = (1 << key_bits) - 1
+        # With 32 bits, values equal in their low 20 bits; with 20, distinct values.
+        pool = [(k << 20 | 0x5A5A5) if key_bits > 20 else k * 0x3F1F for k in range(1, 21)]
+        assert len({v & mask for v in pool}) == len(pool)
+        bands = rng.choice(pool, size=(n, rule.bands))
+        fps = rng.integers(0, 2**63, n, dtype=np.uint64)
+        fps[1::10] = fps[0::10] ^ np.uint64(0b101)  # some pairs within the distance
+        sketches = []
+        for i in range(n):
+            field = 0
+            for b, v in enumerate(bands[i]):
+                field |= int(v) << (b * key_bits)
+            words = [(field >> (64 * w)) & (2**64 - 1) for w in range(band_words)]
+            words += rng.integers(0, 2**63, BINS * BITS // 64, dtype=np.uint64).tolist()
+            sketches.append(np.array(words, dtype="<u8").tobytes())
+        parts, kinds, blobs = lean_post(rule, fps.astype("<u8").tobytes(), b"".join(sketches), 1)
+        _parts, kinds, blobs, _largest = lean_candidates(rule, [0] * len(parts), kinds, blobs)
+        found = set()
+        for kind, blob in zip(kinds, blobs):
+            assert kind in (2, 3)
+            for r in range(0, len(blob), 12):
+                a = int.from_bytes(blob[r : r + 4], "little")
+                b = int.from_bytes(blob[r + 4 : r + 12], "little")
+                assert (a, b) not in found
+                found.add((a, b))
+        expected = {
+            (i, j)
+            for i in range(n)
+            for j in range(i + 1, n)
+            if (bands[i] == bands[j]).any() or bin(int(fps[i]) ^ int(fps[j])).count("1") <= 3
+        }
+        assert len(expected) > 1000 and len(expected) < n * (n - 1) // 2
+        assert found == expected, key_bits

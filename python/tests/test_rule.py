@@ -141,6 +141,40 @@ def test_min_resemblance_keeps_the_pairs_whose_estimate_reaches_it_whichever_bra
             rule.pairs_in_memory(fps, sketches, 0, min_resemblance=bad)
 
 
+def test_a_wider_band_key_is_more_bits_of_the_same_key(texts):
+    """``Rule(key_bits=32)`` signs with the same fingerprint and bins as the index's rule (20-bit
+    band keys), and each of its band keys holds the 20-bit key in its low bits, so its pairs are
+    a subset of the 20-bit rule's: checked on the keys and on the join's pairs."""
+    narrow, wide = Rule(), Rule(key_bits=32)
+    assert (narrow.key_bits, wide.key_bits) == (20, 32)
+    assert (narrow.sketch_bytes, wide.sketch_bytes) == (160, 176)
+    assert "key32" in wide.id and "key20" in narrow.id
+    assert repr(wide) == 'Rule(language="auto", key_bits=32, fold_scripts=True)'
+    blocks = narrow.keys_per_document - narrow.bands
+    for t in texts:
+        a, b = narrow.sign(t), wide.sign(t)
+        assert a.fingerprint == b.fingerprint
+        assert a.sketch[32:] == b.sketch[48:]  # the bins, after 4 and 6 words of band keys
+        assert a.keys[:blocks] == b.keys[:blocks]
+        assert [k & ~(2**32 - 1 ^ 2**20 - 1) for k in b.keys[blocks:]] == a.keys[blocks:]
+    pairs = {}
+    for rule in (narrow, wide):
+        fps, sketches = rule.sign_many(texts)
+        columns, _stats = rule.pairs_in_memory(fps, sketches, 0)
+        pairs[rule.key_bits] = set(zip(np.frombuffer(columns[0], "<u8").tolist(), np.frombuffer(columns[1], "<u8").tolist()))
+    assert len(pairs[32]) > 100 and pairs[32] <= pairs[20]
+
+
+def test_a_band_key_width_outside_16_to_32_is_refused_with_the_reason():
+    for bad in (0, 15, 33, 64):
+        with pytest.raises(ValueError, match=rf"Rule\(key_bits={bad}\): .*band key bits = {bad}; expected 16 to 32"):
+            Rule(key_bits=bad)
+    with pytest.raises(TypeError):
+        Rule("auto", 32)  # keyword only
+    with pytest.raises(OverflowError):
+        Rule(key_bits=-1)
+
+
 def test_fold_scripts_false_signs_traditional_chinese_as_written():
     """The default folds Traditional to Simplified (a page and its other-script edition sign
     alike); fold_scripts=False does not, and signs Simplified text as the default does."""

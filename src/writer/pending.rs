@@ -8,13 +8,13 @@ use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 use crate::id_table::StrColumns;
 use crate::lookup::NearDupLookup;
-use crate::signature::{Evidence, MatchRule, Signature};
+use crate::signature::{band_from_words, Evidence, MatchRule, Signature};
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// What the writer keeps of an uncommitted document besides its signature (which the table
-/// keeps in flat arrays: [`Slot`], `Pending::bands`, `Pending::sketches`).
+/// keeps in flat arrays: [`Slot`], `Pending::sketches`).
 pub(super) struct PendingDoc {
     pub(super) id: Arc<str>,
     pub(super) group: Option<Arc<str>>,
@@ -90,14 +90,11 @@ impl KeyHolders {
 pub(super) struct Pending {
     pub(super) docs: Vec<PendingDoc>,
     slots: Vec<Slot>,
-    /// The bands of each document (all `rows * bits` bits of each of the rule's `bands`, by
-    /// place; zeros without a sketch): a resemblance match needs a shared band, so a candidate
-    /// beyond the simhash radius is compared band by band here, its sketch read only when one
-    /// is equal, and the first equal band is the evidence's.
-    bands: Vec<u64>,
     /// The sketch words of each document, by place (`sketch_words` each, as the index stores
     /// them: extra words cut, missing ones zero), so that a resemblance estimate reads one
-    /// contiguous run instead of following a pointer per document.
+    /// contiguous run instead of following a pointer per document. The band keys are the first
+    /// words' bit fields: a candidate beyond the simhash radius is compared band by band there
+    /// (its first cache line), the rest of its sketch read only when a band is equal.
     sketches: Vec<u64>,
     /// The rule's keys (block and band keys) of the pending documents; each list holds at most
     /// `max_postings_per_key` documents in the order added. A document joins a list while it
@@ -112,10 +109,10 @@ pub(super) struct Pending {
     replaced: StrColumns,
     keys: Vec<u64>,
     candidates: Vec<u32>,
-    /// The bands and sketch words of the document being checked (no bands when its sketch is
-    /// empty), in the form `bands` and `sketches` keep them.
-    query_bands: Vec<u64>,
+    /// The sketch words of the document being checked, in the form `sketches` keeps them, and
+    /// whether they are not all zero (only then has it bands).
     query_words: Vec<u64>,
+    query_sketched: bool,
     /// The sequence number of the next document added ([`SEQUENCE_FIELD`]); it survives
     /// commits, so it grows over the writer's life.
     ///
@@ -154,7 +151,6 @@ impl Pending {
         Pending {
             docs: Vec::new(),
             slots: Vec::new(),
-            bands: Vec::new(),
             sketches: Vec::new(),
             by_key: HashMap::default(),
             ids: PendingIds::default(),
@@ -162,8 +158,8 @@ impl Pending {
             replaced: StrColumns::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
-            query_bands: Vec::new(),
             query_words: Vec::new(),
+            query_sketched: false,
             next_sequence,
             max_postings_per_key,
             verified: 0,
@@ -186,7 +182,6 @@ impl Pending {
     pub(super) fn clear(&mut self) {
         self.docs.clear();
         self.slots.clear();
-        self.bands.clear();
         self.sketches.clear();
         self.by_key.clear();
         self.ids.clear();
@@ -246,11 +241,7 @@ impl Pending {
         self.candidates.dedup();
         self.query_words.clear();
         self.query_words.resize(rule.minhash().sketch_words(), 0);
-        let sketched = stored_sketch(signature, &mut self.query_words);
-        self.query_bands.clear();
-        if sketched {
-            rule.bands_into(&self.query_words, &mut self.query_bands);
-        }
+        self.query_sketched = stored_sketch(signature, &mut self.query_words);
     }
 
     /// Live pending matches, strongest first, equally strong ones in the order they were added.
@@ -283,25 +274,26 @@ impl Pending {
 
     /// The evidence of candidate `i` at simhash `distance`: what [`MatchRule::matches`] gives
     /// for the two signatures as the index stores them. Beyond the simhash radius only a
-    /// candidate that shares a band can match: the first band equal in both (kept bands, no
-    /// sketch read) is the evidence's band, and only then is its sketch compared.
+    /// candidate that shares a band can match: the first band equal in both (read from the
+    /// band keys at the front of the sketches) is the evidence's band, and only then is the
+    /// rest of its sketch compared.
     fn evidence_of(&self, rule: &MatchRule, i: u32, distance: u32) -> Option<Evidence> {
         if distance <= rule.layout().max_distance() {
             return Some(Evidence::Simhash { distance });
         }
-        if !self.slots[i as usize].sketched || self.query_bands.is_empty() {
+        if !self.slots[i as usize].sketched || !self.query_sketched {
             return None;
         }
-        let bands = self.query_bands.len();
-        let theirs = &self.bands[i as usize * bands..][..bands];
-        let band = self
-            .query_bands
-            .iter()
-            .zip(theirs)
-            .position(|(q, t)| q == t)?;
         let words = self.query_words.len();
         let sketch = &self.sketches[i as usize * words..][..words];
-        rule.matches_sharing_band(&self.query_words, sketch, band as u32, distance)
+        let query = &self.query_words;
+        let config = rule.minhash();
+        // A band key is a bit field of the words: equal in both where the words' XOR is zero
+        // in that field (what `MatchRule::bands_into` of each would compare, without a copy).
+        let word =
+            |w: usize| query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0);
+        let band = (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?;
+        rule.matches_sharing_band(query, sketch, band, distance)
     }
 
     /// Every live pending match, in the order the candidates were added.
@@ -464,12 +456,6 @@ impl Pending {
         self.sketches
             .resize(start + rule.minhash().sketch_words(), 0);
         let sketched = stored_sketch(signature, &mut self.sketches[start..]);
-        if sketched {
-            rule.bands_into(&self.sketches[start..], &mut self.bands);
-        } else {
-            self.bands
-                .resize(self.bands.len() + rule.minhash().bands as usize, 0);
-        }
         self.slots.push(Slot {
             fingerprint: signature.fingerprint,
             alive: true,

@@ -356,14 +356,23 @@ class PairStats(_PairStatsOptional):
 class Rule:
     """The match rule: simhash within 3, or one of 12 shared MinHash bands and a resemblance
     estimate of at least 0.55; ``language`` is :class:`Scheme`'s. Not picklable (it holds a
-    signer): ship the language name to other processes.
+    signer): ship the language name and ``key_bits`` to other processes.
+
+    ``key_bits`` (16 to 32; default 20, the index's rule): bits of each band's key. Two
+    unrelated documents share a band by chance with probability ``2**-key_bits`` per band, so
+    a join over ``n`` documents meets about ``12 * n / 2**key_bits`` chance candidates per
+    document, which it must verify: ~11 at 1M with 20 bits, 0.003 with 32. The bins, the
+    estimate and the threshold are the same; a wider key is more bits of the same hash of the
+    band's bins, so every pair a wider rule matches the narrower one matches too, and the
+    narrower one adds only pairs that match by resemblance through a chance key collision. The
+    sketch is 16 bytes longer with 32 bits (176 bytes). ``ValueError`` outside 16..=32.
 
     The batch methods take and return columns as little-endian byte buffers and run on the
     calling thread with the GIL released; they raise ``ValueError`` when the buffers' sizes do
     not fit each other or the rule.
     """
 
-    def __init__(self, language: str = "auto", *, fold_scripts: bool = True) -> None:
+    def __init__(self, language: str = "auto", *, key_bits: int = 20, fold_scripts: bool = True) -> None:
         """``fold_scripts=False``: Traditional Chinese signed as written, not folded to
         Simplified (the index's scheme folds; for a caller whose resemblance does not)."""
     def sign(self, text: str) -> Signature:
@@ -411,6 +420,9 @@ class Rule:
     def id(self) -> str: ...
     @property
     def language(self) -> str: ...
+    @property
+    def key_bits(self) -> int:
+        """Bits of a band key (16 to 32)."""
     @property
     def fold_scripts(self) -> bool:
         """Whether Traditional Chinese is folded to Simplified before signing."""

@@ -1,8 +1,10 @@
 """Near-duplicates of corpora beyond one machine, on Dask distributed.
 
 The same match rule as the index (:class:`tantivy_simhash.Rule`: simhash within 3, or a shared
-MinHash band and an estimated resemblance of at least 0.55), computed as a MapReduce over a
-Dask DataFrame of documents, with the crate's kernels doing the work inside each partition.
+MinHash band and an estimated resemblance of at least 0.55) with 32-bit band keys by default
+(``key_bits``, :data:`DEFAULT_KEY_BITS`; the index's are 20 bits: pass ``key_bits=20`` for exactly
+its pairs), computed as a MapReduce over a Dask DataFrame of documents, with the crate's kernels
+doing the work inside each partition.
 The exact join (the default, ``max_postings_per_key=None``) takes the **lean shuffle**:
 
 1. **sign** (map): each partition signs its texts (one analysis per text, in Rust, the GIL
@@ -10,8 +12,8 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
    row says where its signature is; the signatures stay there (persisted);
 2. **post** (map): one posting per key: for the 4 simhash block keys ``key`` (32 bits), the
    position in the partition (32 bits) and the fingerprint (16 bytes); for the 12 MinHash bands
-   ``key`` (the band and its whole value, 32 bits) and the position (8 bytes): 160 bytes a
-   document, no sketch;
+   the band's whole key and the position, the band's number beside one of them (8 bytes): 160
+   bytes a document, no sketch;
 3. **shuffle on key** and **candidates** (map): in each block group, the pairs within the
    rule's distance (decided by the fingerprints; reported by their first shared block key
    only); in each band group, every pair: together a superset of the pairs the rule matches
@@ -35,7 +37,8 @@ The exact join (the default, ``max_postings_per_key=None``) takes the **lean shu
 
 With a hot-key bound (``max_postings_per_key=m``) the pipeline takes the **key-group path**
 instead, which reproduces the bounded single-machine join (``signature::pairs_in_key_group``):
-every posting carries the whole signature (``16 x 280`` bytes a document through the shuffle);
+every posting carries the whole signature (``16 x (24 + sketch)`` bytes a document through the
+shuffle: 3,200 with 32-bit band keys);
 the shuffled postings are persisted and read twice (hot keys first); a key held by more than
 ``m`` distinct signatures compares each one with the next ``m`` only (input order), so a pair is
 missed only when every key it shares is hot and it lies more than ``m`` apart in its first
@@ -48,8 +51,10 @@ the first document of its component in input order; a document's own id when it 
 
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
 postings (160 bytes a document), 12 bytes per candidate pair to its first row, 12 (sure pairs)
-or 44 (screened pairs) to its second, and 180 (the pair, a fingerprint and a sketch) back for
-each pair that survives the screen. Its work per group is quadratic:
+or 44 (screened pairs) to its second, and 196 (the pair, a fingerprint and a 176-byte sketch; 180
+with 20-bit band keys) back for each pair that survives the screen. Chance band collisions add
+``12 * n / 2**key_bits / 2`` candidates a document at ``n`` documents: ~5.7 at 1M with 20 bits,
+0.0014 with 32 bits (11 at 8 billion). Its work per group is quadratic:
 a pair of a block group costs a popcount, a pair of a band group a candidate; groups of texts
 from one vocabulary or one template can be large (use the bound to cap them).
 
@@ -70,7 +75,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -98,26 +103,47 @@ __all__ = [
 #: only, on the key-group path.
 DEFAULT_MAX_POSTINGS_PER_KEY = 1000
 
+#: The band key width of the pipeline's rule unless the caller passes ``key_bits``: 32, not the
+#: index's 20. Two unrelated documents share one of the 12 bands by chance with probability
+#: ``12 / 2**key_bits``, and every such pair is a candidate the pipeline must move and screen: ~5.7
+#: a document at 1M documents with 20 bits, ~46,000 at 8 billion; with 32 bits 0.0014 and 11. The
+#: rule is otherwise the index's (same bins, estimate and threshold; a 32-bit band key is 12 more
+#: bits of the same hash, so every pair it finds the 20-bit rule finds too). The 20-bit rule also
+#: reports the rare pair that matches only through a chance band collision; docs/DISTRIBUTED.md
+#: counts them. Pass ``key_bits=20`` for exactly the index's pairs.
+DEFAULT_KEY_BITS = 32
+
 _ROW_SHIFT = 32
+
+#: What tasks ship instead of a rule (which holds a signer and is not picklable): its language
+#: and band key width.
+RuleSpec = Tuple[str, int]
 
 
 @functools.lru_cache(maxsize=8)
-def _rule(language: str) -> Rule:
-    """One rule (and its signer) per worker process and language: tasks ship the language name,
-    not the rule, which holds a signer and is not picklable."""
-    return Rule(language)
+def _rule(spec: RuleSpec) -> Rule:
+    """One rule (and its signer) per worker process and rule spec."""
+    language, key_bits = spec
+    return Rule(language, key_bits=key_bits)
 
 
-def _sketch_columns(language: str):
-    return [f"s{i}" for i in range(_rule(language).sketch_bytes // 8)]
+def _spec(language: str, key_bits: int) -> RuleSpec:
+    """The rule's spec, checked now (``ValueError`` for an unknown language or a key width outside
+    16..=32) rather than in the first task."""
+    Rule(language, key_bits=key_bits)
+    return (language, int(key_bits))
+
+
+def _sketch_columns(spec: RuleSpec):
+    return [f"s{i}" for i in range(_rule(spec).sketch_bytes // 8)]
 
 
 def _u64(buf: bytes) -> np.ndarray:
     return np.frombuffer(buf, dtype="<u8").astype(np.uint64, copy=False)
 
 
-def _sign_partition(part: pd.DataFrame, id: str, text: str, language: str, partition_info=None):
-    rule = _rule(language)
+def _sign_partition(part: pd.DataFrame, id: str, text: str, spec: RuleSpec, partition_info=None):
+    rule = _rule(spec)
     if partition_info is None:
         # Row numbers must be unique across partitions; without the partition's number they
         # would not be.
@@ -137,28 +163,33 @@ def _sign_partition(part: pd.DataFrame, id: str, text: str, language: str, parti
     rows = (np.uint64(number) << np.uint64(_ROW_SHIFT)) + np.arange(n, dtype=np.uint64)
     sk = np.frombuffer(sketches, dtype="<u8").reshape(n, -1)
     out = {"row": rows, "id": part[id].to_numpy(), "fingerprint": _u64(fps)}
-    for i, name in enumerate(_sketch_columns(language)):
+    for i, name in enumerate(_sketch_columns(spec)):
         out[name] = sk[:, i].astype(np.uint64)
     return pd.DataFrame(out, index=part.index)
 
 
-def _signature_meta(docs: dd.DataFrame, id: str, language: str) -> pd.DataFrame:
+def _signature_meta(docs: dd.DataFrame, id: str, spec: RuleSpec) -> pd.DataFrame:
     meta = {
         "row": pd.Series([], dtype=np.uint64),
         "id": pd.Series([], dtype=docs[id].dtype),
         "fingerprint": pd.Series([], dtype=np.uint64),
     }
-    for name in _sketch_columns(language):
+    for name in _sketch_columns(spec):
         meta[name] = pd.Series([], dtype=np.uint64)
     return pd.DataFrame(meta)
 
 
-def signatures(docs: dd.DataFrame, *, id: str = "id", text: str = "text", language: str = "auto") -> dd.DataFrame:
+def signatures(
+    docs: dd.DataFrame, *, id: str = "id", text: str = "text", language: str = "auto", key_bits: int = DEFAULT_KEY_BITS
+) -> dd.DataFrame:
     """The signature of every document of ``docs`` (a Dask DataFrame with columns ``id`` and
-    ``text``): columns ``row`` (``partition << 32 | position``: input order), ``id``,
-    ``fingerprint`` and the sketch as ``s0 .. s31`` (``uint64``). Lazy. Cost: one analysis per
-    text in Rust, on the task's thread. Raises ``ValueError`` (when computed) for a missing text
-    or a partition of 2**32 rows or more; ``KeyError`` now for a missing column."""
+    ``text``) under ``Rule(language, key_bits=key_bits)``: columns ``row`` (``partition << 32 |
+    position``: input order), ``id``, ``fingerprint`` and the sketch as ``s0 ..`` (``uint64``,
+    ``Rule.sketch_bytes / 8`` of them: 22 with 32-bit band keys, 20 with 20-bit ones). Lazy.
+    Cost: one analysis per text in Rust, on the task's thread. Raises ``ValueError`` now for an
+    unknown language or ``key_bits`` outside 16..=32, and when computed for a missing text or a
+    partition of 2**32 rows or more; ``KeyError`` now for a missing column."""
+    spec = _spec(language, key_bits)
     for column in (id, text):
         if column not in docs.columns:
             raise KeyError(f"column {column!r} not in the documents; they have {list(docs.columns)}")
@@ -166,15 +197,15 @@ def signatures(docs: dd.DataFrame, *, id: str = "id", text: str = "text", langua
         _sign_partition,
         id,
         text,
-        language,
-        meta=_signature_meta(docs, id, language),
+        spec,
+        meta=_signature_meta(docs, id, spec),
         align_dataframes=False,
     )
 
 
-def _post_partition(sigs: pd.DataFrame, language: str) -> pd.DataFrame:
-    rule = _rule(language)
-    names = _sketch_columns(language)
+def _post_partition(sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
+    rule = _rule(spec)
+    names = _sketch_columns(spec)
     fps = sigs["fingerprint"].to_numpy(dtype=np.uint64)
     sk = np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64))
     docs, keys = rule.postings(fps.astype("<u8").tobytes(), sk.astype("<u8").tobytes())
@@ -189,18 +220,20 @@ def _post_partition(sigs: pd.DataFrame, language: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def postings(sigs: dd.DataFrame, *, language: str = "auto") -> dd.DataFrame:
-    """One row per key of each signature (:func:`signatures`): ``key, row, fingerprint, s0 ..
-    s31``, all ``uint64`` (280 bytes a posting, 16 postings a document). Lazy."""
+def postings(sigs: dd.DataFrame, *, language: str = "auto", key_bits: int = DEFAULT_KEY_BITS) -> dd.DataFrame:
+    """One row per key of each signature (:func:`signatures`, signed with the same ``language``
+    and ``key_bits``): ``key, row, fingerprint, s0 ..``, all ``uint64`` (24 bytes and the
+    sketch a posting, 16 postings a document). Lazy."""
+    spec = _spec(language, key_bits)
     meta = pd.DataFrame({"key": pd.Series([], dtype=np.uint64), "row": pd.Series([], dtype=np.uint64),
                          "fingerprint": pd.Series([], dtype=np.uint64)})
-    for name in _sketch_columns(language):
+    for name in _sketch_columns(spec):
         meta[name] = pd.Series([], dtype=np.uint64)
-    return sigs.map_partitions(_post_partition, language, meta=meta)
+    return sigs.map_partitions(_post_partition, spec, meta=meta)
 
 
-def _columns_of(part: pd.DataFrame, language: str):
-    names = _sketch_columns(language)
+def _columns_of(part: pd.DataFrame, spec: RuleSpec):
+    names = _sketch_columns(spec)
     return (
         part["key"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
         part["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes(),
@@ -208,9 +241,9 @@ def _columns_of(part: pd.DataFrame, language: str):
     )
 
 
-def _hot_partition(part: pd.DataFrame, language: str, cap: int) -> pd.DataFrame:
-    keys, fps, sk = _columns_of(part, language)
-    hot = _rule(language).hot_keys(keys, fps, sk, cap)
+def _hot_partition(part: pd.DataFrame, spec: RuleSpec, cap: int) -> pd.DataFrame:
+    keys, fps, sk = _columns_of(part, spec)
+    hot = _rule(spec).hot_keys(keys, fps, sk, cap)
     return pd.DataFrame({"key": _u64(hot)})
 
 
@@ -238,10 +271,10 @@ def _pair_frame(columns) -> pd.DataFrame:
     )
 
 
-def _verify_partition(part: pd.DataFrame, language: str, cap: int, hot: bytes) -> pd.DataFrame:
-    keys, fps, sk = _columns_of(part, language)
+def _verify_partition(part: pd.DataFrame, spec: RuleSpec, cap: int, hot: bytes) -> pd.DataFrame:
+    keys, fps, sk = _columns_of(part, spec)
     rows = part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
-    columns, _stats = _rule(language).verify_groups(keys, rows, fps, sk, cap, hot)
+    columns, _stats = _rule(spec).verify_groups(keys, rows, fps, sk, cap, hot)
     return _pair_frame(columns)
 
 
@@ -272,53 +305,53 @@ def _shard_frame(parts, kinds, blobs, src: int = -1) -> pd.DataFrame:
     )
 
 
-def _sketch_bytes(sigs: pd.DataFrame, language: str) -> bytes:
-    names = _sketch_columns(language)
+def _sketch_bytes(sigs: pd.DataFrame, spec: RuleSpec) -> bytes:
+    names = _sketch_columns(spec)
     return np.ascontiguousarray(sigs[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes()
 
 
-def _local_signatures(sigs: pd.DataFrame, language: str):
+def _local_signatures(sigs: pd.DataFrame, spec: RuleSpec):
     """``(number, fingerprints, sketches)`` of a partition of signatures, as the kernels take them."""
     rows = sigs["row"].to_numpy(dtype=np.uint64)
     number = int(rows[0] >> np.uint64(_ROW_SHIFT)) if len(rows) else 0
     fps = sigs["fingerprint"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
-    return number, fps, _sketch_bytes(sigs, language)
+    return number, fps, _sketch_bytes(sigs, spec)
 
 
 def _shard_columns(shards: pd.DataFrame):
     return shards["kind"].to_numpy(dtype=np.uint8).tobytes(), shards["blob"].tolist()
 
 
-def _lean_post_partition(sigs: pd.DataFrame, language: str, groups: int) -> pd.DataFrame:
-    number, fps, sketches = _local_signatures(sigs, language)
-    return _shard_frame(*lean_post(_rule(language), fps, sketches, groups), src=number)
+def _lean_post_partition(sigs: pd.DataFrame, spec: RuleSpec, groups: int) -> pd.DataFrame:
+    number, fps, sketches = _local_signatures(sigs, spec)
+    return _shard_frame(*lean_post(_rule(spec), fps, sketches, groups), src=number)
 
 
-def _lean_candidates_partition(shards: pd.DataFrame, language: str) -> pd.DataFrame:
+def _lean_candidates_partition(shards: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
     kinds, blobs = _shard_columns(shards)
     srcs = shards["src"].to_numpy(dtype=np.int64).astype(np.uint32).tolist()
-    parts, kinds, blobs, _largest = lean_candidates(_rule(language), srcs, kinds, blobs)
+    parts, kinds, blobs, _largest = lean_candidates(_rule(spec), srcs, kinds, blobs)
     return _shard_frame(parts, kinds, blobs)
 
 
-def _lean_attach_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+def _lean_attach_partition(shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
     """At the partition of the first rows: each candidate once, bare when a block group named
     it, else with the first row's screen, to the partition of the second row."""
-    return _shard_frame(*lean_attach(_rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)))
+    return _shard_frame(*lean_attach(_rule(spec), *_local_signatures(sigs, spec), *_shard_columns(shards)))
 
 
-def _lean_screen_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+def _lean_screen_partition(shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
     """At the partition of the second rows: the candidates that can still match, with the second
     row's signature, back to the partition of the first row."""
     parts, kinds, blobs, _dropped = lean_screen(
-        _rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)
+        _rule(spec), *_local_signatures(sigs, spec), *_shard_columns(shards)
     )
     return _shard_frame(parts, kinds, blobs)
 
 
-def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, language: str) -> pd.DataFrame:
+def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
     """At the partition of the first rows: the rule's verdict on each candidate."""
-    return _pair_frame(lean_verify(_rule(language), *_local_signatures(sigs, language), *_shard_columns(shards)))
+    return _pair_frame(lean_verify(_rule(spec), *_local_signatures(sigs, spec), *_shard_columns(shards)))
 
 
 def _route(frame: dd.DataFrame, column: str, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
@@ -333,32 +366,32 @@ def _local(sigs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return (rows & np.uint64(0xFFFFFFFF)).astype(np.intp)
 
 
-def _lean_pairs(sigs: dd.DataFrame, language: str, npartitions: Optional[int], shuffle_method: Optional[str]):
+def _lean_pairs(sigs: dd.DataFrame, spec: RuleSpec, npartitions: Optional[int], shuffle_method: Optional[str]):
     n = sigs.npartitions
     groups = npartitions or n
-    posted = sigs.map_partitions(_lean_post_partition, language, groups, meta=_SHARD_META)
+    posted = sigs.map_partitions(_lean_post_partition, spec, groups, meta=_SHARD_META)
     cands = _route(posted, "part", groups, shuffle_method).map_partitions(
-        _lean_candidates_partition, language, meta=_SHARD_META
+        _lean_candidates_partition, spec, meta=_SHARD_META
     )
     attached = _route(cands, "part", n, shuffle_method).map_partitions(
-        _lean_attach_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
+        _lean_attach_partition, sigs, spec, meta=_SHARD_META, align_dataframes=False
     )
     screened = _route(attached, "part", n, shuffle_method).map_partitions(
-        _lean_screen_partition, sigs, language, meta=_SHARD_META, align_dataframes=False
+        _lean_screen_partition, sigs, spec, meta=_SHARD_META, align_dataframes=False
     )
     return _route(screened, "part", n, shuffle_method).map_partitions(
-        _lean_verify_partition, sigs, language, meta=_PAIR_META, align_dataframes=False
+        _lean_verify_partition, sigs, spec, meta=_PAIR_META, align_dataframes=False
     )
 
 
-def _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs):
+def _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs):
     if max_postings_per_key is not None and max_postings_per_key < 1:
         raise ValueError(f"max_postings_per_key = {max_postings_per_key}; expected at least 1, or None for no bound")
     if sigs is None:
-        sigs = signatures(docs, id=id, text=text, language=language)
+        sigs = signatures(docs, id=id, text=text, language=spec[0], key_bits=spec[1])
     if max_postings_per_key is None:
-        return _lean_pairs(sigs, language, npartitions, shuffle_method), 0
-    posted = postings(sigs, language=language)
+        return _lean_pairs(sigs, spec, npartitions, shuffle_method), 0
+    posted = postings(sigs, language=spec[0], key_bits=spec[1])
     shuffled = posted.shuffle(
         on="key",
         npartitions=npartitions or sigs.npartitions,
@@ -369,10 +402,10 @@ def _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shu
     if cap:
         shuffled = shuffled.persist()
         hot_keys = shuffled.map_partitions(
-            _hot_partition, language, cap, meta=pd.DataFrame({"key": pd.Series([], dtype=np.uint64)})
+            _hot_partition, spec, cap, meta=pd.DataFrame({"key": pd.Series([], dtype=np.uint64)})
         ).compute()
         hot = np.sort(hot_keys["key"].to_numpy(dtype=np.uint64))
-    pairs = shuffled.map_partitions(_verify_partition, language, cap, hot.astype("<u8").tobytes(), meta=_PAIR_META)
+    pairs = shuffled.map_partitions(_verify_partition, spec, cap, hot.astype("<u8").tobytes(), meta=_PAIR_META)
     return pairs, len(hot)
 
 
@@ -382,13 +415,14 @@ def find_pairs(
     id: str = "id",
     text: str = "text",
     language: str = "auto",
+    key_bits: int = DEFAULT_KEY_BITS,
     max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
     sigs: Optional[dd.DataFrame] = None,
 ) -> dd.DataFrame:
-    """Every pair of documents the rule matches, each once: a Dask DataFrame of ``row_a <
-    row_b`` (the rows of :func:`signatures`), ``distance`` (Hamming distance of the
+    """Every pair of documents ``Rule(language, key_bits=key_bits)`` matches, each once: a Dask
+    DataFrame of ``row_a < row_b`` (the rows of :func:`signatures`), ``distance`` (Hamming distance of the
     fingerprints), ``resemblance`` (the sketches' estimate), ``band`` (the first shared band of
     a resemblance match, -1 for a simhash match). Lazy, except that with a bound the shuffled
     postings are persisted and the hot keys computed now (step 4 of the module's doc).
@@ -397,8 +431,11 @@ def find_pairs(
     the lean shuffle; a bound: the key-group path). ``npartitions``: partitions of
     the shuffle (default: those of ``docs``). ``shuffle_method``: Dask's (``"p2p"``, ``"tasks"``,
     ``"disk"``; default Dask's choice). ``sigs``: the signatures (:func:`signatures` of ``docs``)
-    if already computed. Raises ``ValueError`` for a bound below 1."""
-    return _find_pairs(docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs)[0]
+    if already computed, signed with the same ``language`` and ``key_bits``. ``key_bits``: the
+    rule's band key width (:data:`DEFAULT_KEY_BITS`; 20 for the index's rule). Raises
+    ``ValueError`` for a bound below 1, an unknown language or ``key_bits`` outside 16..=32."""
+    spec = _spec(language, key_bits)
+    return _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs)[0]
 
 
 def _settled(collection):
@@ -416,12 +453,12 @@ def _settled(collection):
     return collection
 
 
-def _count_postings(sigs: pd.DataFrame, language: str, lean: bool) -> pd.DataFrame:
+def _count_postings(sigs: pd.DataFrame, spec: RuleSpec, lean: bool) -> pd.DataFrame:
     """Postings of a partition of signatures and the bytes of their columns through the shuffle
     (lean: a block posting is a u32 key, the u32 position and the fingerprint, a band posting a u32
     key and the position; else every posting carries the key, the row and the whole signature)."""
-    rule = _rule(language)
-    names = _sketch_columns(language)
+    rule = _rule(spec)
+    names = _sketch_columns(spec)
     blocks = rule.keys_per_document - rule.bands
     tokens = int((sigs[names].to_numpy(dtype=np.uint64) != 0).any(axis=1).sum())
     block, band = len(sigs) * blocks, tokens * rule.bands
@@ -646,6 +683,7 @@ def deduplicate(
     id: str = "id",
     text: str = "text",
     language: str = "auto",
+    key_bits: int = DEFAULT_KEY_BITS,
     max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
@@ -664,13 +702,16 @@ def deduplicate(
     ``posting_column_bytes`` (the bytes of their columns) and ``seconds`` (wall time of the
     stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are
     reported per document either way). ``client_max_edges``: see :func:`leader_frame` and
-    :func:`component_frame`. Raises ``ValueError`` for another ``mode``.
+    :func:`component_frame`. ``key_bits``: the rule's band key width (:data:`DEFAULT_KEY_BITS`,
+    32; 20 for exactly the index's rule and pairs). Raises ``ValueError`` for another ``mode``,
+    an unknown language or ``key_bits`` outside 16..=32.
 
-    The signatures and the pairs are persisted on the workers while it runs (24 + 256 bytes
-    per document, 28 per pair); the client holds the clusters' forest edges when they are at
+    The signatures and the pairs are persisted on the workers while it runs (16 bytes, the
+    id and the sketch per document: 176 bytes of sketch with 32-bit band keys; 28 per pair); the client holds the clusters' forest edges when they are at
     most ``client_max_edges`` (16 bytes each), else nothing of the size of the corpus."""
     if mode not in ("leader", "components"):
         raise ValueError(f'mode={mode!r}; expected "leader" or "components"')
+    spec = _spec(language, key_bits)
     clock = time.perf_counter()
     seconds = {}
 
@@ -680,10 +721,10 @@ def deduplicate(
         seconds[stage] = round(now - clock, 3)
         clock = now
 
-    sigs = _settled(signatures(docs, id=id, text=text, language=language).persist())
+    sigs = _settled(signatures(docs, id=id, text=text, language=language, key_bits=key_bits).persist())
     lap("sign")
     pairs, hot_keys = _find_pairs(
-        docs, id, text, language, max_postings_per_key, npartitions, shuffle_method, sigs
+        docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs
     )
     pairs = _settled(pairs.persist())
     lap("pairs")
@@ -736,7 +777,7 @@ def deduplicate(
         sigs.shape[0],
         sigs.map_partitions(
             _count_postings,
-            language,
+            spec,
             max_postings_per_key is None,
             meta=pd.DataFrame({"postings": pd.Series([], dtype=np.int64), "bytes": pd.Series([], dtype=np.int64)}),
         ).sum(),

@@ -7,8 +7,10 @@ each, generates the corpus inside the workers (:func:`synthetic_partition`), run
 throughput per worker, shuffle payload per document, peak resident memory per worker, and as
 a baseline measured in the same run, the throughput of signing and the single-machine join
 (``Rule.pairs_in_memory``) in one thread of the client on the first ``--baseline-docs``
-documents, which the per-worker throughput is divided by; with ``--baseline-docs`` equal to
-``--docs`` it also checks that the pipeline wrote exactly the single-machine join's pairs.
+documents, which the per-worker throughput is divided by (``worker_vs_thread``; by CPU seconds,
+which the machine's other load does not dilute, ``worker_vs_thread_cpu``); with
+``--baseline-docs`` equal to ``--docs`` it also checks that the pipeline wrote exactly the
+single-machine join's pairs.
 
 The corpus: ``--dup-fraction`` of the documents are edited copies of one of a pool of shared
 base texts (``--pool`` of them per 100 documents): up to 15% of their words replaced, inserted
@@ -27,10 +29,14 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
+
+#: The Dask pipeline's default band key width (``tantivy_simhash.dask.DEFAULT_KEY_BITS``; repeated
+#: here so that generating the corpus does not import Dask).
+DEFAULT_KEY_BITS = 32
 
 _VOCAB_SIZE = 20_000
 _SYLLABLES = [
@@ -133,16 +139,24 @@ def synthetic_corpus(docs: int, partitions: int, seed: int = 1, dup_fraction: fl
     )
 
 
-def count_records(docs: int, partitions: int, seed: int = 1, dup_fraction: float = 0.2, pool: float = 5.0) -> dict:
+def count_records(
+    docs: int,
+    partitions: int,
+    seed: int = 1,
+    dup_fraction: float = 0.2,
+    pool: float = 5.0,
+    key_bits: Optional[int] = None,
+) -> dict:
     """The lean shuffle's records, step by step, over the corpus in ``partitions`` partitions: the
     five kernels of ``python/src/lean.rs`` called in this process as the pipeline calls them (no
-    Dask), the shards of each step delivered by hand. Returns bytes per document of each step,
-    candidates, screened, dropped and survivors per document, and the pairs as ``(row_a, row_b)``
-    input positions (what the single-machine join reports)."""
+    Dask), the shards of each step delivered by hand, under ``Rule(key_bits=key_bits)`` (default:
+    the pipeline's, ``tantivy_simhash.dask.DEFAULT_KEY_BITS``). Returns bytes per document of each
+    step, candidates, screened, dropped and survivors per document, and the pairs as ``(row_a,
+    row_b)`` input positions (what the single-machine join reports)."""
     from . import Rule
     from ._native import lean_attach, lean_candidates, lean_post, lean_screen, lean_verify
 
-    rule = Rule()
+    rule = Rule(key_bits=DEFAULT_KEY_BITS if key_bits is None else key_bits)
     bounds = np.linspace(0, docs, partitions + 1).astype(int)
     local = []
     for p in range(partitions):
@@ -183,12 +197,13 @@ def count_records(docs: int, partitions: int, seed: int = 1, dup_fraction: float
         a, b = lean_verify(rule, p, fps, sk, *box(inbox, p)[1:])[:2]
         position = lambda rows: (int(bounds[r >> 32]) + (r & 0xFFFFFFFF) for r in np.frombuffer(rows, "<u8").tolist())
         pairs += list(zip(position(a), position(b)))
-    screen_width = 12 + 32  # the pair and bit 0 of the default rule's 256 bins
+    screen_width = 12 + 32  # the pair and bit 0 of each of the rule's 256 bins
     steps = {"postings": posted, "candidates": candidates, "attach": attached, "back": back}
     per_doc = {name: round(sum(v.values()) / docs, 1) for name, v in steps.items()}
     return {
         "docs": docs,
         "partitions": partitions,
+        "key_bits": rule.key_bits,
         "bytes_per_doc": per_doc,
         "record_bytes_per_doc": round(sum(per_doc.values()), 1),
         "candidates_per_doc": round(sum(candidates.values()) / 12 / docs, 3),
@@ -218,6 +233,9 @@ def main(argv=None) -> int:
     p.add_argument("--memory-limit", default="8GiB", help="per worker (default 8GiB)")
     p.add_argument("--out", default=None, help="output directory (default: a temporary one, removed)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object too")
+    p.add_argument("--key-bits", type=int, default=DEFAULT_KEY_BITS,
+                   help=f"band key bits of the rule, pipeline and baseline alike (default {DEFAULT_KEY_BITS}, the "
+                        "pipeline's; 20 is the index's)")
     p.add_argument("--count-records", action="store_true",
                    help="only count the lean shuffle's records step by step (its kernels in this process, no Dask)")
     args = p.parse_args(argv)
@@ -225,7 +243,7 @@ def main(argv=None) -> int:
         p.error("--docs and --workers must be at least 1")
     if args.count_records:
         counted = count_records(args.docs, args.partitions or max(4 * args.workers, args.docs // 20_000), 1,
-                                args.dup_fraction, args.pool)
+                                args.dup_fraction, args.pool, args.key_bits)
         counted["pairs"] = len(counted["pairs"])
         print(json.dumps(counted))
         return 0
@@ -243,7 +261,9 @@ def main(argv=None) -> int:
         "workers": args.workers,
         "partitions": partitions,
         "max_postings_per_key": cap,
+        "key_bits": args.key_bits,
         "shuffle_method": args.shuffle_method or "default",
+        "load_average_1m_at_start": round(os.getloadavg()[0], 1),
     }
 
     # The workers start first: a process inherits its parent's peak RSS (Linux keeps the maximum
@@ -256,11 +276,12 @@ def main(argv=None) -> int:
         # Baseline in this process, the workers idle: sign + single-machine join, one thread.
         n0 = min(args.baseline_docs, args.docs)
         texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
-        rule = Rule()
-        t = time.perf_counter()
-        fps, sketches = rule.sign_many(texts)
+        rule = Rule(key_bits=args.key_bits)
+        t, cpu = time.perf_counter(), time.thread_time()
+        fps, sketches = rule.sign_many(texts)  # on this thread, as the join
         columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
         baseline = n0 / (time.perf_counter() - t)
+        baseline_cpu_s = time.thread_time() - cpu
         del texts, fps, sketches
         figures["baseline_docs"] = n0
         figures["baseline_docs_per_s"] = round(baseline)
@@ -274,9 +295,15 @@ def main(argv=None) -> int:
         wait(docs)
         generate_s = time.perf_counter() - t
         before = client.run(_rss_mib)
+        workers_cpu = client.run(_cpu_seconds)
+        client_cpu = _cpu_seconds()
         t = time.perf_counter()
-        summary = deduplicate(docs, out, max_postings_per_key=cap, shuffle_method=args.shuffle_method)
+        summary = deduplicate(
+            docs, out, key_bits=args.key_bits, max_postings_per_key=cap, shuffle_method=args.shuffle_method
+        )
         total_s = time.perf_counter() - t
+        client_cpu = _cpu_seconds() - client_cpu
+        workers_cpu = sum(v - workers_cpu[k] for k, v in client.run(_cpu_seconds).items())
         peaks = client.run(_peak_rss_mib)
         time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
         metrics = client.run_on_scheduler(_shuffle_metrics)
@@ -287,6 +314,14 @@ def main(argv=None) -> int:
             "pipeline_s": round(total_s, 1),
             "docs_per_s_per_worker": round(args.docs / total_s / args.workers),
             "worker_vs_thread": round(args.docs / total_s / args.workers / baseline, 2),
+            # The same ratio by CPU time, which the machine's other load does not dilute: the
+            # workers' processes (every thread: the task thread, the shuffle's comm and disk
+            # threads) plus this process's (the scheduler and the client) during the pipeline,
+            # against the baseline thread's.
+            "workers_cpu_s": round(workers_cpu, 2),
+            "client_and_scheduler_cpu_s": round(client_cpu, 2),
+            "baseline_cpu_s": round(baseline_cpu_s, 2),
+            "worker_vs_thread_cpu": round(args.docs / (workers_cpu + client_cpu) / (n0 / baseline_cpu_s), 2),
             "pairs": summary["pairs"],
             "clustered": summary["clustered"],
             "clusters": summary["clusters"],
@@ -331,6 +366,14 @@ def _shuffle_metrics(dask_scheduler=None):
                 if name in key:
                     out[name] += value
     return out
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU seconds of this process, all its threads."""
+    import psutil
+
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
 
 
 def _rss_mib() -> float:
