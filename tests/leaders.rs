@@ -253,14 +253,18 @@ fn leader_clusters_equal_brute_force_on_fingerprint_chains() {
     }
 }
 
-#[test]
-fn leader_clusters_equal_brute_force_on_signed_texts() {
-    let texts = edited_texts_under_chrome(7, 500);
-    let docs: Vec<_> = texts
+/// 500 edited texts under site chrome (seed `seed`), with ids not in input order.
+fn signed_texts(seed: u64) -> Vec<(String, Result<String, Fingerprint>)> {
+    edited_texts_under_chrome(seed, 500)
         .into_iter()
         .enumerate()
         .map(|(i, t)| (format!("t{:04}", (i * 613) % 10_000), Ok(t)))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn leader_clusters_equal_brute_force_on_signed_texts() {
+    let docs = signed_texts(7);
     let (searcher, rule, live) = build(BlockLayout::default(), &docs);
     let graph = graph(&searcher);
     let k = rule.layout().max_distance();
@@ -280,12 +284,7 @@ fn leader_clusters_equal_brute_force_on_signed_texts() {
 /// bare fingerprints (empty sketches: every pair stays).
 #[test]
 fn min_resemblance_pairs_and_clusters_equal_brute_force() {
-    let texts = edited_texts_under_chrome(13, 500);
-    let docs: Vec<_> = texts
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| (format!("t{:04}", (i * 613) % 10_000), Ok(t)))
-        .collect();
+    let docs = signed_texts(13);
     let (searcher, rule, live) = build(BlockLayout::default(), &docs);
     let k = rule.layout().max_distance();
     let minhash = *rule.minhash();
