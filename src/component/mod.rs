@@ -383,9 +383,9 @@ pub(crate) fn reload_fresh<T>(mut open: impl FnMut() -> tantivy::Result<T>) -> t
 
 /// What one searcher generation holds.
 struct HeldSegments {
-    /// The segments, in the searcher's order (which searcher these files belong to).
-    segments: Vec<tantivy::index::SegmentId>,
-    _metas: Vec<tantivy::index::SegmentMeta>,
+    /// The segments' metadata, in the searcher's order: tracked, it keeps their files from
+    /// garbage collection; its ids say which searcher these files belong to.
+    metas: Vec<tantivy::index::SegmentMeta>,
     files: Vec<ComponentFile>,
     _tables: Vec<Arc<SegmentTables>>,
 }
@@ -412,11 +412,11 @@ impl ComponentWarmer {
         // Several readers may have a generation of this number: the one of these segments.
         let found = held.iter().find(|((_, g), h)| {
             *g == generation
-                && h.segments.len() == searcher.segment_readers().len()
-                && h.segments
+                && h.metas.len() == searcher.segment_readers().len()
+                && h.metas
                     .iter()
                     .zip(searcher.segment_readers())
-                    .all(|(id, segment)| *id == segment.segment_id())
+                    .all(|(meta, segment)| meta.id() == segment.segment_id())
         })?;
         Some(found.1.files.clone())
     }
@@ -448,16 +448,10 @@ impl ComponentWarmer {
             .iter()
             .map(|segment| self.id_tables.segment(segment.segment_id()))
             .collect();
-        let segments = searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| segment.segment_id())
-            .collect();
         crate::sync::lock(&self.held).insert(
             (tag, searcher.generation().generation_id()),
             HeldSegments {
-                segments,
-                _metas: metas,
+                metas,
                 files,
                 _tables: tables,
             },
