@@ -286,14 +286,12 @@ impl Index {
     #[pyo3(signature = (k = None, *, min_resemblance = None))]
     fn pairs(&self, k: Option<u32>, min_resemblance: Option<f32>) -> PyResult<PairIterator> {
         let store = self.store()?;
-        // Checked here, so that a bad argument raises at the call, not at the first pair.
+        // Made here, so that a bad argument raises at the call, not at the first pair.
         let join =
             tantivy_simhash::app::pair_join(&store, k, min_resemblance).map_err(Failure::from)?;
-        drop(join);
         let (tx, rx) = sync_channel(4096);
         std::thread::spawn(move || {
             let run = || -> Result<(), Failure> {
-                let join = tantivy_simhash::app::pair_join(&store, k, min_resemblance)?;
                 let mut receiver_gone = false;
                 join.for_each_id_pair(|p| {
                     if receiver_gone {
