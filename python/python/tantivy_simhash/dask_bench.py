@@ -320,7 +320,9 @@ def main(argv=None) -> int:
         client_cpu = _cpu_seconds() - client_cpu
         workers_cpu = sum(v - workers_cpu[k] for k, v in client.run(_cpu_seconds).items())
         peaks = client.run(_peak_rss_mib)
-        time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
+        # Worker metrics reach the scheduler with the heartbeats: one now from each worker, so
+        # that the last shuffles' bytes are counted however loaded the machine is.
+        client.run(_heartbeat)
         metrics = client.run_on_scheduler(_shuffle_metrics)
     postings = summary["postings"]
     figures.update(
@@ -381,6 +383,11 @@ def _shuffle_metrics(dask_scheduler=None):
                 if name in key:
                     out[name] += value
     return out
+
+
+async def _heartbeat(dask_worker=None) -> None:
+    """Sends the worker's metrics to the scheduler now (a heartbeat out of turn)."""
+    await dask_worker.heartbeat()
 
 
 def _cpu_seconds() -> float:
