@@ -62,6 +62,10 @@ impl Hasher for KeyHasher {
 /// the common key held by one document costs no allocation.
 struct KeyHolders {
     first: u32,
+    /// Whether a document holding the key was left out (the list was full of live holders):
+    /// until then the list holds every live document with the key, which lets a check read
+    /// which bands a candidate shares from the lists it was found in.
+    overflowed: bool,
     more: Vec<u32>,
 }
 
@@ -108,7 +112,17 @@ pub(super) struct Pending {
     groups: StrColumns,
     replaced: StrColumns,
     keys: Vec<u64>,
+    /// The candidates of the check under way, each once, in the order first met (not the order
+    /// added), with the bands (bit `b`: band `b`) in whose key lists each was found.
     candidates: Vec<u32>,
+    candidate_bands: Vec<u64>,
+    /// Per pending document, the check that last met it and its place in `candidates` then:
+    /// de-duplicates the candidates without sorting every list entry.
+    met: Vec<(u32, u32)>,
+    check_number: u32,
+    /// The bands whose key list (of the document being checked) left holders out: a
+    /// candidate's bands below the first of these are known from the lists alone.
+    overflowed_bands: u64,
     /// The sketch words of the document being checked, in the form `sketches` keeps them, and
     /// whether they are not all zero (only then has it bands).
     query_words: Vec<u64>,
@@ -158,6 +172,10 @@ impl Pending {
             replaced: StrColumns::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
+            candidate_bands: Vec::new(),
+            met: Vec::new(),
+            check_number: 0,
+            overflowed_bands: 0,
             query_words: Vec::new(),
             query_sketched: false,
             next_sequence,
@@ -184,6 +202,7 @@ impl Pending {
         self.slots.clear();
         self.sketches.clear();
         self.by_key.clear();
+        self.met.clear();
         self.ids.clear();
     }
 
@@ -225,20 +244,50 @@ impl Pending {
         Ok(found)
     }
 
-    /// The pending documents sharing a key with `signature` (each key's list is bounded), in
-    /// the order they were added, each once, into `self.candidates`.
+    /// The pending documents sharing a key with `signature` (each key's list is bounded), each
+    /// once, into `self.candidates`, with the bands whose lists each was found in
+    /// (`self.candidate_bands`) and the bands whose lists left holders out
+    /// (`self.overflowed_bands`).
     fn collect_candidates(&mut self, rule: &MatchRule, signature: &Signature) {
         self.keys.clear();
         rule.keys_into(signature, &mut self.keys);
         self.candidates.clear();
-        for key in &self.keys {
-            if let Some(holders) = self.by_key.get(key) {
-                self.candidates.push(holders.first);
-                self.candidates.extend_from_slice(&holders.more);
+        self.candidate_bands.clear();
+        self.check_number = self.check_number.wrapping_add(1);
+        if self.check_number == 0 {
+            self.met.fill((0, 0));
+            self.check_number = 1;
+        }
+        // `keys_into` gives the block keys, then band 0, 1, ... Bands past 64 have no bit: as
+        // if every list overflowed, so the sketches settle them.
+        let blocks = rule.layout().num_keys();
+        self.overflowed_bands = if rule.minhash().bands > 64 {
+            u64::MAX
+        } else {
+            0
+        };
+        for (k, key) in self.keys.iter().enumerate() {
+            let Some(holders) = self.by_key.get(key) else {
+                continue;
+            };
+            let band_bit = match k.checked_sub(blocks) {
+                Some(b) if b < 64 => 1u64 << b,
+                _ => 0,
+            };
+            if holders.overflowed {
+                self.overflowed_bands |= band_bit;
+            }
+            for &i in std::iter::once(&holders.first).chain(&holders.more) {
+                let met = &mut self.met[i as usize];
+                if met.0 == self.check_number {
+                    self.candidate_bands[met.1 as usize] |= band_bit;
+                } else {
+                    *met = (self.check_number, self.candidates.len() as u32);
+                    self.candidates.push(i);
+                    self.candidate_bands.push(band_bit);
+                }
             }
         }
-        self.candidates.sort_unstable();
-        self.candidates.dedup();
         self.query_words.clear();
         self.query_words.resize(rule.minhash().sketch_words(), 0);
         self.query_sketched = stored_sketch(signature, &mut self.query_words);
@@ -261,8 +310,8 @@ impl Pending {
         } else {
             self.strongest_pending(rule, signature, replacing)
         };
-        // Stable: equally strong pending documents stay in the order they were added.
-        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
+        // Equally strong pending documents in the order they were added (their places).
+        pending.sort_by(|a, b| a.0.cmp_strength(&b.0).then(a.1.cmp(&b.1)));
         pending
     }
 
@@ -272,12 +321,20 @@ impl Pending {
         self.slots[i as usize].alive && replacing.is_none_or(|r| *self.docs[i as usize].id != *r)
     }
 
-    /// The evidence of candidate `i` at simhash `distance`: what [`MatchRule::matches`] gives
-    /// for the two signatures as the index stores them. Beyond the simhash radius only a
-    /// candidate that shares a band can match: the first band equal in both (read from the
-    /// band keys at the front of the sketches) is the evidence's band, and only then is the
-    /// rest of its sketch compared.
-    fn evidence_of(&self, rule: &MatchRule, i: u32, distance: u32) -> Option<Evidence> {
+    /// The evidence of candidate `i` at simhash `distance`, found in the key lists of the bands
+    /// `listed`: what [`MatchRule::matches`] gives for the two signatures as the index stores
+    /// them. Beyond the simhash radius only a candidate that shares a band can match, and the
+    /// first band equal in both is the evidence's band: the lists tell it without reading the
+    /// sketch unless a list that left holders out could hide an earlier one (then it is read
+    /// from the band keys at the front of the sketches); only then is the rest of the sketch
+    /// compared.
+    fn evidence_of(
+        &self,
+        rule: &MatchRule,
+        i: u32,
+        listed: u64,
+        distance: u32,
+    ) -> Option<Evidence> {
         if distance <= rule.layout().max_distance() {
             return Some(Evidence::Simhash { distance });
         }
@@ -287,16 +344,23 @@ impl Pending {
         let words = self.query_words.len();
         let sketch = &self.sketches[i as usize * words..][..words];
         let query = &self.query_words;
-        let config = rule.minhash();
-        // A band key is a bit field of the words: equal in both where the words' XOR is zero
-        // in that field (what `MatchRule::bands_into` of each would compare, without a copy).
-        let word =
-            |w: usize| query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0);
-        let band = (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?;
+        let band = match first_band_from_lists(listed, self.overflowed_bands) {
+            Some(band) => band?,
+            None => {
+                let config = rule.minhash();
+                // A band key is a bit field of the words: equal in both where the words' XOR
+                // is zero in that field (what `MatchRule::bands_into` of each would compare,
+                // without a copy).
+                let word = |w: usize| {
+                    query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0)
+                };
+                (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?
+            }
+        };
         rule.matches_sharing_band(query, sketch, band, distance)
     }
 
-    /// Every live pending match, in the order the candidates were added.
+    /// Every live pending match, in the order the candidates were met.
     fn every_pending(
         &mut self,
         rule: &MatchRule,
@@ -304,7 +368,7 @@ impl Pending {
         replacing: Option<&str>,
     ) -> Vec<(Evidence, u32)> {
         let mut found = Vec::new();
-        for &i in &self.candidates {
+        for (&i, &listed) in self.candidates.iter().zip(&self.candidate_bands) {
             if !self.is_live(i, replacing) {
                 continue;
             }
@@ -312,7 +376,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if let Some(evidence) = self.evidence_of(rule, i, distance) {
+            if let Some(evidence) = self.evidence_of(rule, i, listed, distance) {
                 found.push((evidence, i));
             }
         }
@@ -342,7 +406,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if distance <= max_distance && nearest.is_none_or(|(d, _)| distance < d) {
+            if distance <= max_distance && nearest.is_none_or(|nearest| (distance, i) < nearest) {
                 nearest = Some((distance, i));
             }
         }
@@ -351,17 +415,19 @@ impl Pending {
             return vec![(Evidence::Simhash { distance }, i)];
         }
         let mut strongest: Option<(Evidence, u32)> = None;
-        for &i in &self.candidates {
+        for (&i, &listed) in self.candidates.iter().zip(&self.candidate_bands) {
             if !self.is_live(i, replacing) {
                 continue;
             }
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            let Some(evidence) = self.evidence_of(rule, i, distance) else {
+            let Some(evidence) = self.evidence_of(rule, i, listed, distance) else {
                 continue;
             };
-            if strongest.is_none_or(|(best, _)| evidence.cmp_strength(&best).is_lt()) {
+            let stronger =
+                |(best, j): (Evidence, u32)| evidence.cmp_strength(&best).then(i.cmp(&j)).is_lt();
+            if strongest.is_none_or(stronger) {
                 strongest = Some((evidence, i));
             }
         }
@@ -379,6 +445,10 @@ impl Pending {
         replacing: Option<&str>,
         best_pending: Option<Evidence>,
     ) -> Result<Vec<Found>> {
+        // Nothing committed yet (a first batch): no table to probe, no buffers to set up.
+        if searcher.searcher().segment_readers().is_empty() {
+            return Ok(Vec::new());
+        }
         let mut committed = Vec::new();
         self.verified += searcher.signature_reader().for_each_match_evidence(
             rule,
@@ -439,6 +509,8 @@ impl Pending {
                         holders.first = i;
                     } else if holders.len() < bound {
                         holders.more.push(i);
+                    } else {
+                        holders.overflowed = true;
                     }
                 }
                 None => {
@@ -446,6 +518,7 @@ impl Pending {
                         key,
                         KeyHolders {
                             first: i,
+                            overflowed: false,
                             more: Vec::new(),
                         },
                     );
@@ -461,6 +534,7 @@ impl Pending {
             alive: true,
             sketched,
         });
+        self.met.push((0, 0));
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
         self.docs.push(doc);
@@ -473,6 +547,20 @@ impl Pending {
             }
         }
     }
+}
+
+/// The first band a candidate shares with the checked document, from the bands whose key lists
+/// it was found in (`listed`), when the lists settle it: a list that never left a holder out
+/// holds every live document with its key, so the candidate shares exactly the listed bands
+/// among those. `None` when a list that left holders out (`overflowed`) comes before the first
+/// listed band (or there is none listed): then only the sketches tell.
+fn first_band_from_lists(listed: u64, overflowed: u64) -> Option<Option<u32>> {
+    let before_first = if listed == 0 {
+        u64::MAX
+    } else {
+        (listed & listed.wrapping_neg()) - 1
+    };
+    (overflowed & before_first == 0).then(|| (listed != 0).then(|| listed.trailing_zeros()))
 }
 
 /// Copies the sketch words of `signature` into `out` (zeros, the rule's number of words) as
