@@ -58,34 +58,67 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// The pending documents holding one key, in the order they were added: the first inline, so
-/// the common key held by one document costs no allocation.
+/// The pending documents holding one key, in the order they were added: the first inline, the
+/// others in a list of `Pending::more_holders`, so the common key held by one document costs no
+/// allocation and its entry in the key table 16 bytes with the key (the table holds every key
+/// of every pending document: a check probes it once per key, mostly out of cache).
+#[derive(Clone, Copy)]
 struct KeyHolders {
     first: u32,
-    /// Whether a document holding the key was left out (the list was full of live holders):
-    /// until then the list holds every live document with the key, which lets a check read
-    /// which bands a candidate shares from the lists it was found in.
-    overflowed: bool,
-    more: Vec<u32>,
+    /// The index of the list of the other holders in `Pending::more_holders` ([`NO_MORE`]
+    /// when none was needed yet), and in bit 31 ([`OVERFLOWED`]) whether a document holding
+    /// the key was left out (the list was full of live holders): until then the holders are
+    /// every live document with the key, which lets a check read which bands a candidate
+    /// shares from the lists it was found in.
+    more: u32,
 }
 
+const OVERFLOWED: u32 = 1 << 31;
+const NO_MORE: u32 = OVERFLOWED - 1;
+
 impl KeyHolders {
-    fn len(&self) -> usize {
-        1 + self.more.len()
+    fn new(first: u32) -> KeyHolders {
+        KeyHolders {
+            first,
+            more: NO_MORE,
+        }
+    }
+
+    fn overflowed(self) -> bool {
+        self.more & OVERFLOWED != 0
+    }
+
+    /// The holders after the first (none when the list was never needed).
+    fn more(self, lists: &[Vec<u32>]) -> &[u32] {
+        lists.get((self.more & NO_MORE) as usize).map_or(&[], |l| l)
+    }
+
+    /// Adds holder `i` at the end (a list is made for the key the first time).
+    fn push(&mut self, lists: &mut Vec<Vec<u32>>, i: u32) {
+        match lists.get_mut((self.more & NO_MORE) as usize) {
+            Some(list) => list.push(i),
+            None => {
+                self.more = (self.more & OVERFLOWED) | lists.len() as u32;
+                lists.push(vec![i]);
+            }
+        }
     }
 
     /// Drops the holders that died (replaced or deleted by id), keeping the order; `false`
     /// when none is left.
-    fn retain_live(&mut self, slots: &[Slot]) -> bool {
+    fn retain_live(&mut self, lists: &mut [Vec<u32>], slots: &[Slot]) -> bool {
         let alive = |i: u32| slots[i as usize].alive;
-        self.more.retain(|&i| alive(i));
+        let Some(more) = lists.get_mut((self.more & NO_MORE) as usize) else {
+            return alive(self.first);
+        };
+        more.retain(|&i| alive(i));
         if alive(self.first) {
             return true;
         }
-        if self.more.is_empty() {
+        if more.is_empty() {
             return false;
         }
-        self.first = self.more.remove(0);
+        self.first = more.remove(0);
         true
     }
 }
@@ -105,6 +138,8 @@ pub(super) struct Pending {
     /// has fewer live holders than that (dead ones are dropped when the list is full), so
     /// holders that `Replace` deleted do not keep their successors out of a hot key's list.
     by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
+    /// The holders after the first of the keys that have more than one ([`KeyHolders`]).
+    more_holders: Vec<Vec<u32>>,
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
     pub(super) ids: PendingIds,
@@ -167,6 +202,7 @@ impl Pending {
             slots: Vec::new(),
             sketches: Vec::new(),
             by_key: HashMap::default(),
+            more_holders: Vec::new(),
             ids: PendingIds::default(),
             groups: StrColumns::default(),
             replaced: StrColumns::default(),
@@ -202,6 +238,7 @@ impl Pending {
         self.slots.clear();
         self.sketches.clear();
         self.by_key.clear();
+        self.more_holders.clear();
         self.met.clear();
         self.ids.clear();
     }
@@ -267,17 +304,18 @@ impl Pending {
             0
         };
         for (k, key) in self.keys.iter().enumerate() {
-            let Some(holders) = self.by_key.get(key) else {
+            let Some(&holders) = self.by_key.get(key) else {
                 continue;
             };
             let band_bit = match k.checked_sub(blocks) {
                 Some(b) if b < 64 => 1u64 << b,
                 _ => 0,
             };
-            if holders.overflowed {
+            if holders.overflowed() {
                 self.overflowed_bands |= band_bit;
             }
-            for &i in std::iter::once(&holders.first).chain(&holders.more) {
+            let more = holders.more(&self.more_holders);
+            for &i in std::iter::once(&holders.first).chain(more) {
                 let met = &mut self.met[i as usize];
                 if met.0 == self.check_number {
                     self.candidate_bands[met.1 as usize] |= band_bit;
@@ -505,23 +543,19 @@ impl Pending {
                 // most keys x max_postings_per_key verifications; the dead ones make room.
                 Some(holders) => {
                     let bound = self.max_postings_per_key;
-                    if holders.len() >= bound && !holders.retain_live(&self.slots) {
+                    let len = |h: &KeyHolders, lists: &[Vec<u32>]| 1 + h.more(lists).len();
+                    if len(holders, &self.more_holders) >= bound
+                        && !holders.retain_live(&mut self.more_holders, &self.slots)
+                    {
                         holders.first = i;
-                    } else if holders.len() < bound {
-                        holders.more.push(i);
+                    } else if len(holders, &self.more_holders) < bound {
+                        holders.push(&mut self.more_holders, i);
                     } else {
-                        holders.overflowed = true;
+                        holders.more |= OVERFLOWED;
                     }
                 }
                 None => {
-                    self.by_key.insert(
-                        key,
-                        KeyHolders {
-                            first: i,
-                            overflowed: false,
-                            more: Vec::new(),
-                        },
-                    );
+                    self.by_key.insert(key, KeyHolders::new(i));
                 }
             }
         }
@@ -541,7 +575,7 @@ impl Pending {
     }
 
     pub(super) fn delete_id(&mut self, id: &str) {
-        for place in self.ids.delete(id) {
+        for place in self.ids.delete(id).iter() {
             if let Some(slot) = self.slots.get_mut(place as usize) {
                 slot.alive = false;
             }
