@@ -186,7 +186,7 @@ pub use collapse::{
     CollapseSegmentCollector, CollapseSegmentFruit, Collapsed, CollapsedGroup, CollapsedHit,
     GroupBy, NearDupCollapse, RankKey, ShardStatistics,
 };
-pub use component::{NearDupComponent, COMPONENT_EXTENSION};
+pub use component::{NearDupComponent, NearDupReader, COMPONENT_EXTENSION};
 pub use error::{Error, Result};
 pub use explain::{
     word_resemblance, Alignment, Branch, ChromeLine, Explanation, MinHashPart, Run, RunKind,

@@ -9,6 +9,7 @@
 
 use crate::columns::for_each_posting;
 use crate::component::reader::{NearFilter, SignatureReader};
+use crate::component::NearDupReader;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::id_table::{IdTables, StrColumns};
@@ -16,7 +17,6 @@ use crate::layout::check_distance;
 use crate::schema::{NearDupFields, NearDupIndex, SEQUENCE_FIELD};
 use crate::signature::{Evidence, Signature, DEFAULT_MAX_POSTINGS_PER_KEY};
 use crate::sync::lock;
-use std::sync::Arc;
 use tantivy::columnar::Column;
 use tantivy::{DocAddress, ReloadPolicy, Searcher, Term};
 
@@ -33,43 +33,35 @@ impl NearDupIndex {
     pub fn searcher(&self) -> Result<Searcher> {
         let mut guard = lock(&self.reader);
         if let Some(warmed) = guard.as_ref() {
-            crate::component::reload_fresh(|| warmed.reader.reload())?;
-            return Ok(warmed.reader.searcher());
+            warmed.reload()?;
+            return Ok(warmed.searcher());
         }
         let warmed = self.manual_reader()?;
-        let searcher = warmed.reader.searcher();
+        let searcher = warmed.searcher();
         *guard = Some(warmed);
         Ok(searcher)
     }
 
-    /// A reader of this index that reloads only when asked, with a warmer of its own (so no
-    /// other reader's garbage collection releases its searchers' files), retrying a searcher
-    /// that a merge made stale while it was opened.
-    pub(crate) fn manual_reader(&self) -> Result<crate::component::WarmedReader> {
-        Ok(crate::component::WarmedReader::open(&self.warmer, || {
-            self.index
-                .reader_builder()
-                .reload_policy(ReloadPolicy::Manual)
-        })?)
+    /// A reader of this index that reloads only when asked, retrying a searcher that a merge
+    /// made stale while it was opened.
+    pub(crate) fn manual_reader(&self) -> Result<NearDupReader> {
+        self.reader(ReloadPolicy::Manual)
     }
 
-    /// tantivy's reader builder for this index, with a warmer that keeps the segment
-    /// component's files of every live searcher readable. Use it instead of
-    /// `index.index().reader_builder()` when a searcher may outlive merges: a segment merged
-    /// away after its searcher was made keeps its near-duplicate file only while a warmed
-    /// searcher holds it (without the warmer, reading it then fails with
-    /// [`Error::OldFormat`]'s "has no near-duplicate file"). Cost: per reload, opening each
-    /// segment's component file (a few microseconds each); the warmer lives as long as this
-    /// handle or a clone of it. The readers made from this builder share one warmer (tantivy
-    /// numbers each reader's searchers on its own and collects each one's garbage with only
-    /// its own live searchers): keep one such reader per handle, or a searcher of one may lose
-    /// its files when another reloads after a merge. The handle's own reader
-    /// ([`searcher`](Self::searcher)) and each writer's have warmers of their own.
-    pub fn reader_builder(&self) -> tantivy::IndexReaderBuilder {
-        let warmer: Arc<dyn tantivy::Warmer> = self.warmer.clone();
-        self.index
-            .reader_builder()
-            .warmers(vec![Arc::downgrade(&warmer)])
+    /// A reader of this index ([`NearDupReader`]) whose searchers keep their segments'
+    /// component files readable while they live: use it instead of
+    /// `index.index().reader_builder()` when a searcher may outlive merges (a searcher of a
+    /// plain tantivy reader fails its lookups with [`Error::OldFormat`]'s "has no
+    /// near-duplicate file" once a merge deleted its segments). `policy` is tantivy's: with
+    /// `OnCommitWithDelay` tantivy reloads on its own thread after each commit.
+    ///
+    /// Cost: opening each segment's component file (a few microseconds each) now and at each
+    /// reload. Errors: [`Error::Tantivy`] when tantivy cannot open the reader or a component
+    /// file cannot be opened ([`Error::DamagedFile`] for a damaged one).
+    pub fn reader(&self, policy: ReloadPolicy) -> Result<NearDupReader> {
+        Ok(NearDupReader::open(&self.warmer, || {
+            self.index.reader_builder().reload_policy(policy)
+        })?)
     }
 
     /// A [`NearDupLookup`] over [`searcher`](Self::searcher): lookups on the last commit.

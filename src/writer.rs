@@ -92,7 +92,7 @@ pub struct DedupWriter {
     writer: IndexWriter<AnalyzedDocument>,
     policy: Policy,
     id_policy: IdPolicy,
-    reader: crate::component::WarmedReader,
+    reader: crate::component::NearDupReader,
     /// The index as of the last commit (replaced only by `commit`, which takes `&mut self`, so
     /// it is read outside the lock).
     searcher: NearDupLookup,
@@ -128,7 +128,7 @@ impl DedupWriter {
             index.fields.require_group(TAG_NEEDS_GROUP)?;
         }
         let reader = index.manual_reader()?;
-        let searcher = index.lookups_of(&reader.reader.searcher())?;
+        let searcher = index.lookups_of(&reader.searcher())?;
         let next_sequence = searcher.max_sequence().map_or(0, |m| m.saturating_add(1));
         let payload = index.config.record().to_json()?;
         let analysis = replay::analysis_id(index.scheme());
@@ -268,8 +268,8 @@ impl DedupWriter {
         let mut prepared = self.writer.prepare_commit()?;
         prepared.set_payload(&self.payload);
         let opstamp = prepared.commit()?;
-        crate::component::reload_fresh(|| self.reader.reader.reload())?;
-        self.searcher = self.index.lookups_of(&self.reader.reader.searcher())?;
+        self.reader.reload()?;
+        self.searcher = self.index.lookups_of(&self.reader.searcher())?;
         let pending = self
             .pending
             .get_mut()

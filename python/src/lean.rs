@@ -28,7 +28,7 @@
 //! only adds candidates, which the verification rejects. Band groups are exact (band, key):
 //! see [`BandGroups`].
 
-use crate::rule::Rule;
+use crate::rule::{below_min_resemblance, check_min_resemblance, Rule};
 use crate::Failure;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -587,9 +587,12 @@ pub(crate) fn lean_screen<'py>(
 /// Step 5: at the partition `number` of first rows (its signatures given), the rule's verdict
 /// on each pair it received back (kind 6). Returns the matching ones as ``(row_a, row_b,
 /// distance, resemblance, band)``: u64, u64, u32, f32 and i32 buffers (band -1 for simhash
-/// evidence). Cost: one `MatchRule::matches` per pair.
+/// evidence). ``min_resemblance``: the opt-in of ``Rule.pairs_in_memory`` (a matching pair
+/// whose sketches both have an estimate below it is left out, whichever branch matched it);
+/// ``ValueError`` outside 0..=1. Cost: one `MatchRule::matches` per pair.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (rule, number, fingerprints, sketches, kinds, blobs, *, min_resemblance = None))]
 pub(crate) fn lean_verify<'py>(
     py: Python<'py>,
     rule: &Rule,
@@ -598,7 +601,9 @@ pub(crate) fn lean_verify<'py>(
     sketches: &[u8],
     kinds: Vec<u8>,
     blobs: Vec<Bound<'py, PyBytes>>,
+    min_resemblance: Option<f32>,
 ) -> PyResult<[Bound<'py, PyBytes>; 5]> {
+    check_min_resemblance(min_resemblance)?;
     let rule = rule.match_rule();
     let local = Local::new(rule, number, fingerprints, sketches)?;
     check_shards(&kinds, None, blobs.len())?;
@@ -626,6 +631,9 @@ pub(crate) fn lean_verify<'py>(
                     continue;
                 };
                 let (distance, resemblance, band) = evidence(e, &sa, &sb, minhash);
+                if below_min_resemblance(min_resemblance, &sa, &sb, resemblance) {
+                    continue;
+                }
                 out[0].extend_from_slice(&local.row(pos).to_le_bytes());
                 out[1].extend_from_slice(&r[4..12]);
                 out[2].extend_from_slice(&distance.to_le_bytes());

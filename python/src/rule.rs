@@ -322,8 +322,10 @@ impl Rule {
     /// in input order (u64); ``hot_keys`` are the input's hot keys (:meth:`hot_keys` of every
     /// group, any order). Returns ``(row_a, row_b, distance, resemblance, band, stats)``:
     /// u64, u64, u32, f32 and i32 buffers (band -1 for simhash evidence), ``row_a < row_b``,
-    /// and ``stats`` a dict of ``pairs``, ``comparisons``, ``hot_keys``.
+    /// and ``stats`` a dict of ``pairs``, ``comparisons``, ``hot_keys``. ``min_resemblance``:
+    /// :meth:`pairs_in_memory`'s opt-in (``stats["pairs"]`` counts the pairs reported).
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (keys, rows, fingerprints, sketches, max_postings_per_key, hot_keys, *, min_resemblance = None))]
     fn verify_groups<'py>(
         &self,
         py: Python<'py>,
@@ -333,7 +335,9 @@ impl Rule {
         sketches: &[u8],
         max_postings_per_key: u64,
         hot_keys: &[u8],
+        min_resemblance: Option<f32>,
     ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
+        check_min_resemblance(min_resemblance)?;
         let keys = u64s(keys, "keys")?;
         let rows = u64s(rows, "rows")?;
         let sigs = self.columns(fingerprints, sketches)?;
@@ -359,7 +363,8 @@ impl Rule {
                     by_row.insert(rows[i], postings.len());
                     postings.push((rows[i], sigs.get(i)));
                 }
-                let s = pairs_in_key_group(
+                let mut below = 0;
+                let mut s = pairs_in_key_group(
                     &self.rule,
                     keys[run[0]],
                     &postings,
@@ -367,9 +372,15 @@ impl Rule {
                     |k| hot.contains(&k),
                     |a, b, e| {
                         let (sa, sb) = (&postings[by_row[&a]].1, &postings[by_row[&b]].1);
-                        out.push(a, b, e, sa, sb, bits);
+                        let ev = evidence(e, sa, sb, bits);
+                        if below_min_resemblance(min_resemblance, sa, sb, ev.resemblance) {
+                            below += 1;
+                        } else {
+                            out.push_evidence(a, b, &ev);
+                        }
                     },
                 )?;
+                s.pairs -= below;
                 stats.add(s);
             }
             Ok((out, stats))
@@ -400,15 +411,7 @@ impl Rule {
         max_postings_per_key: u64,
         min_resemblance: Option<f32>,
     ) -> PyResult<(PairColumns<'py>, Bound<'py, PyAny>)> {
-        if let Some(t) = min_resemblance {
-            if !(t.is_finite() && (0.0..=1.0).contains(&t)) {
-                return Err(Failure::Value(format!(
-                    "min_resemblance = {t}; expected a number in 0..=1 (or None for every pair of \
-                     the rule)"
-                ))
-                .into());
-            }
-        }
+        check_min_resemblance(min_resemblance)?;
         let sigs = self.signatures(fingerprints, sketches)?;
         let cap = cap_of(max_postings_per_key);
         let bits = self.rule.minhash();
@@ -418,8 +421,7 @@ impl Rule {
             let stats = pairs_in_memory(&self.rule, &sigs, cap, |i, j, e| {
                 let (a, b) = (&sigs[i], &sigs[j]);
                 let ev = evidence(e, a, b, bits);
-                let estimable = !(a.sketch.is_empty() || b.sketch.is_empty());
-                if min_resemblance.is_some_and(|t| estimable && ev.resemblance < t) {
+                if below_min_resemblance(min_resemblance, a, b, ev.resemblance) {
                     below += 1;
                 } else {
                     out.push_evidence(i as u64, j as u64, &ev);
@@ -491,6 +493,31 @@ impl Rule {
             if self.fold_scripts { "True" } else { "False" }
         )
     }
+}
+
+/// Checks `min_resemblance` (the opt-in of [`Rule::pairs_in_memory`] and of the Dask pipeline's
+/// verification): `ValueError` unless it is a number in 0..=1.
+pub(crate) fn check_min_resemblance(min_resemblance: Option<f32>) -> Result<(), Failure> {
+    match min_resemblance {
+        Some(t) if !(t.is_finite() && (0.0..=1.0).contains(&t)) => Err(Failure::Value(format!(
+            "min_resemblance = {t}; expected a number in 0..=1 (or None for every pair of the \
+             rule)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the opt-in `min_resemblance` leaves out a pair of the rule whose sketches estimate
+/// `resemblance`: only when both sketches have an estimate (a text without shingles has none,
+/// and its pairs stay) and it is below the floor, whichever branch matched.
+pub(crate) fn below_min_resemblance(
+    min_resemblance: Option<f32>,
+    a: &RustSignature,
+    b: &RustSignature,
+    resemblance: f32,
+) -> bool {
+    let estimable = !(a.sketch.is_empty() || b.sketch.is_empty());
+    min_resemblance.is_some_and(|t| estimable && resemblance < t)
 }
 
 /// The band key width of the default rule (the index's).
@@ -602,18 +629,6 @@ struct PairBuffers {
 }
 
 impl PairBuffers {
-    fn push(
-        &mut self,
-        a: u64,
-        b: u64,
-        e: RustEvidence,
-        sa: &RustSignature,
-        sb: &RustSignature,
-        bits: &MinHashConfig,
-    ) {
-        self.push_evidence(a, b, &evidence(e, sa, sb, bits));
-    }
-
     fn push_evidence(&mut self, a: u64, b: u64, ev: &Evidence) {
         self.a.extend_from_slice(&a.to_le_bytes());
         self.b.extend_from_slice(&b.to_le_bytes());

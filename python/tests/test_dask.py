@@ -4,6 +4,7 @@ clusters as an independent union-find, and the Parquet output that says so."""
 
 import gzip
 import json
+from collections import Counter
 
 import dask.dataframe as dd
 import numpy as np
@@ -128,7 +129,7 @@ def test_the_bounded_pipeline_equals_the_single_machine_join(client, mixed_corpu
         distance = np.frombuffer(columns[2], "<u4")
         expected = {(int(x), int(y)): (int(d), int(k)) for x, y, d, k in zip(a, b, distance, band)}
         assert stats["hot_keys"] > 0, "the bound must bite for this test to mean something"
-        pairs, hot = tsd._find_pairs(docs, "id", "text", ("auto", rule.key_bits), cap, None, None, None)
+        pairs, hot = tsd._find_pairs(docs, "id", "text", ("auto", rule.key_bits, True), cap, None, None, None)
         assert hot == stats["hot_keys"]
         assert pairs_by_index(pairs.compute(), index) == expected
 
@@ -205,6 +206,19 @@ def test_bad_input_is_refused_with_the_reason(client, mixed_corpus):
             call(docs, key_bits=40)
     with pytest.raises(ValueError, match=r"Rule\(key_bits=12\)"):
         tsd.deduplicate(docs, "unused", key_bits=12)
+    # The opt-in's errors are the single-machine join's (``Rule.pairs_in_memory``'s).
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError) as single_machine:
+            Rule().pairs_in_memory(b"", b"", 0, min_resemblance=bad)
+        assert "min_resemblance = " in str(single_machine.value)
+        for call in (tsd.find_pairs, lambda d, **kw: tsd.deduplicate(d, "unused", **kw)):
+            with pytest.raises(ValueError) as pipeline:
+                call(docs, min_resemblance=bad)
+            assert str(pipeline.value) == str(single_machine.value)
+    with pytest.raises(TypeError):
+        Rule(fold_scripts="no")
+    with pytest.raises(TypeError):
+        tsd.find_pairs(docs, fold_scripts="no")
     missing = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["some text", None]}), npartitions=1)
     with pytest.raises(ValueError, match="document 'b' has no 'text' value"):
         tsd.signatures(missing).compute()
@@ -358,3 +372,164 @@ def test_deduplicate_clusters_on_the_workers_equal_the_client_join(client, mixed
                             dict(zip(clusters.id, clusters.cluster)), set(zip(pairs.id_a, pairs.id_b))))
         assert outputs[0] == outputs[1]
         assert outputs[0][1] > 100
+
+
+# The opt-ins of the single-machine join, in the pipeline: ``min_resemblance`` and
+# ``fold_scripts``.
+
+MIN_RESEMBLANCE = 0.67
+
+
+def single_machine_pairs(rule, sigs, cap=0, min_resemblance=None):
+    """``Rule.pairs_in_memory`` (the crate's single-machine join) over signatures: (i, j) ->
+    (distance, band), and its stats."""
+    fps = np.array([s.fingerprint for s in sigs], dtype="<u8").tobytes()
+    sketches = b"".join(s.sketch for s in sigs)
+    columns, stats = rule.pairs_in_memory(fps, sketches, cap, min_resemblance=min_resemblance)
+    a, b = np.frombuffer(columns[0], "<u8"), np.frombuffer(columns[1], "<u8")
+    distance, band = np.frombuffer(columns[2], "<u4"), np.frombuffer(columns[4], "<i4")
+    return {(int(x), int(y)): (int(d), int(k)) for x, y, d, k in zip(a, b, distance, band)}, stats
+
+
+@pytest.mark.parametrize("key_bits,cap", [(32, None), (20, None), (32, 5)])
+def test_the_pipeline_with_min_resemblance_equals_the_single_machine_join_with_it(
+    client, mixed_corpus, oracle, key_bits, cap
+):
+    """The lean shuffle (32- and 20-bit band keys) and the key-group path (a bound of 5, where
+    keys are hot): the pairs of ``Rule.pairs_in_memory(..., min_resemblance=0.67)`` with the same
+    bound, distances and bands included. The opt-in bites on both branches, and the pair of two
+    texts without tokens (no estimate) stays."""
+    rule, sigs, _ = oracle(key_bits)
+    expected, stats = single_machine_pairs(rule, sigs, cap or 0, MIN_RESEMBLANCE)
+    every, _ = single_machine_pairs(rule, sigs, cap or 0)
+    left_out = set(every) - set(expected)
+    assert stats["below_min_resemblance"] == len(left_out) > 100
+    assert {every[p][1] >= 0 for p in left_out} == {True, False}, "both branches lose pairs"
+    assert len(expected) > 3_000
+    ids = mixed_corpus["id"].tolist()
+    empty = (ids.index("empty-1"), ids.index("empty-2"))
+    assert expected[empty] == (0, -1)
+
+    docs = as_dask(mixed_corpus)
+    pairs = tsd.find_pairs(docs, key_bits=key_bits, max_postings_per_key=cap, min_resemblance=MIN_RESEMBLANCE)
+    assert pairs_by_index(pairs.compute(), input_index(docs)) == expected
+
+
+def test_deduplicate_with_min_resemblance_clusters_the_pairs_it_keeps(client, mixed_corpus, oracle, tmp_path):
+    """The Parquet pairs are the single-machine join's with the opt-in, and the clusters (by
+    leader and as components) those of an independent clustering of exactly those pairs."""
+    rule, sigs, _ = oracle(tsd.DEFAULT_KEY_BITS)
+    expected, _ = single_machine_pairs(rule, sigs, 0, MIN_RESEMBLANCE)
+    ids = mixed_corpus["id"].tolist()
+    id_pairs = [(ids[i], ids[j]) for i, j in expected]
+    for mode in ("leader", "components"):
+        out = tmp_path / mode
+        summary = tsd.deduplicate(as_dask(mixed_corpus), str(out), mode=mode, min_resemblance=MIN_RESEMBLANCE)
+        pairs = pq.read_table(out / "pairs").to_pandas()
+        table = pq.read_table(out / "clusters").to_pandas()
+        clusters = dict(zip(table.id, table.cluster))
+        assert sorted(zip(pairs.id_a, pairs.id_b)) == sorted(id_pairs)
+        assert summary["pairs"] == len(expected)
+        want = {i: i for i in ids}
+        if mode == "leader":
+            for leader, members in leader_clusters(ids, id_pairs):
+                want.update({m: leader for m in members})
+        else:
+            position = {i: n for n, i in enumerate(ids)}
+            for group in components(ids, id_pairs):
+                want.update({m: min(group, key=position.get) for m in group})
+        assert clusters == want
+        sizes = Counter(want.values())
+        assert summary["clusters"] == sum(1 for n in sizes.values() if n >= 2) > 100
+
+
+def test_the_pipeline_with_min_resemblance_equals_the_index_with_it(client, py_index_path, corpus, tmp_path):
+    """The index's rule (``key_bits=20``) and the opt-in: the pairs and the clusters (by leader
+    and as components) of ``Index.pairs`` / ``Index.clusters(min_resemblance=0.67)``, the
+    library's streaming join."""
+    from tantivy_simhash import Index
+
+    docs = pd.DataFrame({"id": [d["id"] for d in corpus], "text": [document_text(d) for d in corpus]})
+    docs = dd.from_pandas(docs, npartitions=4, sort=False)
+    position = {d["id"]: n for n, d in enumerate(corpus)}
+    with Index.open(py_index_path) as index:
+        index_pairs = {tuple(sorted((a, b))): d for a, b, d, _ in index.pairs(min_resemblance=MIN_RESEMBLANCE)}
+        assert len(index_pairs) < sum(1 for _ in index.pairs()), "the opt-in must bite"
+        index_clusters = {
+            mode: sorted(
+                (c.leader, sorted(c.members, key=position.get))
+                for c in index.clusters(mode=mode, min_resemblance=MIN_RESEMBLANCE)
+            )
+            for mode in ("leader", "components")
+        }
+    assert len(index_pairs) > 1_000
+    for mode in ("leader", "components"):
+        out = tmp_path / mode
+        tsd.deduplicate(docs, str(out), key_bits=20, mode=mode, min_resemblance=MIN_RESEMBLANCE)
+        pairs = pq.read_table(out / "pairs").to_pandas()
+        found = {tuple(sorted((a, b))): int(d) for a, b, d in zip(pairs.id_a, pairs.id_b, pairs.distance)}
+        assert found == index_pairs
+        clusters = pq.read_table(out / "clusters").to_pandas()
+        groups = {}
+        for i, c in zip(clusters.id, clusters.cluster):
+            groups.setdefault(c, []).append(i)
+        # A cluster named by its leader, or a component by its first document (the index's
+        # ``leader`` for both), members in input order.
+        got = sorted((c, sorted(m, key=position.get)) for c, m in groups.items() if len(m) >= 2)
+        assert got == index_clusters[mode]
+
+
+# One text in Simplified and in Traditional Chinese (the same words), and an edited Traditional copy.
+ZH = [
+    ("城市图书馆将于下周一起延长开放时间，周末也会开放到晚上九点。馆长表示，这项调整是为了方便上班族和学生在下班放学后借阅图书。"
+     "新的阅览室配备了更多的座位和电源插座，读者可以在网上预约座位。图书馆还计划举办一系列讲座，内容涉及历史、科学和艺术。",
+     "城市圖書館將於下週一起延長開放時間，週末也會開放到晚上九點。館長表示，這項調整是為了方便上班族和學生在下班放學後借閱圖書。"
+     "新的閱覽室配備了更多的座位和電源插座，讀者可以在網上預約座位。圖書館還計劃舉辦一系列講座，內容涉及歷史、科學和藝術。"),
+    ("研究人员发现，在山区生活的鸟类会根据季节变化调整迁徙路线。他们在三年内追踪了两百多只鸟，记录了它们飞行的高度、速度和停留的地点。"
+     "结果显示，气温升高使一些鸟类提前离开越冬地，而食物短缺则让另一些鸟类推迟出发。这些数据将帮助保护区制定更有效的管理计划。",
+     "研究人員發現，在山區生活的鳥類會根據季節變化調整遷徙路線。他們在三年內追蹤了兩百多隻鳥，記錄了它們飛行的高度、速度和停留的地點。"
+     "結果顯示，氣溫升高使一些鳥類提前離開越冬地，而食物短缺則讓另一些鳥類推遲出發。這些數據將幫助保護區制定更有效的管理計劃。"),
+    ("这家餐厅的厨师每天早上都会去市场挑选新鲜的蔬菜和海鲜。他认为好的食材是做出美味菜肴的关键，所以宁愿多花时间也不愿意使用冷冻的原料。"
+     "餐厅的招牌菜是清蒸鱼和红烧肉，很多客人专门从外地赶来品尝。周末的时候，店里常常需要排队一个小时以上才能入座。",
+     "這家餐廳的廚師每天早上都會去市場挑選新鮮的蔬菜和海鮮。他認為好的食材是做出美味菜肴的關鍵，所以寧願多花時間也不願意使用冷凍的原料。"
+     "餐廳的招牌菜是清蒸魚和紅燒肉，很多客人專門從外地趕來品嘗。週末的時候，店裡常常需要排隊一個小時以上才能入座。"),
+]
+
+
+def test_fold_scripts_false_changes_the_pipeline_as_it_changes_the_rule(client, mixed_corpus):
+    """Each text in both scripts and an edited Traditional copy, among 400 other documents: the
+    pipeline's pairs with and without folding are ``Rule(fold_scripts=...)``'s single-machine
+    join's (lean shuffle, and the key-group path), the workers sign as that rule does, and the
+    difference is exactly the pairs across scripts."""
+    rows = list(zip(mixed_corpus["id"][:400], mixed_corpus["text"][:400]))
+    for n, (simplified, traditional) in enumerate(ZH):
+        rows += [(f"zh-cn-{n}", simplified), (f"zh-tw-{n}", traditional),
+                 (f"zh-tw-edited-{n}", traditional + "記者李明報道。")]
+    corpus = pd.DataFrame(rows, columns=["id", "text"])
+    ids = corpus["id"].tolist()
+    docs = as_dask(corpus)
+    index = input_index(docs)
+    found = {}
+    for fold in (True, False):
+        rule = Rule(key_bits=tsd.DEFAULT_KEY_BITS, fold_scripts=fold)
+        sigs = [rule.sign(t) for t in corpus["text"]]
+        expected, _ = single_machine_pairs(rule, sigs)
+        for cap in (None, 2):
+            pairs = tsd.find_pairs(docs, fold_scripts=fold, max_postings_per_key=cap).compute()
+            if cap is None:
+                assert pairs_by_index(pairs, index) == expected
+            else:
+                assert pairs_by_index(pairs, index) == single_machine_pairs(rule, sigs, cap)[0]
+        signed = tsd.signatures(docs, fold_scripts=fold).compute()
+        names = [c for c in signed.columns if c.startswith("s")]
+        assert signed["fingerprint"].tolist() == [s.fingerprint for s in sigs]
+        assert np.ascontiguousarray(signed[names].to_numpy(dtype=np.uint64)).astype("<u8").tobytes() == b"".join(
+            s.sketch for s in sigs
+        )
+        found[fold] = {(ids[i], ids[j]) for i, j in expected}
+    across = {(f"zh-cn-{n}", f"zh-tw-{n}") for n in range(len(ZH))} | {
+        (f"zh-cn-{n}", f"zh-tw-edited-{n}") for n in range(len(ZH))
+    }
+    assert found[True] - found[False] == across
+    assert found[False] - found[True] == set()
+    assert {(f"zh-tw-{n}", f"zh-tw-edited-{n}") for n in range(len(ZH))} <= found[False]

@@ -339,7 +339,7 @@ impl SignatureSource for ComponentWriter {
 /// Why: tantivy opens its own segment files when a searcher is made, so they stay readable
 /// after a merge deletes them; this component's file is opened by each reader when needed,
 /// and garbage collection after a merge keeps only the files of segments whose metadata is
-/// alive. [`NearDupIndex::reader_builder`](crate::NearDupIndex::reader_builder) attaches one.
+/// alive. Each [`NearDupReader`] warms through it under a tag of its own.
 ///
 /// It also owns the string tables of its searchers' segments ([`IdTables`]): each generation
 /// holds its segments' tables, so every searcher and consumer of those segments shares them,
@@ -347,8 +347,7 @@ impl SignatureSource for ComponentWriter {
 /// live generation nor consumer holds it.
 pub(crate) struct ComponentWarmer {
     rule: MatchRule,
-    /// By reader (a tag: 0 for the readers of the public reader builder, one of its own for
-    /// each [`ReaderWarmer`]) and generation: tantivy numbers generations per reader, and
+    /// By reader (the tag of its [`ReaderWarmer`]) and generation: tantivy numbers generations per reader, and
     /// collects garbage per reader with only its own live generations.
     held: std::sync::Mutex<std::collections::HashMap<(u64, u64), HeldSegments>>,
     id_tables: IdTables,
@@ -471,7 +470,7 @@ impl ComponentWarmer {
 /// writer's): its entries in the shared [`ComponentWarmer`] under a tag of its own, so that
 /// another reader's garbage collection (which knows only that reader's live generations, with
 /// numbers that may equal this reader's) never releases them, and dropped with the reader
-/// ([`WarmedReader`]), which releases them.
+/// ([`NearDupReader`]), which releases them.
 ///
 /// [`NearDupIndex::searcher`]: crate::NearDupIndex::searcher
 pub(crate) struct ReaderWarmer {
@@ -481,7 +480,6 @@ pub(crate) struct ReaderWarmer {
 
 impl ReaderWarmer {
     pub(crate) fn new(shared: Arc<ComponentWarmer>) -> Arc<ReaderWarmer> {
-        // Tag 0 is the public reader builder's.
         static NEXT_TAG: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let tag = NEXT_TAG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Arc::new(ReaderWarmer { shared, tag })
@@ -504,45 +502,92 @@ impl Drop for ReaderWarmer {
     }
 }
 
-/// A reader with the warmer that only it uses (tantivy holds warmers weakly): the reader is
-/// dropped first, then its warmer, which releases what it held.
-pub(crate) struct WarmedReader {
-    pub(crate) reader: tantivy::IndexReader,
-    _warmer: Arc<ReaderWarmer>,
+/// A tantivy [`IndexReader`](tantivy::IndexReader) of a [`NearDupIndex`] with a warmer that
+/// only it uses: each searcher it makes keeps its segments' component files readable while the
+/// searcher lives, even after a merge deleted those segments (without it, a lookup over such a
+/// searcher fails with [`Error::OldFormat`]'s "has no near-duplicate file"). Made by
+/// [`NearDupIndex::reader`].
+///
+/// Why a type of its own rather than tantivy's reader builder with a warmer attached: tantivy
+/// numbers each reader's searcher generations on its own and collects a warmer's garbage with
+/// only the calling reader's live generations, so one warmer shared by two readers would let one
+/// reader's reload release the files of the other's searchers. Each `NearDupReader` has its own
+/// warmer, dropped with it (tantivy holds warmers weakly, so the reader is dropped first).
+///
+/// ```
+/// # use tantivy::{doc, ReloadPolicy};
+/// # use tantivy_simhash::{NearDupConfig, NearDupIndex, Policy};
+/// # let index = NearDupIndex::create_in_ram(NearDupConfig::new("id", ["body"]))?;
+/// # let (id, body) = (index.field("id")?, index.field("body")?);
+/// # let mut writer = index.writer(15_000_000, Policy::Off)?;
+/// # writer.add_document(doc!(id => "a", body => "the quick brown fox jumps over the lazy dog"))?;
+/// # writer.commit()?;
+/// let reader = index.reader(ReloadPolicy::Manual)?;
+/// let searcher = reader.searcher(); // a tantivy Searcher: lookups, collapses and queries take it
+/// assert_eq!(searcher.num_docs(), 1);
+/// # Ok::<(), tantivy_simhash::Error>(())
+/// ```
+///
+/// Cost: per reload, opening each new segment's component file (a few microseconds each: the
+/// structure is checked, not the checksum). Errors: those of tantivy's reader, and a reload
+/// fails when a component file is missing or damaged ([`Error::DamagedFile`]).
+///
+/// [`NearDupIndex`]: crate::NearDupIndex
+/// [`NearDupIndex::reader`]: crate::NearDupIndex::reader
+/// [`Error::OldFormat`]: crate::Error::OldFormat
+/// [`Error::DamagedFile`]: crate::Error::DamagedFile
+pub struct NearDupReader {
+    reader: tantivy::IndexReader,
+    warmer: Arc<ReaderWarmer>,
 }
 
-impl WarmedReader {
+impl NearDupReader {
     /// A reader of `index` made by `builder` (with no warmer yet) with a warmer of its own.
     pub(crate) fn open(
         shared: &Arc<ComponentWarmer>,
         builder: impl Fn() -> tantivy::IndexReaderBuilder,
-    ) -> tantivy::Result<WarmedReader> {
+    ) -> tantivy::Result<NearDupReader> {
         let warmer = ReaderWarmer::new(Arc::clone(shared));
         let weak: std::sync::Weak<dyn tantivy::Warmer> = {
             let strong: Arc<dyn tantivy::Warmer> = warmer.clone();
             Arc::downgrade(&strong)
         };
         let reader = reload_fresh(|| builder().warmers(vec![weak.clone()]).try_into())?;
-        Ok(WarmedReader {
-            reader,
-            _warmer: warmer,
-        })
+        Ok(NearDupReader { reader, warmer })
+    }
+
+    /// A searcher over the commit this reader was last (re)loaded at: cheap (an `Arc` clone).
+    pub fn searcher(&self) -> tantivy::Searcher {
+        self.reader.searcher()
+    }
+
+    /// Reloads to the last commit (a reader of [`ReloadPolicy::Manual`] sees new commits only
+    /// after this). Retries a reload that a merge raced. Errors: [`Error::Tantivy`] when
+    /// tantivy's reload fails or a new segment's component file cannot be opened.
+    ///
+    /// [`ReloadPolicy::Manual`]: tantivy::ReloadPolicy::Manual
+    /// [`Error::Tantivy`]: crate::Error::Tantivy
+    pub fn reload(&self) -> crate::error::Result<()> {
+        Ok(reload_fresh(|| self.reader.reload())?)
+    }
+
+    /// tantivy's reader itself, for what this type does not forward.
+    pub fn index_reader(&self) -> &tantivy::IndexReader {
+        &self.reader
     }
 
     /// The warmer's garbage collection now (tantivy runs it on a thread every second).
     #[cfg(test)]
     pub(crate) fn collect_garbage(&self, live: &[&tantivy::SearcherGeneration]) {
-        tantivy::Warmer::garbage_collect(&*self._warmer, live);
+        tantivy::Warmer::garbage_collect(&*self.warmer, live);
     }
 }
 
-impl tantivy::Warmer for ComponentWarmer {
-    fn warm(&self, searcher: &tantivy::Searcher) -> tantivy::Result<()> {
-        self.warm_as(0, searcher)
-    }
-
-    fn garbage_collect(&self, live_generations: &[&tantivy::SearcherGeneration]) {
-        self.collect_as(0, live_generations);
+impl std::fmt::Debug for NearDupReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NearDupReader")
+            .field("tag", &self.warmer.tag)
+            .finish_non_exhaustive()
     }
 }
 
@@ -552,7 +597,6 @@ mod tests {
     use crate::signature::tests::signature_index;
     use crate::signature::{Signature, Sketch};
     use crate::Fingerprint;
-    use tantivy::Warmer;
 
     fn signatures(rule: &MatchRule, n: u64) -> Vec<Signature> {
         (0..n)
@@ -586,12 +630,14 @@ mod tests {
         let stale = index.reader().unwrap().searcher();
         merge_all_and_collect(&index);
         let warmer = ComponentWarmer::new(rule);
-        let err = warmer.warm(&stale).unwrap_err();
+        let err = warmer.warm_as(0, &stale).unwrap_err();
         assert!(
             matches!(&err, TantivyError::InternalError(m) if m.starts_with(STALE_SEARCHER)),
             "{err}"
         );
-        warmer.warm(&index.reader().unwrap().searcher()).unwrap();
+        warmer
+            .warm_as(0, &index.reader().unwrap().searcher())
+            .unwrap();
     }
 
     /// A warmed searcher keeps the component files of segments merged away after it was made.
@@ -602,7 +648,7 @@ mod tests {
         let (index, _fields, _) = signature_index(&rule, &sigs, 10, |_| false);
         let warmer = ComponentWarmer::new(rule);
         let warmed = index.reader().unwrap().searcher();
-        warmer.warm(&warmed).unwrap();
+        warmer.warm_as(0, &warmed).unwrap();
         merge_all_and_collect(&index);
         let mut seen = 0;
         for segment in warmed.segment_readers() {

@@ -35,7 +35,7 @@ pub struct NearDupIndex {
     /// Where signatures are stored.
     pub(crate) signature_fields: Arc<ResolvedSignatureFields>,
     /// The reader [`NearDupIndex::searcher`] reloads (opened on first use).
-    pub(crate) reader: Arc<Mutex<Option<crate::component::WarmedReader>>>,
+    pub(crate) reader: Arc<Mutex<Option<crate::component::NearDupReader>>>,
     /// Keeps the component files of the segments of live searchers of this handle's readers
     /// (tantivy readers hold warmers weakly).
     pub(crate) warmer: Arc<crate::component::ComponentWarmer>,

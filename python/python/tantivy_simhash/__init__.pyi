@@ -394,9 +394,12 @@ class Rule:
         sketches: bytes,
         max_postings_per_key: int,
         hot_keys: bytes,
+        *,
+        min_resemblance: Optional[float] = None,
     ) -> Tuple[PairColumns, PairStats]:
         """The pairs of postings grouped by key, as the single-machine join reports them, each
-        once; ``max_postings_per_key`` 0 means no bound."""
+        once; ``max_postings_per_key`` 0 means no bound; ``min_resemblance``: as
+        :meth:`pairs_in_memory`'s."""
     def pairs_in_memory(
         self,
         fingerprints: bytes,

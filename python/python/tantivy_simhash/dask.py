@@ -49,6 +49,12 @@ resemblance, band``; ``band`` is -1 when the simhash branch matched) and ``clust
 cluster``: every document, ``cluster`` the id of its leader, or with ``mode="components"`` of
 the first document of its component in input order; a document's own id when it is alone).
 
+The single-machine join's opt-ins, with its meaning and errors: ``fold_scripts=False`` (every
+entry point that signs) signs Traditional Chinese as written (``Rule(fold_scripts=False)``);
+``min_resemblance=T`` (:func:`find_pairs`, :func:`deduplicate`) reports only the rule's pairs
+whose sketches estimate at least ``T``, whichever branch matched them (``Rule.pairs_in_memory(...,
+min_resemblance=T)``'s pairs), decided where each pair is verified, and clusters those.
+
 Costs (measured figures and the command in docs/DISTRIBUTED.md): the lean shuffle moves the
 postings (160 bytes a document), 12 bytes per candidate pair to its first row, 12 (sure pairs)
 or 44 (screened pairs) to its second, and 196 (the pair, a fingerprint and a 176-byte sketch; 180
@@ -115,23 +121,27 @@ DEFAULT_KEY_BITS = 32
 
 _ROW_SHIFT = 32
 
-#: What tasks ship instead of a rule (which holds a signer and is not picklable): its language
-#: and band key width.
-RuleSpec = Tuple[str, int]
+#: What tasks ship instead of a rule (which holds a signer and is not picklable): its language,
+#: band key width and whether it folds Traditional Chinese to Simplified.
+RuleSpec = Tuple[str, int, bool]
 
 
 @functools.lru_cache(maxsize=8)
 def _rule(spec: RuleSpec) -> Rule:
     """One rule (and its signer) per worker process and rule spec."""
-    language, key_bits = spec
-    return Rule(language, key_bits=key_bits)
+    language, key_bits, fold_scripts = spec
+    return Rule(language, key_bits=key_bits, fold_scripts=fold_scripts)
 
 
-def _spec(language: str, key_bits: int) -> RuleSpec:
-    """The rule's spec, checked now (``ValueError`` for an unknown language or a key width outside
-    16..=32) rather than in the first task."""
-    Rule(language, key_bits=key_bits)
-    return (language, int(key_bits))
+def _spec(language: str, key_bits: int, fold_scripts: bool = True, min_resemblance: Optional[float] = None) -> RuleSpec:
+    """The rule's spec, checked now rather than in the first task: the errors of
+    ``Rule(language, key_bits=..., fold_scripts=...)`` (``ValueError`` for an unknown language or
+    a key width outside 16..=32) and of ``Rule.pairs_in_memory``'s ``min_resemblance`` (raised
+    by that method itself, on no documents, so the message is the single-machine join's)."""
+    rule = Rule(language, key_bits=key_bits, fold_scripts=fold_scripts)
+    if min_resemblance is not None:
+        rule.pairs_in_memory(b"", b"", 0, min_resemblance=min_resemblance)
+    return (language, int(key_bits), bool(fold_scripts))
 
 
 def _sketch_columns(spec: RuleSpec):
@@ -180,16 +190,24 @@ def _signature_meta(docs: dd.DataFrame, id: str, spec: RuleSpec) -> pd.DataFrame
 
 
 def signatures(
-    docs: dd.DataFrame, *, id: str = "id", text: str = "text", language: str = "auto", key_bits: int = DEFAULT_KEY_BITS
+    docs: dd.DataFrame,
+    *,
+    id: str = "id",
+    text: str = "text",
+    language: str = "auto",
+    key_bits: int = DEFAULT_KEY_BITS,
+    fold_scripts: bool = True,
 ) -> dd.DataFrame:
     """The signature of every document of ``docs`` (a Dask DataFrame with columns ``id`` and
-    ``text``) under ``Rule(language, key_bits=key_bits)``: columns ``row`` (``partition << 32 |
+    ``text``) under ``Rule(language, key_bits=key_bits, fold_scripts=fold_scripts)``
+    (``fold_scripts=False``: Traditional Chinese signed as written, not folded to Simplified, as
+    ``Rule``'s): columns ``row`` (``partition << 32 |
     position``: input order), ``id``, ``fingerprint`` and the sketch as ``s0 ..`` (``uint64``,
     ``Rule.sketch_bytes / 8`` of them: 22 with 32-bit band keys, 20 with 20-bit ones). Lazy.
     Cost: one analysis per text in Rust, on the task's thread. Raises ``ValueError`` now for an
     unknown language or ``key_bits`` outside 16..=32, and when computed for a missing text or a
     partition of 2**32 rows or more; ``KeyError`` now for a missing column."""
-    spec = _spec(language, key_bits)
+    spec = _spec(language, key_bits, fold_scripts)
     for column in (id, text):
         if column not in docs.columns:
             raise KeyError(f"column {column!r} not in the documents; they have {list(docs.columns)}")
@@ -220,11 +238,13 @@ def _post_partition(sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def postings(sigs: dd.DataFrame, *, language: str = "auto", key_bits: int = DEFAULT_KEY_BITS) -> dd.DataFrame:
-    """One row per key of each signature (:func:`signatures`, signed with the same ``language``
-    and ``key_bits``): ``key, row, fingerprint, s0 ..``, all ``uint64`` (24 bytes and the
-    sketch a posting, 16 postings a document). Lazy."""
-    spec = _spec(language, key_bits)
+def postings(
+    sigs: dd.DataFrame, *, language: str = "auto", key_bits: int = DEFAULT_KEY_BITS, fold_scripts: bool = True
+) -> dd.DataFrame:
+    """One row per key of each signature (:func:`signatures`, signed with the same ``language``,
+    ``key_bits`` and ``fold_scripts``): ``key, row, fingerprint, s0 ..``, all ``uint64`` (24
+    bytes and the sketch a posting, 16 postings a document). Lazy."""
+    spec = _spec(language, key_bits, fold_scripts)
     meta = pd.DataFrame({"key": pd.Series([], dtype=np.uint64), "row": pd.Series([], dtype=np.uint64),
                          "fingerprint": pd.Series([], dtype=np.uint64)})
     for name in _sketch_columns(spec):
@@ -271,10 +291,12 @@ def _pair_frame(columns) -> pd.DataFrame:
     )
 
 
-def _verify_partition(part: pd.DataFrame, spec: RuleSpec, cap: int, hot: bytes) -> pd.DataFrame:
+def _verify_partition(
+    part: pd.DataFrame, spec: RuleSpec, cap: int, hot: bytes, min_resemblance: Optional[float]
+) -> pd.DataFrame:
     keys, fps, sk = _columns_of(part, spec)
     rows = part["row"].to_numpy(dtype=np.uint64).astype("<u8").tobytes()
-    columns, _stats = _rule(spec).verify_groups(keys, rows, fps, sk, cap, hot)
+    columns, _stats = _rule(spec).verify_groups(keys, rows, fps, sk, cap, hot, min_resemblance=min_resemblance)
     return _pair_frame(columns)
 
 
@@ -349,9 +371,16 @@ def _lean_screen_partition(shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleS
     return _shard_frame(parts, kinds, blobs)
 
 
-def _lean_verify_partition(shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleSpec) -> pd.DataFrame:
-    """At the partition of the first rows: the rule's verdict on each candidate."""
-    return _pair_frame(lean_verify(_rule(spec), *_local_signatures(sigs, spec), *_shard_columns(shards)))
+def _lean_verify_partition(
+    shards: pd.DataFrame, sigs: pd.DataFrame, spec: RuleSpec, min_resemblance: Optional[float]
+) -> pd.DataFrame:
+    """At the partition of the first rows: the rule's verdict on each candidate (and the opt-in
+    ``min_resemblance``'s: both signatures are at hand)."""
+    return _pair_frame(
+        lean_verify(
+            _rule(spec), *_local_signatures(sigs, spec), *_shard_columns(shards), min_resemblance=min_resemblance
+        )
+    )
 
 
 def _route(frame: dd.DataFrame, column: str, npartitions: int, shuffle_method: Optional[str]) -> dd.DataFrame:
@@ -366,7 +395,13 @@ def _local(sigs: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return (rows & np.uint64(0xFFFFFFFF)).astype(np.intp)
 
 
-def _lean_pairs(sigs: dd.DataFrame, spec: RuleSpec, npartitions: Optional[int], shuffle_method: Optional[str]):
+def _lean_pairs(
+    sigs: dd.DataFrame,
+    spec: RuleSpec,
+    npartitions: Optional[int],
+    shuffle_method: Optional[str],
+    min_resemblance: Optional[float] = None,
+):
     n = sigs.npartitions
     groups = npartitions or n
     posted = sigs.map_partitions(_lean_post_partition, spec, groups, meta=_SHARD_META)
@@ -380,18 +415,19 @@ def _lean_pairs(sigs: dd.DataFrame, spec: RuleSpec, npartitions: Optional[int], 
         _lean_screen_partition, sigs, spec, meta=_SHARD_META, align_dataframes=False
     )
     return _route(screened, "part", n, shuffle_method).map_partitions(
-        _lean_verify_partition, sigs, spec, meta=_PAIR_META, align_dataframes=False
+        _lean_verify_partition, sigs, spec, min_resemblance, meta=_PAIR_META, align_dataframes=False
     )
 
 
-def _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs):
+def _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs, min_resemblance=None):
     if max_postings_per_key is not None and max_postings_per_key < 1:
         raise ValueError(f"max_postings_per_key = {max_postings_per_key}; expected at least 1, or None for no bound")
+    language, key_bits, fold_scripts = spec
     if sigs is None:
-        sigs = signatures(docs, id=id, text=text, language=spec[0], key_bits=spec[1])
+        sigs = signatures(docs, id=id, text=text, language=language, key_bits=key_bits, fold_scripts=fold_scripts)
     if max_postings_per_key is None:
-        return _lean_pairs(sigs, spec, npartitions, shuffle_method), 0
-    posted = postings(sigs, language=spec[0], key_bits=spec[1])
+        return _lean_pairs(sigs, spec, npartitions, shuffle_method, min_resemblance), 0
+    posted = postings(sigs, language=language, key_bits=key_bits, fold_scripts=fold_scripts)
     shuffled = posted.shuffle(
         on="key",
         npartitions=npartitions or sigs.npartitions,
@@ -405,7 +441,9 @@ def _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle
             _hot_partition, spec, cap, meta=pd.DataFrame({"key": pd.Series([], dtype=np.uint64)})
         ).compute()
         hot = np.sort(hot_keys["key"].to_numpy(dtype=np.uint64))
-    pairs = shuffled.map_partitions(_verify_partition, spec, cap, hot.astype("<u8").tobytes(), meta=_PAIR_META)
+    pairs = shuffled.map_partitions(
+        _verify_partition, spec, cap, hot.astype("<u8").tobytes(), min_resemblance, meta=_PAIR_META
+    )
     return pairs, len(hot)
 
 
@@ -416,12 +454,15 @@ def find_pairs(
     text: str = "text",
     language: str = "auto",
     key_bits: int = DEFAULT_KEY_BITS,
+    fold_scripts: bool = True,
+    min_resemblance: Optional[float] = None,
     max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
     sigs: Optional[dd.DataFrame] = None,
 ) -> dd.DataFrame:
-    """Every pair of documents ``Rule(language, key_bits=key_bits)`` matches, each once: a Dask
+    """Every pair of documents ``Rule(language, key_bits=key_bits, fold_scripts=fold_scripts)``
+    matches, each once: a Dask
     DataFrame of ``row_a < row_b`` (the rows of :func:`signatures`), ``distance`` (Hamming distance of the
     fingerprints), ``resemblance`` (the sketches' estimate), ``band`` (the first shared band of
     a resemblance match, -1 for a simhash match). Lazy, except that with a bound the shuffled
@@ -431,11 +472,20 @@ def find_pairs(
     the lean shuffle; a bound: the key-group path). ``npartitions``: partitions of
     the shuffle (default: those of ``docs``). ``shuffle_method``: Dask's (``"p2p"``, ``"tasks"``,
     ``"disk"``; default Dask's choice). ``sigs``: the signatures (:func:`signatures` of ``docs``)
-    if already computed, signed with the same ``language`` and ``key_bits``. ``key_bits``: the
-    rule's band key width (:data:`DEFAULT_KEY_BITS`; 20 for the index's rule). Raises
-    ``ValueError`` for a bound below 1, an unknown language or ``key_bits`` outside 16..=32."""
-    spec = _spec(language, key_bits)
-    return _find_pairs(docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs)[0]
+    if already computed, signed with the same ``language``, ``key_bits`` and ``fold_scripts``.
+    ``key_bits``: the rule's band key width (:data:`DEFAULT_KEY_BITS`; 20 for the index's rule).
+    ``fold_scripts``: ``Rule``'s (``False``: Traditional Chinese signed as written, so a page and
+    its other-script edition no longer match). ``min_resemblance`` (opt-in, 0 to 1): only the
+    rule's pairs whose sketches estimate at least that resemblance, whichever branch matched
+    them (a pair with an empty sketch stays): exactly ``Rule.pairs_in_memory(...,
+    min_resemblance=...)``'s pairs; decided where each pair is verified, so the shuffles move
+    what they move without it. Raises ``ValueError`` for a bound below 1, an unknown language,
+    ``key_bits`` outside 16..=32 or a ``min_resemblance`` outside 0..1 (the messages of ``Rule``
+    and ``Rule.pairs_in_memory``)."""
+    spec = _spec(language, key_bits, fold_scripts, min_resemblance)
+    return _find_pairs(
+        docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs, min_resemblance
+    )[0]
 
 
 def _settled(collection):
@@ -684,6 +734,8 @@ def deduplicate(
     text: str = "text",
     language: str = "auto",
     key_bits: int = DEFAULT_KEY_BITS,
+    fold_scripts: bool = True,
+    min_resemblance: Optional[float] = None,
     max_postings_per_key: Optional[int] = None,
     npartitions: Optional[int] = None,
     shuffle_method: Optional[str] = None,
@@ -703,15 +755,17 @@ def deduplicate(
     stages ``sign``, ``pairs``, ``clusters``, ``write``). Ids should be unique (pairs are
     reported per document either way). ``client_max_edges``: see :func:`leader_frame` and
     :func:`component_frame`. ``key_bits``: the rule's band key width (:data:`DEFAULT_KEY_BITS`,
-    32; 20 for exactly the index's rule and pairs). Raises ``ValueError`` for another ``mode``,
-    an unknown language or ``key_bits`` outside 16..=32.
+    32; 20 for exactly the index's rule and pairs). ``fold_scripts`` and ``min_resemblance``: as
+    :func:`find_pairs` (the clusters are those of the pairs it keeps, as the index's
+    ``clusters(min_resemblance=...)``). Raises ``ValueError`` for another ``mode``, an unknown
+    language, ``key_bits`` outside 16..=32 or a ``min_resemblance`` outside 0..1.
 
     The signatures and the pairs are persisted on the workers while it runs (16 bytes, the
     id and the sketch per document: 176 bytes of sketch with 32-bit band keys; 28 per pair); the client holds the clusters' forest edges when they are at
     most ``client_max_edges`` (16 bytes each), else nothing of the size of the corpus."""
     if mode not in ("leader", "components"):
         raise ValueError(f'mode={mode!r}; expected "leader" or "components"')
-    spec = _spec(language, key_bits)
+    spec = _spec(language, key_bits, fold_scripts, min_resemblance)
     clock = time.perf_counter()
     seconds = {}
 
@@ -721,10 +775,12 @@ def deduplicate(
         seconds[stage] = round(now - clock, 3)
         clock = now
 
-    sigs = _settled(signatures(docs, id=id, text=text, language=language, key_bits=key_bits).persist())
+    sigs = _settled(
+        signatures(docs, id=id, text=text, language=language, key_bits=key_bits, fold_scripts=fold_scripts).persist()
+    )
     lap("sign")
     pairs, hot_keys = _find_pairs(
-        docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs
+        docs, id, text, spec, max_postings_per_key, npartitions, shuffle_method, sigs, min_resemblance
     )
     pairs = _settled(pairs.persist())
     lap("pairs")

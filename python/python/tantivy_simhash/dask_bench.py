@@ -236,11 +236,21 @@ def main(argv=None) -> int:
     p.add_argument("--key-bits", type=int, default=DEFAULT_KEY_BITS,
                    help=f"band key bits of the rule, pipeline and baseline alike (default {DEFAULT_KEY_BITS}, the "
                         "pipeline's; 20 is the index's)")
+    p.add_argument("--min-resemblance", type=float, default=None, metavar="T",
+                   help="the opt-in of the single-machine join, pipeline and baseline alike: only the rule's pairs "
+                        "whose sketches estimate at least T (0.67 for a reader at resemblance 0.8)")
+    p.add_argument("--scripts-as-written", action="store_true",
+                   help="sign with Rule(fold_scripts=False), pipeline and baseline alike (Traditional Chinese as "
+                        "written; the synthetic corpus has none, so this changes no pair of it)")
     p.add_argument("--count-records", action="store_true",
                    help="only count the lean shuffle's records step by step (its kernels in this process, no Dask)")
     args = p.parse_args(argv)
     if args.docs < 1 or args.workers < 1:
         p.error("--docs and --workers must be at least 1")
+    if args.min_resemblance is not None and not 0.0 <= args.min_resemblance <= 1.0:
+        p.error(f"--min-resemblance {args.min_resemblance}: expected a number in 0..1")
+    if args.count_records and (args.min_resemblance is not None or args.scripts_as_written):
+        p.error("--count-records counts the default rule's records; drop --min-resemblance and --scripts-as-written")
     if args.count_records:
         counted = count_records(args.docs, args.partitions or max(4 * args.workers, args.docs // 20_000), 1,
                                 args.dup_fraction, args.pool, args.key_bits)
@@ -262,6 +272,8 @@ def main(argv=None) -> int:
         "partitions": partitions,
         "max_postings_per_key": cap,
         "key_bits": args.key_bits,
+        "min_resemblance": args.min_resemblance,
+        "fold_scripts": not args.scripts_as_written,
         "shuffle_method": args.shuffle_method or "default",
         "load_average_1m_at_start": round(os.getloadavg()[0], 1),
     }
@@ -276,10 +288,12 @@ def main(argv=None) -> int:
         # Baseline in this process, the workers idle: sign + single-machine join, one thread.
         n0 = min(args.baseline_docs, args.docs)
         texts = synthetic_partition(1, 0, n0, args.docs, args.dup_fraction, args.pool)["text"].tolist()
-        rule = Rule(key_bits=args.key_bits)
+        rule = Rule(key_bits=args.key_bits, fold_scripts=not args.scripts_as_written)
         t, cpu = time.perf_counter(), time.thread_time()
         fps, sketches = rule.sign_many(texts)  # on this thread, as the join
-        columns, stats = rule.pairs_in_memory(fps, sketches, args.max_postings_per_key)
+        columns, stats = rule.pairs_in_memory(
+            fps, sketches, args.max_postings_per_key, min_resemblance=args.min_resemblance
+        )
         baseline = n0 / (time.perf_counter() - t)
         baseline_cpu_s = time.thread_time() - cpu
         del texts, fps, sketches
@@ -299,13 +313,16 @@ def main(argv=None) -> int:
         client_cpu = _cpu_seconds()
         t = time.perf_counter()
         summary = deduplicate(
-            docs, out, key_bits=args.key_bits, max_postings_per_key=cap, shuffle_method=args.shuffle_method
+            docs, out, key_bits=args.key_bits, fold_scripts=not args.scripts_as_written,
+            min_resemblance=args.min_resemblance, max_postings_per_key=cap, shuffle_method=args.shuffle_method,
         )
         total_s = time.perf_counter() - t
         client_cpu = _cpu_seconds() - client_cpu
         workers_cpu = sum(v - workers_cpu[k] for k, v in client.run(_cpu_seconds).items())
         peaks = client.run(_peak_rss_mib)
-        time.sleep(2)  # worker metrics reach the scheduler with the heartbeats
+        # Worker metrics reach the scheduler with the heartbeats: one now from each worker, so
+        # that the last shuffles' bytes are counted however loaded the machine is.
+        client.run(_heartbeat)
         metrics = client.run_on_scheduler(_shuffle_metrics)
     postings = summary["postings"]
     figures.update(
@@ -366,6 +383,11 @@ def _shuffle_metrics(dask_scheduler=None):
                 if name in key:
                     out[name] += value
     return out
+
+
+async def _heartbeat(dask_worker=None) -> None:
+    """Sends the worker's metrics to the scheduler now (a heartbeat out of turn)."""
+    await dask_worker.heartbeat()
 
 
 def _cpu_seconds() -> float:
