@@ -224,13 +224,12 @@ impl Fingerprinter {
     fn add_words(&mut self, inner: &SchemeInner) -> usize {
         self.counts.clear(self.token_hashes.len());
         if self.token_lines.is_empty() {
-            for &h in &self.token_hashes {
-                self.counts.add(h, 1);
-            }
+            self.counts
+                .add_all(self.token_hashes.iter().map(|&h| (h, 1)));
         } else {
-            for (&h, &occurrence) in self.token_hashes.iter().zip(&self.token_lines) {
-                self.counts.add(h, occurrence);
-            }
+            let occurrences = self.token_hashes.iter().zip(&self.token_lines);
+            self.counts
+                .add_all(occurrences.map(|(&h, &occurrence)| (h, occurrence)));
         }
         flush(&self.counts, &mut self.acc, &self.weightings[0], |h| {
             let mut f = inner.idf.as_ref().map_or(1.0, |t| t.factor(h));
