@@ -58,30 +58,67 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// The pending documents holding one key, in the order they were added: the first inline, so
-/// the common key held by one document costs no allocation.
+/// The pending documents holding one key, in the order they were added: the first inline, the
+/// others in a list of `Pending::more_holders`, so the common key held by one document costs no
+/// allocation and its entry in the key table 16 bytes with the key (the table holds every key
+/// of every pending document: a check probes it once per key, mostly out of cache).
+#[derive(Clone, Copy)]
 struct KeyHolders {
     first: u32,
-    more: Vec<u32>,
+    /// The index of the list of the other holders in `Pending::more_holders` ([`NO_MORE`]
+    /// when none was needed yet), and in bit 31 ([`OVERFLOWED`]) whether a document holding
+    /// the key was left out (the list was full of live holders): until then the holders are
+    /// every live document with the key, which lets a check read which bands a candidate
+    /// shares from the lists it was found in.
+    more: u32,
 }
 
+const OVERFLOWED: u32 = 1 << 31;
+const NO_MORE: u32 = OVERFLOWED - 1;
+
 impl KeyHolders {
-    fn len(&self) -> usize {
-        1 + self.more.len()
+    fn new(first: u32) -> KeyHolders {
+        KeyHolders {
+            first,
+            more: NO_MORE,
+        }
+    }
+
+    fn overflowed(self) -> bool {
+        self.more & OVERFLOWED != 0
+    }
+
+    /// The holders after the first (none when the list was never needed).
+    fn more(self, lists: &[Vec<u32>]) -> &[u32] {
+        lists.get((self.more & NO_MORE) as usize).map_or(&[], |l| l)
+    }
+
+    /// Adds holder `i` at the end (a list is made for the key the first time).
+    fn push(&mut self, lists: &mut Vec<Vec<u32>>, i: u32) {
+        match lists.get_mut((self.more & NO_MORE) as usize) {
+            Some(list) => list.push(i),
+            None => {
+                self.more = (self.more & OVERFLOWED) | lists.len() as u32;
+                lists.push(vec![i]);
+            }
+        }
     }
 
     /// Drops the holders that died (replaced or deleted by id), keeping the order; `false`
     /// when none is left.
-    fn retain_live(&mut self, slots: &[Slot]) -> bool {
+    fn retain_live(&mut self, lists: &mut [Vec<u32>], slots: &[Slot]) -> bool {
         let alive = |i: u32| slots[i as usize].alive;
-        self.more.retain(|&i| alive(i));
+        let Some(more) = lists.get_mut((self.more & NO_MORE) as usize) else {
+            return alive(self.first);
+        };
+        more.retain(|&i| alive(i));
         if alive(self.first) {
             return true;
         }
-        if self.more.is_empty() {
+        if more.is_empty() {
             return false;
         }
-        self.first = self.more.remove(0);
+        self.first = more.remove(0);
         true
     }
 }
@@ -101,6 +138,8 @@ pub(super) struct Pending {
     /// has fewer live holders than that (dead ones are dropped when the list is full), so
     /// holders that `Replace` deleted do not keep their successors out of a hot key's list.
     by_key: HashMap<u64, KeyHolders, BuildHasherDefault<KeyHasher>>,
+    /// The holders after the first of the keys that have more than one ([`KeyHolders`]).
+    more_holders: Vec<Vec<u32>>,
     /// The uncommitted ids, and the ids deleted since the last commit (committed documents
     /// with these ids are ignored).
     pub(super) ids: PendingIds,
@@ -108,7 +147,17 @@ pub(super) struct Pending {
     groups: StrColumns,
     replaced: StrColumns,
     keys: Vec<u64>,
+    /// The candidates of the check under way, each once, in the order first met (not the order
+    /// added), with the bands (bit `b`: band `b`) in whose key lists each was found.
     candidates: Vec<u32>,
+    candidate_bands: Vec<u64>,
+    /// Per pending document, the check that last met it and its place in `candidates` then:
+    /// de-duplicates the candidates without sorting every list entry.
+    met: Vec<(u32, u32)>,
+    check_number: u32,
+    /// The bands whose key list (of the document being checked) left holders out: a
+    /// candidate's bands below the first of these are known from the lists alone.
+    overflowed_bands: u64,
     /// The sketch words of the document being checked, in the form `sketches` keeps them, and
     /// whether they are not all zero (only then has it bands).
     query_words: Vec<u64>,
@@ -153,11 +202,16 @@ impl Pending {
             slots: Vec::new(),
             sketches: Vec::new(),
             by_key: HashMap::default(),
+            more_holders: Vec::new(),
             ids: PendingIds::default(),
             groups: StrColumns::default(),
             replaced: StrColumns::default(),
             keys: Vec::new(),
             candidates: Vec::new(),
+            candidate_bands: Vec::new(),
+            met: Vec::new(),
+            check_number: 0,
+            overflowed_bands: 0,
             query_words: Vec::new(),
             query_sketched: false,
             next_sequence,
@@ -184,6 +238,8 @@ impl Pending {
         self.slots.clear();
         self.sketches.clear();
         self.by_key.clear();
+        self.more_holders.clear();
+        self.met.clear();
         self.ids.clear();
     }
 
@@ -225,20 +281,51 @@ impl Pending {
         Ok(found)
     }
 
-    /// The pending documents sharing a key with `signature` (each key's list is bounded), in
-    /// the order they were added, each once, into `self.candidates`.
+    /// The pending documents sharing a key with `signature` (each key's list is bounded), each
+    /// once, into `self.candidates`, with the bands whose lists each was found in
+    /// (`self.candidate_bands`) and the bands whose lists left holders out
+    /// (`self.overflowed_bands`).
     fn collect_candidates(&mut self, rule: &MatchRule, signature: &Signature) {
         self.keys.clear();
         rule.keys_into(signature, &mut self.keys);
         self.candidates.clear();
-        for key in &self.keys {
-            if let Some(holders) = self.by_key.get(key) {
-                self.candidates.push(holders.first);
-                self.candidates.extend_from_slice(&holders.more);
+        self.candidate_bands.clear();
+        self.check_number = self.check_number.wrapping_add(1);
+        if self.check_number == 0 {
+            self.met.fill((0, 0));
+            self.check_number = 1;
+        }
+        // `keys_into` gives the block keys, then band 0, 1, ... Bands past 64 have no bit: as
+        // if every list overflowed, so the sketches settle them.
+        let blocks = rule.layout().num_keys();
+        self.overflowed_bands = if rule.minhash().bands > 64 {
+            u64::MAX
+        } else {
+            0
+        };
+        for (k, key) in self.keys.iter().enumerate() {
+            let Some(&holders) = self.by_key.get(key) else {
+                continue;
+            };
+            let band_bit = match k.checked_sub(blocks) {
+                Some(b) if b < 64 => 1u64 << b,
+                _ => 0,
+            };
+            if holders.overflowed() {
+                self.overflowed_bands |= band_bit;
+            }
+            let more = holders.more(&self.more_holders);
+            for &i in std::iter::once(&holders.first).chain(more) {
+                let met = &mut self.met[i as usize];
+                if met.0 == self.check_number {
+                    self.candidate_bands[met.1 as usize] |= band_bit;
+                } else {
+                    *met = (self.check_number, self.candidates.len() as u32);
+                    self.candidates.push(i);
+                    self.candidate_bands.push(band_bit);
+                }
             }
         }
-        self.candidates.sort_unstable();
-        self.candidates.dedup();
         self.query_words.clear();
         self.query_words.resize(rule.minhash().sketch_words(), 0);
         self.query_sketched = stored_sketch(signature, &mut self.query_words);
@@ -261,8 +348,8 @@ impl Pending {
         } else {
             self.strongest_pending(rule, signature, replacing)
         };
-        // Stable: equally strong pending documents stay in the order they were added.
-        pending.sort_by(|a, b| a.0.cmp_strength(&b.0));
+        // Equally strong pending documents in the order they were added (their places).
+        pending.sort_by(|a, b| a.0.cmp_strength(&b.0).then(a.1.cmp(&b.1)));
         pending
     }
 
@@ -272,12 +359,20 @@ impl Pending {
         self.slots[i as usize].alive && replacing.is_none_or(|r| *self.docs[i as usize].id != *r)
     }
 
-    /// The evidence of candidate `i` at simhash `distance`: what [`MatchRule::matches`] gives
-    /// for the two signatures as the index stores them. Beyond the simhash radius only a
-    /// candidate that shares a band can match: the first band equal in both (read from the
-    /// band keys at the front of the sketches) is the evidence's band, and only then is the
-    /// rest of its sketch compared.
-    fn evidence_of(&self, rule: &MatchRule, i: u32, distance: u32) -> Option<Evidence> {
+    /// The evidence of candidate `i` at simhash `distance`, found in the key lists of the bands
+    /// `listed`: what [`MatchRule::matches`] gives for the two signatures as the index stores
+    /// them. Beyond the simhash radius only a candidate that shares a band can match, and the
+    /// first band equal in both is the evidence's band: the lists tell it without reading the
+    /// sketch unless a list that left holders out could hide an earlier one (then it is read
+    /// from the band keys at the front of the sketches); only then is the rest of the sketch
+    /// compared.
+    fn evidence_of(
+        &self,
+        rule: &MatchRule,
+        i: u32,
+        listed: u64,
+        distance: u32,
+    ) -> Option<Evidence> {
         if distance <= rule.layout().max_distance() {
             return Some(Evidence::Simhash { distance });
         }
@@ -287,16 +382,23 @@ impl Pending {
         let words = self.query_words.len();
         let sketch = &self.sketches[i as usize * words..][..words];
         let query = &self.query_words;
-        let config = rule.minhash();
-        // A band key is a bit field of the words: equal in both where the words' XOR is zero
-        // in that field (what `MatchRule::bands_into` of each would compare, without a copy).
-        let word =
-            |w: usize| query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0);
-        let band = (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?;
+        let band = match first_band_from_lists(listed, self.overflowed_bands) {
+            Some(band) => band?,
+            None => {
+                let config = rule.minhash();
+                // A band key is a bit field of the words: equal in both where the words' XOR
+                // is zero in that field (what `MatchRule::bands_into` of each would compare,
+                // without a copy).
+                let word = |w: usize| {
+                    query.get(w).copied().unwrap_or(0) ^ sketch.get(w).copied().unwrap_or(0)
+                };
+                (0..config.bands).find(|&b| band_from_words(config, b, word) == 0)?
+            }
+        };
         rule.matches_sharing_band(query, sketch, band, distance)
     }
 
-    /// Every live pending match, in the order the candidates were added.
+    /// Every live pending match, in the order the candidates were met.
     fn every_pending(
         &mut self,
         rule: &MatchRule,
@@ -304,7 +406,7 @@ impl Pending {
         replacing: Option<&str>,
     ) -> Vec<(Evidence, u32)> {
         let mut found = Vec::new();
-        for &i in &self.candidates {
+        for (&i, &listed) in self.candidates.iter().zip(&self.candidate_bands) {
             if !self.is_live(i, replacing) {
                 continue;
             }
@@ -312,7 +414,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if let Some(evidence) = self.evidence_of(rule, i, distance) {
+            if let Some(evidence) = self.evidence_of(rule, i, listed, distance) {
                 found.push((evidence, i));
             }
         }
@@ -342,7 +444,7 @@ impl Pending {
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            if distance <= max_distance && nearest.is_none_or(|(d, _)| distance < d) {
+            if distance <= max_distance && nearest.is_none_or(|nearest| (distance, i) < nearest) {
                 nearest = Some((distance, i));
             }
         }
@@ -351,17 +453,19 @@ impl Pending {
             return vec![(Evidence::Simhash { distance }, i)];
         }
         let mut strongest: Option<(Evidence, u32)> = None;
-        for &i in &self.candidates {
+        for (&i, &listed) in self.candidates.iter().zip(&self.candidate_bands) {
             if !self.is_live(i, replacing) {
                 continue;
             }
             let distance = signature
                 .fingerprint
                 .distance(self.slots[i as usize].fingerprint);
-            let Some(evidence) = self.evidence_of(rule, i, distance) else {
+            let Some(evidence) = self.evidence_of(rule, i, listed, distance) else {
                 continue;
             };
-            if strongest.is_none_or(|(best, _)| evidence.cmp_strength(&best).is_lt()) {
+            let stronger =
+                |(best, j): (Evidence, u32)| evidence.cmp_strength(&best).then(i.cmp(&j)).is_lt();
+            if strongest.is_none_or(stronger) {
                 strongest = Some((evidence, i));
             }
         }
@@ -379,6 +483,10 @@ impl Pending {
         replacing: Option<&str>,
         best_pending: Option<Evidence>,
     ) -> Result<Vec<Found>> {
+        // Nothing committed yet (a first batch): no table to probe, no buffers to set up.
+        if searcher.searcher().segment_readers().is_empty() {
+            return Ok(Vec::new());
+        }
         let mut committed = Vec::new();
         self.verified += searcher.signature_reader().for_each_match_evidence(
             rule,
@@ -435,20 +543,19 @@ impl Pending {
                 // most keys x max_postings_per_key verifications; the dead ones make room.
                 Some(holders) => {
                     let bound = self.max_postings_per_key;
-                    if holders.len() >= bound && !holders.retain_live(&self.slots) {
+                    let len = |h: &KeyHolders, lists: &[Vec<u32>]| 1 + h.more(lists).len();
+                    if len(holders, &self.more_holders) >= bound
+                        && !holders.retain_live(&mut self.more_holders, &self.slots)
+                    {
                         holders.first = i;
-                    } else if holders.len() < bound {
-                        holders.more.push(i);
+                    } else if len(holders, &self.more_holders) < bound {
+                        holders.push(&mut self.more_holders, i);
+                    } else {
+                        holders.more |= OVERFLOWED;
                     }
                 }
                 None => {
-                    self.by_key.insert(
-                        key,
-                        KeyHolders {
-                            first: i,
-                            more: Vec::new(),
-                        },
-                    );
+                    self.by_key.insert(key, KeyHolders::new(i));
                 }
             }
         }
@@ -461,18 +568,33 @@ impl Pending {
             alive: true,
             sketched,
         });
+        self.met.push((0, 0));
         self.ids.insert(&doc.id, Some(i));
         self.ids.insert_replaced(&doc.id, &doc.replaced);
         self.docs.push(doc);
     }
 
     pub(super) fn delete_id(&mut self, id: &str) {
-        for place in self.ids.delete(id) {
+        for place in self.ids.delete(id).iter() {
             if let Some(slot) = self.slots.get_mut(place as usize) {
                 slot.alive = false;
             }
         }
     }
+}
+
+/// The first band a candidate shares with the checked document, from the bands whose key lists
+/// it was found in (`listed`), when the lists settle it: a list that never left a holder out
+/// holds every live document with its key, so the candidate shares exactly the listed bands
+/// among those. `None` when a list that left holders out (`overflowed`) comes before the first
+/// listed band (or there is none listed): then only the sketches tell.
+fn first_band_from_lists(listed: u64, overflowed: u64) -> Option<Option<u32>> {
+    let before_first = if listed == 0 {
+        u64::MAX
+    } else {
+        (listed & listed.wrapping_neg()) - 1
+    };
+    (overflowed & before_first == 0).then(|| (listed != 0).then(|| listed.trailing_zeros()))
 }
 
 /// Copies the sketch words of `signature` into `out` (zeros, the rule's number of words) as

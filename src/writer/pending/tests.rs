@@ -242,3 +242,96 @@ fn a_chain_read_from_the_index_keeps_each_id_once_without_its_owner() {
         assert_eq!(got, want, "case {case}");
     }
 }
+
+/// The check reads which bands a candidate shares from the key lists it was found in, unless a
+/// list that left holders out comes first. Here band 0's list is full (two holders sharing only
+/// band 0 with the query), so a third document sharing every band is listed from band 1 on:
+/// its evidence must still name band 0, the first band the two sketches share (what the rule
+/// says), not the first list it was found in.
+#[test]
+fn a_full_band_list_does_not_hide_the_first_shared_band() {
+    let rule = MatchRule::default();
+    let config = rule.minhash();
+    let k = rule.layout().max_distance();
+    let words = config.sketch_words();
+    let mut rng = Rng(41);
+    let query = Signature {
+        fingerprint: Fingerprint(0),
+        sketch: Sketch {
+            words: (0..words).map(|_| rng.next()).collect(),
+        },
+    };
+    // Beyond the simhash radius, each at its own distance.
+    let far = |bits: u32| Fingerprint((1u64 << bits) - 1);
+    // Flips the lowest bit of band `b`'s key field: the band no longer equal to the query's.
+    let without_band = |sketch: &mut Sketch, b: u32| {
+        let at = (b * config.key_bits) as usize;
+        sketch.words[at / 64] ^= 1 << (at % 64);
+    };
+    let mut docs = Vec::new();
+    for n in 0..2 {
+        let mut sketch = query.sketch.clone();
+        for b in 1..config.bands {
+            without_band(&mut sketch, b);
+        }
+        docs.push(Signature {
+            fingerprint: far(k + 2 + n),
+            sketch,
+        });
+    }
+    docs.push(Signature {
+        fingerprint: far(k + 1),
+        sketch: query.sketch.clone(),
+    });
+    let mut pending = Pending::new(0, 2);
+    for (i, sig) in docs.iter().enumerate() {
+        pending.insert(
+            &rule,
+            sig,
+            PendingDoc {
+                id: Arc::from(format!("d{i}")),
+                group: None,
+                replaced: Chain::default(),
+            },
+        );
+    }
+    let want: Vec<(Evidence, u32)> = {
+        let mut want: Vec<(Evidence, u32)> = docs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| rule.matches(&query, d).map(|e| (e, i as u32)))
+            .collect();
+        want.sort_by(|a, b| a.0.cmp_strength(&b.0));
+        want
+    };
+    assert_eq!(want.len(), 3, "every document matches by resemblance");
+    assert!(want
+        .iter()
+        .all(|(e, _)| matches!(e, Evidence::Resemblance { band: 0, .. })));
+    assert!(same(
+        &pending.pending_matches(&rule, &query, true, None),
+        &want
+    ));
+    assert!(same(
+        &pending.pending_matches(&rule, &query, false, None),
+        &want[..1]
+    ));
+    // The third document was found through the lists of bands 1.. only.
+    pending.collect_candidates(&rule, &query);
+    let third = pending.candidates.iter().position(|&i| i == 2);
+    let listed = third.map(|c| pending.candidate_bands[c]);
+    assert_eq!(listed.map(|l| l & 1), Some(0), "band 0's list left it out");
+    assert_eq!(pending.overflowed_bands & 1, 1);
+}
+
+#[test]
+fn the_first_band_from_lists_is_known_only_before_an_overflowed_list() {
+    // Listed in bands 2 and 5; band 3's list overflowed (after the first listed band).
+    assert_eq!(first_band_from_lists(0b100100, 0b1000), Some(Some(2)));
+    // Band 1's list overflowed: band 1 may be shared too, unseen.
+    assert_eq!(first_band_from_lists(0b100100, 0b10), None);
+    // Listed nowhere, no list overflowed: no band shared.
+    assert_eq!(first_band_from_lists(0, 0), Some(None));
+    assert_eq!(first_band_from_lists(0, 1 << 40), None);
+    assert_eq!(first_band_from_lists(1, u64::MAX), Some(Some(0)));
+}
