@@ -5,8 +5,11 @@
 //!
 //! - **Link lists**: a line of at least 3 short items separated by a spaced separator
 //!   (`Home | Docs | Blog`, `首页 · 新闻 · 文档`, `You are here: Home > Docs > Install`), with no
-//!   sentence punctuation in any item. Runs of spaces alone never separate items: spacing is
-//!   layout (a table's columns), which re-wrapping and width changes rewrite.
+//!   sentence punctuation in any item, and each item closing the brackets it opens. Runs of
+//!   spaces alone never separate items: spacing is layout (a table's columns), which
+//!   re-wrapping and width changes rewrite. A separator inside brackets is syntax, an
+//!   alternation in a grammar or a command synopsis (`OPTIONS := { -j[son] | -p[retty] }`),
+//!   not navigation; a list wrapped whole in brackets (`[ Home | Docs | Blog ]`) is still one.
 //! - **Site name**: a short line whose exact text (case-folded, trimmed) also ends the first
 //!   line (the title) after a spaced separator (`Install guide | Daily Dev` and a header line
 //!   `Daily Dev`): the name line is chrome, and so is the title's suffix.
@@ -282,18 +285,78 @@ fn for_each_item<'a>(line: &'a str, mut item: impl FnMut(&'a str) -> bool) -> bo
     item(&line[start..])
 }
 
+/// How an item of a line holds ASCII brackets (`()`, `[]`, `{}`, of any kind alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Brackets {
+    /// Every bracket it opens it closes, and it closes none it did not open.
+    Closed,
+    /// Closed but for one opening bracket that starts it (`[ Home`: the first item of a list
+    /// wrapped in brackets).
+    OpensList,
+    /// Closed but for one closing bracket that ends it (`Blog ]`: the last item of one).
+    ClosesList,
+    /// Anything else: a separator next to it lies inside brackets (`OPTIONS := { -j[son]`).
+    Open,
+}
+
+/// How `item` (trimmed) holds brackets. Cost: one pass over its bytes (brackets are ASCII).
+fn brackets(item: &str) -> Brackets {
+    let item = item.trim();
+    let depths = |s: &str| {
+        let (mut depth, mut lowest) = (0i64, 0i64);
+        for b in s.bytes() {
+            match b {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                _ => continue,
+            }
+            lowest = lowest.min(depth);
+        }
+        (depth, lowest)
+    };
+    let (depth, lowest) = depths(item);
+    if (depth, lowest) == (0, 0) {
+        return Brackets::Closed;
+    }
+    let opens = item.starts_with(['(', '[', '{']);
+    if opens && depths(&item[1..]) == (0, 0) {
+        return Brackets::OpensList;
+    }
+    let closes = item.ends_with([')', ']', '}']);
+    if closes && depths(&item[..item.len() - 1]) == (0, 0) {
+        return Brackets::ClosesList;
+    }
+    Brackets::Open
+}
+
 /// At least 3 non-blank items, each of at most [`SHORT_ITEM_WORDS`] words and without
-/// sentence punctuation (the first may be a label: `You are here:`, `当前位置：首页`).
+/// sentence punctuation (the first may be a label: `You are here:`, `当前位置：首页`), each
+/// closing the brackets it opens ([`Brackets`]: but the first may open and the last close the
+/// brackets around the whole list).
 fn is_link_list(line: &str) -> bool {
     let mut items = 0usize;
+    // The previous item closed the brackets around a list: it must be the last.
+    let mut closed_list = false;
     let all_short = for_each_item(line, |item| {
         if item.trim().is_empty() {
             return true;
         }
+        if closed_list {
+            return false;
+        }
         let label_ok = items == 0 && item.contains([':', '：']);
+        let bracketed = match brackets(item) {
+            Brackets::Closed => true,
+            Brackets::OpensList => items == 0,
+            Brackets::ClosesList => {
+                closed_list = true;
+                true
+            }
+            Brackets::Open => false,
+        };
         items += 1;
         let limit = SHORT_ITEM_WORDS + usize::from(label_ok) * 2;
-        words_within(item, limit).is_some() && !has_sentence_punctuation(item)
+        bracketed && words_within(item, limit).is_some() && !has_sentence_punctuation(item)
     });
     all_short && items >= 3
 }

@@ -271,6 +271,12 @@ fn densify(bins: &mut [u32], probes: &[u16]) {
     }
     // The fewer bins are filled, the more probes an empty one needs: tested in larger chunks.
     let filled_bins: u32 = filled.iter().map(|w| w.count_ones()).sum();
+    // Shingles were added but every one's value was EMPTY's (u32::MAX, 1 in 2^32 each): no bin
+    // reads as filled, so no probe would ever stop. Every bin keeps that value, the one every
+    // bin would borrow.
+    if filled_bins == 0 {
+        return;
+    }
     // (Measured on 256 bins: 4 at a time is faster from a quarter filled, 8 below.)
     if filled_bins as usize * 4 >= n {
         fill_empty::<4>(bins, probes, &filled);
@@ -536,6 +542,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The inverse of [`mix`] (splitmix64's finaliser): each xor-shift undone by repeating it,
+    /// each multiplier by its inverse modulo 2^64.
+    fn unmix(mut x: u64) -> u64 {
+        x ^= (x >> 31) ^ (x >> 62);
+        x = x.wrapping_mul(0x3196_42b2_d24d_8ec3);
+        x ^= (x >> 27) ^ (x >> 54);
+        x = x.wrapping_mul(0x96de_1b17_3f11_9089);
+        x ^ (x >> 30) ^ (x >> 60)
+    }
+
     proptest! {
         /// Densification by chunks of known probes fills every empty bin from the bin its
         /// probe sequence reaches first, as probing one by one does; from a single shingle
@@ -560,6 +576,27 @@ mod tests {
                 prop_assert_eq!(bins.values(), &expected[..]);
                 prop_assert!(bins.values().iter().all(|&v| v != EMPTY));
             }
+        }
+
+        /// A document whose every shingle's value is `u32::MAX` (EMPTY's bit pattern; found
+        /// by inverting the value hash) is densified to that value in every bin (it probed
+        /// forever before: no bin read as filled).
+        #[test]
+        fn shingles_of_the_empty_value_fill_every_bin(
+            slots in prop_oneof![Just(64u32), Just(256), Just(1024)],
+            highs in proptest::collection::vec(any::<u32>(), 1..4),
+        ) {
+            let config = MinHashConfig { slots, ..MinHashConfig::default() };
+            let mut bins = Bins::default();
+            bins.clear(&config);
+            for high in highs {
+                let value = (u64::from(high) << 32) | u64::from(EMPTY);
+                let shingle = unmix(value) ^ VALUE_SEED;
+                prop_assert_eq!(mix(shingle ^ VALUE_SEED), value);
+                bins.add(shingle);
+            }
+            prop_assert!(bins.finish());
+            prop_assert!(bins.values().iter().all(|&v| v == EMPTY));
         }
 
         /// The packed sketch holds each bin's low bits at bit `bin * bits`, and each band's

@@ -196,14 +196,19 @@ def _run_rensa(path: str, out: str) -> None:
 
     texts = _read_docs(path)
     word = re.compile(r"\w+")
-    token_sets = []
-    for t in texts:
-        w = word.findall(t.lower())
-        token_sets.append([" ".join(w[i : i + 3]) for i in range(max(1, len(w) - 2))] if w else [])
-    hashes = RMinHash.from_token_sets(token_sets, 128, 42)
     lsh = RMinHashLSH(0.8, 128, 16)
-    for i, m in enumerate(hashes):
-        lsh.insert(i, m)
+    hashes = []
+    # Shingled a chunk at a time: the shingle strings of a whole corpus held at once cost ~20 KB
+    # a document (the program's memory, not rensa's); the sketches stay, as rensa's LSH needs.
+    chunk = 10_000
+    for start in range(0, len(texts), chunk):
+        token_sets = []
+        for t in texts[start : start + chunk]:
+            w = word.findall(t.lower())
+            token_sets.append([" ".join(w[i : i + 3]) for i in range(max(1, len(w) - 2))] if w else [])
+        for m in RMinHash.from_token_sets(token_sets, 128, 42):
+            lsh.insert(len(hashes), m)
+            hashes.append(m)
     pairs = []
     for i, m in enumerate(hashes):
         for j in lsh.query(m):

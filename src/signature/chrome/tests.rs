@@ -131,13 +131,41 @@ mod reference {
         out
     }
 
+    /// Brackets by definition: the depth after each bracket, over the item with its wrapping
+    /// bracket (if any) left out.
+    fn closes_brackets(s: &str) -> bool {
+        let mut depth = 0i64;
+        for c in s.chars() {
+            depth += match c {
+                '(' | '[' | '{' => 1,
+                ')' | ']' | '}' => -1,
+                _ => 0,
+            };
+            if depth < 0 {
+                return false;
+            }
+        }
+        depth == 0
+    }
+
     fn is_link_list(line: &str) -> bool {
         let items = items(line);
+        let last = items.len().saturating_sub(1);
         items.len() >= 3
             && items.iter().enumerate().all(|(n, it)| {
                 let w = words(it);
                 let label_ok = n == 0 && it.contains([':', '：']);
-                w <= SHORT_ITEM_WORDS + usize::from(label_ok) * 2 && !has_sentence_punctuation(it)
+                let it_trim = it.trim();
+                let bracketed = closes_brackets(it_trim)
+                    || (n == 0
+                        && it_trim.starts_with(['(', '[', '{'])
+                        && closes_brackets(&it_trim[1..]))
+                    || (n == last
+                        && it_trim.ends_with([')', ']', '}'])
+                        && closes_brackets(&it_trim[..it_trim.len() - 1]));
+                bracketed
+                    && w <= SHORT_ITEM_WORDS + usize::from(label_ok) * 2
+                    && !has_sentence_punctuation(it)
             })
     }
 
@@ -235,6 +263,16 @@ fn piece() -> impl Strategy<Value = String> {
             "2009-2024",
             "All rights reserved.",
             "x",
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            "[ Home",
+            "Blog ]",
+            "-j[son]",
+            "(beta)",
         ])
         .prop_map(String::from),
         any::<char>().prop_map(String::from),
@@ -360,6 +398,15 @@ fn link_lists_and_site_names_are_chrome() {
     assert_eq!(c[0], LineChrome::NameSuffix { name_line: 1 });
     assert_eq!(&c[1..4], &[LineChrome::Chrome; 3]);
     assert_eq!(c[5], LineChrome::Content);
+    // Brackets that items close, or that wrap the whole list, leave it a list.
+    for line in [
+        "[ Home | Docs | Blog ]",
+        "{ Home | Docs | Blog }",
+        "Home | Docs (beta) | Blog [3]",
+        "( Home | Docs (beta) | Blog )",
+    ] {
+        assert_eq!(chrome_lines(line), Some(vec![LineChrome::Chrome]), "{line}");
+    }
 }
 
 #[test]
@@ -368,6 +415,15 @@ fn prose_paths_and_options_are_content() {
         "The quick brown fox jumps over the lazy dog, again and again.",
         "usr/share/doc/foo/copyright",
         "ls [-a|-b|-c] [FILE]...",
+        // Separators inside brackets: an alternation of a grammar or a command synopsis. The
+        // first is a truncated copy's line of a man page (synthetic-en), which was chrome
+        // before and cut the rule's shingles of the copy to 0.517 of the original's.
+        "OPTIONS := {  -j[son] | -p[retty] | -i[ec] }  devlink port",
+        "OBJECT := { link | address | route | rule }",
+        "ip { link | addr } show | help",
+        "Home | Docs ] | Blog | About",
+        "[ Home | Docs ] | Blog | About",
+        "Home | [ Docs | Blog ]",
         "git-log - Show commit logs",
         "Files: debian/*",
         "types-foo 1.0 - Typing stubs for foo\nTyping stubs for foo",
