@@ -466,7 +466,7 @@ impl ComponentWarmer {
     }
 }
 
-/// The warmer of one reader the crate opens for itself ([`NearDupIndex::searcher`]'s, each
+/// The warmer of one [`NearDupReader`] (each public one, [`NearDupIndex::searcher`]'s, each
 /// writer's): its entries in the shared [`ComponentWarmer`] under a tag of its own, so that
 /// another reader's garbage collection (which knows only that reader's live generations, with
 /// numbers that may equal this reader's) never releases them, and dropped with the reader
